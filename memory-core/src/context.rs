@@ -1,0 +1,81 @@
+//! Who is asking: the per-call context every provider method receives.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Budgets, DocumentId, MemoryScope, PersonalityId, Store, UserId};
+
+/// The prefetch budget used when none is set, in chars of the rendered text.
+pub const DEFAULT_MAX_CHARS: usize = 20_000;
+
+/// The personality and user a call is made for, with that personality's settings.
+///
+/// ```
+/// # use memory_core::*;
+/// let ctx = MemoryContext::new(PersonalityId::new("ada")?, UserId::new("u-42")?)
+///     .with_scope(MemoryScope::Global)
+///     .with_budgets(Budgets::BOUNDED)
+///     .with_query("what did I say about trains?");
+/// assert_eq!(ctx.document(Store::Memory), DocumentId::GlobalMemory);
+/// # Ok::<(), MemoryError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryContext {
+    /// The personality speaking.
+    pub personality: PersonalityId,
+    /// Whether it uses its own `MEMORY.md` or the global one.
+    pub scope: MemoryScope,
+    /// The user spoken to (already resolved through the identity map).
+    pub user: UserId,
+    /// The current user message, for recall providers; others ignore it.
+    pub query: Option<String>,
+    /// Byte caps applied by `sync`.
+    pub budgets: Budgets,
+    /// Prefetch budget in chars of the whole rendered text, headings included.
+    pub max_chars: usize,
+}
+
+impl MemoryContext {
+    /// A per-personality context with no query, no caps and the default prefetch budget.
+    pub fn new(personality: PersonalityId, user: UserId) -> Self {
+        MemoryContext {
+            personality,
+            scope: MemoryScope::default(),
+            user,
+            query: None,
+            budgets: Budgets::default(),
+            max_chars: DEFAULT_MAX_CHARS,
+        }
+    }
+
+    /// Sets the memory scope.
+    pub fn with_scope(mut self, scope: MemoryScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Sets the query (the current user message).
+    pub fn with_query(mut self, query: impl Into<String>) -> Self {
+        self.query = Some(query.into());
+        self
+    }
+
+    /// Sets the byte caps.
+    pub fn with_budgets(mut self, budgets: Budgets) -> Self {
+        self.budgets = budgets;
+        self
+    }
+
+    /// Sets the prefetch budget in chars.
+    pub fn with_max_chars(mut self, max_chars: usize) -> Self {
+        self.max_chars = max_chars;
+        self
+    }
+
+    /// The document `store` resolves to for this personality and user.
+    pub fn document(&self, store: Store) -> DocumentId {
+        match store {
+            Store::Memory => DocumentId::memory(&self.personality, self.scope),
+            Store::User => DocumentId::user(&self.user),
+        }
+    }
+}

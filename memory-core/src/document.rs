@@ -1,0 +1,212 @@
+//! What a memory is made of: stores, scopes, documents and their versions.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{PersonalityId, UserId};
+
+/// Which of the two documents of a conversation an update targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Store {
+    /// The agent's notes: `MEMORY.md`, global or per personality.
+    Memory,
+    /// What the agent knows about the user: `USER.md`, always per user.
+    User,
+}
+
+impl fmt::Display for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Store::Memory => "memory",
+            Store::User => "user",
+        })
+    }
+}
+
+/// Whose `MEMORY.md` a personality reads and writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryScope {
+    /// Its own `personalities/<id>/MEMORY.md` (the default).
+    #[default]
+    PerPersonality,
+    /// The deployment-wide `MEMORY.md`, shared by every global-scope personality.
+    Global,
+}
+
+/// One document, named independently of the backend that stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DocumentId {
+    /// `MEMORY.md`, shared by global-scope personalities.
+    GlobalMemory,
+    /// `personalities/<personality>/MEMORY.md`.
+    PersonalityMemory {
+        /// Whose memory.
+        personality: PersonalityId,
+    },
+    /// `users/<user>/USER.md`.
+    UserProfile {
+        /// Whose profile.
+        user: UserId,
+    },
+}
+
+impl DocumentId {
+    /// The memory document a personality uses under `scope`.
+    pub fn memory(personality: &PersonalityId, scope: MemoryScope) -> Self {
+        match scope {
+            MemoryScope::Global => DocumentId::GlobalMemory,
+            MemoryScope::PerPersonality => DocumentId::PersonalityMemory {
+                personality: personality.clone(),
+            },
+        }
+    }
+
+    /// The profile document of `user`.
+    pub fn user(user: &UserId) -> Self {
+        DocumentId::UserProfile { user: user.clone() }
+    }
+
+    /// Which store the document belongs to.
+    pub fn store(&self) -> Store {
+        match self {
+            DocumentId::GlobalMemory | DocumentId::PersonalityMemory { .. } => Store::Memory,
+            DocumentId::UserProfile { .. } => Store::User,
+        }
+    }
+
+    /// Its path in the Ethos markdown layout, relative to the root, with `/` separators.
+    /// Other backends use it as a readable key.
+    pub fn relative_path(&self) -> String {
+        match self {
+            DocumentId::GlobalMemory => "MEMORY.md".to_owned(),
+            DocumentId::PersonalityMemory { personality } => {
+                format!("personalities/{personality}/MEMORY.md")
+            }
+            DocumentId::UserProfile { user } => format!("users/{user}/USER.md"),
+        }
+    }
+}
+
+impl fmt::Display for DocumentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DocumentId::GlobalMemory => f.write_str("the global MEMORY.md"),
+            DocumentId::PersonalityMemory { personality } => {
+                write!(f, "MEMORY.md of personality '{personality}'")
+            }
+            DocumentId::UserProfile { user } => write!(f, "USER.md of user '{user}'"),
+        }
+    }
+}
+
+/// An opaque token that changes whenever a document's content changes.
+///
+/// Compare versions for equality only: backends choose the form (a content hash, a counter).
+/// A document that was never written has a version too, so a first write can be guarded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Version(String);
+
+impl Version {
+    /// Wraps a backend's version token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Version(token.into())
+    }
+
+    /// The token as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Lowercase hex SHA-256 of `text`'s UTF-8 bytes, as reports carry it.
+pub fn sha256_hex(text: &str) -> String {
+    format!("{:x}", Sha256::digest(text.as_bytes()))
+}
+
+/// Where a document lives and which version it is at, without its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentMeta {
+    /// Which document.
+    pub id: DocumentId,
+    /// Its current version.
+    pub version: Version,
+    /// Where the backend keeps it: a path or a key.
+    pub location: String,
+}
+
+/// A document's full text with its version and location, as read in one step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    /// Which document.
+    pub id: DocumentId,
+    /// Its text; empty when it was never written.
+    pub text: String,
+    /// The version of exactly this text.
+    pub version: Version,
+    /// Where the backend keeps it: a path or a key.
+    pub location: String,
+}
+
+impl Document {
+    /// The document without its text.
+    pub fn meta(&self) -> DocumentMeta {
+        DocumentMeta {
+            id: self.id.clone(),
+            version: self.version.clone(),
+            location: self.location.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_the_ethos_one() {
+        let p = PersonalityId::new("ada").unwrap();
+        let u = UserId::new("u1").unwrap();
+        assert_eq!(
+            DocumentId::memory(&p, MemoryScope::Global).relative_path(),
+            "MEMORY.md"
+        );
+        assert_eq!(
+            DocumentId::memory(&p, MemoryScope::PerPersonality).relative_path(),
+            "personalities/ada/MEMORY.md"
+        );
+        assert_eq!(DocumentId::user(&u).relative_path(), "users/u1/USER.md");
+    }
+
+    #[test]
+    fn wire_forms() {
+        let scope: MemoryScope = serde_json::from_str("\"per-personality\"").unwrap();
+        assert_eq!(scope, MemoryScope::PerPersonality);
+        assert_eq!(serde_json::to_string(&MemoryScope::Global).unwrap(), "\"global\"");
+        assert_eq!(serde_json::to_string(&Store::User).unwrap(), "\"user\"");
+        let id = DocumentId::user(&UserId::new("u1").unwrap());
+        assert_eq!(
+            serde_json::to_string(&id).unwrap(),
+            r#"{"kind":"user-profile","user":"u1"}"#
+        );
+    }
+
+    #[test]
+    fn sha256_is_hex_of_utf8() {
+        assert_eq!(
+            sha256_hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! The one error type every provider returns.
+
+use crate::{DocumentId, IdKind, Version};
+
+/// A boxed error from a backend driver, kept as the [`std::error::Error::source`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong with memory, as kinds a caller can act on.
+///
+/// Match on the variant, never on the message: messages are for people (and models) and say what
+/// to do next; variants are the contract. Update indices are 0-based positions in the slice given
+/// to [`crate::MemoryProvider::sync`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// An id does not match `^[A-Za-z0-9_-]{1,64}$`. Raised before any read or write.
+    #[error("invalid {kind} {value:?}: {reason}; ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them")]
+    InvalidId {
+        /// Which kind of id.
+        kind: IdKind,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// An update is malformed whatever the document holds (blank `add`, empty `substringMatch` or
+    /// `old`). The whole call wrote nothing.
+    #[error("update #{index} on {document} is invalid: {reason}; nothing was written")]
+    InvalidUpdate {
+        /// Position of the update in the call.
+        index: usize,
+        /// The document it targets.
+        document: DocumentId,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// An `edit` whose `old` text does not occur in the document. The whole call wrote nothing.
+    #[error("update #{index} on {document}: the text to edit ({old:?}) was not found; read the document again and quote text it contains; nothing was written")]
+    NoMatch {
+        /// Position of the update in the call.
+        index: usize,
+        /// The document it targets.
+        document: DocumentId,
+        /// The `old` text that was looked for.
+        old: String,
+    },
+
+    /// An `edit` whose `old` text occurs more than once. The whole call wrote nothing.
+    #[error("update #{index} on {document}: the text to edit ({old:?}) occurs {count} times; quote more of it so that it matches exactly once; nothing was written")]
+    AmbiguousMatch {
+        /// Position of the update in the call.
+        index: usize,
+        /// The document it targets.
+        document: DocumentId,
+        /// The `old` text that was looked for.
+        old: String,
+        /// How many times it occurs (overlapping occurrences count).
+        count: usize,
+    },
+
+    /// The batch would grow the document past its hard byte cap. The whole call wrote nothing.
+    #[error("{document} would be {bytes} bytes, over its hard cap of {hard_cap}; consolidate it (replace it with a shorter version) first; nothing was written")]
+    HardCapExceeded {
+        /// The document.
+        document: DocumentId,
+        /// Its size after the batch, in UTF-8 bytes.
+        bytes: usize,
+        /// The cap.
+        hard_cap: usize,
+    },
+
+    /// An `if_match` precondition failed: the document changed since that version was read.
+    #[error("{document} is at version {current}, not {expected}; read it again and redo the change; nothing was written")]
+    Conflict {
+        /// The document.
+        document: DocumentId,
+        /// The version the caller expected.
+        expected: Version,
+        /// The version it holds now.
+        current: Version,
+    },
+
+    /// Compare-and-swap retries ran out under concurrent writers; nothing of this call was lost
+    /// silently, but the update was not applied.
+    #[error("{document} kept changing under concurrent writers ({attempts} attempts); retry later")]
+    Contention {
+        /// The document.
+        document: DocumentId,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+
+    /// The backend cannot be reached or failed to do I/O; retry later.
+    #[error("{what} is unavailable: {message}; retry later")]
+    Unavailable {
+        /// What could not be reached: a document, a path, a server.
+        what: String,
+        /// What went wrong.
+        message: String,
+        /// The driver's error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// Stored bytes are not a document of ours (not UTF-8, wrong type or shape). They are never
+    /// overwritten: fix or move them by hand.
+    #[error("{location} is corrupt: {reason}; it was left untouched, fix or move it by hand")]
+    Corrupt {
+        /// Where the bytes are: a path or a key.
+        location: String,
+        /// What is wrong with them.
+        reason: String,
+    },
+
+    /// A provider was configured wrongly.
+    #[error("configuration error: {message}")]
+    Config {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+}
+
+impl MemoryError {
+    /// An [`MemoryError::Unavailable`] for an I/O failure on `what`.
+    pub fn unavailable(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        let source = source.into();
+        MemoryError::Unavailable {
+            what: what.into(),
+            message: source.to_string(),
+            source: Some(source),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+
+mod context;
+mod document;
+mod error;
+mod id;
+mod plan;
+mod prefetch;
+mod provider;
+mod reference;
+mod report;
+mod update;
+
+pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
+pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
+pub use error::{BoxError, MemoryError};
+pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
+pub use plan::{DocumentBatch, PlannedWrite, plan_sync};
+pub use prefetch::{Prefetch, render, truncate_keeping_tail};
+pub use provider::MemoryProvider;
+pub use reference::InMemoryProvider;
+pub use report::{
+    DocumentReport, EVENT_BUFFER, EventBus, IfMatch, MemoryEvent, Subscription, SyncReport,
+};
+pub use update::{Applied, Budgets, Caps, MemoryUpdate, apply_batch, is_blank};

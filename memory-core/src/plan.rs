@@ -1,0 +1,159 @@
+//! The steps of `sync` every backend shares: validate, group per document, check the
+//! precondition, apply, report. Backends only read and write.
+//!
+//! ```
+//! # use memory_core::*;
+//! # let ctx = MemoryContext::new(PersonalityId::new("ada")?, UserId::new("u1")?);
+//! let updates = [MemoryUpdate::add(Store::Memory, "Likes tea.")];
+//! for batch in plan_sync(&ctx, &updates, &IfMatch::NONE)? {
+//!     // A backend reads the current document here (under its lock, or for its CAS)...
+//!     let current = Document {
+//!         id: batch.document().clone(),
+//!         text: String::new(),
+//!         version: Version::new("0"),
+//!         location: "mem://example".into(),
+//!     };
+//!     let planned = batch.apply(current)?;
+//!     // ...writes `planned.new_text()` if it is `Some`, and reports with the new version.
+//!     let report = planned.report(Version::new("1"));
+//!     assert_eq!(report.bytes_after, "Likes tea.\n".len());
+//! }
+//! # Ok::<(), MemoryError>(())
+//! ```
+
+use crate::update::{Applied, apply_batch};
+use crate::{
+    Caps, Document, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError,
+    MemoryUpdate, Store, Version, sha256_hex,
+};
+
+/// The updates of one call that target one document, with the call's precondition and caps.
+#[derive(Debug, Clone)]
+pub struct DocumentBatch<'a> {
+    store: Store,
+    document: DocumentId,
+    updates: Vec<(usize, &'a MemoryUpdate)>,
+    if_match: Option<Version>,
+    caps: Caps,
+}
+
+/// Splits a call into one batch per document touched, memory first, after refusing malformed
+/// updates. Does no I/O, so a refusal here is before any read or write.
+///
+/// # Errors
+/// [`MemoryError::InvalidUpdate`] for the first update that is malformed whatever the text.
+pub fn plan_sync<'a>(
+    ctx: &MemoryContext,
+    updates: &'a [MemoryUpdate],
+    if_match: &IfMatch,
+) -> Result<Vec<DocumentBatch<'a>>, MemoryError> {
+    if let Some((index, update, reason)) = updates
+        .iter()
+        .enumerate()
+        .find_map(|(i, u)| u.malformed().map(|reason| (i, u, reason)))
+    {
+        return Err(MemoryError::InvalidUpdate {
+            index,
+            document: ctx.document(update.store()),
+            reason: reason.to_owned(),
+        });
+    }
+    Ok([Store::Memory, Store::User]
+        .into_iter()
+        .filter_map(|store| {
+            let mine: Vec<_> = updates
+                .iter()
+                .enumerate()
+                .filter(|(_, u)| u.store() == store)
+                .collect();
+            (!mine.is_empty()).then(|| DocumentBatch {
+                store,
+                document: ctx.document(store),
+                updates: mine,
+                if_match: if_match.for_store(store).cloned(),
+                caps: ctx.budgets.for_store(store),
+            })
+        })
+        .collect())
+}
+
+impl DocumentBatch<'_> {
+    /// The document this batch targets.
+    pub fn document(&self) -> &DocumentId {
+        &self.document
+    }
+
+    /// Checks the precondition against `current` (the document as read now), then applies the
+    /// updates in order and checks the caps.
+    ///
+    /// # Errors
+    /// [`MemoryError::Conflict`] when `current` is not at the required version, else any
+    /// refusal of [`crate::apply_batch`].
+    pub fn apply(&self, current: Document) -> Result<PlannedWrite, MemoryError> {
+        if let Some(expected) = &self.if_match {
+            if *expected != current.version {
+                return Err(MemoryError::Conflict {
+                    document: self.document.clone(),
+                    expected: expected.clone(),
+                    current: current.version,
+                });
+            }
+        }
+        let applied = apply_batch(
+            &self.document,
+            &current.text,
+            self.updates.iter().copied(),
+            self.caps,
+        )?;
+        Ok(PlannedWrite {
+            store: self.store,
+            before: current,
+            applied,
+        })
+    }
+}
+
+/// A batch applied to the current text, ready to be written (or not, when unchanged).
+#[derive(Debug, Clone)]
+pub struct PlannedWrite {
+    store: Store,
+    before: Document,
+    applied: Applied,
+}
+
+impl PlannedWrite {
+    /// The document as it was read.
+    pub fn before(&self) -> &Document {
+        &self.before
+    }
+
+    /// The text to write, or `None` when the batch left it unchanged (write nothing, keep the
+    /// version).
+    pub fn new_text(&self) -> Option<&str> {
+        self.applied.changed.then_some(self.applied.text.as_str())
+    }
+
+    /// The report, given the version the write produced (ignored when nothing was written).
+    pub fn report(&self, version_after: Version) -> DocumentReport {
+        let before = &self.before;
+        let written = self.applied.changed;
+        DocumentReport {
+            store: self.store,
+            document: before.id.clone(),
+            location: before.location.clone(),
+            written,
+            version_before: before.version.clone(),
+            version_after: if written {
+                version_after
+            } else {
+                before.version.clone()
+            },
+            sha256_before: sha256_hex(&before.text),
+            sha256_after: sha256_hex(&self.applied.text),
+            bytes_before: before.text.len(),
+            bytes_after: self.applied.text.len(),
+            lines_removed: self.applied.lines_removed,
+            over_soft_cap: self.applied.over_soft_cap,
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The in-memory reference provider: the contract with nothing in the way, and the model the
+//! conformance suite compares every backend against.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::{
+    Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Prefetch, Store, Subscription, SyncReport, Version, plan_sync,
+};
+
+/// Keeps documents in a map behind one mutex. Versions are per-document counters (`"0"` for a
+/// document never written), unlike markdown's content hashes: the suite must pass with both.
+///
+/// Useful in tests of agent code, and as the model the conformance suite checks backends against.
+#[derive(Debug, Default)]
+pub struct InMemoryProvider {
+    documents: Mutex<BTreeMap<DocumentId, (String, u64)>>,
+    events: EventBus,
+}
+
+impl InMemoryProvider {
+    /// An empty provider.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn snapshot(documents: &BTreeMap<DocumentId, (String, u64)>, id: &DocumentId) -> Document {
+        let (text, version) = documents.get(id).cloned().unwrap_or_default();
+        Document {
+            id: id.clone(),
+            text,
+            version: Version::new(version.to_string()),
+            location: format!("memory://{}", id.relative_path()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<DocumentId, (String, u64)>> {
+        // The map is only mutated after every check passed, so a poisoned lock still guards
+        // consistent data.
+        self.documents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for InMemoryProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        let documents = self.lock();
+        let memory = Self::snapshot(&documents, &ctx.document(Store::Memory));
+        let user = Self::snapshot(&documents, &ctx.document(Store::User));
+        Ok(Prefetch::from_documents(ctx, &memory, &user))
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        let batches = plan_sync(ctx, updates, if_match)?;
+        let mut documents = self.lock();
+        let planned = batches
+            .iter()
+            .map(|batch| batch.apply(Self::snapshot(&documents, batch.document())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut report = SyncReport::default();
+        for write in planned {
+            let id = &write.before().id;
+            let next = documents.get(id).map_or(1, |(_, v)| v + 1);
+            if let Some(text) = write.new_text() {
+                documents.insert(id.clone(), (text.to_owned(), next));
+            }
+            report.documents.push(write.report(Version::new(next.to_string())));
+        }
+        drop(documents);
+        self.events.publish(&report);
+        Ok(report)
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        Ok(Self::snapshot(&self.lock(), document))
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        Ok(self.lock().keys().cloned().collect())
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+}

@@ -1,0 +1,188 @@
+//! What a `sync` call reports, what it promises to check, and the events it emits.
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use crate::{DocumentId, Store, Version};
+
+/// Versions a `sync` call requires the documents it touches to still be at.
+///
+/// Typically the versions from the [`crate::Prefetch`] the model's change was based on. A
+/// precondition on a document the call does not touch is not checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfMatch {
+    /// Required version of the memory document.
+    pub memory: Option<Version>,
+    /// Required version of the user document.
+    pub user: Option<Version>,
+}
+
+impl IfMatch {
+    /// No precondition: apply to the latest content.
+    pub const NONE: IfMatch = IfMatch {
+        memory: None,
+        user: None,
+    };
+
+    /// The precondition on `store`'s document.
+    pub fn for_store(&self, store: Store) -> Option<&Version> {
+        match store {
+            Store::Memory => self.memory.as_ref(),
+            Store::User => self.user.as_ref(),
+        }
+    }
+}
+
+/// What one `sync` call did to one document it touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentReport {
+    /// The store the updates named.
+    pub store: Store,
+    /// The document it resolved to.
+    pub document: DocumentId,
+    /// Where the backend keeps it: a path or a key.
+    pub location: String,
+    /// Whether new content was written; `false` when the batch left the text unchanged.
+    pub written: bool,
+    /// Version before the call.
+    pub version_before: Version,
+    /// Version after the call (equal to `version_before` when nothing was written).
+    pub version_after: Version,
+    /// SHA-256 (lowercase hex) of the text before.
+    pub sha256_before: String,
+    /// SHA-256 (lowercase hex) of the text after.
+    pub sha256_after: String,
+    /// UTF-8 bytes before.
+    pub bytes_before: usize,
+    /// UTF-8 bytes after.
+    pub bytes_after: usize,
+    /// Lines dropped by `remove` updates.
+    pub lines_removed: usize,
+    /// Whether the document is over its soft cap after the call: time to consolidate.
+    pub over_soft_cap: bool,
+}
+
+/// The result of a `sync` call: one report per document touched, memory first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncReport {
+    /// Per document, in store order (memory, then user).
+    pub documents: Vec<DocumentReport>,
+}
+
+impl SyncReport {
+    /// The report for `store`'s document, if the call touched it.
+    pub fn get(&self, store: Store) -> Option<&DocumentReport> {
+        self.documents.iter().find(|d| d.store == store)
+    }
+}
+
+/// A notification that a document changed, for subscribers (dashboards, indexers, loggers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event")]
+pub enum MemoryEvent {
+    /// `memory.updated`: a document was written.
+    #[serde(rename = "memory.updated")]
+    Updated(DocumentReport),
+    /// `memory.eviction`: a write left a document over its soft cap; it should be consolidated.
+    #[serde(rename = "memory.eviction")]
+    Eviction(DocumentReport),
+}
+
+impl MemoryEvent {
+    /// The event's name: `memory.updated` or `memory.eviction`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MemoryEvent::Updated(_) => "memory.updated",
+            MemoryEvent::Eviction(_) => "memory.eviction",
+        }
+    }
+
+    /// The write the event is about.
+    pub fn report(&self) -> &DocumentReport {
+        match self {
+            MemoryEvent::Updated(report) | MemoryEvent::Eviction(report) => report,
+        }
+    }
+}
+
+/// How many events a subscriber may fall behind before it misses the oldest ones.
+pub const EVENT_BUFFER: usize = 1024;
+
+/// Fans events out to subscribers. Publishing never waits and never fails: a subscriber that
+/// falls more than [`EVENT_BUFFER`] events behind misses the oldest and is told how many.
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    sender: broadcast::Sender<MemoryEvent>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        EventBus {
+            sender: broadcast::channel(EVENT_BUFFER).0,
+        }
+    }
+}
+
+impl EventBus {
+    /// A bus with no subscribers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new subscriber, which sees events published from now on.
+    pub fn subscribe(&self) -> Subscription {
+        Subscription {
+            receiver: self.sender.subscribe(),
+            missed: 0,
+        }
+    }
+
+    /// Emits `memory.updated` for every written document of `report`, and `memory.eviction` for
+    /// those left over their soft cap.
+    pub fn publish(&self, report: &SyncReport) {
+        for document in report.documents.iter().filter(|d| d.written) {
+            // An error only means nobody is listening.
+            let _ = self.sender.send(MemoryEvent::Updated(document.clone()));
+            if document.over_soft_cap {
+                let _ = self.sender.send(MemoryEvent::Eviction(document.clone()));
+            }
+        }
+    }
+}
+
+/// One subscriber's view of a provider's events.
+#[derive(Debug)]
+pub struct Subscription {
+    receiver: broadcast::Receiver<MemoryEvent>,
+    missed: u64,
+}
+
+impl Subscription {
+    /// The next event, waiting for one; `None` once the provider is gone. Events missed by
+    /// falling behind are skipped and counted in [`Subscription::missed`].
+    pub async fn recv(&mut self) -> Option<MemoryEvent> {
+        loop {
+            match self.receiver.recv().await {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::RecvError::Lagged(n)) => self.missed += n,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next event if one is already waiting.
+    pub fn try_recv(&mut self) -> Option<MemoryEvent> {
+        loop {
+            match self.receiver.try_recv() {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => self.missed += n,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// How many events this subscriber missed by falling behind.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+}

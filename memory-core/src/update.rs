@@ -1,0 +1,409 @@
+//! Updates as agents emit them, and the pure text rules every backend shares.
+//!
+//! [`apply_batch`] is the only place the contract's update table is implemented; backends read,
+//! call it, and write what it returns.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{DocumentId, MemoryError, Store};
+
+/// One change to one document, in exactly the JSON forms of the contract:
+///
+/// ```
+/// # use memory_core::{MemoryUpdate, Store};
+/// let updates: Vec<MemoryUpdate> = serde_json::from_str(r#"[
+///   {"action":"add","store":"memory","content":"Prefers metric units."},
+///   {"action":"replace","store":"user","content":"Name: Ada"},
+///   {"action":"remove","store":"memory","substringMatch":"obsolete"},
+///   {"action":"edit","store":"memory","old":"metric","new":"SI"}
+/// ]"#).unwrap();
+/// assert_eq!(updates[0], MemoryUpdate::add(Store::Memory, "Prefers metric units."));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+pub enum MemoryUpdate {
+    /// Append `content` as a new paragraph.
+    Add {
+        /// Target document.
+        store: Store,
+        /// The entry; refused when blank.
+        content: String,
+    },
+    /// Replace the whole document with `content` (blank clears it).
+    Replace {
+        /// Target document.
+        store: Store,
+        /// The new text.
+        content: String,
+    },
+    /// Drop every line that contains `substring_match`, literally and case-sensitively.
+    Remove {
+        /// Target document.
+        store: Store,
+        /// The literal to look for; refused when empty.
+        #[serde(rename = "substringMatch")]
+        substring_match: String,
+    },
+    /// Replace the single occurrence of `old` with `new`, literally.
+    Edit {
+        /// Target document.
+        store: Store,
+        /// Text that must occur exactly once; refused when empty.
+        old: String,
+        /// Its replacement.
+        new: String,
+    },
+}
+
+impl MemoryUpdate {
+    /// An `add` of `content` to `store`.
+    pub fn add(store: Store, content: impl Into<String>) -> Self {
+        MemoryUpdate::Add {
+            store,
+            content: content.into(),
+        }
+    }
+
+    /// A `replace` of `store` with `content`.
+    pub fn replace(store: Store, content: impl Into<String>) -> Self {
+        MemoryUpdate::Replace {
+            store,
+            content: content.into(),
+        }
+    }
+
+    /// A `remove` of the lines of `store` containing `substring`.
+    pub fn remove(store: Store, substring: impl Into<String>) -> Self {
+        MemoryUpdate::Remove {
+            store,
+            substring_match: substring.into(),
+        }
+    }
+
+    /// An `edit` of `store` replacing `old` by `new`.
+    pub fn edit(store: Store, old: impl Into<String>, new: impl Into<String>) -> Self {
+        MemoryUpdate::Edit {
+            store,
+            old: old.into(),
+            new: new.into(),
+        }
+    }
+
+    /// The store this update targets.
+    pub fn store(&self) -> Store {
+        match self {
+            MemoryUpdate::Add { store, .. }
+            | MemoryUpdate::Replace { store, .. }
+            | MemoryUpdate::Remove { store, .. }
+            | MemoryUpdate::Edit { store, .. } => *store,
+        }
+    }
+
+    /// Why this update is refused whatever the document holds, if it is.
+    pub(crate) fn malformed(&self) -> Option<&'static str> {
+        match self {
+            MemoryUpdate::Add { content, .. } if is_blank(content) => {
+                Some("`add` needs non-blank content")
+            }
+            MemoryUpdate::Remove {
+                substring_match, ..
+            } if substring_match.is_empty() => Some("`remove` needs a non-empty substringMatch"),
+            MemoryUpdate::Edit { old, .. } if old.is_empty() => {
+                Some("`edit` needs a non-empty `old` text")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Soft and hard limits on a document's size, in UTF-8 bytes after a batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caps {
+    /// Over this the write lands, and the report and a `memory.eviction` event say so.
+    pub soft: Option<usize>,
+    /// A batch that would leave the document larger than this, and larger than it was, is
+    /// refused with [`MemoryError::HardCapExceeded`].
+    pub hard: Option<usize>,
+}
+
+/// Caps for both stores. No cap is on by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budgets {
+    /// Caps on `MEMORY.md`.
+    pub memory: Caps,
+    /// Caps on `USER.md`.
+    pub user: Caps,
+}
+
+impl Budgets {
+    /// The preset for bounded agents: MEMORY 2048 soft / 4096 hard, USER 1536 / 3072 bytes.
+    pub const BOUNDED: Budgets = Budgets {
+        memory: Caps {
+            soft: Some(2048),
+            hard: Some(4096),
+        },
+        user: Caps {
+            soft: Some(1536),
+            hard: Some(3072),
+        },
+    };
+
+    /// The caps of `store`.
+    pub fn for_store(&self, store: Store) -> Caps {
+        match store {
+            Store::Memory => self.memory,
+            Store::User => self.user,
+        }
+    }
+}
+
+/// What a batch did to one document's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The text after the batch (equal to the input when nothing changed).
+    pub text: String,
+    /// Whether the text differs from the input: when not, nothing is written.
+    pub changed: bool,
+    /// Lines dropped by the batch's `remove` updates.
+    pub lines_removed: usize,
+    /// Whether the result is over the soft cap.
+    pub over_soft_cap: bool,
+}
+
+/// Applies `updates` (each with its position in the caller's call) in order to `text`, the
+/// current content of `document`, then checks `caps`. Pure: no I/O, no clock.
+///
+/// # Errors
+/// The first refusal, naming the update's position: [`MemoryError::InvalidUpdate`],
+/// [`MemoryError::NoMatch`], [`MemoryError::AmbiguousMatch`], or
+/// [`MemoryError::HardCapExceeded`] for the batch as a whole. On error nothing may be written.
+pub fn apply_batch<'a>(
+    document: &DocumentId,
+    text: &str,
+    updates: impl IntoIterator<Item = (usize, &'a MemoryUpdate)>,
+    caps: Caps,
+) -> Result<Applied, MemoryError> {
+    let mut current = text.to_owned();
+    let mut lines_removed = 0;
+    for (index, update) in updates {
+        if let Some(reason) = update.malformed() {
+            return Err(MemoryError::InvalidUpdate {
+                index,
+                document: document.clone(),
+                reason: reason.to_owned(),
+            });
+        }
+        current = match update {
+            MemoryUpdate::Add { content, .. } if is_blank(&current) => {
+                format!("{}\n", content.trim())
+            }
+            MemoryUpdate::Add { content, .. } => {
+                format!("{}\n\n{}\n", current.trim_end(), content.trim())
+            }
+            MemoryUpdate::Replace { content, .. } => normalised(content),
+            MemoryUpdate::Remove {
+                substring_match, ..
+            } => {
+                let (kept, removed) = remove_lines(&current, substring_match);
+                lines_removed += removed;
+                kept
+            }
+            MemoryUpdate::Edit { old, new, .. } => match occurrences(&current, old).as_slice() {
+                [at] => format!("{}{new}{}", &current[..*at], &current[at + old.len()..]),
+                [] => {
+                    return Err(MemoryError::NoMatch {
+                        index,
+                        document: document.clone(),
+                        old: old.clone(),
+                    });
+                }
+                many => {
+                    return Err(MemoryError::AmbiguousMatch {
+                        index,
+                        document: document.clone(),
+                        old: old.clone(),
+                        count: many.len(),
+                    });
+                }
+            },
+        };
+    }
+    let bytes = current.len();
+    if let Some(hard_cap) = caps.hard {
+        // A batch that does not grow an over-cap document stays allowed, so an agent can
+        // always consolidate its way back under a cap that was lowered.
+        if bytes > hard_cap && bytes > text.len() {
+            return Err(MemoryError::HardCapExceeded {
+                document: document.clone(),
+                bytes,
+                hard_cap,
+            });
+        }
+    }
+    Ok(Applied {
+        changed: current != text,
+        over_soft_cap: caps.soft.is_some_and(|soft| bytes > soft),
+        lines_removed,
+        text: current,
+    })
+}
+
+/// Empty or whitespace only.
+pub fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// `text.trim() + "\n"`, or empty when `text` is blank.
+fn normalised(text: &str) -> String {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("{trimmed}\n")
+    }
+}
+
+/// Drops every line containing `needle`; returns the new text and how many lines went.
+/// When none went the text is returned as it was, so the batch can write nothing.
+fn remove_lines(text: &str, needle: &str) -> (String, usize) {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let kept: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| !line.contains(needle))
+        .collect();
+    let removed = lines.len() - kept.len();
+    if removed == 0 {
+        return (text.to_owned(), 0);
+    }
+    (normalised_end(&kept.join("\n")), removed)
+}
+
+/// `text.trim_end() + "\n"`, or empty when nothing is left.
+fn normalised_end(text: &str) -> String {
+    let trimmed = text.trim_end();
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("{trimmed}\n")
+    }
+}
+
+/// Byte offsets of every occurrence of `needle` in `haystack`, overlapping ones included
+/// (`"aa"` occurs twice in `"aaa"`, so an edit of it is ambiguous).
+fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(offset) = haystack[from..].find(needle) {
+        let at = from + offset;
+        found.push(at);
+        // Step one char past the match start to find overlapping occurrences.
+        from = at + haystack[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> DocumentId {
+        DocumentId::GlobalMemory
+    }
+
+    fn apply(text: &str, updates: &[MemoryUpdate]) -> Result<Applied, MemoryError> {
+        apply_batch(&doc(), text, updates.iter().enumerate(), Caps::default())
+    }
+
+    fn text_after(text: &str, update: MemoryUpdate) -> String {
+        apply(text, &[update]).unwrap().text
+    }
+
+    const M: Store = Store::Memory;
+
+    #[test]
+    fn add_follows_the_newline_discipline() {
+        assert_eq!(text_after("", MemoryUpdate::add(M, "  a  ")), "a\n");
+        assert_eq!(text_after(" \n\t", MemoryUpdate::add(M, "a")), "a\n");
+        assert_eq!(text_after("a\n\n\n", MemoryUpdate::add(M, "\nb\n")), "a\n\nb\n");
+        assert_eq!(text_after("a", MemoryUpdate::add(M, "b")), "a\n\nb\n");
+        assert!(matches!(
+            apply("a\n", &[MemoryUpdate::add(M, " \n ")]),
+            Err(MemoryError::InvalidUpdate { index: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn replace_normalises_and_may_clear() {
+        assert_eq!(text_after("old\n", MemoryUpdate::replace(M, "\n new \n")), "new\n");
+        assert_eq!(text_after("old\n", MemoryUpdate::replace(M, "  ")), "");
+    }
+
+    #[test]
+    fn remove_drops_matching_lines_and_counts_them() {
+        let out = apply("keep\nDROP a\nx DROP\ndrop me\n", &[MemoryUpdate::remove(M, "DROP")]).unwrap();
+        assert_eq!(out.text, "keep\ndrop me\n");
+        assert_eq!(out.lines_removed, 2);
+        let none = apply("a\n\n\n", &[MemoryUpdate::remove(M, "zzz")]).unwrap();
+        assert_eq!((none.text.as_str(), none.lines_removed, none.changed), ("a\n\n\n", 0, false));
+        let all = apply("x1\nx2\n", &[MemoryUpdate::remove(M, "x")]).unwrap();
+        assert_eq!((all.text.as_str(), all.lines_removed), ("", 2));
+        assert!(matches!(
+            apply("a", &[MemoryUpdate::remove(M, "")]),
+            Err(MemoryError::InvalidUpdate { .. })
+        ));
+    }
+
+    #[test]
+    fn edit_is_literal_and_unique() {
+        assert_eq!(text_after("cost $5 (a.b)\n", MemoryUpdate::edit(M, "$5 (a.b)", "$& \\1")), "cost $& \\1\n");
+        assert!(matches!(
+            apply("abc", &[MemoryUpdate::edit(M, "x", "y")]),
+            Err(MemoryError::NoMatch { index: 0, .. })
+        ));
+        assert!(matches!(
+            apply("aaa", &[MemoryUpdate::edit(M, "aa", "b")]),
+            Err(MemoryError::AmbiguousMatch { count: 2, .. })
+        ));
+        assert!(matches!(
+            apply("a", &[MemoryUpdate::edit(M, "", "b")]),
+            Err(MemoryError::InvalidUpdate { .. })
+        ));
+    }
+
+    #[test]
+    fn batch_applies_in_order_and_names_the_failing_update() {
+        let ok = apply("", &[MemoryUpdate::add(M, "one"), MemoryUpdate::edit(M, "one", "two")]).unwrap();
+        assert_eq!(ok.text, "two\n");
+        let err = apply("", &[MemoryUpdate::add(M, "one"), MemoryUpdate::edit(M, "zzz", "two")]);
+        assert!(matches!(err, Err(MemoryError::NoMatch { index: 1, .. })));
+    }
+
+    #[test]
+    fn caps_count_utf8_bytes() {
+        // "日本" is 6 bytes; with the newline 7.
+        let caps = Caps { soft: Some(6), hard: Some(7) };
+        let out = apply_batch(&doc(), "", [(0, &MemoryUpdate::add(M, "日本"))], caps).unwrap();
+        assert!(out.over_soft_cap);
+        let err = apply_batch(&doc(), "", [(0, &MemoryUpdate::add(M, "日本語"))], caps);
+        assert!(matches!(err, Err(MemoryError::HardCapExceeded { bytes: 10, hard_cap: 7, .. })));
+    }
+
+    #[test]
+    fn shrinking_an_over_cap_document_is_allowed() {
+        let caps = Caps { soft: None, hard: Some(4) };
+        let out = apply_batch(&doc(), "aaaaaa\nbbbbbb\n", [(0, &MemoryUpdate::remove(M, "a"))], caps).unwrap();
+        assert_eq!(out.text, "bbbbbb\n");
+    }
+
+    #[test]
+    fn update_json_is_exactly_the_contracts() {
+        let json = r#"{"action":"remove","store":"memory","substringMatch":"x"}"#;
+        let update: MemoryUpdate = serde_json::from_str(json).unwrap();
+        assert_eq!(update, MemoryUpdate::remove(M, "x"));
+        assert_eq!(serde_json::to_string(&update).unwrap(), json);
+        assert!(serde_json::from_str::<MemoryUpdate>(r#"{"action":"remove","store":"memory","substring":"x"}"#).is_err());
+        assert!(serde_json::from_str::<MemoryUpdate>(r#"{"action":"add","store":"memory","content":"x","extra":1}"#).is_err());
+        assert!(serde_json::from_str::<MemoryUpdate>(r#"{"action":"add","store":"notes","content":"x"}"#).is_err());
+    }
+}
