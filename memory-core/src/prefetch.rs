@@ -44,7 +44,8 @@ pub fn render(user: &str, memory: &str, max_chars: usize) -> Option<String> {
 /// Keeps the end of `text` within `max_chars` chars (Unicode scalar values), marker included.
 ///
 /// Recent memory is at the end, so the head goes. The cut moves forward to the next line start
-/// when one is within a tenth of the budget (at most 200 chars), and the result opens with
+/// when one is within a quarter of the budget (at most 200 chars), dropping the blank
+/// lines that follow it, and the result opens with
 /// `[...truncated N chars]` on its own line, N counting every char dropped. A char is never
 /// split. A budget too small for the marker yields the marker alone.
 pub fn truncate_keeping_tail(text: &str, max_chars: usize) -> String {
@@ -61,9 +62,9 @@ pub fn truncate_keeping_tail(text: &str, max_chars: usize) -> String {
         .map_or(text.len(), |(at, _)| at);
     let mut tail = &text[cut..];
     if !text[..cut].ends_with('\n') {
-        let near = (keep / 10).min(200);
+        let near = (keep / 4).min(200);
         if let Some((at, _)) = tail.char_indices().take(near).find(|&(_, c)| c == '\n') {
-            tail = &tail[at + 1..];
+            tail = tail[at + 1..].trim_start_matches('\n');
         }
     }
     let dropped = total - tail.chars().count();
@@ -99,8 +100,16 @@ mod tests {
         // Cut at a line boundary: the first kept line is whole.
         let first_kept = out.lines().nth(1).unwrap();
         assert!(first_kept.starts_with("line "), "{first_kept:?}");
-        let dropped: usize = out["[...truncated ".len()..].split(' ').next().unwrap().parse().unwrap();
-        assert_eq!(dropped + out.lines().skip(1).map(|l| l.len() + 1).sum::<usize>(), text.len());
+        let dropped: usize = out["[...truncated ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            dropped + out.lines().skip(1).map(|l| l.len() + 1).sum::<usize>(),
+            text.len()
+        );
     }
 
     #[test]
@@ -114,6 +123,9 @@ mod tests {
 
     #[test]
     fn tiny_budget_yields_the_marker_alone() {
-        assert_eq!(truncate_keeping_tail("abcdef", 3), "[...truncated 6 chars]\n");
+        assert_eq!(
+            truncate_keeping_tail("abcdef", 3),
+            "[...truncated 6 chars]\n"
+        );
     }
 }
