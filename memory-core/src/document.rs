@@ -193,7 +193,10 @@ mod tests {
     fn wire_forms() {
         let scope: MemoryScope = serde_json::from_str("\"per-personality\"").unwrap();
         assert_eq!(scope, MemoryScope::PerPersonality);
-        assert_eq!(serde_json::to_string(&MemoryScope::Global).unwrap(), "\"global\"");
+        assert_eq!(
+            serde_json::to_string(&MemoryScope::Global).unwrap(),
+            "\"global\""
+        );
         assert_eq!(serde_json::to_string(&Store::User).unwrap(), "\"user\"");
         let id = DocumentId::user(&UserId::new("u1").unwrap());
         assert_eq!(

@@ -14,7 +14,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum MemoryError {
     /// An id does not match `^[A-Za-z0-9_-]{1,64}$`. Raised before any read or write.
-    #[error("invalid {kind} {value:?}: {reason}; ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them")]
+    #[error(
+        "invalid {kind} {value:?}: {reason}; ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
+    )]
     InvalidId {
         /// Which kind of id.
         kind: IdKind,
@@ -37,7 +39,9 @@ pub enum MemoryError {
     },
 
     /// An `edit` whose `old` text does not occur in the document. The whole call wrote nothing.
-    #[error("update #{index} on {document}: the text to edit ({old:?}) was not found; read the document again and quote text it contains; nothing was written")]
+    #[error(
+        "update #{index} on {document}: the text to edit ({old:?}) was not found; read the document again and quote text it contains; nothing was written"
+    )]
     NoMatch {
         /// Position of the update in the call.
         index: usize,
@@ -48,7 +52,9 @@ pub enum MemoryError {
     },
 
     /// An `edit` whose `old` text occurs more than once. The whole call wrote nothing.
-    #[error("update #{index} on {document}: the text to edit ({old:?}) occurs {count} times; quote more of it so that it matches exactly once; nothing was written")]
+    #[error(
+        "update #{index} on {document}: the text to edit ({old:?}) occurs {count} times; quote more of it so that it matches exactly once; nothing was written"
+    )]
     AmbiguousMatch {
         /// Position of the update in the call.
         index: usize,
@@ -61,7 +67,9 @@ pub enum MemoryError {
     },
 
     /// The batch would grow the document past its hard byte cap. The whole call wrote nothing.
-    #[error("{document} would be {bytes} bytes, over its hard cap of {hard_cap}; consolidate it (replace it with a shorter version) first; nothing was written")]
+    #[error(
+        "{document} would be {bytes} bytes, over its hard cap of {hard_cap}; consolidate it (replace it with a shorter version) first; nothing was written"
+    )]
     HardCapExceeded {
         /// The document.
         document: DocumentId,
@@ -72,7 +80,9 @@ pub enum MemoryError {
     },
 
     /// An `if_match` precondition failed: the document changed since that version was read.
-    #[error("{document} is at version {current}, not {expected}; read it again and redo the change; nothing was written")]
+    #[error(
+        "{document} is at version {current}, not {expected}; read it again and redo the change; nothing was written"
+    )]
     Conflict {
         /// The document.
         document: DocumentId,

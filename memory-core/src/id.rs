@@ -36,7 +36,10 @@ fn validate(kind: IdKind, value: &str) -> Result<(), MemoryError> {
     let reason = if value.is_empty() {
         "it is empty".to_owned()
     } else if value.len() > MAX_ID_LEN {
-        format!("it is {} bytes long, the limit is {MAX_ID_LEN}", value.len())
+        format!(
+            "it is {} bytes long, the limit is {MAX_ID_LEN}",
+            value.len()
+        )
     } else if let Some(bad) = value
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
@@ -145,7 +148,9 @@ mod tests {
     #[test]
     fn refuses_everything_else_with_a_reason() {
         let long = "x".repeat(65);
-        for bad in ["", "../x", "a/b", "a b", "é", "a\0b", ".", "..", "a.md", &long] {
+        for bad in [
+            "", "../x", "a/b", "a b", "é", "a\0b", ".", "..", "a.md", &long,
+        ] {
             let err = UserId::new(bad).unwrap_err();
             assert!(
                 matches!(&err, MemoryError::InvalidId { kind: IdKind::User, value, .. } if value == bad),

@@ -23,8 +23,8 @@
 
 use crate::update::{Applied, apply_batch};
 use crate::{
-    Caps, Document, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError,
-    MemoryUpdate, Store, Version, sha256_hex,
+    Caps, Document, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryUpdate,
+    Store, Version, sha256_hex,
 };
 
 /// The updates of one call that target one document, with the call's precondition and caps.
@@ -90,14 +90,14 @@ impl DocumentBatch<'_> {
     /// [`MemoryError::Conflict`] when `current` is not at the required version, else any
     /// refusal of [`crate::apply_batch`].
     pub fn apply(&self, current: Document) -> Result<PlannedWrite, MemoryError> {
-        if let Some(expected) = &self.if_match {
-            if *expected != current.version {
-                return Err(MemoryError::Conflict {
-                    document: self.document.clone(),
-                    expected: expected.clone(),
-                    current: current.version,
-                });
-            }
+        if let Some(expected) = &self.if_match
+            && *expected != current.version
+        {
+            return Err(MemoryError::Conflict {
+                document: self.document.clone(),
+                expected: expected.clone(),
+                current: current.version,
+            });
         }
         let applied = apply_batch(
             &self.document,

@@ -74,7 +74,9 @@ impl MemoryProvider for InMemoryProvider {
             if let Some(text) = write.new_text() {
                 documents.insert(id.clone(), (text.to_owned(), next));
             }
-            report.documents.push(write.report(Version::new(next.to_string())));
+            report
+                .documents
+                .push(write.report(Version::new(next.to_string())));
         }
         drop(documents);
         self.events.publish(&report);

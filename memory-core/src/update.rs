@@ -325,7 +325,10 @@ mod tests {
     fn add_follows_the_newline_discipline() {
         assert_eq!(text_after("", MemoryUpdate::add(M, "  a  ")), "a\n");
         assert_eq!(text_after(" \n\t", MemoryUpdate::add(M, "a")), "a\n");
-        assert_eq!(text_after("a\n\n\n", MemoryUpdate::add(M, "\nb\n")), "a\n\nb\n");
+        assert_eq!(
+            text_after("a\n\n\n", MemoryUpdate::add(M, "\nb\n")),
+            "a\n\nb\n"
+        );
         assert_eq!(text_after("a", MemoryUpdate::add(M, "b")), "a\n\nb\n");
         assert!(matches!(
             apply("a\n", &[MemoryUpdate::add(M, " \n ")]),
@@ -335,17 +338,27 @@ mod tests {
 
     #[test]
     fn replace_normalises_and_may_clear() {
-        assert_eq!(text_after("old\n", MemoryUpdate::replace(M, "\n new \n")), "new\n");
+        assert_eq!(
+            text_after("old\n", MemoryUpdate::replace(M, "\n new \n")),
+            "new\n"
+        );
         assert_eq!(text_after("old\n", MemoryUpdate::replace(M, "  ")), "");
     }
 
     #[test]
     fn remove_drops_matching_lines_and_counts_them() {
-        let out = apply("keep\nDROP a\nx DROP\ndrop me\n", &[MemoryUpdate::remove(M, "DROP")]).unwrap();
+        let out = apply(
+            "keep\nDROP a\nx DROP\ndrop me\n",
+            &[MemoryUpdate::remove(M, "DROP")],
+        )
+        .unwrap();
         assert_eq!(out.text, "keep\ndrop me\n");
         assert_eq!(out.lines_removed, 2);
         let none = apply("a\n\n\n", &[MemoryUpdate::remove(M, "zzz")]).unwrap();
-        assert_eq!((none.text.as_str(), none.lines_removed, none.changed), ("a\n\n\n", 0, false));
+        assert_eq!(
+            (none.text.as_str(), none.lines_removed, none.changed),
+            ("a\n\n\n", 0, false)
+        );
         let all = apply("x1\nx2\n", &[MemoryUpdate::remove(M, "x")]).unwrap();
         assert_eq!((all.text.as_str(), all.lines_removed), ("", 2));
         assert!(matches!(
@@ -356,7 +369,13 @@ mod tests {
 
     #[test]
     fn edit_is_literal_and_unique() {
-        assert_eq!(text_after("cost $5 (a.b)\n", MemoryUpdate::edit(M, "$5 (a.b)", "$& \\1")), "cost $& \\1\n");
+        assert_eq!(
+            text_after(
+                "cost $5 (a.b)\n",
+                MemoryUpdate::edit(M, "$5 (a.b)", "$& \\1")
+            ),
+            "cost $& \\1\n"
+        );
         assert!(matches!(
             apply("abc", &[MemoryUpdate::edit(M, "x", "y")]),
             Err(MemoryError::NoMatch { index: 0, .. })
@@ -373,26 +392,58 @@ mod tests {
 
     #[test]
     fn batch_applies_in_order_and_names_the_failing_update() {
-        let ok = apply("", &[MemoryUpdate::add(M, "one"), MemoryUpdate::edit(M, "one", "two")]).unwrap();
+        let ok = apply(
+            "",
+            &[
+                MemoryUpdate::add(M, "one"),
+                MemoryUpdate::edit(M, "one", "two"),
+            ],
+        )
+        .unwrap();
         assert_eq!(ok.text, "two\n");
-        let err = apply("", &[MemoryUpdate::add(M, "one"), MemoryUpdate::edit(M, "zzz", "two")]);
+        let err = apply(
+            "",
+            &[
+                MemoryUpdate::add(M, "one"),
+                MemoryUpdate::edit(M, "zzz", "two"),
+            ],
+        );
         assert!(matches!(err, Err(MemoryError::NoMatch { index: 1, .. })));
     }
 
     #[test]
     fn caps_count_utf8_bytes() {
         // "日本" is 6 bytes; with the newline 7.
-        let caps = Caps { soft: Some(6), hard: Some(7) };
+        let caps = Caps {
+            soft: Some(6),
+            hard: Some(7),
+        };
         let out = apply_batch(&doc(), "", [(0, &MemoryUpdate::add(M, "日本"))], caps).unwrap();
         assert!(out.over_soft_cap);
         let err = apply_batch(&doc(), "", [(0, &MemoryUpdate::add(M, "日本語"))], caps);
-        assert!(matches!(err, Err(MemoryError::HardCapExceeded { bytes: 10, hard_cap: 7, .. })));
+        assert!(matches!(
+            err,
+            Err(MemoryError::HardCapExceeded {
+                bytes: 10,
+                hard_cap: 7,
+                ..
+            })
+        ));
     }
 
     #[test]
     fn shrinking_an_over_cap_document_is_allowed() {
-        let caps = Caps { soft: None, hard: Some(4) };
-        let out = apply_batch(&doc(), "aaaaaa\nbbbbbb\n", [(0, &MemoryUpdate::remove(M, "a"))], caps).unwrap();
+        let caps = Caps {
+            soft: None,
+            hard: Some(4),
+        };
+        let out = apply_batch(
+            &doc(),
+            "aaaaaa\nbbbbbb\n",
+            [(0, &MemoryUpdate::remove(M, "a"))],
+            caps,
+        )
+        .unwrap();
         assert_eq!(out.text, "bbbbbb\n");
     }
 
@@ -402,8 +453,23 @@ mod tests {
         let update: MemoryUpdate = serde_json::from_str(json).unwrap();
         assert_eq!(update, MemoryUpdate::remove(M, "x"));
         assert_eq!(serde_json::to_string(&update).unwrap(), json);
-        assert!(serde_json::from_str::<MemoryUpdate>(r#"{"action":"remove","store":"memory","substring":"x"}"#).is_err());
-        assert!(serde_json::from_str::<MemoryUpdate>(r#"{"action":"add","store":"memory","content":"x","extra":1}"#).is_err());
-        assert!(serde_json::from_str::<MemoryUpdate>(r#"{"action":"add","store":"notes","content":"x"}"#).is_err());
+        assert!(
+            serde_json::from_str::<MemoryUpdate>(
+                r#"{"action":"remove","store":"memory","substring":"x"}"#
+            )
+            .is_err()
+        );
+        assert!(
+            serde_json::from_str::<MemoryUpdate>(
+                r#"{"action":"add","store":"memory","content":"x","extra":1}"#
+            )
+            .is_err()
+        );
+        assert!(
+            serde_json::from_str::<MemoryUpdate>(
+                r#"{"action":"add","store":"notes","content":"x"}"#
+            )
+            .is_err()
+        );
     }
 }
