@@ -1,11 +1,12 @@
 //! Model-based testing: random update sequences go through the provider under test and through
 //! [`InMemoryProvider`], and both must produce identical documents, reports and errors.
 
+use std::collections::HashMap;
 use std::future::Future;
 
 use memory_core::{
     Budgets, Caps, DocumentId, DocumentReport, IfMatch, InMemoryProvider, MemoryContext,
-    MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, Store, SyncReport,
+    MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, Store, SyncReport, Version,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -17,9 +18,9 @@ use crate::cases::ctx;
 #[derive(Debug, Clone, Copy)]
 enum Guard {
     None,
-    /// The versions read just before the step.
+    /// The versions of the step's documents just before it.
     Current,
-    /// The versions read before the previous step.
+    /// The versions of the step's documents before the previous step.
     Stale,
 }
 
@@ -120,8 +121,8 @@ fn outcome(result: Result<SyncReport, MemoryError>) -> Outcome {
                 .into_iter()
                 .map(|mut d| {
                     d.location.clear();
-                    d.version_before = memory_core::Version::new("");
-                    d.version_after = memory_core::Version::new("");
+                    d.version_before = Version::new("");
+                    d.version_after = Version::new("");
                     d
                 })
                 .collect(),
@@ -134,13 +135,14 @@ fn outcome(result: Result<SyncReport, MemoryError>) -> Outcome {
     }
 }
 
-/// Versions of the step's two documents, as this provider reports them now.
-async fn versions<P: MemoryProvider + ?Sized>(p: &P, ctx: &MemoryContext) -> IfMatch {
-    let seen = p.prefetch(ctx).await.expect("prefetch");
-    IfMatch {
-        memory: Some(seen.memory.version),
-        user: Some(seen.user.version),
+/// The version of every document the steps can touch, as this provider reports them now.
+async fn versions<P: MemoryProvider + ?Sized>(p: &P) -> HashMap<DocumentId, Version> {
+    let mut out = HashMap::new();
+    for id in all_documents() {
+        let version = p.read(&id).await.expect("read").version;
+        out.insert(id, version);
     }
+    out
 }
 
 /// Plays `steps` on `provider`; returns each step's outcome and the final documents.
@@ -149,17 +151,22 @@ async fn play<P: MemoryProvider + ?Sized>(
     steps: &[Step],
 ) -> (Vec<Outcome>, Vec<(DocumentId, String)>) {
     let mut outcomes = Vec::new();
-    let mut previous: Option<IfMatch> = None;
+    let mut previous: Option<HashMap<DocumentId, Version>> = None;
     for step in steps {
         let ctx = step.context();
-        let now = versions(provider, &ctx).await;
-        let guard = match step.guard {
-            Guard::None => IfMatch::NONE,
-            Guard::Current => now.clone(),
-            Guard::Stale => previous.clone().unwrap_or_else(|| now.clone()),
+        let now = versions(provider).await;
+        // Versions of this step's own documents: as they are now, or as they were before the
+        // previous step (stale when that step wrote them).
+        let seen = match (step.guard, &previous) {
+            (Guard::None, _) => None,
+            (Guard::Stale, Some(before)) => Some(before),
+            (Guard::Current | Guard::Stale, _) => Some(&now),
         };
+        let guard = seen.map_or(IfMatch::NONE, |seen| IfMatch {
+            memory: seen.get(&ctx.document(Store::Memory)).cloned(),
+            user: seen.get(&ctx.document(Store::User)).cloned(),
+        });
         outcomes.push(outcome(provider.sync(&ctx, &step.updates, &guard).await));
-        // Versions before this step, for the next step's stale guard, read for its documents.
         previous = Some(now);
     }
     let mut documents = Vec::new();

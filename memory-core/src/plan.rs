@@ -29,24 +29,25 @@ use crate::{
 
 /// The updates of one call that target one document, with the call's precondition and caps.
 #[derive(Debug, Clone)]
-pub struct DocumentBatch<'a> {
+pub struct DocumentBatch {
     store: Store,
     document: DocumentId,
-    updates: Vec<(usize, &'a MemoryUpdate)>,
+    updates: Vec<(usize, MemoryUpdate)>,
     if_match: Option<Version>,
     caps: Caps,
 }
 
 /// Splits a call into one batch per document touched, memory first, after refusing malformed
-/// updates. Does no I/O, so a refusal here is before any read or write.
+/// updates. Does no I/O, so a refusal here is before any read or write. The batches own their
+/// updates, so a backend can move them onto a blocking thread or into a retry loop.
 ///
 /// # Errors
 /// [`MemoryError::InvalidUpdate`] for the first update that is malformed whatever the text.
-pub fn plan_sync<'a>(
+pub fn plan_sync(
     ctx: &MemoryContext,
-    updates: &'a [MemoryUpdate],
+    updates: &[MemoryUpdate],
     if_match: &IfMatch,
-) -> Result<Vec<DocumentBatch<'a>>, MemoryError> {
+) -> Result<Vec<DocumentBatch>, MemoryError> {
     if let Some((index, update, reason)) = updates
         .iter()
         .enumerate()
@@ -65,6 +66,7 @@ pub fn plan_sync<'a>(
                 .iter()
                 .enumerate()
                 .filter(|(_, u)| u.store() == store)
+                .map(|(i, u)| (i, u.clone()))
                 .collect();
             (!mine.is_empty()).then(|| DocumentBatch {
                 store,
@@ -77,7 +79,7 @@ pub fn plan_sync<'a>(
         .collect())
 }
 
-impl DocumentBatch<'_> {
+impl DocumentBatch {
     /// The document this batch targets.
     pub fn document(&self) -> &DocumentId {
         &self.document
@@ -102,7 +104,7 @@ impl DocumentBatch<'_> {
         let applied = apply_batch(
             &self.document,
             &current.text,
-            self.updates.iter().copied(),
+            self.updates.iter().map(|(i, u)| (*i, u)),
             self.caps,
         )?;
         Ok(PlannedWrite {

@@ -1,1 +1,122 @@
-//! wip
+#![doc = include_str!("../README.md")]
+
+mod files;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Prefetch, Store, Subscription, SyncReport, plan_sync,
+};
+
+/// How long a write waits for another writer's lock on a document before giving up with
+/// [`MemoryError::Contention`], unless set with [`MarkdownProvider::with_lock_timeout`].
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Memory kept as plain markdown files in the Ethos layout under one root directory.
+///
+/// Any number of providers, threads and processes on one host may share a root: each write
+/// holds an advisory lock on a file beside its document and replaces the document by an atomic
+/// rename, so writers never lose each other's updates and readers never see a torn file.
+#[derive(Debug)]
+pub struct MarkdownProvider {
+    root: PathBuf,
+    lock_timeout: Duration,
+    events: EventBus,
+}
+
+impl MarkdownProvider {
+    /// A provider for the documents under `root`, which need not exist yet: the first write
+    /// creates it. Touches nothing on disk.
+    ///
+    /// A relative `root` is made absolute against the current directory now, so that locations
+    /// in reports are unambiguous and a later change of directory does not move the memory.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        MarkdownProvider {
+            root: std::path::absolute(&root).unwrap_or(root),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            events: EventBus::new(),
+        }
+    }
+
+    /// Sets how long a write waits for a document locked by another writer before it fails
+    /// with [`MemoryError::Contention`] (default [`DEFAULT_LOCK_TIMEOUT`]).
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// The root directory, as resolved by [`MarkdownProvider::new`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The file that holds `document`: the root joined with [`DocumentId::relative_path`].
+    pub fn path(&self, document: &DocumentId) -> PathBuf {
+        files::document_path(&self.root, document)
+    }
+}
+
+/// Runs blocking file I/O (and lock waits) off the async worker threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, MemoryError> + Send + 'static,
+) -> Result<T, MemoryError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => Err(MemoryError::unavailable("the blocking I/O pool", err)),
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for MarkdownProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        // No lock: writes are atomic renames, so each read sees one whole version.
+        let root = self.root.clone();
+        let ids = (ctx.document(Store::Memory), ctx.document(Store::User));
+        let (memory, user) =
+            blocking(move || Ok((files::read(&root, ids.0)?, files::read(&root, ids.1)?))).await?;
+        Ok(Prefetch::from_documents(ctx, &memory, &user))
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        let batches = plan_sync(ctx, updates, if_match)?;
+        let (root, lock_timeout) = (self.root.clone(), self.lock_timeout);
+        // Published from the blocking task, once the locks are released, so that a write that
+        // lands is announced even if the caller stops waiting for it.
+        let events = self.events.clone();
+        blocking(move || {
+            let report = files::sync(&root, &batches, lock_timeout)?;
+            events.publish(&report);
+            Ok(report)
+        })
+        .await
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        let (root, document) = (self.root.clone(), document.clone());
+        blocking(move || files::read(&root, document)).await
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let root = self.root.clone();
+        blocking(move || files::list(&root)).await
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+}
+
+/// The workspace README's quickstart, compiled and run as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct WorkspaceReadme;

@@ -1,0 +1,377 @@
+//! The blocking file work behind the provider: reading, locking, atomic replacement, listing.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::hash::{BuildHasher, RandomState};
+use std::io::{self, ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use memory_core::{
+    Document, DocumentBatch, DocumentId, MemoryError, PersonalityId, SyncReport, UserId, Version,
+    sha256_hex,
+};
+
+/// `root` joined with the document's layout path, one component at a time so that the `/` of
+/// [`DocumentId::relative_path`] becomes the platform's separator.
+pub(crate) fn document_path(root: &Path, document: &DocumentId) -> PathBuf {
+    document
+        .relative_path()
+        .split('/')
+        .fold(root.to_path_buf(), |path, part| path.join(part))
+}
+
+/// The document as stored now; a missing file is the empty document.
+pub(crate) fn read(root: &Path, id: DocumentId) -> Result<Document, MemoryError> {
+    read_at(document_path(root, &id), id)
+}
+
+fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
+    let location = path.display().to_string();
+    let text = match fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|err| MemoryError::Corrupt {
+            location: location.clone(),
+            reason: format!(
+                "not valid UTF-8 (byte offset {})",
+                err.utf8_error().valid_up_to()
+            ),
+        })?,
+        Err(err) if err.kind() == ErrorKind::NotFound => String::new(),
+        Err(err) => return Err(io_error(&path, err)),
+    };
+    Ok(Document {
+        id,
+        version: Version::new(sha256_hex(&text)),
+        text,
+        location,
+    })
+}
+
+/// Applies one call's batches: lock every touched document, re-read them all under the locks,
+/// apply every batch, and only then write. The locks are released on return.
+pub(crate) fn sync(
+    root: &Path,
+    batches: &[DocumentBatch],
+    lock_timeout: Duration,
+) -> Result<SyncReport, MemoryError> {
+    let paths: Vec<PathBuf> = batches
+        .iter()
+        .map(|batch| document_path(root, batch.document()))
+        .collect();
+
+    // One fixed order for every caller, so two calls that touch the same two documents cannot
+    // each hold the lock the other waits for.
+    let mut lock_order: Vec<(&PathBuf, &DocumentId)> = paths
+        .iter()
+        .zip(batches.iter().map(|b| b.document()))
+        .collect();
+    lock_order.sort();
+    let _locks = lock_order
+        .into_iter()
+        .map(|(path, id)| lock(path, id, lock_timeout))
+        .collect::<Result<Vec<File>, _>>()?;
+
+    // Every batch is checked against what is on disk now, before anything is written: a
+    // refusal (or a corrupt document) anywhere writes nothing anywhere.
+    let planned = batches
+        .iter()
+        .zip(&paths)
+        .map(|(batch, path)| batch.apply(read_at(path.clone(), batch.document().clone())?))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut report = SyncReport::default();
+    for (write, path) in planned.iter().zip(&paths) {
+        let version = match write.new_text() {
+            Some(text) => {
+                replace(path, text).map_err(|err| after_landed(err, &report))?;
+                Version::new(sha256_hex(text))
+            }
+            None => write.before().version.clone(),
+        };
+        report.documents.push(write.report(version));
+    }
+    Ok(report)
+}
+
+/// An exclusive lock on `.<FILE>.lock` beside the document, creating its directory if needed.
+///
+/// The lock is on a file of its own because the document itself is replaced by rename on every
+/// write: a lock on it would stay with the old, unlinked file. flock locks belong to the open
+/// file description, so separate opens in one process exclude each other just like processes
+/// do. Dropping the returned file releases the lock.
+///
+/// The wait is bounded: a writer that holds the lock longer than `timeout` (a stopped process,
+/// a hung disk) gives the others [`MemoryError::Contention`] instead of hanging them. flock
+/// cannot be waited on with a timeout, so the lock is polled with jittered, growing pauses.
+fn lock(document: &Path, id: &DocumentId, timeout: Duration) -> Result<File, MemoryError> {
+    let (dir, name) = split(document);
+    create_dirs(dir).map_err(|err| io_error(document, err))?;
+    let path = dir.join(format!(".{name}.lock"));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|err| io_error(&path, err))?;
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_micros(100);
+    for attempt in 1u32.. {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                let jitter = RandomState::new().hash_one(attempt) % (pause.as_micros() as u64 + 1);
+                std::thread::sleep(pause + Duration::from_micros(jitter));
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(MemoryError::Contention {
+                    document: id.clone(),
+                    attempts: attempt,
+                });
+            }
+            Err(TryLockError::Error(err)) => {
+                return Err(MemoryError::unavailable(path.display().to_string(), err));
+            }
+        }
+    }
+    unreachable!("the attempt counter ends only by returning")
+}
+
+/// Replaces the document with `text` so that readers, and the disk after a crash, see either
+/// the old text or the new one, never a mix: write a temporary file beside it, flush it, rename
+/// it over the document, then flush the directory so the rename itself is durable.
+fn replace(document: &Path, text: &str) -> Result<(), MemoryError> {
+    // Unique among the processes and threads that may write the same directory at once.
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (dir, name) = split(document);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        // A hand-tightened mode (a private USER.md) must survive the replacement.
+        match fs::metadata(document) {
+            Ok(meta) => file.set_permissions(meta.permissions())?,
+            Err(err) if err.kind() == ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+        }
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        fs::rename(&temp, document)
+    })();
+    if let Err(err) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(MemoryError::unavailable(
+            document.display().to_string(),
+            err,
+        ));
+    }
+    sync_dir(dir).map_err(|err| MemoryError::Unavailable {
+        what: document.display().to_string(),
+        message: format!("{err} (its new text is in place but may not survive a crash)"),
+        source: Some(err.into()),
+    })
+}
+
+/// Every document of the layout under `root`, sorted; stray files and bad ids are skipped.
+pub(crate) fn list(root: &Path) -> Result<Vec<DocumentId>, MemoryError> {
+    type IdOf = fn(&str) -> Option<DocumentId>;
+    let kinds: [(&str, &str, IdOf); 2] = [
+        ("personalities", "MEMORY.md", |name| {
+            let personality = PersonalityId::new(name).ok()?;
+            Some(DocumentId::PersonalityMemory { personality })
+        }),
+        ("users", "USER.md", |name| {
+            Some(DocumentId::user(&UserId::new(name).ok()?))
+        }),
+    ];
+
+    let mut found = Vec::new();
+    if is_file(&document_path(root, &DocumentId::GlobalMemory))? {
+        found.push(DocumentId::GlobalMemory);
+    }
+    for (dir, file, id_of) in kinds {
+        let dir = root.join(dir);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // No such directory, or a stray file by that name: no documents of this kind.
+            Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                continue;
+            }
+            Err(err) => return Err(MemoryError::unavailable(dir.display().to_string(), err)),
+        };
+        for entry in entries {
+            let entry =
+                entry.map_err(|err| MemoryError::unavailable(dir.display().to_string(), err))?;
+            let Some(id) = entry.file_name().to_str().and_then(id_of) else {
+                continue;
+            };
+            if is_file(&entry.path().join(file))? {
+                found.push(id);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn is_file(path: &Path) -> Result<bool, MemoryError> {
+    match fs::metadata(path) {
+        Ok(meta) => Ok(meta.is_file()),
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            Ok(false)
+        }
+        Err(err) => Err(MemoryError::unavailable(path.display().to_string(), err)),
+    }
+}
+
+/// Creates `dir` and its missing parents, flushing each parent that gained an entry so that a
+/// first document survives a crash along with the directories that lead to it.
+fn create_dirs(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        create_dirs(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => sync_dir(parent.unwrap_or(Path::new("."))),
+        // Another writer created it first.
+        Err(err) if err.kind() == ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The document's directory and file name. Document paths always have both: they are the
+/// root joined with at least one name.
+fn split(document: &Path) -> (&Path, String) {
+    let dir = document.parent().unwrap_or(Path::new("."));
+    let name = document
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (dir, name)
+}
+
+/// Maps an I/O error on `path`: something of the wrong type where the layout needs a file or a
+/// directory is `Corrupt` (retrying cannot help, a person must move it); anything else is
+/// `Unavailable`.
+fn io_error(path: &Path, err: io::Error) -> MemoryError {
+    let location = path.display().to_string();
+    match err.kind() {
+        ErrorKind::IsADirectory => MemoryError::Corrupt {
+            location,
+            reason: "it is a directory, where a markdown file should be".to_owned(),
+        },
+        ErrorKind::NotADirectory | ErrorKind::AlreadyExists => {
+            match path
+                .ancestors()
+                .skip(1)
+                .find(|dir| fs::metadata(dir).is_ok_and(|meta| !meta.is_dir()))
+            {
+                Some(blocker) => MemoryError::Corrupt {
+                    location,
+                    reason: format!(
+                        "{} is a file, where a directory should be",
+                        blocker.display()
+                    ),
+                },
+                None => MemoryError::unavailable(location, err),
+            }
+        }
+        _ => MemoryError::unavailable(location, err),
+    }
+}
+
+/// An error writing one document after an earlier one of the same call landed: says which, so
+/// the caller knows the call was not all-or-nothing.
+fn after_landed(err: MemoryError, report: &SyncReport) -> MemoryError {
+    let landed: Vec<String> = report
+        .documents
+        .iter()
+        .filter(|d| d.written)
+        .map(|d| format!("{} (now at version {})", d.document, d.version_after))
+        .collect();
+    match err {
+        MemoryError::Unavailable {
+            what,
+            message,
+            source,
+        } if !landed.is_empty() => MemoryError::Unavailable {
+            what,
+            message: format!(
+                "{message}; already written by this call: {}",
+                landed.join(", ")
+            ),
+            source,
+        },
+        err => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(30);
+
+    /// The claim the in-process safety rests on: two opens of one lock file in one process
+    /// exclude each other, as two processes would.
+    #[test]
+    fn flock_excludes_separate_opens_in_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = dir.path().join("MEMORY.md");
+        let held = lock(&doc, &DocumentId::GlobalMemory, WAIT).unwrap();
+        let other = File::options()
+            .read(true)
+            .write(true)
+            .open(dir.path().join(".MEMORY.md.lock"))
+            .unwrap();
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+
+        // And from another thread, through the same function the writers use: it gets the
+        // lock only after the holder let go.
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiter = {
+            let released = released.clone();
+            std::thread::spawn(move || {
+                let got = lock(&doc, &DocumentId::GlobalMemory, WAIT).unwrap();
+                assert!(released.load(Ordering::SeqCst), "locked while still held");
+                drop(got);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        released.store(true, Ordering::SeqCst);
+        drop(held);
+        waiter.join().unwrap();
+        other.try_lock().unwrap();
+    }
+
+    #[test]
+    fn wrong_types_in_the_layout_are_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("personalities"), "stray").unwrap();
+        let doc = document_path(
+            dir.path(),
+            &DocumentId::PersonalityMemory {
+                personality: PersonalityId::new("ada").unwrap(),
+            },
+        );
+        let err = lock(&doc, &DocumentId::GlobalMemory, WAIT).unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Corrupt { reason, .. } if reason.contains("personalities is a file")),
+            "{err}"
+        );
+        let err = read_at(doc, DocumentId::GlobalMemory).unwrap_err();
+        assert!(matches!(err, MemoryError::Corrupt { .. }), "{err}");
+    }
+}

@@ -1,0 +1,450 @@
+//! What is specific to keeping memory in files: where they land, hand edits, bytes that are not
+//! ours, what is left on disk, and listing a root that holds more than documents.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use memory_core::{
+    DocumentId, IfMatch, MemoryContext, MemoryError, MemoryEvent, MemoryProvider, MemoryScope,
+    MemoryUpdate, PersonalityId, Store, UserId, sha256_hex,
+};
+use memory_markdown::MarkdownProvider;
+use tempfile::TempDir;
+
+fn setup() -> (TempDir, MarkdownProvider) {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path());
+    (dir, provider)
+}
+
+fn ctx() -> MemoryContext {
+    MemoryContext::new(
+        PersonalityId::new("ada").unwrap(),
+        UserId::new("u1").unwrap(),
+    )
+}
+
+fn add(store: Store, content: &str) -> [MemoryUpdate; 1] {
+    [MemoryUpdate::add(store, content)]
+}
+
+/// The names in `dir`, hidden ones included.
+fn names(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+#[tokio::test]
+async fn documents_land_at_the_ethos_paths_as_plain_files() {
+    let (dir, provider) = setup();
+    let both = [
+        MemoryUpdate::add(Store::Memory, "Ada likes tea."),
+        MemoryUpdate::add(Store::User, "Name: Grace."),
+    ];
+    let report = provider.sync(&ctx(), &both, &IfMatch::NONE).await.unwrap();
+    let global = ctx().with_scope(MemoryScope::Global);
+    provider
+        .sync(&global, &add(Store::Memory, "Shared note."), &IfMatch::NONE)
+        .await
+        .unwrap();
+
+    let root = dir.path();
+    let personal = root.join("personalities/ada/MEMORY.md");
+    let user = root.join("users/u1/USER.md");
+    assert_eq!(fs::read_to_string(&personal).unwrap(), "Ada likes tea.\n");
+    assert_eq!(fs::read_to_string(&user).unwrap(), "Name: Grace.\n");
+    assert_eq!(
+        fs::read_to_string(root.join("MEMORY.md")).unwrap(),
+        "Shared note.\n"
+    );
+
+    let memory = report.get(Store::Memory).unwrap();
+    assert_eq!(memory.location, personal.display().to_string());
+    assert_eq!(
+        memory.version_after.as_str(),
+        sha256_hex("Ada likes tea.\n")
+    );
+    assert_eq!(
+        report.get(Store::User).unwrap().location,
+        user.display().to_string()
+    );
+    assert_eq!(provider.path(&ctx().document(Store::User)), user);
+
+    let read = provider.read(&ctx().document(Store::Memory)).await.unwrap();
+    assert_eq!(read.text, "Ada likes tea.\n");
+    assert_eq!(read.version, memory.version_after);
+    assert_eq!(read.location, memory.location);
+}
+
+#[tokio::test]
+async fn nothing_is_created_before_the_first_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("not-yet");
+    let provider = MarkdownProvider::new(&root);
+    assert_eq!(provider.root(), root);
+    let doc = provider.read(&ctx().document(Store::Memory)).await.unwrap();
+    assert_eq!(doc.text, "");
+    assert_eq!(doc.version.as_str(), sha256_hex(""));
+    let seen = provider.prefetch(&ctx()).await.unwrap();
+    assert_eq!(seen.context, None);
+    assert_eq!(provider.list().await.unwrap(), vec![]);
+    assert!(!root.exists());
+
+    // A write guarded by the version of the missing file lands.
+    let guarded = IfMatch {
+        memory: Some(seen.memory.version),
+        ..IfMatch::NONE
+    };
+    provider
+        .sync(&ctx(), &add(Store::Memory, "first"), &guarded)
+        .await
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("personalities/ada/MEMORY.md")).unwrap(),
+        "first\n"
+    );
+}
+
+#[test]
+fn a_relative_root_is_made_absolute_without_io() {
+    let provider = MarkdownProvider::new("some/relative/root");
+    assert!(provider.root().is_absolute());
+    assert!(provider.root().ends_with("some/relative/root"));
+    assert!(!Path::new("some").exists());
+}
+
+#[tokio::test]
+async fn a_hand_edit_is_a_new_version_and_the_next_sync_builds_on_it() {
+    let (dir, provider) = setup();
+    let id = ctx().document(Store::Memory);
+    provider
+        .sync(
+            &ctx(),
+            &add(Store::Memory, "from the agent"),
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    let before = provider.read(&id).await.unwrap().version;
+
+    let path = dir.path().join("personalities/ada/MEMORY.md");
+    fs::write(&path, "from a person\n").unwrap();
+    let edited = provider.read(&id).await.unwrap();
+    assert_eq!(edited.text, "from a person\n");
+    assert_ne!(edited.version, before);
+
+    // A change computed before the edit is refused and leaves the edit alone.
+    let stale = IfMatch {
+        memory: Some(before),
+        ..IfMatch::NONE
+    };
+    let err = provider
+        .sync(&ctx(), &[MemoryUpdate::replace(Store::Memory, "")], &stale)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::Conflict { .. }), "{err}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "from a person\n");
+
+    provider
+        .sync(
+            &ctx(),
+            &add(Store::Memory, "from the agent again"),
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "from a person\n\nfrom the agent again\n"
+    );
+}
+
+#[tokio::test]
+async fn bytes_that_are_not_utf8_are_corrupt_and_never_overwritten() {
+    let (dir, provider) = setup();
+    let path = dir.path().join("personalities/ada/MEMORY.md");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let bytes = b"ok\n\xff\xfe\n".to_vec();
+    fs::write(&path, &bytes).unwrap();
+
+    let corrupt = |result: Result<(), MemoryError>| match result.unwrap_err() {
+        MemoryError::Corrupt { location, reason } => {
+            assert_eq!(location, path.display().to_string());
+            assert_eq!(reason, "not valid UTF-8 (byte offset 3)");
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    };
+    corrupt(
+        provider
+            .read(&ctx().document(Store::Memory))
+            .await
+            .map(drop),
+    );
+    corrupt(provider.prefetch(&ctx()).await.map(drop));
+    for update in [
+        MemoryUpdate::add(Store::Memory, "more"),
+        MemoryUpdate::replace(Store::Memory, "clean slate"),
+    ] {
+        // The user document of the same call is not written either.
+        let call = [MemoryUpdate::add(Store::User, "Name: Grace."), update];
+        corrupt(provider.sync(&ctx(), &call, &IfMatch::NONE).await.map(drop));
+    }
+    assert_eq!(fs::read(&path).unwrap(), bytes);
+    assert!(!dir.path().join("users/u1/USER.md").exists());
+}
+
+#[tokio::test]
+async fn a_directory_where_a_file_should_be_is_corrupt() {
+    let (dir, provider) = setup();
+    fs::create_dir_all(dir.path().join("users/u1/USER.md")).unwrap();
+    fs::create_dir_all(dir.path().join("personalities")).unwrap();
+    fs::write(dir.path().join("personalities/ada"), "a stray file").unwrap();
+
+    let err = provider
+        .read(&ctx().document(Store::User))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Corrupt { reason, .. } if reason.contains("is a directory")),
+        "{err}"
+    );
+    let err = provider
+        .sync(&ctx(), &add(Store::User, "x"), &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::Corrupt { .. }), "{err}");
+    let err = provider
+        .sync(&ctx(), &add(Store::Memory, "x"), &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Corrupt { reason, .. } if reason.contains("is a file")),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path().join("personalities/ada")).unwrap(),
+        "a stray file"
+    );
+}
+
+#[tokio::test]
+async fn syncs_leave_only_the_document_and_its_lock_file() {
+    let (dir, provider) = setup();
+    let calls = [
+        vec![MemoryUpdate::add(Store::Memory, "one")],
+        vec![
+            MemoryUpdate::add(Store::Memory, "two"),
+            MemoryUpdate::remove(Store::Memory, "one"),
+        ],
+        vec![MemoryUpdate::remove(Store::Memory, "absent")], // changes nothing
+        vec![MemoryUpdate::edit(Store::Memory, "absent", "x")], // refused
+        vec![MemoryUpdate::replace(Store::Memory, "three")],
+    ];
+    for call in &calls {
+        let _ = provider.sync(&ctx(), call, &IfMatch::NONE).await;
+    }
+    let global = ctx().with_scope(MemoryScope::Global);
+    provider
+        .sync(&global, &add(Store::Memory, "g"), &IfMatch::NONE)
+        .await
+        .unwrap();
+
+    let root = dir.path();
+    assert_eq!(
+        names(&root.join("personalities/ada")),
+        set(&["MEMORY.md", ".MEMORY.md.lock"])
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("personalities/ada/MEMORY.md")).unwrap(),
+        "three\n"
+    );
+    assert_eq!(
+        names(root),
+        set(&["MEMORY.md", ".MEMORY.md.lock", "personalities"])
+    );
+    assert_eq!(
+        fs::read(root.join("personalities/ada/.MEMORY.md.lock")).unwrap(),
+        b""
+    );
+}
+
+#[tokio::test]
+async fn a_private_file_stays_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, provider) = setup();
+    provider
+        .sync(&ctx(), &add(Store::User, "Name: Grace."), &IfMatch::NONE)
+        .await
+        .unwrap();
+    let path = dir.path().join("users/u1/USER.md");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    provider
+        .sync(&ctx(), &add(Store::User, "Likes tea."), &IfMatch::NONE)
+        .await
+        .unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[tokio::test]
+async fn list_finds_documents_and_skips_everything_else() {
+    let (dir, provider) = setup();
+    let root = dir.path();
+    let other = MemoryContext::new(
+        PersonalityId::new("bob").unwrap(),
+        UserId::new("u2").unwrap(),
+    );
+    provider
+        .sync(&ctx(), &add(Store::Memory, "a"), &IfMatch::NONE)
+        .await
+        .unwrap();
+    // Cleared, but written once: still a document.
+    provider
+        .sync(
+            &other,
+            &[MemoryUpdate::add(Store::User, "b")],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    provider
+        .sync(
+            &other,
+            &[MemoryUpdate::replace(Store::User, "")],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    let stray = [
+        "notes.md",
+        "personalities/bad.id/MEMORY.md",
+        "personalities/no-memory/USER.md",
+        "personalities/readme.txt",
+        "users/identity-map.json",
+        "users/u3/MEMORY.md",
+        "users/.hidden/USER.md",
+    ];
+    for path in stray {
+        let path = root.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "x\n").unwrap();
+    }
+    fs::create_dir_all(root.join("personalities/dir-not-file/MEMORY.md")).unwrap();
+    fs::create_dir_all(root.join("personalities/empty")).unwrap();
+    fs::write(root.join("MEMORY.md"), "hand-made global\n").unwrap();
+
+    assert_eq!(
+        provider.list().await.unwrap(),
+        vec![
+            DocumentId::GlobalMemory,
+            ctx().document(Store::Memory),
+            other.document(Store::User),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_tasks_in_one_process_lose_nothing() {
+    const TASKS: usize = 16;
+    const ADDS: usize = 10;
+    let (dir, provider) = setup();
+    let shared = Arc::new(provider);
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            // Half share one provider, half have their own: both must serialise.
+            let provider = if t % 2 == 0 {
+                shared.clone()
+            } else {
+                Arc::new(MarkdownProvider::new(dir.path()))
+            };
+            tokio::spawn(async move {
+                for e in 0..ADDS {
+                    let both = [
+                        MemoryUpdate::add(Store::Memory, format!("t{t}-e{e}")),
+                        MemoryUpdate::add(Store::User, format!("t{t}-e{e}")),
+                    ];
+                    provider.sync(&ctx(), &both, &IfMatch::NONE).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    for store in [Store::Memory, Store::User] {
+        let text = shared.read(&ctx().document(store)).await.unwrap().text;
+        let entries: BTreeSet<&str> = text.trim_end().split("\n\n").collect();
+        assert_eq!(entries.len(), TASKS * ADDS, "{store}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn each_write_is_announced() {
+    let (_dir, provider) = setup();
+    let mut events = provider.subscribe();
+    let report = provider
+        .sync(&ctx(), &add(Store::Memory, "a"), &IfMatch::NONE)
+        .await
+        .unwrap();
+    match events.try_recv() {
+        Some(MemoryEvent::Updated(document)) => {
+            assert_eq!(&document, report.get(Store::Memory).unwrap())
+        }
+        other => panic!("expected memory.updated, got {other:?}"),
+    }
+    provider
+        .sync(
+            &ctx(),
+            &[MemoryUpdate::remove(Store::Memory, "absent")],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    assert_eq!(events.try_recv(), None);
+}
+
+#[tokio::test]
+async fn a_lock_held_too_long_is_contention_and_nothing_is_written() {
+    let (dir, provider) = setup();
+    let provider = provider.with_lock_timeout(std::time::Duration::from_millis(200));
+    provider
+        .sync(&ctx(), &add(Store::Memory, "before"), &IfMatch::NONE)
+        .await
+        .unwrap();
+    // Another writer (a stopped process, say) holds the document's lock throughout.
+    let lock = fs::File::open(dir.path().join("personalities/ada/.MEMORY.md.lock")).unwrap();
+    lock.lock().unwrap();
+
+    let both = [
+        MemoryUpdate::add(Store::User, "user note"),
+        MemoryUpdate::add(Store::Memory, "after"),
+    ];
+    let err = provider
+        .sync(&ctx(), &both, &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Contention { document, attempts } if *document == ctx().document(Store::Memory) && *attempts > 1),
+        "{err:?}"
+    );
+    let memory = dir.path().join("personalities/ada/MEMORY.md");
+    assert_eq!(fs::read_to_string(&memory).unwrap(), "before\n");
+    assert!(
+        !dir.path().join("users/u1/USER.md").exists(),
+        "no partial call"
+    );
+
+    drop(lock);
+    provider.sync(&ctx(), &both, &IfMatch::NONE).await.unwrap();
+    assert_eq!(fs::read_to_string(&memory).unwrap(), "before\n\nafter\n");
+}
