@@ -7,6 +7,10 @@ use crate::{Budgets, DocumentId, MemoryScope, PersonalityId, Store, UserId};
 /// The prefetch budget used when none is set, in chars of the rendered text.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
 
+fn default_max_chars() -> usize {
+    DEFAULT_MAX_CHARS
+}
+
 /// The personality and user a call is made for, with that personality's settings.
 ///
 /// ```
@@ -23,14 +27,18 @@ pub struct MemoryContext {
     /// The personality speaking.
     pub personality: PersonalityId,
     /// Whether it uses its own `MEMORY.md` or the global one.
+    #[serde(default)]
     pub scope: MemoryScope,
     /// The user spoken to (already resolved through the identity map).
     pub user: UserId,
     /// The current user message, for recall providers; others ignore it.
+    #[serde(default)]
     pub query: Option<String>,
     /// Byte caps applied by `sync`.
+    #[serde(default)]
     pub budgets: Budgets,
     /// Prefetch budget in chars of the whole rendered text, headings included.
+    #[serde(default = "default_max_chars")]
     pub max_chars: usize,
 }
 
@@ -77,5 +85,24 @@ impl MemoryContext {
             Store::Memory => DocumentId::memory(&self.personality, self.scope),
             Store::User => DocumentId::user(&self.user),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_ids_are_required_on_the_wire() {
+        let ctx: MemoryContext =
+            serde_json::from_str(r#"{"personality":"ada","user":"u1"}"#).unwrap();
+        let expected = MemoryContext::new(
+            PersonalityId::new("ada").unwrap(),
+            UserId::new("u1").unwrap(),
+        );
+        assert_eq!(ctx, expected);
+        let err = serde_json::from_str::<MemoryContext>(r#"{"personality":"../x","user":"u1"}"#)
+            .unwrap_err();
+        assert!(err.to_string().contains("invalid personality id"), "{err}");
     }
 }

@@ -92,9 +92,11 @@ pub enum MemoryError {
         current: Version,
     },
 
-    /// Compare-and-swap retries ran out under concurrent writers; nothing of this call was lost
-    /// silently, but the update was not applied.
-    #[error("{document} kept changing under concurrent writers ({attempts} attempts); retry later")]
+    /// Other writers kept the document busy past the backend's bound (compare-and-swap retries,
+    /// or a lock wait): this call wrote nothing and can be retried.
+    #[error(
+        "{document} stayed busy with other writers for {attempts} attempts; nothing was written, retry later"
+    )]
     Contention {
         /// The document.
         document: DocumentId,

@@ -186,3 +186,67 @@ impl Subscription {
         self.missed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DocumentId, Store, Version};
+
+    fn written(n: usize, over_soft_cap: bool) -> SyncReport {
+        let v = Version::new(n.to_string());
+        SyncReport {
+            documents: vec![DocumentReport {
+                store: Store::Memory,
+                document: DocumentId::GlobalMemory,
+                location: "memory://MEMORY.md".into(),
+                written: true,
+                version_before: v.clone(),
+                version_after: v,
+                sha256_before: String::new(),
+                sha256_after: String::new(),
+                bytes_before: 0,
+                bytes_after: n,
+                lines_removed: 0,
+                over_soft_cap,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_subscriber_that_never_reads_cannot_block_or_fail_publishing() {
+        let bus = EventBus::new();
+        let mut slow = bus.subscribe();
+        // publish() is synchronous: finishing this loop is the proof it never waits.
+        for n in 0..3 * EVENT_BUFFER {
+            bus.publish(&written(n, false));
+        }
+        let first = slow.try_recv().expect("the newest events are kept");
+        assert_eq!(
+            slow.missed(),
+            2 * EVENT_BUFFER as u64,
+            "and the subscriber is told what it missed"
+        );
+        assert_eq!(first.report().bytes_after, 2 * EVENT_BUFFER);
+    }
+
+    #[test]
+    fn soft_cap_overflow_adds_an_eviction_and_unwritten_documents_emit_nothing() {
+        let bus = EventBus::new();
+        let mut sub = bus.subscribe();
+        bus.publish(&written(1, true));
+        let mut unwritten = written(2, true);
+        unwritten.documents[0].written = false;
+        bus.publish(&unwritten);
+        let names: Vec<_> = std::iter::from_fn(|| sub.try_recv())
+            .map(|e| e.name())
+            .collect();
+        assert_eq!(names, ["memory.updated", "memory.eviction"]);
+        let json = serde_json::to_value(bus_event()).unwrap();
+        assert_eq!(json["event"], "memory.eviction");
+        assert_eq!(json["bytes_after"], 1);
+    }
+
+    fn bus_event() -> MemoryEvent {
+        MemoryEvent::Eviction(written(1, true).documents.remove(0))
+    }
+}

@@ -118,6 +118,7 @@ impl MemoryUpdate {
 
 /// Soft and hard limits on a document's size, in UTF-8 bytes after a batch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Caps {
     /// Over this the write lands, and the report and a `memory.eviction` event say so.
     pub soft: Option<usize>,
@@ -128,6 +129,7 @@ pub struct Caps {
 
 /// Caps for both stores. No cap is on by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Budgets {
     /// Caps on `MEMORY.md`.
     pub memory: Caps,
@@ -200,7 +202,7 @@ pub fn apply_batch<'a>(
             MemoryUpdate::Add { content, .. } => {
                 format!("{}\n\n{}\n", current.trim_end(), content.trim())
             }
-            MemoryUpdate::Replace { content, .. } => normalised(content),
+            MemoryUpdate::Replace { content, .. } => terminated(content.trim()),
             MemoryUpdate::Remove {
                 substring_match, ..
             } => {
@@ -253,9 +255,9 @@ pub fn is_blank(text: &str) -> bool {
     text.trim().is_empty()
 }
 
-/// `text.trim() + "\n"`, or empty when `text` is blank.
-fn normalised(text: &str) -> String {
-    let trimmed = text.trim();
+/// `trimmed + "\n"`, or empty when nothing is left: a document ends with exactly one newline
+/// or is empty.
+fn terminated(trimmed: &str) -> String {
     if trimmed.is_empty() {
         String::new()
     } else {
@@ -276,17 +278,7 @@ fn remove_lines(text: &str, needle: &str) -> (String, usize) {
     if removed == 0 {
         return (text.to_owned(), 0);
     }
-    (normalised_end(&kept.join("\n")), removed)
-}
-
-/// `text.trim_end() + "\n"`, or empty when nothing is left.
-fn normalised_end(text: &str) -> String {
-    let trimmed = text.trim_end();
-    if trimmed.is_empty() {
-        String::new()
-    } else {
-        format!("{trimmed}\n")
-    }
+    (terminated(kept.join("\n").trim_end()), removed)
 }
 
 /// Byte offsets of every occurrence of `needle` in `haystack`, overlapping ones included
