@@ -190,7 +190,7 @@ fn all_documents() -> Vec<DocumentId> {
 
 /// Random sequences of 1 to 8 `sync` calls (random personality, user, scope, caps,
 /// preconditions and updates) give the same outcomes and documents on the provider from `setup`
-/// as on the reference model. `PROPTEST_CASES` sets the number of sequences (default 64).
+/// as on the reference model. `PROPTEST_CASES` sets the number of sequences (default 256).
 pub fn matches_reference_model<P, F, Fut>(setup: F)
 where
     P: MemoryProvider + ?Sized,
@@ -200,7 +200,7 @@ where
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
+        .unwrap_or(256);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
