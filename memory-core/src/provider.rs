@@ -39,6 +39,8 @@ pub trait MemoryProvider: Send + Sync {
     ///   no acknowledged update and readers never see a torn document.
     /// - With `if_match`, a touched document not at that version is [`MemoryError::Conflict`]
     ///   and nothing is written.
+    /// - Waiting on other writers is bounded (compare-and-swap retries, a lock wait): past the
+    ///   bound the call is [`MemoryError::Contention`], never a silent drop.
     /// - A batch that leaves a text unchanged writes nothing and keeps its version.
     /// - Over a hard cap: [`MemoryError::HardCapExceeded`]; over a soft cap: written, reported,
     ///   and a `memory.eviction` event.
