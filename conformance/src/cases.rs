@@ -5,8 +5,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use memory_core::{
-    Budgets, Caps, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryEvent, MemoryProvider,
-    MemoryScope, MemoryUpdate, PersonalityId, Store, SyncReport, UserId, sha256_hex,
+    Budgets, Caps, DocumentId, EVENT_BUFFER, IfMatch, MemoryContext, MemoryError, MemoryEvent,
+    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, SyncReport, UserId,
+    sha256_hex,
 };
 
 const M: Store = Store::Memory;
@@ -35,10 +36,22 @@ async fn refused<P: MemoryProvider + ?Sized>(
     ctx: &MemoryContext,
     updates: &[MemoryUpdate],
 ) -> MemoryError {
-    match p.sync(ctx, updates, &IfMatch::NONE).await {
+    let err = match p.sync(ctx, updates, &IfMatch::NONE).await {
         Ok(report) => panic!("sync {updates:?} should be refused, got {report:?}"),
         Err(e) => e,
+    };
+    if let MemoryError::InvalidUpdate { document, .. }
+    | MemoryError::NoMatch { document, .. }
+    | MemoryError::AmbiguousMatch { document, .. }
+    | MemoryError::HardCapExceeded { document, .. } = &err
+    {
+        let message = err.to_string();
+        assert!(
+            message.contains(&document.to_string()),
+            "the message names the document: {message}"
+        );
     }
+    err
 }
 
 async fn text<P: MemoryProvider + ?Sized>(p: &P, ctx: &MemoryContext, store: Store) -> String {
@@ -448,6 +461,26 @@ pub async fn hard_cap_is_refused_with_the_document_unchanged<P: MemoryProvider +
     // Exactly at the cap is allowed: 20 + 2 + 9 + 1 bytes.
     sync(&*p, &c, &[MemoryUpdate::add(M, "b".repeat(9))]).await;
     assert_eq!(text(&*p, &c, M).await.len(), 32);
+
+    // A document already over a lowered cap may still shrink, so an agent can consolidate it,
+    // but may not grow.
+    let lowered = ctx("ada", "u1").with_budgets(Budgets {
+        memory: Caps {
+            soft: None,
+            hard: Some(16),
+        },
+        ..Budgets::default()
+    });
+    let err = refused(&*p, &lowered, &[MemoryUpdate::add(M, "c")]).await;
+    assert!(
+        matches!(err, MemoryError::HardCapExceeded { bytes: 35, .. }),
+        "{err:?}"
+    );
+    let r = sync(&*p, &lowered, &[MemoryUpdate::remove(M, "bbbbbbbbb")]).await;
+    assert_eq!(
+        (r.documents[0].bytes_after, r.documents[0].lines_removed),
+        (21, 1)
+    );
 }
 
 /// Over the soft cap: written, reported, and a `memory.eviction` event follows `memory.updated`.
@@ -693,6 +726,20 @@ pub async fn truncation_keeps_the_tail<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     let full = p.prefetch(&c).await.unwrap().context.unwrap();
     assert!(!full.contains("truncated"), "the default budget fits");
 
+    // The default budget is 20,000 chars, headings included: "## Memory\n\n" is 11 of them.
+    for (personality, body, cut) in [("at", 19_989, false), ("over", 19_990, true)] {
+        let c = ctx(personality, "nobody");
+        sync(&*p, &c, &[MemoryUpdate::add(M, "x".repeat(body))]).await;
+        let context = p.prefetch(&c).await.unwrap().context.unwrap();
+        assert_eq!(
+            context.starts_with("[...truncated "),
+            cut,
+            "{body} + 11 chars"
+        );
+        let chars = context.chars().count();
+        assert!(chars <= 20_000 && (cut || chars == 20_000), "{chars} chars");
+    }
+
     let small = c.clone().with_max_chars(300);
     let cut = p.prefetch(&small).await.unwrap().context.unwrap();
     assert!(cut.chars().count() <= 300, "{} chars", cut.chars().count());
@@ -885,11 +932,12 @@ pub async fn concurrent_adds_lose_nothing<P: MemoryProvider + ?Sized + 'static>(
             })
         })
         .collect();
+    let writers_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reader = {
-        let (p, c) = (Arc::clone(&p), c.clone());
+        let (p, c, done) = (Arc::clone(&p), c.clone(), Arc::clone(&writers_done));
         tokio::spawn(async move {
             let mut last = 0;
-            while last < TASKS * ADDS {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
                 let now = parse_entries(&text(&*p, &c, M).await).len();
                 assert!(
                     now >= last,
@@ -912,6 +960,7 @@ pub async fn concurrent_adds_lose_nothing<P: MemoryProvider + ?Sized + 'static>(
             );
         }
     }
+    writers_done.store(true, std::sync::atomic::Ordering::SeqCst);
     reader.await.expect("reader task");
 
     let entries = parse_entries(&text(&*p, &c, M).await);
@@ -988,10 +1037,19 @@ pub async fn events_follow_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     assert!(got.iter().all(|e| e.name() == "memory.updated"));
     let late = p.subscribe();
     drop(late);
-    for i in 0..20 {
-        sync(&*p, &c, &[MemoryUpdate::add(M, format!("more {i}"))]).await;
+    // More events than a subscriber may fall behind by, with one subscriber never reading and
+    // another reading only at the end: writes go on, and the reader is told what it missed.
+    let calls = EVENT_BUFFER / 2 + 8;
+    for i in 0..calls {
+        let updates = [
+            MemoryUpdate::add(M, format!("more {i}")),
+            MemoryUpdate::add(U, format!("more {i}")),
+        ];
+        sync(&*p, &c, &updates).await;
     }
-    assert_eq!(std::iter::from_fn(|| events.try_recv()).count(), 20);
+    let received = std::iter::from_fn(|| events.try_recv()).count();
+    assert!(received <= EVENT_BUFFER);
+    assert_eq!(received as u64 + events.missed(), 2 * calls as u64);
 }
 
 /// `list` shows each document written, sorted; `read` returns its text.

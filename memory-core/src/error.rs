@@ -1,6 +1,6 @@
 //! The one error type every provider returns.
 
-use crate::{DocumentId, IdKind, Version};
+use crate::{DocumentId, DocumentReport, IdKind, Version};
 
 /// A boxed error from a backend driver, kept as the [`std::error::Error::source`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -126,12 +126,31 @@ pub enum MemoryError {
         reason: String,
     },
 
+    /// A call that touched both documents landed its first write, then failed on the second
+    /// (an I/O failure between the two). Backends that commit both in one transaction never
+    /// return this. Read both documents again before retrying: `landed` is already there.
+    #[error("{source}; but this call had already written {}", describe_landed(.landed))]
+    PartiallyApplied {
+        /// The reports of the documents that were written.
+        landed: Vec<DocumentReport>,
+        /// Why the rest was not.
+        source: Box<MemoryError>,
+    },
+
     /// A provider was configured wrongly.
     #[error("configuration error: {message}")]
     Config {
         /// What is wrong and how to fix it.
         message: String,
     },
+}
+
+fn describe_landed(landed: &[DocumentReport]) -> String {
+    landed
+        .iter()
+        .map(|d| format!("{} (now at version {})", d.document, d.version_after))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl MemoryError {

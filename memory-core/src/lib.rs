@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod backoff;
 mod context;
 mod document;
 mod error;
@@ -11,6 +12,7 @@ mod reference;
 mod report;
 mod update;
 
+pub use backoff::Backoff;
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
 pub use error::{BoxError, MemoryError};

@@ -47,7 +47,8 @@ pub fn render(user: &str, memory: &str, max_chars: usize) -> Option<String> {
 /// when one is within a quarter of the budget (at most 200 chars), dropping the blank
 /// lines that follow it, and the result opens with
 /// `[...truncated N chars]` on its own line, N counting every char dropped. A char is never
-/// split. A budget too small for the marker yields the marker alone.
+/// split. The result never exceeds `max_chars`: a budget too small for the marker yields as
+/// much of the marker as fits, so the agent still sees that something was cut.
 pub fn truncate_keeping_tail(text: &str, max_chars: usize) -> String {
     let total = text.chars().count();
     if total <= max_chars {
@@ -55,6 +56,9 @@ pub fn truncate_keeping_tail(text: &str, max_chars: usize) -> String {
     }
     // Sized for the largest N possible, so the final marker never overflows the budget.
     let marker_budget = marker(total).chars().count();
+    if max_chars <= marker_budget {
+        return marker(total).chars().take(max_chars).collect();
+    }
     let keep = max_chars.saturating_sub(marker_budget);
     let cut = text
         .char_indices()
@@ -122,10 +126,14 @@ mod tests {
     }
 
     #[test]
-    fn tiny_budget_yields_the_marker_alone() {
-        assert_eq!(
-            truncate_keeping_tail("abcdef", 3),
-            "[...truncated 6 chars]\n"
-        );
+    fn tiny_budget_yields_as_much_marker_as_fits() {
+        let text = "abcdefghijklmnopqrstuvwxyz";
+        assert_eq!(truncate_keeping_tail(text, 3), "[..");
+        assert_eq!(truncate_keeping_tail(text, 0), "");
+        assert_eq!(truncate_keeping_tail(text, 24), "[...truncated 26 chars]\n");
+        assert_eq!(truncate_keeping_tail(text, 25), "[...truncated 25 chars]\nz");
+        for budget in 0..=26 {
+            assert!(truncate_keeping_tail(text, budget).chars().count() <= budget);
+        }
     }
 }

@@ -78,8 +78,9 @@ impl MemoryProvider for InMemoryProvider {
                 .documents
                 .push(write.report(Version::new(next.to_string())));
         }
-        drop(documents);
+        // Published under the lock, so subscribers see events in the order the writes landed.
         self.events.publish(&report);
+        drop(documents);
         Ok(report)
     }
 

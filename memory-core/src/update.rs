@@ -299,6 +299,14 @@ fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn bounded_preset_is_the_contracts() {
+        let b = Budgets::BOUNDED;
+        assert_eq!((b.memory.soft, b.memory.hard), (Some(2048), Some(4096)));
+        assert_eq!((b.user.soft, b.user.hard), (Some(1536), Some(3072)));
+        assert_eq!(Budgets::default().memory.hard, None, "no cap by default");
+    }
+
     fn doc() -> DocumentId {
         DocumentId::GlobalMemory
     }

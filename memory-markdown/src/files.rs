@@ -1,15 +1,14 @@
 //! The blocking file work behind the provider: reading, locking, atomic replacement, listing.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::hash::{BuildHasher, RandomState};
 use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use memory_core::{
-    Document, DocumentBatch, DocumentId, MemoryError, PersonalityId, SyncReport, UserId, Version,
-    sha256_hex,
+    Backoff, Document, DocumentBatch, DocumentId, EventBus, MemoryError, PersonalityId, SyncReport,
+    UserId, Version, sha256_hex,
 };
 
 /// `root` joined with the document's layout path, one component at a time so that the `/` of
@@ -48,11 +47,13 @@ fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
 }
 
 /// Applies one call's batches: lock every touched document, re-read them all under the locks,
-/// apply every batch, and only then write. The locks are released on return.
+/// apply every batch, and only then write. The events are published before the locks are
+/// released on return, so subscribers see writes in the order they landed.
 pub(crate) fn sync(
     root: &Path,
     batches: &[DocumentBatch],
     lock_timeout: Duration,
+    events: &EventBus,
 ) -> Result<SyncReport, MemoryError> {
     let paths: Vec<PathBuf> = batches
         .iter()
@@ -90,6 +91,7 @@ pub(crate) fn sync(
         };
         report.documents.push(write.report(version));
     }
+    events.publish(&report);
     Ok(report)
 }
 
@@ -115,14 +117,12 @@ fn lock(document: &Path, id: &DocumentId, timeout: Duration) -> Result<File, Mem
         .open(&path)
         .map_err(|err| io_error(&path, err))?;
     let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_micros(100);
+    let mut backoff = Backoff::new(Duration::from_micros(100), Duration::from_millis(5));
     for attempt in 1u32.. {
         match file.try_lock() {
             Ok(()) => return Ok(file),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                let jitter = RandomState::new().hash_one(attempt) % (pause.as_micros() as u64 + 1);
-                std::thread::sleep(pause + Duration::from_micros(jitter));
-                pause = (pause * 2).min(Duration::from_millis(5));
+                std::thread::sleep(backoff.next_pause());
             }
             Err(TryLockError::WouldBlock) => {
                 return Err(MemoryError::Contention {
@@ -295,26 +295,18 @@ fn io_error(path: &Path, err: io::Error) -> MemoryError {
 /// An error writing one document after an earlier one of the same call landed: says which, so
 /// the caller knows the call was not all-or-nothing.
 fn after_landed(err: MemoryError, report: &SyncReport) -> MemoryError {
-    let landed: Vec<String> = report
+    let landed: Vec<_> = report
         .documents
         .iter()
         .filter(|d| d.written)
-        .map(|d| format!("{} (now at version {})", d.document, d.version_after))
+        .cloned()
         .collect();
-    match err {
-        MemoryError::Unavailable {
-            what,
-            message,
-            source,
-        } if !landed.is_empty() => MemoryError::Unavailable {
-            what,
-            message: format!(
-                "{message}; already written by this call: {}",
-                landed.join(", ")
-            ),
-            source,
-        },
-        err => err,
+    if landed.is_empty() {
+        return err;
+    }
+    MemoryError::PartiallyApplied {
+        landed,
+        source: Box::new(err),
     }
 }
 
@@ -373,5 +365,41 @@ mod tests {
         );
         let err = read_at(doc, DocumentId::GlobalMemory).unwrap_err();
         assert!(matches!(err, MemoryError::Corrupt { .. }), "{err}");
+    }
+
+    /// A failure on the second document after the first landed is `PartiallyApplied`, naming
+    /// the landed write; a failure before any write stays what it was.
+    #[test]
+    fn failure_after_a_landed_write_names_it() {
+        use memory_core::{IfMatch, MemoryContext, MemoryUpdate, Store, plan_sync};
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = MemoryContext::new(
+            PersonalityId::new("ada").unwrap(),
+            UserId::new("u1").unwrap(),
+        );
+        let updates = [MemoryUpdate::add(Store::Memory, "landed")];
+        let batches = plan_sync(&ctx, &updates, &IfMatch::NONE).unwrap();
+        let report = sync(
+            dir.path(),
+            &batches,
+            WAIT,
+            &memory_core::EventBus::default(),
+        )
+        .unwrap();
+        let cause = || MemoryError::unavailable("USER.md", io::Error::other("disk full"));
+
+        let err = after_landed(cause(), &report);
+        let MemoryError::PartiallyApplied { landed, source } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(landed, &report.documents);
+        assert!(matches!(**source, MemoryError::Unavailable { .. }));
+        let message = err.to_string();
+        assert!(
+            message.contains("disk full") && message.contains("MEMORY.md of personality 'ada'")
+        );
+
+        let nothing_landed = after_landed(cause(), &SyncReport::default());
+        assert!(matches!(nothing_landed, MemoryError::Unavailable { .. }));
     }
 }

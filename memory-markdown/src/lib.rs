@@ -90,15 +90,10 @@ impl MemoryProvider for MarkdownProvider {
     ) -> Result<SyncReport, MemoryError> {
         let batches = plan_sync(ctx, updates, if_match)?;
         let (root, lock_timeout) = (self.root.clone(), self.lock_timeout);
-        // Published from the blocking task, once the locks are released, so that a write that
-        // lands is announced even if the caller stops waiting for it.
+        // Published from the blocking task, under the locks, so that a write that lands is
+        // announced even if the caller stops waiting for it.
         let events = self.events.clone();
-        blocking(move || {
-            let report = files::sync(&root, &batches, lock_timeout)?;
-            events.publish(&report);
-            Ok(report)
-        })
-        .await
+        blocking(move || files::sync(&root, &batches, lock_timeout, &events)).await
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
