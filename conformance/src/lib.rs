@@ -11,7 +11,9 @@
 //! ```
 //!
 //! The macro stamps one named `#[test]` per case. `setup` is called once per test and must give
-//! each call its own namespace, so the tests can run in parallel. The cases are also public async
+//! each call its own namespace, so the tests can run in parallel. A backend that needs a server
+//! returns `Option<Fixture<_>>` from `setup`, and `None` skips the test (see `services`, behind
+//! the `services` feature). The cases are also public async
 //! fns in [`cases`], and the model-based property test is [`model::matches_reference_model`].
 
 use std::any::Any;
@@ -22,6 +24,8 @@ use memory_core::MemoryProvider;
 
 pub mod cases;
 pub mod model;
+#[cfg(feature = "services")]
+pub mod services;
 
 /// A provider under test, with whatever keeps its namespace alive (a temp dir, a schema guard).
 pub struct Fixture<P: MemoryProvider + ?Sized> {
@@ -50,6 +54,25 @@ impl<P: MemoryProvider + ?Sized> Fixture<P> {
     }
 }
 
+/// What a `setup` fn returns: a [`Fixture`], or `Option<Fixture>` where `None` skips the test
+/// because the server it needs is not available.
+pub trait IntoFixture<P: MemoryProvider + ?Sized> {
+    /// The fixture, or `None` to skip.
+    fn into_fixture(self) -> Option<Fixture<P>>;
+}
+
+impl<P: MemoryProvider + ?Sized> IntoFixture<P> for Fixture<P> {
+    fn into_fixture(self) -> Option<Fixture<P>> {
+        Some(self)
+    }
+}
+
+impl<P: MemoryProvider + ?Sized> IntoFixture<P> for Option<Fixture<P>> {
+    fn into_fixture(self) -> Option<Fixture<P>> {
+        self
+    }
+}
+
 impl<P: MemoryProvider> Fixture<P> {
     /// A fixture around `provider`.
     pub fn new(provider: P) -> Self {
@@ -70,7 +93,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// Stamps the whole conformance suite as `#[test]` fns for `$setup`, an async fn returning a
-/// [`Fixture`] with a fresh namespace each time it is called.
+/// [`Fixture`] (or an `Option` of one, see [`IntoFixture`]) with a fresh namespace each time it
+/// is called.
 #[macro_export]
 macro_rules! conformance_suite {
     ($setup:path) => {
@@ -128,7 +152,9 @@ macro_rules! __stamp_cases {
             #[test]
             fn $case() {
                 $crate::block_on(async {
-                    let fixture = $setup().await;
+                    let Some(fixture) = $crate::IntoFixture::into_fixture($setup().await) else {
+                        return;
+                    };
                     $crate::cases::$case(fixture.provider()).await;
                 });
             }

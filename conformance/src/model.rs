@@ -11,7 +11,7 @@ use memory_core::{
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::Fixture;
+use crate::IntoFixture;
 use crate::cases::ctx;
 
 /// Which precondition a step sends.
@@ -195,7 +195,7 @@ pub fn matches_reference_model<P, F, Fut>(setup: F)
 where
     P: MemoryProvider + ?Sized,
     F: Fn() -> Fut,
-    Fut: Future<Output = Fixture<P>>,
+    Fut: Future<Output: IntoFixture<P>>,
 {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -205,6 +205,9 @@ where
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    if runtime.block_on(setup()).into_fixture().is_none() {
+        return; // setup explained the skip
+    }
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
@@ -212,7 +215,7 @@ where
     });
     let result = runner.run(&proptest::collection::vec(step(), 1..8), |steps| {
         runtime.block_on(async {
-            let fixture = setup().await;
+            let fixture = setup().await.into_fixture().expect("the service went away");
             let (got, got_docs) = play(&*fixture.provider(), &steps).await;
             let (want, want_docs) = play(&InMemoryProvider::new(), &steps).await;
             prop_assert_eq!(got, want, "outcomes differ from the reference model");

@@ -131,7 +131,10 @@ mod tests {
         assert_eq!(truncate_keeping_tail(text, 3), "[..");
         assert_eq!(truncate_keeping_tail(text, 0), "");
         assert_eq!(truncate_keeping_tail(text, 24), "[...truncated 26 chars]\n");
-        assert_eq!(truncate_keeping_tail(text, 25), "[...truncated 25 chars]\nz");
+        assert_eq!(
+            truncate_keeping_tail(text, 25),
+            "[...truncated 25 chars]\nz"
+        );
         for budget in 0..=26 {
             assert!(truncate_keeping_tail(text, budget).chars().count() <= budget);
         }

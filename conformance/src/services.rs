@@ -1,0 +1,127 @@
+//! Finds the servers the Postgres and Redis backend tests run against.
+//!
+//! In order: the URL in the service's env var (`MEMORY_TEST_POSTGRES_URL`,
+//! `MEMORY_TEST_REDIS_URL`); else, when a Docker engine is reachable, a container started by
+//! testcontainers and shared by every test process of the run; else nothing, with a loud
+//! message, so the test skips. With `MEMORY_REQUIRE_SERVICES=1` (set by `.ci/run`) a missing
+//! service fails the test instead of skipping it.
+
+use std::sync::OnceLock;
+
+use testcontainers::runners::SyncRunner;
+use testcontainers::{Container, ImageExt, ReuseDirective};
+use testcontainers_modules::{postgres::Postgres, redis::Redis};
+
+/// Set to `1` to make a missing service a failure, never a skip.
+pub const REQUIRE_SERVICES: &str = "MEMORY_REQUIRE_SERVICES";
+
+/// A server a backend's tests need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// PostgreSQL, for `memory-postgres`.
+    Postgres,
+    /// Redis, for `memory-redis`.
+    Redis,
+}
+
+impl Service {
+    /// The env var that points the tests at an existing server.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Service::Postgres => "MEMORY_TEST_POSTGRES_URL",
+            Service::Redis => "MEMORY_TEST_REDIS_URL",
+        }
+    }
+
+    /// The URL of a server for this service, or `None` when there is none and the test should
+    /// skip. Panics instead of skipping when [`REQUIRE_SERVICES`] is `1`.
+    pub fn url(self) -> Option<String> {
+        static POSTGRES: OnceLock<Result<String, String>> = OnceLock::new();
+        static REDIS: OnceLock<Result<String, String>> = OnceLock::new();
+        let found = match self {
+            Service::Postgres => &POSTGRES,
+            Service::Redis => &REDIS,
+        }
+        .get_or_init(|| self.find());
+        match found {
+            Ok(url) => Some(url.clone()),
+            Err(why) if std::env::var(REQUIRE_SERVICES).is_ok_and(|v| v == "1") => {
+                panic!("{why}, and {REQUIRE_SERVICES}=1 forbids skipping")
+            }
+            Err(why) => {
+                eprintln!(
+                    "\n!!! SKIPPED: {why}. Set {} to run this test.\n",
+                    self.env_var()
+                );
+                None
+            }
+        }
+    }
+
+    fn find(self) -> Result<String, String> {
+        if let Some(url) = std::env::var(self.env_var()).ok().filter(|v| !v.is_empty()) {
+            return Ok(url);
+        }
+        if !docker_reachable() {
+            return Err(format!(
+                "no {self:?} server: {} is unset and no Docker engine is reachable",
+                self.env_var()
+            ));
+        }
+        // Every test process of one run asks at once: the first creates the named container,
+        // the others reuse it (a lost creation race succeeds on the retry).
+        let start = || self.start_container();
+        start().or_else(|_| start()).map_err(|err| {
+            format!("no {self:?} server: starting a container with testcontainers failed: {err}")
+        })
+    }
+
+    fn start_container(self) -> Result<String, testcontainers::TestcontainersError> {
+        // The containers live as long as the test process; reuse keeps one per machine.
+        static KEEP: OnceLock<std::sync::Mutex<Vec<Box<dyn std::any::Any + Send>>>> =
+            OnceLock::new();
+        fn keep<I: testcontainers::Image + 'static>(container: Container<I>) {
+            KEEP.get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(Box::new(container));
+        }
+        match self {
+            Service::Postgres => {
+                let container = Postgres::default()
+                    .with_tag("16-alpine")
+                    .with_container_name("agent-memory-test-postgres")
+                    .with_reuse(ReuseDirective::Always)
+                    .start()?;
+                let url = format!(
+                    "postgres://postgres:postgres@{}:{}/postgres",
+                    container.get_host()?,
+                    container.get_host_port_ipv4(5432)?
+                );
+                keep(container);
+                Ok(url)
+            }
+            Service::Redis => {
+                let container = Redis::default()
+                    .with_tag("7.2-alpine")
+                    .with_container_name("agent-memory-test-redis")
+                    .with_reuse(ReuseDirective::Always)
+                    .start()?;
+                let url = format!(
+                    "redis://{}:{}",
+                    container.get_host()?,
+                    container.get_host_port_ipv4(6379)?
+                );
+                keep(container);
+                Ok(url)
+            }
+        }
+    }
+}
+
+/// Whether a Docker engine answers: `DOCKER_HOST` is set or the default socket exists. (The
+/// `docker` client alone is not enough; testcontainers needs the engine.)
+fn docker_reachable() -> bool {
+    std::env::var_os("DOCKER_HOST").is_some()
+        || std::path::Path::new("/var/run/docker.sock").exists()
+}

@@ -1,0 +1,171 @@
+//! How to reach the server, and how hard to try.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use memory_core::MemoryError;
+use serde::Deserialize;
+use sqlx::postgres::PgConnectOptions;
+
+/// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
+
+/// Where the memory lives and how the provider behaves under contention.
+///
+/// Deserializes from the wiring file with every field but `url` optional. Its `Debug` never
+/// prints the password.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// `postgres://user:password@host:port/database`, with any libpq-style query parameters
+    /// (`sslmode=require`, ...).
+    pub url: String,
+    /// The schema holding the tables, created on migration. Deployments (and tests) that share
+    /// a database use one schema each. Lowercase letters, digits and `_`; default
+    /// `agent_memory`.
+    #[serde(default = "defaults::schema")]
+    pub schema: String,
+    /// Connections in the pool; default 8.
+    #[serde(default = "defaults::max_connections")]
+    pub max_connections: u32,
+    /// How long to wait for a connection before the call is `Unavailable`, in milliseconds;
+    /// default 5,000.
+    #[serde(default = "defaults::connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Whether [`crate::PostgresProvider::connect`] applies the migrations; default true.
+    #[serde(default = "defaults::migrate")]
+    pub migrate: bool,
+    /// Compare-and-swap attempts per `sync` before it gives up with `Contention`; default 64.
+    #[serde(default = "defaults::max_attempts")]
+    pub max_attempts: u32,
+}
+
+mod defaults {
+    pub fn schema() -> String {
+        "agent_memory".to_owned()
+    }
+    pub fn max_connections() -> u32 {
+        8
+    }
+    pub fn connect_timeout_ms() -> u64 {
+        5_000
+    }
+    pub fn migrate() -> bool {
+        true
+    }
+    pub fn max_attempts() -> u32 {
+        super::DEFAULT_MAX_ATTEMPTS
+    }
+}
+
+impl PostgresConfig {
+    /// The defaults, for the server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        PostgresConfig {
+            url: url.into(),
+            schema: defaults::schema(),
+            max_connections: defaults::max_connections(),
+            connect_timeout_ms: defaults::connect_timeout_ms(),
+            migrate: defaults::migrate(),
+            max_attempts: defaults::max_attempts(),
+        }
+    }
+
+    /// The same, in `schema`.
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// The connect timeout as a duration.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// The URL parsed, or a `Config` error that says what is wrong without the password.
+    pub(crate) fn connect_options(&self) -> Result<PgConnectOptions, MemoryError> {
+        PgConnectOptions::from_str(&self.url).map_err(|err| {
+            let mut message = format!("invalid PostgreSQL URL {}: {err}", redact(&self.url));
+            if let Some(password) = password(&self.url) {
+                message = message.replace(password, "***");
+            }
+            MemoryError::Config { message }
+        })
+    }
+}
+
+impl fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("url", &redact(&self.url))
+            .field("schema", &self.schema)
+            .field("max_connections", &self.max_connections)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("migrate", &self.migrate)
+            .field("max_attempts", &self.max_attempts)
+            .finish()
+    }
+}
+
+/// `url` with its password (in the user info or a `password=` parameter) replaced by `***`.
+/// Works on URLs too broken to parse, since those are the ones that end up in error messages.
+pub(crate) fn redact(url: &str) -> String {
+    match password(url) {
+        Some(password) => url.replace(password, "***"),
+        None => url.to_owned(),
+    }
+}
+
+/// The password in `url`, if it has a non-empty one.
+fn password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let in_userinfo = authority
+        .rsplit_once('@')
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password);
+    let in_query = url
+        .split_once('?')
+        .and_then(|(_, query)| query.split('&').find_map(|kv| kv.strip_prefix("password=")));
+    in_userinfo.or(in_query).filter(|p| !p.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_the_password() {
+        for url in [
+            "postgres://agent:hunter2@db.internal:5432/memory",
+            "postgres://agent@db.internal/memory?sslmode=require&password=hunter2",
+            "postgres://agent:hunter2@db.internal:notaport/memory",
+        ] {
+            let shown = format!("{:?}", PostgresConfig::new(url));
+            assert!(!shown.contains("hunter2"), "{shown}");
+            assert!(shown.contains("agent") && shown.contains("***"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_bad_url_is_a_config_error_naming_the_problem_without_the_password() {
+        let config = PostgresConfig::new("postgres://agent:hunter2@db.internal:notaport/memory");
+        let err = config.connect_options().unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, MemoryError::Config { .. }), "{err:?}");
+        assert!(message.contains("port"), "names the problem: {message}");
+        assert!(!message.contains("hunter2"), "{message}");
+    }
+
+    #[test]
+    fn defaults_fill_everything_but_the_url() {
+        let config: PostgresConfig =
+            serde_json::from_str(r#"{"url": "postgres://localhost/memory"}"#).unwrap();
+        assert_eq!(config.schema, "agent_memory");
+        assert_eq!(config.connect_timeout(), Duration::from_secs(5));
+        assert!(config.migrate);
+        let unknown = serde_json::from_str::<PostgresConfig>(r#"{"url": "x", "pool": 3}"#);
+        assert!(unknown.unwrap_err().to_string().contains("pool"));
+    }
+}

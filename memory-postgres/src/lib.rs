@@ -1,0 +1,456 @@
+//! Agent memory in PostgreSQL, for many writers on many hosts.
+//!
+//! One row per document (`memory_documents` in the provider's schema) carries the text and a
+//! version that every write bumps by one. `sync` reads the rows, computes the new text with
+//! memory-core's shared semantics while holding no lock, and writes with compare-and-swap: the
+//! write lands only if the version is still the one it read. A writer that lost the race reads
+//! again and retries with jittered backoff, up to `max_attempts`, then reports `Contention`.
+//! A call that touches both documents commits both in one transaction, or neither.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), memory_core::MemoryError> {
+//! use memory_core::{IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId};
+//! use memory_postgres::{PostgresConfig, PostgresProvider};
+//!
+//! let memory = PostgresProvider::connect(&PostgresConfig::new("postgres://localhost/agents")).await?;
+//! let ctx = MemoryContext::new(PersonalityId::new("ada")?, UserId::new("grace")?);
+//! memory.sync(&ctx, &[MemoryUpdate::add(Store::User, "Prefers short answers.")], &IfMatch::NONE).await?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    Backoff, Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, PersonalityId, PlannedWrite, Prefetch, Store, Subscription, SyncReport, UserId,
+    Version, plan_sync, sha256_hex,
+};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
+
+pub use config::{DEFAULT_MAX_ATTEMPTS, PostgresConfig};
+
+/// The first pause after a lost race; pauses double from here up to [`BACKOFF_CEILING`].
+const BACKOFF_FIRST: Duration = Duration::from_millis(1);
+/// The longest step between compare-and-swap attempts (a pause is up to twice this).
+const BACKOFF_CEILING: Duration = Duration::from_millis(32);
+
+/// The memory contract on PostgreSQL. Cheap to share: clone the pool, not the provider.
+#[derive(Debug)]
+pub struct PostgresProvider {
+    pool: PgPool,
+    schema: String,
+    /// `"<schema>".memory_documents`, for messages.
+    table: String,
+    sql: Statements,
+    /// `postgres://host:port/database/schema`: where documents are, without credentials.
+    location: String,
+    max_attempts: u32,
+    /// Writers in this process queue here per document (striped) instead of racing each
+    /// other's compare-and-swap: only writers on other hosts can make an attempt fail.
+    local_writers: Vec<tokio::sync::Mutex<()>>,
+    events: EventBus,
+}
+
+/// How many stripes [`PostgresProvider::local_writers`] has.
+const LOCAL_WRITER_STRIPES: usize = 64;
+
+impl PostgresProvider {
+    /// Connects with `config`, and applies the migrations unless `config.migrate` is false.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] for a bad URL or schema name (never echoing the password);
+    /// [`MemoryError::Unavailable`] when no connection is made within the connect timeout.
+    pub async fn connect(config: &PostgresConfig) -> Result<Self, MemoryError> {
+        let options = config.connect_options()?;
+        let server = server_name(&options);
+        let timeout = config.connect_timeout();
+        let connecting = PgPoolOptions::new()
+            .max_connections(config.max_connections.max(1))
+            .acquire_timeout(timeout)
+            .connect_with(options);
+        // The pool bounds the wait already; the outer bound is for a TCP connect that the
+        // pool's own timeout does not interrupt.
+        let pool = match tokio::time::timeout(timeout + Duration::from_secs(1), connecting).await {
+            Ok(pool) => pool.map_err(|err| MemoryError::unavailable(&server, err))?,
+            Err(_) => {
+                return Err(MemoryError::Unavailable {
+                    what: server,
+                    message: format!("no connection within {timeout:?}"),
+                    source: None,
+                });
+            }
+        };
+        let provider =
+            Self::from_pool(pool, &config.schema)?.with_max_attempts(config.max_attempts);
+        if config.migrate {
+            provider.migrate().await?;
+        }
+        Ok(provider)
+    }
+
+    /// A provider on an existing pool, using the tables in `schema`. Does no I/O: call
+    /// [`PostgresProvider::migrate`] if the tables may not exist yet.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] when `schema` is not 1 to 63 lowercase letters, digits and `_`,
+    /// starting with a letter or `_` (and not `pg_`).
+    pub fn from_pool(pool: PgPool, schema: &str) -> Result<Self, MemoryError> {
+        let valid = schema.len() <= 63
+            && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && schema
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !schema.starts_with("pg_");
+        if !valid {
+            return Err(MemoryError::Config {
+                message: format!(
+                    "invalid schema name {schema:?}: use 1 to 63 lowercase letters, digits and '_', starting with a letter or '_' (not 'pg_')"
+                ),
+            });
+        }
+        let options = pool.connect_options();
+        let location = format!(
+            "{}/{}/{schema}",
+            server_name(&options),
+            options.get_database().unwrap_or("postgres")
+        );
+        let table = format!("\"{schema}\".memory_documents");
+        Ok(PostgresProvider {
+            sql: Statements::for_table(&table),
+            table,
+            schema: schema.to_owned(),
+            location,
+            pool,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            local_writers: (0..LOCAL_WRITER_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+            events: EventBus::new(),
+        })
+    }
+
+    /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts.max(1);
+        self
+    }
+
+    /// Creates the schema and applies the embedded migrations that are not applied yet. Safe to
+    /// call from many processes at once: they take turns on an advisory lock.
+    ///
+    /// # Errors
+    /// [`MemoryError::Unavailable`] when the server cannot be reached or a migration fails.
+    pub async fn migrate(&self) -> Result<(), MemoryError> {
+        // The migrations name their tables without a schema, so they run on a connection of
+        // their own whose search_path is the provider's schema; the pool is left untouched.
+        let options = (*self.pool.connect_options())
+            .clone()
+            .options([("search_path", self.schema.as_str())]);
+        let mut connection = PgConnection::connect_with(&options)
+            .await
+            .map_err(|err| self.unavailable(err))?;
+        let mut migrator = sqlx::migrate!();
+        migrator.create_schema(self.schema.clone());
+        migrator.dangerous_set_table_name(format!("\"{}\"._sqlx_migrations", self.schema));
+        let migrated = migrator.run(&mut connection).await;
+        let _ = connection.close().await;
+        migrated
+            .map_err(|err| MemoryError::unavailable(format!("migrating {}", self.location), err))
+    }
+
+    /// The pool, for health checks and for sharing with the rest of the application.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema holding this provider's tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Reads `ids` in one statement, so they are one consistent snapshot. A document never
+    /// written is empty at version 0.
+    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, i64)>, MemoryError> {
+        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let rows: Vec<(String, String, String, i64)> =
+            sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
+                .bind(&kinds)
+                .bind(&owners)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|err| self.db_error(err))?;
+        Ok(ids
+            .iter()
+            .map(|id| {
+                let key = row_key(id);
+                let (text, version) = rows
+                    .iter()
+                    .find(|(kind, owner, ..)| (kind.as_str(), owner.as_str()) == key)
+                    .map_or((String::new(), 0), |(.., text, version)| {
+                        (text.clone(), *version)
+                    });
+                let document = Document {
+                    id: id.clone(),
+                    text,
+                    version: Version::new(version.to_string()),
+                    location: format!("{}/{}", self.location, id.relative_path()),
+                };
+                (document, version)
+            })
+            .collect())
+    }
+
+    /// Writes every changed document of `planned` if each is still at the version it was read
+    /// at, all in one transaction. `Ok(None)` when they landed (or nothing needed writing),
+    /// `Ok(Some(id))` naming a document another writer changed first; then nothing was written.
+    async fn compare_and_swap(
+        &self,
+        planned: &[(PlannedWrite, i64)],
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let writes: Vec<(&DocumentId, &str, i64)> = planned
+            .iter()
+            .filter_map(|(write, version)| {
+                write
+                    .new_text()
+                    .map(|text| (&write.before().id, text, *version))
+            })
+            .collect();
+        if writes.is_empty() {
+            return Ok(None);
+        }
+        let (kinds, owners): (Vec<&str>, Vec<&str>) =
+            writes.iter().map(|(id, ..)| row_key(id)).unzip();
+        let texts: Vec<&str> = writes.iter().map(|(_, text, _)| *text).collect();
+        let expected: Vec<i64> = writes.iter().map(|(.., version)| *version).collect();
+        let hashes: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
+        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.upsert.clone()))
+            .bind(&kinds)
+            .bind(&owners)
+            .bind(&texts)
+            .bind(&expected)
+            .bind(&hashes);
+        let landed = if writes.len() == 1 {
+            query.fetch_all(&self.pool).await
+        } else {
+            let mut transaction = self.pool.begin().await.map_err(|err| self.db_error(err))?;
+            let landed = query.fetch_all(&mut *transaction).await;
+            if landed.as_ref().is_ok_and(|rows| rows.len() == writes.len()) {
+                transaction
+                    .commit()
+                    .await
+                    .map_err(|err| self.db_error(err))?;
+            }
+            // Otherwise dropping the transaction rolls it back.
+            landed
+        };
+        let landed = match landed {
+            Ok(rows) => rows,
+            // Two writers locking the same rows in a different order: a lost race too.
+            Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
+            Err(err) => return Err(self.db_error(err)),
+        };
+        Ok(writes
+            .iter()
+            .map(|(id, ..)| *id)
+            .find(|id| {
+                let key = row_key(id);
+                !landed
+                    .iter()
+                    .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
+            })
+            .cloned())
+    }
+
+    fn unavailable(&self, err: sqlx::Error) -> MemoryError {
+        MemoryError::unavailable(&self.location, err)
+    }
+
+    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
+    fn db_error(&self, err: sqlx::Error) -> MemoryError {
+        if let sqlx::Error::Database(db) = &err
+            && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
+        {
+            return MemoryError::Config {
+                message: format!(
+                    "{} does not exist in {}: call migrate() or connect with migrate on",
+                    self.table, self.location
+                ),
+            };
+        }
+        self.unavailable(err)
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for PostgresProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+        let mut documents = self.fetch(&ids).await?.into_iter().map(|(doc, _)| doc);
+        let (memory, user) = (documents.next(), documents.next());
+        let (Some(memory), Some(user)) = (memory, user) else {
+            unreachable!("fetch returns one document per id");
+        };
+        Ok(Prefetch::from_documents(ctx, &memory, &user))
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        let batches = plan_sync(ctx, updates, if_match)?;
+        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
+        // Stripes are taken in index order, so two calls cannot each hold one the other needs.
+        let mut stripes: Vec<usize> = ids.iter().map(stripe).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut _queued = Vec::with_capacity(stripes.len());
+        for index in stripes {
+            _queued.push(self.local_writers[index].lock().await);
+        }
+        let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
+        let mut busy = ids[0].clone();
+        for _ in 0..self.max_attempts {
+            // Every batch is checked against one fresh snapshot before anything is written,
+            // so a refusal or a failed precondition writes nothing.
+            let planned = batches
+                .iter()
+                .zip(self.fetch(&ids).await?)
+                .map(|(batch, (current, version))| Ok((batch.apply(current)?, version)))
+                .collect::<Result<Vec<_>, MemoryError>>()?;
+            match self.compare_and_swap(&planned).await? {
+                None => {
+                    let report = SyncReport {
+                        documents: planned
+                            .iter()
+                            .map(|(write, version)| {
+                                let after = version + i64::from(write.new_text().is_some());
+                                write.report(Version::new(after.to_string()))
+                            })
+                            .collect(),
+                    };
+                    self.events.publish(&report);
+                    return Ok(report);
+                }
+                Some(lost_on) => busy = lost_on,
+            }
+            tokio::time::sleep(backoff.next_pause()).await;
+        }
+        Err(MemoryError::Contention {
+            document: busy,
+            attempts: self.max_attempts,
+        })
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        let mut documents = self.fetch(std::slice::from_ref(document)).await?;
+        Ok(documents.remove(0).0)
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|err| self.db_error(err))?;
+        let mut ids: Vec<DocumentId> = rows
+            .iter()
+            .filter_map(|(kind, owner)| document_id(kind, owner))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+}
+
+/// The statements of one provider, built once from its (validated) schema name.
+#[derive(Debug)]
+struct Statements {
+    select: Arc<str>,
+    upsert: Arc<str>,
+    list: Arc<str>,
+}
+
+impl Statements {
+    fn for_table(table: &str) -> Self {
+        Statements {
+            select: format!(
+                "SELECT kind, owner, content, version FROM {table} \
+                 WHERE (kind, owner) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
+            )
+            .into(),
+            // A new document is inserted at version 1; an existing one is updated only where
+            // its version is still the expected one. A row another writer got to first is
+            // neither, and is missing from RETURNING.
+            upsert: format!(
+                "INSERT INTO {table} AS d (kind, owner, content, version, sha256) \
+                 SELECT kind, owner, content, expected + 1, sha256 \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[]) \
+                   AS w(kind, owner, content, expected, sha256) \
+                 ON CONFLICT (kind, owner) DO UPDATE \
+                   SET content = excluded.content, version = excluded.version, \
+                       sha256 = excluded.sha256, updated_at = now() \
+                   WHERE d.version = excluded.version - 1 \
+                 RETURNING kind, owner"
+            )
+            .into(),
+            list: format!("SELECT kind, owner FROM {table}").into(),
+        }
+    }
+}
+
+/// The stripe of [`PostgresProvider::local_writers`] that `id`'s writers queue on.
+fn stripe(id: &DocumentId) -> usize {
+    let (kind, owner) = row_key(id);
+    let hash = kind
+        .bytes()
+        .chain(owner.bytes())
+        .fold(0usize, |hash, byte| {
+            hash.wrapping_mul(31).wrapping_add(byte.into())
+        });
+    hash % LOCAL_WRITER_STRIPES
+}
+
+/// The primary key of a document's row.
+fn row_key(id: &DocumentId) -> (&'static str, &str) {
+    match id {
+        DocumentId::GlobalMemory => ("global_memory", ""),
+        DocumentId::PersonalityMemory { personality } => {
+            ("personality_memory", personality.as_str())
+        }
+        DocumentId::UserProfile { user } => ("user_profile", user.as_str()),
+    }
+}
+
+/// The document a row holds, or `None` for a row that is not one of ours (a bad id written by
+/// hand), which `list` skips.
+fn document_id(kind: &str, owner: &str) -> Option<DocumentId> {
+    match kind {
+        "global_memory" if owner.is_empty() => Some(DocumentId::GlobalMemory),
+        "personality_memory" => PersonalityId::new(owner)
+            .ok()
+            .map(|personality| DocumentId::PersonalityMemory { personality }),
+        "user_profile" => UserId::new(owner)
+            .ok()
+            .map(|user| DocumentId::UserProfile { user }),
+        _ => None,
+    }
+}
+
+/// Serialization failures and deadlocks: the transaction was rolled back and may be retried.
+fn is_retryable(code: Option<&str>) -> bool {
+    matches!(code, Some("40001" | "40P01"))
+}
+
+/// `postgres://host:port`, for messages and locations: never the credentials.
+fn server_name(options: &PgConnectOptions) -> String {
+    format!("postgres://{}:{}", options.get_host(), options.get_port())
+}

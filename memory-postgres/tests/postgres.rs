@@ -1,0 +1,350 @@
+//! What only a real PostgreSQL server can show: many hosts writing one document, the lost
+//! updates of the hand-written alternative, connections killed mid-write, and servers that
+//! are not there.
+
+mod common;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memory_conformance::cases::ctx;
+use memory_core::{DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
+use memory_postgres::{PostgresConfig, PostgresProvider};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection, PgPool};
+
+const HOSTS: usize = 4;
+const TASKS_PER_HOST: usize = 16;
+const ADDS_PER_TASK: usize = 25;
+const TOTAL: usize = HOSTS * TASKS_PER_HOST * ADDS_PER_TASK;
+
+/// Runs `add(host, entry)` for every entry, from 16 tasks on each of 4 hosts at once, and
+/// returns what each call gave back.
+async fn hammer<T, F, Fut>(add: F) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(usize, String) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = T> + Send,
+{
+    let tasks: Vec<_> = (0..HOSTS * TASKS_PER_HOST)
+        .map(|task| {
+            let add = add.clone();
+            tokio::spawn(async move {
+                let mut results = Vec::new();
+                for i in 0..ADDS_PER_TASK {
+                    results.push(add(task % HOSTS, format!("task{task:02}-add{i:02}")).await);
+                }
+                results
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.extend(task.await.expect("writer task"));
+    }
+    results
+}
+
+fn entries(text: &str) -> HashSet<String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Four "hosts" (independent pools) x 16 tasks x 25 adds on one document: every entry lands,
+/// and each call's report is one step of a single history. The same load through the
+/// read-then-upsert code people write by hand loses updates; the test prints how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
+    let Some((first, schema)) = common::provider().await else {
+        return;
+    };
+    let mut hosts = vec![Arc::new(first)];
+    for _ in 1..HOSTS {
+        let config = PostgresConfig {
+            migrate: false,
+            ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
+        };
+        hosts.push(Arc::new(PostgresProvider::connect(&config).await.unwrap()));
+    }
+    let c = ctx("ada", "u1");
+
+    let reports = hammer({
+        let (hosts, c) = (hosts.clone(), c.clone());
+        move |host, entry| {
+            let (p, c) = (Arc::clone(&hosts[host]), c.clone());
+            async move {
+                p.sync(
+                    &c,
+                    &[MemoryUpdate::add(Store::Memory, &entry)],
+                    &IfMatch::NONE,
+                )
+                .await
+                .map(|report| (entry, report.documents[0].clone()))
+            }
+        }
+    })
+    .await;
+
+    let document = hosts[0].read(&c.document(Store::Memory)).await.unwrap();
+    let landed = entries(&document.text);
+    let mut versions = Vec::new();
+    for result in reports {
+        let (entry, report) = result.unwrap_or_else(|err| panic!("an add failed: {err}"));
+        assert!(
+            landed.contains(&entry),
+            "{entry} was acknowledged but is missing"
+        );
+        assert!(report.written);
+        let (before, after): (u64, u64) = (
+            report.version_before.as_str().parse().unwrap(),
+            report.version_after.as_str().parse().unwrap(),
+        );
+        assert_eq!(after, before + 1, "each add is exactly one version step");
+        assert_eq!(
+            report.bytes_after,
+            report.bytes_before + entry.len() + 1 + usize::from(before > 0)
+        );
+        versions.push(after);
+    }
+    versions.sort_unstable();
+    assert_eq!(
+        versions,
+        (1..=TOTAL as u64).collect::<Vec<_>>(),
+        "the reports are one linear history"
+    );
+    assert_eq!(landed.len(), TOTAL);
+    assert_eq!(document.version.as_str(), TOTAL.to_string());
+
+    let baseline_lost = TOTAL - read_then_upsert_baseline(&schema.url, &schema.schema).await;
+    println!(
+        "lost updates under {HOSTS} hosts x {TASKS_PER_HOST} tasks x {ADDS_PER_TASK} adds: \
+         read-then-upsert {baseline_lost} of {TOTAL}, memory-postgres 0 of {TOTAL}"
+    );
+}
+
+/// The pattern agent frameworks document for a database-backed memory: read the document,
+/// append in the application, upsert the result. No transaction, no version check. Returns
+/// how many of the entries survive.
+async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
+    let mut hosts = Vec::new();
+    for _ in 0..HOSTS {
+        hosts.push(PgPool::connect(url).await.unwrap());
+    }
+    let table = format!("\"{schema}\".naive_memory");
+    hosts[0]
+        .execute(AssertSqlSafe(format!(
+            "CREATE TABLE {table} (id TEXT PRIMARY KEY, content TEXT NOT NULL)"
+        )))
+        .await
+        .unwrap();
+    let select = Arc::<str>::from(format!("SELECT content FROM {table} WHERE id = 'ada'"));
+    let upsert = Arc::<str>::from(format!(
+        "INSERT INTO {table} (id, content) VALUES ('ada', $1) \
+         ON CONFLICT (id) DO UPDATE SET content = excluded.content"
+    ));
+    hammer(move |host, entry| {
+        let (pool, select, upsert) = (hosts[host].clone(), select.clone(), upsert.clone());
+        async move {
+            let current: Option<String> = sqlx::query_scalar(AssertSqlSafe(select))
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+            let content = current.unwrap_or_default() + &entry + "\n";
+            sqlx::query(AssertSqlSafe(upsert))
+                .bind(content)
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    let pool = PgPool::connect(url).await.unwrap();
+    let content: String = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT content FROM {table} WHERE id = 'ada'"
+    )))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    entries(&content).len()
+}
+
+/// A connection killed while its write waits on a row lock leaves both documents at the old
+/// version (a two-document call is one transaction), and the pool recovers for the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_terminated_mid_sync_leaves_old_or_new_never_between() {
+    let Some((setup, schema)) = common::provider().await else {
+        return;
+    };
+    drop(setup);
+    let application = format!("fault_{}", schema.schema);
+    let options = PgConnectOptions::from_str(&schema.url)
+        .unwrap()
+        .application_name(&application);
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap();
+    let p = Arc::new(PostgresProvider::from_pool(pool, &schema.schema).unwrap());
+    let c = ctx("ada", "u1");
+    let both = |text: &str| {
+        [
+            MemoryUpdate::add(Store::Memory, text),
+            MemoryUpdate::add(Store::User, text),
+        ]
+    };
+    p.sync(&c, &both("old"), &IfMatch::NONE).await.unwrap();
+    let mut admin = PgConnection::connect(&schema.url).await.unwrap();
+
+    for (case, updates) in [
+        ("one document", vec![MemoryUpdate::add(Store::User, "new")]),
+        ("both documents", both("new").to_vec()),
+    ] {
+        let before = (
+            read(&*p, &c, Store::Memory).await,
+            read(&*p, &c, Store::User).await,
+        );
+        // Hold the user row, so the sync's write blocks on it mid-statement (in the
+        // two-document case, after it has updated the memory row).
+        let mut blocker = PgConnection::connect(&schema.url).await.unwrap();
+        blocker.execute("BEGIN").await.unwrap();
+        blocker
+            .execute(AssertSqlSafe(format!(
+                "SELECT 1 FROM \"{}\".memory_documents WHERE kind = 'user_profile' FOR UPDATE",
+                schema.schema
+            )))
+            .await
+            .unwrap();
+        let sync = tokio::spawn({
+            let (p, c) = (Arc::clone(&p), c.clone());
+            async move { p.sync(&c, &updates, &IfMatch::NONE).await }
+        });
+        let pid = wait_for_lock_wait(&mut admin, &application).await;
+        let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+        assert!(terminated);
+        let err = sync
+            .await
+            .unwrap()
+            .expect_err("the sync's connection was killed");
+        assert!(
+            matches!(err, MemoryError::Unavailable { .. }),
+            "{case}: {err:?}"
+        );
+        blocker.execute("ROLLBACK").await.unwrap();
+
+        let after = (
+            read(&*p, &c, Store::Memory).await,
+            read(&*p, &c, Store::User).await,
+        );
+        assert_eq!(after, before, "{case}: nothing of the killed call landed");
+        let report = p.sync(&c, &both(case), &IfMatch::NONE).await;
+        assert!(report.is_ok(), "{case}: the pool recovers: {report:?}");
+    }
+    let memory = read(&*p, &c, Store::Memory).await;
+    assert_eq!(
+        memory,
+        (
+            "old\n\none document\n\nboth documents\n".to_owned(),
+            "3".to_owned()
+        )
+    );
+}
+
+async fn read(
+    p: &dyn MemoryProvider,
+    c: &memory_core::MemoryContext,
+    store: Store,
+) -> (String, String) {
+    let document = p.read(&c.document(store)).await.unwrap();
+    (document.text, document.version.to_string())
+}
+
+/// The backend pid of `application`'s connection once it waits on a lock.
+async fn wait_for_lock_wait(admin: &mut PgConnection, application: &str) -> i32 {
+    for _ in 0..500 {
+        let pid: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE application_name = $1 AND wait_event_type = 'Lock'",
+        )
+        .bind(application)
+        .fetch_optional(&mut *admin)
+        .await
+        .unwrap();
+        if let Some(pid) = pid {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the sync never reached its write");
+}
+
+/// No server at the address: `Unavailable` within the connect timeout, never a hang.
+#[tokio::test]
+async fn unreachable_server_is_unavailable_within_the_timeout() {
+    for url in [
+        // Nothing listens on port 1: refused at once.
+        "postgres://agent:hunter2@127.0.0.1:1/memory",
+        // A non-routable address: the connect hangs until the timeout.
+        "postgres://agent:hunter2@10.255.255.1:5432/memory",
+    ] {
+        let config = PostgresConfig {
+            connect_timeout_ms: 500,
+            ..PostgresConfig::new(url)
+        };
+        let started = Instant::now();
+        let err = PostgresProvider::connect(&config).await.unwrap_err();
+        assert!(
+            matches!(err, MemoryError::Unavailable { .. }),
+            "{url}: {err:?}"
+        );
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{url}: gave up after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// Tables that were never migrated: a `Config` error that says how to fix it.
+#[tokio::test]
+async fn missing_tables_are_a_config_error_naming_migrate() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let config = PostgresConfig {
+        migrate: false,
+        ..PostgresConfig::new(url).with_schema(common::unique_schema())
+    };
+    let p = PostgresProvider::connect(&config).await.unwrap();
+    let err = p.read(&DocumentId::GlobalMemory).await.unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Config { message } if message.contains("migrate()")),
+        "{err:?}"
+    );
+}
+
+/// Schema names go into SQL, so anything but plain lowercase identifiers is refused up front.
+#[tokio::test]
+async fn bad_schema_names_are_refused() {
+    let pool = PgPoolOptions::new()
+        .connect_lazy("postgres://localhost/x")
+        .unwrap();
+    for schema in ["", "Agent", "a;drop table x", "pg_catalog", &"a".repeat(64)] {
+        let err = PostgresProvider::from_pool(pool.clone(), schema).unwrap_err();
+        assert!(
+            matches!(err, MemoryError::Config { .. }),
+            "{schema:?}: {err:?}"
+        );
+    }
+    assert!(PostgresProvider::from_pool(pool, "agent_memory_2").is_ok());
+}
