@@ -384,7 +384,7 @@ pub async fn batch_applies_in_order_as_one_write<P: MemoryProvider + ?Sized>(p: 
     assert_eq!(updated, 1, "one write, one memory.updated");
 }
 
-/// A call that leaves the text unchanged writes nothing and keeps the version.
+/// A call that leaves the text unchanged (or has no updates) writes nothing and keeps the version.
 pub async fn unchanged_batch_keeps_the_version<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     let c = ctx("ada", "u1");
     sync(&*p, &c, &[MemoryUpdate::add(M, "same")]).await;
@@ -400,6 +400,11 @@ pub async fn unchanged_batch_keeps_the_version<P: MemoryProvider + ?Sized>(p: Ar
         assert_eq!(r.documents[0].version_after, before.version);
         assert_eq!(p.read(&c.document(M)).await.unwrap(), before);
     }
+    let r = sync(&*p, &c, &[]).await;
+    assert!(
+        r.documents.is_empty(),
+        "no updates touch no document: {r:?}"
+    );
     assert_eq!(events.try_recv(), None);
 }
 

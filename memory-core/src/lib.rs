@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod backoff;
+mod cas;
 mod context;
 mod document;
 mod error;
@@ -13,6 +14,7 @@ mod report;
 mod update;
 
 pub use backoff::Backoff;
+pub use cas::{CasWrite, CasWriter, CompareAndSwap};
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
 pub use error::{BoxError, MemoryError};

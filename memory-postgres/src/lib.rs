@@ -25,19 +25,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    Backoff, Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, PersonalityId, PlannedWrite, Prefetch, Store, Subscription, SyncReport, UserId,
-    Version, plan_sync, sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, IfMatch, MemoryContext,
+    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Store, Subscription,
+    SyncReport, UserId, Version, sha256_hex,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, PostgresConfig};
-
-/// The first pause after a lost race; pauses double from here up to [`BACKOFF_CEILING`].
-const BACKOFF_FIRST: Duration = Duration::from_millis(1);
-/// The longest step between compare-and-swap attempts (a pause is up to twice this).
-const BACKOFF_CEILING: Duration = Duration::from_millis(32);
 
 /// The memory contract on PostgreSQL. Cheap to share: clone the pool, not the provider.
 #[derive(Debug)]
@@ -49,15 +44,9 @@ pub struct PostgresProvider {
     sql: Statements,
     /// `postgres://host:port/database/schema`: where documents are, without credentials.
     location: String,
-    max_attempts: u32,
-    /// Writers in this process queue here per document (striped) instead of racing each
-    /// other's compare-and-swap: only writers on other hosts can make an attempt fail.
-    local_writers: Vec<tokio::sync::Mutex<()>>,
+    writer: CasWriter,
     events: EventBus,
 }
-
-/// How many stripes [`PostgresProvider::local_writers`] has.
-const LOCAL_WRITER_STRIPES: usize = 64;
 
 impl PostgresProvider {
     /// Connects with `config`, and applies the migrations unless `config.migrate` is false.
@@ -126,17 +115,14 @@ impl PostgresProvider {
             schema: schema.to_owned(),
             location,
             pool,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            local_writers: (0..LOCAL_WRITER_STRIPES)
-                .map(|_| tokio::sync::Mutex::new(()))
-                .collect(),
+            writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
             events: EventBus::new(),
         })
     }
 
     /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = max_attempts.max(1);
+        self.writer = CasWriter::new(max_attempts);
         self
     }
 
@@ -173,9 +159,75 @@ impl PostgresProvider {
         &self.schema
     }
 
-    /// Reads `ids` in one statement, so they are one consistent snapshot. A document never
-    /// written is empty at version 0.
-    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, i64)>, MemoryError> {
+    fn unavailable(&self, err: sqlx::Error) -> MemoryError {
+        MemoryError::unavailable(&self.location, err)
+    }
+
+    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
+    fn db_error(&self, err: sqlx::Error) -> MemoryError {
+        if let sqlx::Error::Database(db) = &err
+            && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
+        {
+            return MemoryError::Config {
+                message: format!(
+                    "{} does not exist in {}: call migrate() or connect with migrate on",
+                    self.table, self.location
+                ),
+            };
+        }
+        self.unavailable(err)
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for PostgresProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+        let mut documents = self.fetch(&ids).await?.into_iter().map(|(doc, _)| doc);
+        let mut next = || documents.next().expect("fetch returns one document per id");
+        let (memory, user) = (next(), next());
+        Ok(Prefetch::from_documents(ctx, &memory, &user))
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        self.writer
+            .sync(self, &self.events, ctx, updates, if_match)
+            .await
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        let mut documents = self.fetch(std::slice::from_ref(document)).await?;
+        Ok(documents.remove(0).0)
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|err| self.db_error(err))?;
+        let mut ids: Vec<DocumentId> = rows
+            .iter()
+            .filter_map(|(kind, owner)| document_id(kind, owner))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+}
+
+/// The two round trips [`CasWriter`] needs: one snapshot read, one conditional write.
+#[async_trait]
+impl CompareAndSwap for PostgresProvider {
+    /// Reads `ids` in one statement, so they are one consistent snapshot.
+    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError> {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let rows: Vec<(String, String, String, i64)> =
             sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
@@ -191,8 +243,9 @@ impl PostgresProvider {
                 let (text, version) = rows
                     .iter()
                     .find(|(kind, owner, ..)| (kind.as_str(), owner.as_str()) == key)
+                    // The table's CHECK keeps versions positive.
                     .map_or((String::new(), 0), |(.., text, version)| {
-                        (text.clone(), *version)
+                        (text.clone(), version.unsigned_abs())
                     });
                 let document = Document {
                     id: id.clone(),
@@ -205,28 +258,19 @@ impl PostgresProvider {
             .collect())
     }
 
-    /// Writes every changed document of `planned` if each is still at the version it was read
-    /// at, all in one transaction. `Ok(None)` when they landed (or nothing needed writing),
-    /// `Ok(Some(id))` naming a document another writer changed first; then nothing was written.
+    /// One statement for all writes; two documents run it in a transaction that commits only
+    /// if both rows landed.
     async fn compare_and_swap(
         &self,
-        planned: &[(PlannedWrite, i64)],
+        writes: &[CasWrite<'_>],
     ) -> Result<Option<DocumentId>, MemoryError> {
-        let writes: Vec<(&DocumentId, &str, i64)> = planned
-            .iter()
-            .filter_map(|(write, version)| {
-                write
-                    .new_text()
-                    .map(|text| (&write.before().id, text, *version))
-            })
-            .collect();
-        if writes.is_empty() {
-            return Ok(None);
-        }
         let (kinds, owners): (Vec<&str>, Vec<&str>) =
-            writes.iter().map(|(id, ..)| row_key(id)).unzip();
-        let texts: Vec<&str> = writes.iter().map(|(_, text, _)| *text).collect();
-        let expected: Vec<i64> = writes.iter().map(|(.., version)| *version).collect();
+            writes.iter().map(|write| row_key(write.id)).unzip();
+        let texts: Vec<&str> = writes.iter().map(|write| write.text).collect();
+        let expected: Vec<i64> = writes
+            .iter()
+            .map(|write| write.expected.try_into().unwrap_or(i64::MAX))
+            .collect();
         let hashes: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
         let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.upsert.clone()))
             .bind(&kinds)
@@ -256,7 +300,7 @@ impl PostgresProvider {
         };
         Ok(writes
             .iter()
-            .map(|(id, ..)| *id)
+            .map(|write| write.id)
             .find(|id| {
                 let key = row_key(id);
                 !landed
@@ -264,110 +308,6 @@ impl PostgresProvider {
                     .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
             })
             .cloned())
-    }
-
-    fn unavailable(&self, err: sqlx::Error) -> MemoryError {
-        MemoryError::unavailable(&self.location, err)
-    }
-
-    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
-    fn db_error(&self, err: sqlx::Error) -> MemoryError {
-        if let sqlx::Error::Database(db) = &err
-            && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
-        {
-            return MemoryError::Config {
-                message: format!(
-                    "{} does not exist in {}: call migrate() or connect with migrate on",
-                    self.table, self.location
-                ),
-            };
-        }
-        self.unavailable(err)
-    }
-}
-
-#[async_trait]
-impl MemoryProvider for PostgresProvider {
-    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-        let mut documents = self.fetch(&ids).await?.into_iter().map(|(doc, _)| doc);
-        let (memory, user) = (documents.next(), documents.next());
-        let (Some(memory), Some(user)) = (memory, user) else {
-            unreachable!("fetch returns one document per id");
-        };
-        Ok(Prefetch::from_documents(ctx, &memory, &user))
-    }
-
-    async fn sync(
-        &self,
-        ctx: &MemoryContext,
-        updates: &[MemoryUpdate],
-        if_match: &IfMatch,
-    ) -> Result<SyncReport, MemoryError> {
-        let batches = plan_sync(ctx, updates, if_match)?;
-        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
-        // Stripes are taken in index order, so two calls cannot each hold one the other needs.
-        let mut stripes: Vec<usize> = ids.iter().map(stripe).collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        let mut _queued = Vec::with_capacity(stripes.len());
-        for index in stripes {
-            _queued.push(self.local_writers[index].lock().await);
-        }
-        let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
-        let mut busy = ids[0].clone();
-        for _ in 0..self.max_attempts {
-            // Every batch is checked against one fresh snapshot before anything is written,
-            // so a refusal or a failed precondition writes nothing.
-            let planned = batches
-                .iter()
-                .zip(self.fetch(&ids).await?)
-                .map(|(batch, (current, version))| Ok((batch.apply(current)?, version)))
-                .collect::<Result<Vec<_>, MemoryError>>()?;
-            match self.compare_and_swap(&planned).await? {
-                None => {
-                    let report = SyncReport {
-                        documents: planned
-                            .iter()
-                            .map(|(write, version)| {
-                                let after = version + i64::from(write.new_text().is_some());
-                                write.report(Version::new(after.to_string()))
-                            })
-                            .collect(),
-                    };
-                    self.events.publish(&report);
-                    return Ok(report);
-                }
-                Some(lost_on) => busy = lost_on,
-            }
-            tokio::time::sleep(backoff.next_pause()).await;
-        }
-        Err(MemoryError::Contention {
-            document: busy,
-            attempts: self.max_attempts,
-        })
-    }
-
-    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let mut documents = self.fetch(std::slice::from_ref(document)).await?;
-        Ok(documents.remove(0).0)
-    }
-
-    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        let rows: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|err| self.db_error(err))?;
-        let mut ids: Vec<DocumentId> = rows
-            .iter()
-            .filter_map(|(kind, owner)| document_id(kind, owner))
-            .collect();
-        ids.sort();
-        Ok(ids)
-    }
-
-    fn subscribe(&self) -> Subscription {
-        self.events.subscribe()
     }
 }
 
@@ -405,18 +345,6 @@ impl Statements {
             list: format!("SELECT kind, owner FROM {table}").into(),
         }
     }
-}
-
-/// The stripe of [`PostgresProvider::local_writers`] that `id`'s writers queue on.
-fn stripe(id: &DocumentId) -> usize {
-    let (kind, owner) = row_key(id);
-    let hash = kind
-        .bytes()
-        .chain(owner.bytes())
-        .fold(0usize, |hash, byte| {
-            hash.wrapping_mul(31).wrapping_add(byte.into())
-        });
-    hash % LOCAL_WRITER_STRIPES
 }
 
 /// The primary key of a document's row.
