@@ -89,7 +89,7 @@ impl Service {
         match self {
             Service::Postgres => {
                 let container = Postgres::default()
-                    .with_tag("16-alpine")
+                    .with_tag("16.6-alpine")
                     .with_container_name("agent-memory-test-postgres")
                     .with_reuse(ReuseDirective::Always)
                     .start()?;
@@ -103,7 +103,7 @@ impl Service {
             }
             Service::Redis => {
                 let container = Redis::default()
-                    .with_tag("7.2-alpine")
+                    .with_tag("7.2.7-alpine")
                     .with_container_name("agent-memory-test-redis")
                     .with_reuse(ReuseDirective::Always)
                     .start()?;
