@@ -137,6 +137,31 @@ pub async fn add_of_blank_content_is_refused<P: MemoryProvider + ?Sized>(p: Arc<
     assert_eq!(state(&*p, &c).await, before);
 }
 
+/// Text to write with a NUL character in it is refused (no backend can be trusted to keep
+/// it, PostgreSQL cannot store it), whichever update carries it.
+pub async fn nul_characters_are_refused<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    sync(&*p, &c, &[MemoryUpdate::add(M, "kept")]).await;
+    let before = state(&*p, &c).await;
+    for (index, bad) in [
+        MemoryUpdate::add(U, "a\0b"),
+        MemoryUpdate::replace(M, "\0"),
+        MemoryUpdate::edit(M, "kept", "k\0ept"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut updates = vec![MemoryUpdate::add(U, "fine")];
+        updates.insert(1, bad);
+        let err = refused(&*p, &c, &updates).await;
+        assert!(
+            matches!(&err, MemoryError::InvalidUpdate { index: 1, reason, .. } if reason.contains("NUL")),
+            "case {index}: {err:?}"
+        );
+        assert_eq!(state(&*p, &c).await, before);
+    }
+}
+
 /// `replace` writes `c.trim() + "\n"`; blank content clears the document.
 pub async fn replace_sets_and_clears<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     let c = ctx("ada", "u1");

@@ -15,6 +15,8 @@
 //! returns `Option<Fixture<_>>` from `setup`, and `None` skips the test (see `services`, behind
 //! the `services` feature). The cases are also public async
 //! fns in [`cases`], and the model-based property test is [`model::matches_reference_model`].
+//! [`hosts`] has the cases for several provider values sharing one namespace (pools, clients,
+//! processes), which a backend's own tests call with the hosts it builds.
 
 use std::any::Any;
 use std::future::Future;
@@ -23,6 +25,8 @@ use std::sync::Arc;
 use memory_core::MemoryProvider;
 
 pub mod cases;
+pub mod hosts;
+pub mod latency;
 pub mod model;
 #[cfg(feature = "services")]
 pub mod services;
@@ -103,6 +107,7 @@ macro_rules! conformance_suite {
             empty_store_gives_no_context,
             add_follows_the_newline_discipline,
             add_of_blank_content_is_refused,
+            nul_characters_are_refused,
             replace_sets_and_clears,
             remove_drops_matching_lines_and_counts_them,
             remove_with_no_match_reports_zero_and_writes_nothing,

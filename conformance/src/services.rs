@@ -6,7 +6,11 @@
 //! message, so the test skips. With `MEMORY_REQUIRE_SERVICES=1` (set by `.ci/run`) a missing
 //! service fails the test instead of skipping it.
 
+use std::future::Future;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use memory_core::MemoryError;
 
 use testcontainers::runners::SyncRunner;
 use testcontainers::{Container, ImageExt, ReuseDirective};
@@ -69,11 +73,20 @@ impl Service {
             ));
         }
         // Every test process of one run asks at once: the first creates the named container,
-        // the others reuse it (a lost creation race succeeds on the retry).
-        let start = || self.start_container();
-        start().or_else(|_| start()).map_err(|err| {
-            format!("no {self:?} server: starting a container with testcontainers failed: {err}")
+        // the others reuse it (a lost creation race succeeds on the retry). testcontainers'
+        // blocking runner has a runtime of its own, which cannot start inside the test's: hence
+        // the thread.
+        let started = std::thread::spawn(move || {
+            let start = || self.start_container();
+            start().or_else(|_| start()).map_err(|err| err.to_string())
         })
+        .join()
+        .unwrap_or_else(|_| Err("the thread starting it panicked".to_owned()));
+        let url = started.map_err(|err| {
+            format!("no {self:?} server: starting a container with testcontainers failed: {err}")
+        })?;
+        wait_until_listening(&url)?;
+        Ok(url)
     }
 
     fn start_container(self) -> Result<String, testcontainers::TestcontainersError> {
@@ -117,6 +130,52 @@ impl Service {
             }
         }
     }
+}
+
+/// `connect`ing to a server that is not there is `Unavailable` well within 10 s (the backend's
+/// connect timeout is the caller's to set short), and the message never shows the password
+/// `hunter2` of `urls`. Give one URL nothing listens at (refused at once) and one at a
+/// non-routable address (where a connect would hang).
+pub async fn assert_unreachable_is_unavailable<P, F, Fut>(urls: [&str; 2], connect: F)
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<P, MemoryError>>,
+{
+    for url in urls {
+        let started = Instant::now();
+        let Err(err) = connect(url.to_owned()).await else {
+            panic!("{url}: connected to nothing");
+        };
+        assert!(
+            matches!(err, MemoryError::Unavailable { .. }),
+            "{url}: {err:?}"
+        );
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{url}: gave up after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// Waits for the server at `url` to accept TCP connections. A reused container may still be
+/// starting; both images accept TCP only once the server is ready (Postgres' first-run setup
+/// listens on its Unix socket alone).
+fn wait_until_listening(url: &str) -> Result<(), String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host_port = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host_port = &host_port[..host_port.find('/').unwrap_or(host_port.len())];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(host_port).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(format!(
+        "the container at {host_port} did not accept connections within 60 s"
+    ))
 }
 
 /// Whether a Docker engine answers: `DOCKER_HOST` is set or the default socket exists. (The

@@ -10,7 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::{
     Backoff, Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryUpdate,
-    SyncReport, Version, plan_sync,
+    Prefetch, Store, SyncReport, Version, plan_sync,
 };
 
 /// One document of a compare-and-swap: lands only if the document is still at `expected`,
@@ -40,6 +40,21 @@ pub trait CompareAndSwap: Send + Sync {
         &self,
         writes: &[CasWrite<'_>],
     ) -> Result<Option<DocumentId>, MemoryError>;
+
+    /// [`crate::MemoryProvider::prefetch`] from one [`CompareAndSwap::fetch`] of both documents.
+    async fn prefetch_by_fetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+        let mut documents = self.fetch(&ids).await?.into_iter().map(|(doc, _)| doc);
+        let mut next = || documents.next().expect("fetch returns one document per id");
+        let (memory, user) = (next(), next());
+        Ok(Prefetch::from_documents(ctx, &memory, &user))
+    }
+
+    /// [`crate::MemoryProvider::read`] by [`CompareAndSwap::fetch`].
+    async fn read_by_fetch(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        let mut documents = self.fetch(std::slice::from_ref(document)).await?;
+        Ok(documents.remove(0).0)
+    }
 }
 
 /// How many queues [`CasWriter`] spreads documents over.
@@ -90,18 +105,10 @@ impl CasWriter {
         let Some(first) = ids.first() else {
             return Ok(SyncReport::default());
         };
-        // Queues are taken in index order, so two calls cannot each hold one the other needs.
-        let mut queues: Vec<usize> = ids.iter().map(queue_of).collect();
-        queues.sort_unstable();
-        queues.dedup();
-        let mut my_turn = Vec::with_capacity(queues.len());
-        for queue in queues {
-            my_turn.push(self.local_queues[queue].lock().await);
-        }
-
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
         let mut busy = first.clone();
-        for _ in 0..self.max_attempts {
+        for attempt in 1..=self.max_attempts {
+            let my_turn = self.local_turn(&ids).await;
             // Every batch is checked against one fresh snapshot before anything is written,
             // so a refusal or a failed precondition writes nothing.
             let planned = batches
@@ -122,31 +129,77 @@ impl CasWriter {
             let lost_on = if writes.is_empty() {
                 None
             } else {
-                store.compare_and_swap(&writes).await?
-            };
-            match lost_on {
-                None => {
-                    let report = SyncReport {
-                        documents: planned
-                            .iter()
-                            .map(|(write, version)| {
-                                let after = version + u64::from(write.new_text().is_some());
-                                write.report(Version::new(after.to_string()))
-                            })
-                            .collect(),
-                    };
-                    // Published in our turn, so events of one document come in write order.
-                    events.publish(&report);
-                    return Ok(report);
+                match store.compare_and_swap(&writes).await {
+                    Ok(lost_on) => lost_on,
+                    // The reply was lost: if the write landed, one read shows it, and the call
+                    // succeeded. If that cannot be told, the caller must hear the error: a
+                    // retry here could apply the updates twice.
+                    Err(err @ MemoryError::Unavailable { .. }) => {
+                        if landed(store, &writes).await {
+                            None
+                        } else {
+                            return Err(err);
+                        }
+                    }
+                    Err(err) => return Err(err),
                 }
-                Some(id) => busy = id,
+            };
+            let Some(lost_on) = lost_on else {
+                let report = SyncReport {
+                    documents: planned
+                        .iter()
+                        .map(|(write, version)| {
+                            let after = version + u64::from(write.new_text().is_some());
+                            write.report(Version::new(after.to_string()))
+                        })
+                        .collect(),
+                };
+                // Published in our turn, so events of one document come in write order.
+                events.publish(&report);
+                return Ok(report);
+            };
+            busy = lost_on;
+            // The turn is not held while backing off: local writers of other documents in the
+            // same queue go on meanwhile.
+            drop(my_turn);
+            if attempt < self.max_attempts {
+                tokio::time::sleep(backoff.next_pause()).await;
             }
-            tokio::time::sleep(backoff.next_pause()).await;
         }
         Err(MemoryError::Contention {
             document: busy,
             attempts: self.max_attempts,
         })
+    }
+}
+
+/// Whether each of `writes` is what its document holds now, exactly one version on: then the
+/// compare-and-swap whose reply was lost landed. (Another writer making that same step with the
+/// same text would leave the same document, which is the outcome the caller asked for.)
+async fn landed<S: CompareAndSwap + ?Sized>(store: &S, writes: &[CasWrite<'_>]) -> bool {
+    let ids: Vec<DocumentId> = writes.iter().map(|write| write.id.clone()).collect();
+    store.fetch(&ids).await.is_ok_and(|current| {
+        current
+            .iter()
+            .zip(writes)
+            .all(|((document, version), write)| {
+                *version == write.expected + 1 && document.text == write.text
+            })
+    })
+}
+
+impl CasWriter {
+    /// Waits for this process's turn on every queue `ids` map to, taken in index order so
+    /// that two calls cannot each hold one the other needs.
+    async fn local_turn(&self, ids: &[DocumentId]) -> Vec<tokio::sync::MutexGuard<'_, ()>> {
+        let mut queues: Vec<usize> = ids.iter().map(queue_of).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        let mut turn = Vec::with_capacity(queues.len());
+        for queue in queues {
+            turn.push(self.local_queues[queue].lock().await);
+        }
+        turn
     }
 }
 
@@ -162,7 +215,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
-    use crate::{PersonalityId, Store, UserId};
+    use crate::{PersonalityId, UserId};
 
     /// An in-memory versioned store whose next `lose` compare-and-swaps fail, as if another
     /// host had written first.
@@ -171,6 +224,8 @@ mod tests {
         documents: StdMutex<BTreeMap<DocumentId, (String, u64)>>,
         lose: AtomicU32,
         attempts: AtomicU32,
+        /// Reply `Unavailable` to the next compare-and-swap, after writing (true) or before.
+        drop_reply: StdMutex<Option<bool>>,
     }
 
     #[async_trait]
@@ -204,13 +259,21 @@ mod tests {
             if lost {
                 return Ok(Some(writes[0].id.clone()));
             }
+            let drop_reply = self.drop_reply.lock().unwrap().take();
+            let dropped = || MemoryError::unavailable("test", "connection reset");
+            if drop_reply == Some(false) {
+                return Err(dropped());
+            }
             let mut documents = self.documents.lock().unwrap();
             for write in writes {
                 let current = documents.get(write.id).map_or(0, |(_, v)| *v);
                 assert_eq!(current, write.expected, "fetched under the same queue");
                 documents.insert(write.id.clone(), (write.text.to_owned(), current + 1));
             }
-            Ok(None)
+            match drop_reply {
+                Some(true) => Err(dropped()),
+                _ => Ok(None),
+            }
         }
     }
 
@@ -273,5 +336,36 @@ mod tests {
             .unwrap();
         assert!(!report.documents[0].written);
         assert_eq!(store.attempts.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_lost_reply_is_a_success_only_if_the_write_shows() {
+        let store = FlakyStore::default();
+        let writer = CasWriter::new(3);
+        let add = |text: &str| [MemoryUpdate::add(Store::Memory, text)];
+        let events = EventBus::new();
+
+        *store.drop_reply.lock().unwrap() = Some(true);
+        let report = writer
+            .sync(&store, &events, &ctx(), &add("landed"), &IfMatch::NONE)
+            .await
+            .expect("the write shows, so the call succeeded");
+        assert_eq!(report.documents[0].version_after, Version::new("1"));
+
+        *store.drop_reply.lock().unwrap() = Some(false);
+        let err = writer
+            .sync(&store, &events, &ctx(), &add("lost"), &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MemoryError::Unavailable { .. }), "{err:?}");
+        let (document, _) = store
+            .fetch(&[ctx().document(Store::Memory)])
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            document.text, "landed\n",
+            "no retry applied it behind the caller's back"
+        );
     }
 }

@@ -90,6 +90,21 @@ impl DocumentId {
             DocumentId::UserProfile { user } => format!("users/{user}/USER.md"),
         }
     }
+
+    /// The document at `path` in the layout (the inverse of [`DocumentId::relative_path`]), or
+    /// `None` for anything else, including paths with invalid ids.
+    pub fn from_relative_path(path: &str) -> Option<Self> {
+        match path.split('/').collect::<Vec<_>>().as_slice() {
+            ["MEMORY.md"] => Some(DocumentId::GlobalMemory),
+            ["personalities", personality, "MEMORY.md"] => Some(DocumentId::PersonalityMemory {
+                personality: PersonalityId::new(*personality).ok()?,
+            }),
+            ["users", user, "USER.md"] => Some(DocumentId::UserProfile {
+                user: UserId::new(*user).ok()?,
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for DocumentId {
@@ -173,6 +188,31 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_paths_round_trip_and_nothing_else_parses() {
+        let ada = PersonalityId::new("ada").unwrap();
+        for id in [
+            DocumentId::GlobalMemory,
+            DocumentId::memory(&ada, MemoryScope::PerPersonality),
+            DocumentId::user(&UserId::new("u-1").unwrap()),
+        ] {
+            assert_eq!(
+                DocumentId::from_relative_path(&id.relative_path()),
+                Some(id)
+            );
+        }
+        for stray in [
+            "",
+            "USER.md",
+            "personalities/ada/USER.md",
+            "personalities/a.b/MEMORY.md",
+            "users/u1/USER.md/x",
+            "personalities//MEMORY.md",
+        ] {
+            assert_eq!(DocumentId::from_relative_path(stray), None, "{stray:?}");
+        }
+    }
 
     #[test]
     fn layout_is_the_ethos_one() {

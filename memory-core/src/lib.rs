@@ -9,6 +9,7 @@ mod id;
 mod plan;
 mod prefetch;
 mod provider;
+mod redact;
 mod reference;
 mod report;
 mod update;
@@ -22,6 +23,7 @@ pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use plan::{DocumentBatch, PlannedWrite, plan_sync};
 pub use prefetch::{Prefetch, render, truncate_keeping_tail};
 pub use provider::MemoryProvider;
+pub use redact::{hide_password_of, redact_url};
 pub use reference::InMemoryProvider;
 pub use report::{
     DocumentReport, EVENT_BUFFER, EventBus, IfMatch, MemoryEvent, Subscription, SyncReport,

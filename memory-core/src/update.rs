@@ -111,6 +111,16 @@ impl MemoryUpdate {
             MemoryUpdate::Edit { old, .. } if old.is_empty() => {
                 Some("`edit` needs a non-empty `old` text")
             }
+            // Markdown documents never need one, and PostgreSQL cannot store one in text.
+            MemoryUpdate::Add { content: text, .. }
+            | MemoryUpdate::Replace { content: text, .. }
+            | MemoryUpdate::Edit { new: text, .. }
+                if text.contains('\0') =>
+            {
+                Some(
+                    "the text to write contains a NUL character (U+0000), which documents may not hold",
+                )
+            }
             _ => None,
         }
     }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use memory_core::MemoryError;
+use memory_core::{MemoryError, hide_password_of, redact_url};
 use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
@@ -33,6 +33,11 @@ pub struct PostgresConfig {
     /// default 5,000.
     #[serde(default = "defaults::connect_timeout_ms")]
     pub connect_timeout_ms: u64,
+    /// How long a write waits on a row another session holds locked before the attempt counts
+    /// as a lost race, in milliseconds; default 5,000. Set on the connections this config
+    /// opens (a pool given to `from_pool` keeps its own settings).
+    #[serde(default = "defaults::lock_timeout_ms")]
+    pub lock_timeout_ms: u64,
     /// Whether [`crate::PostgresProvider::connect`] applies the migrations; default true.
     #[serde(default = "defaults::migrate")]
     pub migrate: bool,
@@ -51,6 +56,9 @@ mod defaults {
     pub fn connect_timeout_ms() -> u64 {
         5_000
     }
+    pub fn lock_timeout_ms() -> u64 {
+        5_000
+    }
     pub fn migrate() -> bool {
         true
     }
@@ -67,6 +75,7 @@ impl PostgresConfig {
             schema: defaults::schema(),
             max_connections: defaults::max_connections(),
             connect_timeout_ms: defaults::connect_timeout_ms(),
+            lock_timeout_ms: defaults::lock_timeout_ms(),
             migrate: defaults::migrate(),
             max_attempts: defaults::max_attempts(),
         }
@@ -85,50 +94,28 @@ impl PostgresConfig {
 
     /// The URL parsed, or a `Config` error that says what is wrong without the password.
     pub(crate) fn connect_options(&self) -> Result<PgConnectOptions, MemoryError> {
-        PgConnectOptions::from_str(&self.url).map_err(|err| {
-            let mut message = format!("invalid PostgreSQL URL {}: {err}", redact(&self.url));
-            if let Some(password) = password(&self.url) {
-                message = message.replace(password, "***");
-            }
-            MemoryError::Config { message }
-        })
+        let options = PgConnectOptions::from_str(&self.url).map_err(|err| MemoryError::Config {
+            message: hide_password_of(
+                &self.url,
+                &format!("invalid PostgreSQL URL {}: {err}", redact_url(&self.url)),
+            ),
+        })?;
+        Ok(options.options([("lock_timeout", format!("{}ms", self.lock_timeout_ms))]))
     }
 }
 
 impl fmt::Debug for PostgresConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresConfig")
-            .field("url", &redact(&self.url))
+            .field("url", &redact_url(&self.url))
             .field("schema", &self.schema)
             .field("max_connections", &self.max_connections)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("lock_timeout_ms", &self.lock_timeout_ms)
             .field("migrate", &self.migrate)
             .field("max_attempts", &self.max_attempts)
             .finish()
     }
-}
-
-/// `url` with its password (in the user info or a `password=` parameter) replaced by `***`.
-/// Works on URLs too broken to parse, since those are the ones that end up in error messages.
-pub(crate) fn redact(url: &str) -> String {
-    match password(url) {
-        Some(password) => url.replace(password, "***"),
-        None => url.to_owned(),
-    }
-}
-
-/// The password in `url`, if it has a non-empty one.
-fn password(url: &str) -> Option<&str> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let in_userinfo = authority
-        .rsplit_once('@')
-        .and_then(|(userinfo, _)| userinfo.split_once(':'))
-        .map(|(_, password)| password);
-    let in_query = url
-        .split_once('?')
-        .and_then(|(_, query)| query.split('&').find_map(|kv| kv.strip_prefix("password=")));
-    in_userinfo.or(in_query).filter(|p| !p.is_empty())
 }
 
 #[cfg(test)]
@@ -144,7 +131,12 @@ mod tests {
         ] {
             let shown = format!("{:?}", PostgresConfig::new(url));
             assert!(!shown.contains("hunter2"), "{shown}");
-            assert!(shown.contains("agent") && shown.contains("***"), "{shown}");
+            assert!(
+                shown.contains("agent:***@db.internal")
+                    || shown.contains("password=***")
+                    || shown.contains("<unparseable URL>"),
+                "{shown}"
+            );
         }
     }
 

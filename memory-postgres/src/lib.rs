@@ -26,9 +26,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Store, Subscription,
-    SyncReport, UserId, Version, sha256_hex,
+    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Subscription, SyncReport,
+    UserId, Version, sha256_hex,
 };
+use sqlx::migrate::MigrateError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 
@@ -55,6 +56,7 @@ impl PostgresProvider {
     /// [`MemoryError::Config`] for a bad URL or schema name (never echoing the password);
     /// [`MemoryError::Unavailable`] when no connection is made within the connect timeout.
     pub async fn connect(config: &PostgresConfig) -> Result<Self, MemoryError> {
+        validate_schema(&config.schema)?;
         let options = config.connect_options()?;
         let server = server_name(&options);
         let timeout = config.connect_timeout();
@@ -89,19 +91,7 @@ impl PostgresProvider {
     /// [`MemoryError::Config`] when `schema` is not 1 to 63 lowercase letters, digits and `_`,
     /// starting with a letter or `_` (and not `pg_`).
     pub fn from_pool(pool: PgPool, schema: &str) -> Result<Self, MemoryError> {
-        let valid = schema.len() <= 63
-            && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-            && schema
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-            && !schema.starts_with("pg_");
-        if !valid {
-            return Err(MemoryError::Config {
-                message: format!(
-                    "invalid schema name {schema:?}: use 1 to 63 lowercase letters, digits and '_', starting with a letter or '_' (not 'pg_')"
-                ),
-            });
-        }
+        validate_schema(schema)?;
         let options = pool.connect_options();
         let location = format!(
             "{}/{}/{schema}",
@@ -137,16 +127,34 @@ impl PostgresProvider {
         let options = (*self.pool.connect_options())
             .clone()
             .options([("search_path", self.schema.as_str())]);
-        let mut connection = PgConnection::connect_with(&options)
+        let timeout = self.pool.options().get_acquire_timeout();
+        let mut connection = tokio::time::timeout(timeout, PgConnection::connect_with(&options))
             .await
+            .map_err(|_| MemoryError::Unavailable {
+                what: self.location.clone(),
+                message: format!("no connection within {timeout:?}"),
+                source: None,
+            })?
             .map_err(|err| self.unavailable(err))?;
         let mut migrator = sqlx::migrate!();
         migrator.create_schema(self.schema.clone());
-        migrator.dangerous_set_table_name(format!("\"{}\"._sqlx_migrations", self.schema));
+        // A table of our own, so an application's sqlx migrations can share the schema.
+        migrator.dangerous_set_table_name(format!("\"{}\"._memory_migrations", self.schema));
         let migrated = migrator.run(&mut connection).await;
         let _ = connection.close().await;
-        migrated
-            .map_err(|err| MemoryError::unavailable(format!("migrating {}", self.location), err))
+        migrated.map_err(|err| match err {
+            MigrateError::VersionMismatch(_)
+            | MigrateError::VersionMissing(_)
+            | MigrateError::VersionTooOld(..)
+            | MigrateError::VersionTooNew(..)
+            | MigrateError::Dirty(_) => MemoryError::Config {
+                message: format!(
+                    "the migrations applied in {} do not match this memory-postgres ({err}): use a schema of its own, or a matching version",
+                    self.location
+                ),
+            },
+            err => MemoryError::unavailable(format!("migrating {}", self.location), err),
+        })
     }
 
     /// The pool, for health checks and for sharing with the rest of the application.
@@ -182,11 +190,7 @@ impl PostgresProvider {
 #[async_trait]
 impl MemoryProvider for PostgresProvider {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-        let mut documents = self.fetch(&ids).await?.into_iter().map(|(doc, _)| doc);
-        let mut next = || documents.next().expect("fetch returns one document per id");
-        let (memory, user) = (next(), next());
-        Ok(Prefetch::from_documents(ctx, &memory, &user))
+        self.prefetch_by_fetch(ctx).await
     }
 
     async fn sync(
@@ -201,8 +205,7 @@ impl MemoryProvider for PostgresProvider {
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let mut documents = self.fetch(std::slice::from_ref(document)).await?;
-        Ok(documents.remove(0).0)
+        self.read_by_fetch(document).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
@@ -373,9 +376,29 @@ fn document_id(kind: &str, owner: &str) -> Option<DocumentId> {
     }
 }
 
-/// Serialization failures and deadlocks: the transaction was rolled back and may be retried.
+/// Serialization failures, deadlocks and lock waits past `lock_timeout`: the statement was
+/// rolled back and may be retried.
 fn is_retryable(code: Option<&str>) -> bool {
-    matches!(code, Some("40001" | "40P01"))
+    matches!(code, Some("40001" | "40P01" | "55P03"))
+}
+
+/// Schema names go into SQL, so only plain identifiers are accepted.
+fn validate_schema(schema: &str) -> Result<(), MemoryError> {
+    let valid = schema.len() <= 63
+        && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && schema
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !schema.starts_with("pg_");
+    if valid {
+        Ok(())
+    } else {
+        Err(MemoryError::Config {
+            message: format!(
+                "invalid schema name {schema:?}: use 1 to 63 lowercase letters, digits and '_', starting with a letter or '_' (not 'pg_')"
+            ),
+        })
+    }
 }
 
 /// `postgres://host:port`, for messages and locations: never the credentials.

@@ -4,139 +4,103 @@
 
 mod common;
 
-use std::collections::HashSet;
-use std::future::Future;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memory_conformance::cases::ctx;
+use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
+use memory_conformance::services::assert_unreachable_is_unavailable;
 use memory_core::{DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
-use memory_postgres::{PostgresConfig, PostgresProvider};
+use memory_postgres::{DEFAULT_MAX_ATTEMPTS, PostgresConfig, PostgresProvider};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection, PgPool};
+use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 
 const HOSTS: usize = 4;
-const TASKS_PER_HOST: usize = 16;
-const ADDS_PER_TASK: usize = 25;
-const TOTAL: usize = HOSTS * TASKS_PER_HOST * ADDS_PER_TASK;
 
-/// Runs `add(host, entry)` for every entry, from 16 tasks on each of 4 hosts at once, and
-/// returns what each call gave back.
-async fn hammer<T, F, Fut>(add: F) -> Vec<T>
-where
-    T: Send + 'static,
-    F: Fn(usize, String) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = T> + Send,
-{
-    let tasks: Vec<_> = (0..HOSTS * TASKS_PER_HOST)
-        .map(|task| {
-            let add = add.clone();
-            tokio::spawn(async move {
-                let mut results = Vec::new();
-                for i in 0..ADDS_PER_TASK {
-                    results.push(add(task % HOSTS, format!("task{task:02}-add{i:02}")).await);
-                }
-                results
-            })
-        })
-        .collect();
-    let mut results = Vec::new();
-    for task in tasks {
-        results.extend(task.await.expect("writer task"));
-    }
-    results
-}
-
-fn entries(text: &str) -> HashSet<String> {
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Four "hosts" (independent pools) x 16 tasks x 25 adds on one document: every entry lands,
-/// and each call's report is one step of a single history. The same load through the
-/// read-then-upsert code people write by hand loses updates; the test prints how many.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
-    let Some((first, schema)) = common::provider().await else {
-        return;
-    };
-    let mut hosts = vec![Arc::new(first)];
-    for _ in 1..HOSTS {
+/// `HOSTS` providers on one schema, each with its own pool, as separate hosts would have.
+async fn hosts(schema: &common::SchemaGuard, max_attempts: u32) -> Vec<Arc<PostgresProvider>> {
+    let mut hosts = Vec::new();
+    for _ in 0..HOSTS {
         let config = PostgresConfig {
             migrate: false,
+            max_connections: 4,
+            max_attempts,
             ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
         };
         hosts.push(Arc::new(PostgresProvider::connect(&config).await.unwrap()));
     }
-    let c = ctx("ada", "u1");
+    hosts
+}
 
-    let reports = hammer({
-        let (hosts, c) = (hosts.clone(), c.clone());
-        move |host, entry| {
-            let (p, c) = (Arc::clone(&hosts[host]), c.clone());
-            async move {
-                p.sync(
-                    &c,
-                    &[MemoryUpdate::add(Store::Memory, &entry)],
-                    &IfMatch::NONE,
-                )
-                .await
-                .map(|report| (entry, report.documents[0].clone()))
-            }
-        }
-    })
-    .await;
-
-    let document = hosts[0].read(&c.document(Store::Memory)).await.unwrap();
-    let landed = entries(&document.text);
-    let mut versions = Vec::new();
-    for result in reports {
-        let (entry, report) = result.unwrap_or_else(|err| panic!("an add failed: {err}"));
-        assert!(
-            landed.contains(&entry),
-            "{entry} was acknowledged but is missing"
-        );
-        assert!(report.written);
-        let (before, after): (u64, u64) = (
-            report.version_before.as_str().parse().unwrap(),
-            report.version_after.as_str().parse().unwrap(),
-        );
-        assert_eq!(after, before + 1, "each add is exactly one version step");
-        assert_eq!(
-            report.bytes_after,
-            report.bytes_before + entry.len() + 1 + usize::from(before > 0)
-        );
-        versions.push(after);
-    }
-    versions.sort_unstable();
+/// Four hosts x 16 tasks x 25 adds on one document: every entry lands once and the reports
+/// are one history. The same load through the read-then-upsert code people write by hand
+/// loses updates; the test prints how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let hosts = hosts(&schema, DEFAULT_MAX_ATTEMPTS).await;
+    hosts::many_hosts_lose_nothing(&hosts).await;
+    let document = hosts[0]
+        .read(&DocumentId::PersonalityMemory {
+            personality: "ada".parse().unwrap(),
+        })
+        .await
+        .unwrap();
     assert_eq!(
-        versions,
-        (1..=TOTAL as u64).collect::<Vec<_>>(),
-        "the reports are one linear history"
+        document.version.as_str(),
+        TOTAL.to_string(),
+        "one version step per add"
     );
-    assert_eq!(landed.len(), TOTAL);
-    assert_eq!(document.version.as_str(), TOTAL.to_string());
+    drop(hosts);
 
-    let baseline_lost = TOTAL - read_then_upsert_baseline(&schema.url, &schema.schema).await;
+    let kept = read_then_upsert_baseline(&schema.url, &schema.schema).await;
     println!(
-        "lost updates under {HOSTS} hosts x {TASKS_PER_HOST} tasks x {ADDS_PER_TASK} adds: \
-         read-then-upsert {baseline_lost} of {TOTAL}, memory-postgres 0 of {TOTAL}"
+        "lost updates, {HOSTS} hosts x {TASKS_PER_HOST} tasks x {ADDS_PER_TASK} adds on one document: \
+         read-then-upsert {} of {TOTAL}, memory-postgres 0 of {TOTAL}",
+        TOTAL - kept
     );
+}
+
+const TOTAL: usize = HOSTS * TASKS_PER_HOST * ADDS_PER_TASK;
+
+/// Calls writing both documents commit both or neither, even when only one of them lost a race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_document_calls_from_many_hosts_land_whole() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    hosts::two_document_calls_land_whole(&hosts(&schema, DEFAULT_MAX_ATTEMPTS).await).await;
+}
+
+/// With a single attempt, calls that lose the race say `Contention` and leave no trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contention_is_reported_never_dropped() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let gave_up = hosts::contention_is_reported_never_dropped(&hosts(&schema, 1).await).await;
+    println!("{gave_up} of {TOTAL} single-attempt adds gave up with Contention");
 }
 
 /// The pattern agent frameworks document for a database-backed memory: read the document,
 /// append in the application, upsert the result. No transaction, no version check. Returns
 /// how many of the entries survive.
 async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
-    let mut hosts = Vec::new();
+    let mut pools = Vec::new();
     for _ in 0..HOSTS {
-        hosts.push(PgPool::connect(url).await.unwrap());
+        pools.push(
+            PgPoolOptions::new()
+                .max_connections(4)
+                .connect(url)
+                .await
+                .unwrap(),
+        );
     }
     let table = format!("\"{schema}\".naive_memory");
-    hosts[0]
+    pools[0]
         .execute(AssertSqlSafe(format!(
             "CREATE TABLE {table} (id TEXT PRIMARY KEY, content TEXT NOT NULL)"
         )))
@@ -147,30 +111,32 @@ async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
         "INSERT INTO {table} (id, content) VALUES ('ada', $1) \
          ON CONFLICT (id) DO UPDATE SET content = excluded.content"
     ));
-    hammer(move |host, entry| {
-        let (pool, select, upsert) = (hosts[host].clone(), select.clone(), upsert.clone());
-        async move {
-            let current: Option<String> = sqlx::query_scalar(AssertSqlSafe(select))
-                .fetch_optional(&pool)
-                .await
-                .unwrap();
-            let content = current.unwrap_or_default() + &entry + "\n";
-            sqlx::query(AssertSqlSafe(upsert))
-                .bind(content)
-                .execute(&pool)
-                .await
-                .unwrap();
+    hosts::hammer(HOSTS, {
+        let pools = pools.clone();
+        move |host, _, entry| {
+            let (pool, select, upsert) = (pools[host].clone(), select.clone(), upsert.clone());
+            async move {
+                let current: Option<String> = sqlx::query_scalar(AssertSqlSafe(select))
+                    .fetch_optional(&pool)
+                    .await
+                    .unwrap();
+                let content = current.unwrap_or_default() + &entry + "\n";
+                sqlx::query(AssertSqlSafe(upsert))
+                    .bind(content)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
         }
     })
     .await;
-    let pool = PgPool::connect(url).await.unwrap();
     let content: String = sqlx::query_scalar(AssertSqlSafe(format!(
         "SELECT content FROM {table} WHERE id = 'ada'"
     )))
-    .fetch_one(&pool)
+    .fetch_one(&pools[0])
     .await
     .unwrap();
-    entries(&content).len()
+    hosts::entries(&content).len()
 }
 
 /// A connection killed while its write waits on a row lock leaves both documents at the old
@@ -290,29 +256,20 @@ async fn wait_for_lock_wait(admin: &mut PgConnection, application: &str) -> i32 
 /// No server at the address: `Unavailable` within the connect timeout, never a hang.
 #[tokio::test]
 async fn unreachable_server_is_unavailable_within_the_timeout() {
-    for url in [
-        // Nothing listens on port 1: refused at once.
-        "postgres://agent:hunter2@127.0.0.1:1/memory",
-        // A non-routable address: the connect hangs until the timeout.
-        "postgres://agent:hunter2@10.255.255.1:5432/memory",
-    ] {
-        let config = PostgresConfig {
-            connect_timeout_ms: 500,
-            ..PostgresConfig::new(url)
-        };
-        let started = Instant::now();
-        let err = PostgresProvider::connect(&config).await.unwrap_err();
-        assert!(
-            matches!(err, MemoryError::Unavailable { .. }),
-            "{url}: {err:?}"
-        );
-        assert!(!err.to_string().contains("hunter2"), "{err}");
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{url}: gave up after {:?}",
-            started.elapsed()
-        );
-    }
+    assert_unreachable_is_unavailable(
+        [
+            "postgres://agent:hunter2@127.0.0.1:1/memory",
+            "postgres://agent:hunter2@10.255.255.1:5432/memory",
+        ],
+        |url| async move {
+            let config = PostgresConfig {
+                connect_timeout_ms: 500,
+                ..PostgresConfig::new(url)
+            };
+            PostgresProvider::connect(&config).await
+        },
+    )
+    .await;
 }
 
 /// Tables that were never migrated: a `Config` error that says how to fix it.

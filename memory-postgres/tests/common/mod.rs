@@ -66,7 +66,10 @@ pub async fn provider() -> Option<(PostgresProvider, SchemaGuard)> {
         url: url.clone(),
         schema: schema.clone(),
     };
-    let config = PostgresConfig::new(&url).with_schema(&schema);
+    let config = PostgresConfig {
+        max_connections: 4,
+        ..PostgresConfig::new(&url).with_schema(&schema)
+    };
     let provider = PostgresProvider::connect(&config)
         .await
         .unwrap_or_else(|err| panic!("connecting to the test server: {err}"));

@@ -1,0 +1,94 @@
+//! Keeping passwords out of `Debug` output and error messages, for backends configured by URL.
+
+/// `url` fit to show: its password and any `password=` parameter replaced by `***`, or
+/// `<unparseable URL>` when it does not parse (a broken URL cannot be trusted to show where its
+/// password ends).
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return "<unparseable URL>".to_owned();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    if parsed.query_pairs().any(|(key, _)| key == "password") {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if key == "password" {
+                    "***".into()
+                } else {
+                    value
+                };
+                (key.into_owned(), value.into_owned())
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
+/// `text` (a driver's error message about `url`, say) with anything in it that may be one of
+/// `url`'s passwords replaced by `***`: the user info after the first `:` up to the last `@`,
+/// and every `password=` value, as written and percent-decoded.
+pub fn hide_password_of(url: &str, text: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let in_userinfo = rest
+        .rsplit_once('@')
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password);
+    let in_query = url
+        .split(['?', '&'])
+        .skip(1)
+        .filter_map(|pair| pair.strip_prefix("password="));
+    let mut hidden = text.to_owned();
+    for secret in in_userinfo.into_iter().chain(in_query) {
+        let decoded = url::form_urlencoded::parse(format!("x={secret}").as_bytes())
+            .next()
+            .map(|(_, value)| value.into_owned());
+        for form in [Some(secret.to_owned()), decoded].into_iter().flatten() {
+            if !form.is_empty() {
+                hidden = hidden.replace(&form, "***");
+            }
+        }
+    }
+    hidden
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_urls_never_hold_a_password() {
+        for (url, shown) in [
+            (
+                "postgres://agent:hunter2@db:5432/m",
+                "postgres://agent:***@db:5432/m",
+            ),
+            ("redis://:hunter2@cache:6379/0", "redis://:***@cache:6379/0"),
+            (
+                "postgres://agent:a@db/m?sslmode=require&password=b",
+                "postgres://agent:***@db/m?sslmode=require&password=***",
+            ),
+            ("redis://cache:6379", "redis://cache:6379"),
+            (
+                "postgres://agent:hunter2@db:notaport/m",
+                "<unparseable URL>",
+            ),
+            ("postgres://agent:hun/ter2@db/m", "<unparseable URL>"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn messages_lose_every_password_of_the_url() {
+        let url = "postgres://agent:hun/ter2@db/m?password=b%40d&password=other";
+        let message = "could not use hun/ter2, b@d, b%40d or other";
+        assert_eq!(
+            hide_password_of(url, message),
+            "could not use ***, ***, *** or ***"
+        );
+        assert_eq!(hide_password_of("redis://cache", "fine"), "fine");
+    }
+}
