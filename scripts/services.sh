@@ -1,42 +1,81 @@
 # Sourced by scripts/test: makes sure the servers the backend tests need are there, and points
-# the tests at them through MEMORY_TEST_*_URL. Idempotent.
+# the tests at them through MEMORY_TEST_POSTGRES_URL and MEMORY_TEST_REDIS_URL. Idempotent.
 #
 # - A URL already set is used as is.
-# - Else a local PostgreSQL cluster (Debian's postgresql package) is started if it is not running
-#   and it can be (as root), and the `test` database is created if missing.
+# - Else a local server (Debian's postgresql or redis-server package) is started if it is not
+#   running and can be (as root); for PostgreSQL the `test` database is created if missing.
 # - Else nothing: the tests start containers with testcontainers when a Docker engine is
-#   reachable, or skip loudly (fail, with MEMORY_REQUIRE_SERVICES=1).
-# MEMORY_LOCAL_SERVICES=off skips the local servers, so testcontainers is used (as in GitHub CI).
-
-local_postgres_url="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+#   reachable, or skip (fail, with MEMORY_REQUIRE_SERVICES=1). A banner says so up front,
+#   since test runners hide what passing tests print.
+# MEMORY_LOCAL_SERVICES=off leaves local servers alone, so testcontainers is used (GitHub CI).
 
 postgres_answers() {
-  command -v pg_isready >/dev/null 2>&1 && pg_isready -q -h 127.0.0.1 -p 5432 -t 2
+  command -v psql >/dev/null 2>&1 &&
+    PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -U postgres -d "${1:-postgres}" -tAc 'SELECT 1' >/dev/null 2>&1
+}
+
+redis_answers() {
+  command -v redis-cli >/dev/null 2>&1 && [[ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" == PONG ]]
+}
+
+can_start_local() {
+  [[ "${MEMORY_LOCAL_SERVICES:-on}" != off && "$(id -u)" == 0 ]] && command -v "$1" >/dev/null 2>&1
+}
+
+docker_reachable() {
+  [[ -n "${DOCKER_HOST:-}" || -S /var/run/docker.sock ]]
+}
+
+no_server() { # <name> <env var>
+  if docker_reachable; then
+    echo "== no local $1: its tests start a container with testcontainers"
+  else
+    echo "!!! no $1 and no Docker engine: its tests will SKIP (set $2 to run them)"
+  fi
 }
 
 ensure_postgres() {
-  if [[ -n "${MEMORY_TEST_POSTGRES_URL:-}" || "${MEMORY_LOCAL_SERVICES:-on}" == off ]]; then
-    return 0
-  fi
-  if ! postgres_answers && [[ "$(id -u)" == 0 ]] && command -v pg_ctlcluster >/dev/null 2>&1; then
+  [[ -n "${MEMORY_TEST_POSTGRES_URL:-}" ]] && return 0
+  if [[ "${MEMORY_LOCAL_SERVICES:-on}" != off ]] && ! postgres_answers && can_start_local pg_ctlcluster; then
     local version
-    version="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)"
+    version="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1 || true)"
     if [[ -n "$version" ]]; then
       echo "== starting the local PostgreSQL $version"
       pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
       for _ in $(seq 1 30); do postgres_answers && break; sleep 1; done
     fi
   fi
-  if ! postgres_answers; then
-    echo "== no local PostgreSQL; the Postgres tests will use testcontainers or skip"
+  if [[ "${MEMORY_LOCAL_SERVICES:-on}" == off ]] || ! postgres_answers; then
+    no_server PostgreSQL MEMORY_TEST_POSTGRES_URL
     return 0
   fi
-  if ! psql -h 127.0.0.1 -U postgres -d postgres -tAc \
-      "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1; then
-    createdb -h 127.0.0.1 -U postgres test
+  if ! postgres_answers test; then
+    createdb -w -h 127.0.0.1 -U postgres test 2>/dev/null || true # another run may have won
   fi
-  export MEMORY_TEST_POSTGRES_URL="$local_postgres_url"
-  echo "== PostgreSQL tests use $MEMORY_TEST_POSTGRES_URL"
+  if postgres_answers test; then
+    export MEMORY_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+    echo "== PostgreSQL tests use $MEMORY_TEST_POSTGRES_URL"
+  else
+    no_server "PostgreSQL database 'test'" MEMORY_TEST_POSTGRES_URL
+  fi
+}
+
+ensure_redis() {
+  [[ -n "${MEMORY_TEST_REDIS_URL:-}" ]] && return 0
+  if [[ "${MEMORY_LOCAL_SERVICES:-on}" != off ]] && ! redis_answers && can_start_local redis-server; then
+    echo "== starting the local Redis"
+    mkdir -p /var/lib/redis /var/log/redis
+    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+      --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+    for _ in $(seq 1 30); do redis_answers && break; sleep 1; done
+  fi
+  if [[ "${MEMORY_LOCAL_SERVICES:-on}" == off ]] || ! redis_answers; then
+    no_server Redis MEMORY_TEST_REDIS_URL
+    return 0
+  fi
+  export MEMORY_TEST_REDIS_URL="redis://127.0.0.1:6379"
+  echo "== Redis tests use $MEMORY_TEST_REDIS_URL"
 }
 
 ensure_postgres
+ensure_redis

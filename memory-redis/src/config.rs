@@ -1,0 +1,139 @@
+//! How to reach the server, where the keys go, and how hard to try.
+
+use std::fmt;
+use std::time::Duration;
+
+use memory_core::{MemoryError, hide_password_of, redact_url};
+use serde::Deserialize;
+
+/// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
+
+/// Where the memory lives and how the provider behaves under contention.
+///
+/// Deserializes from the wiring file with every field but `url` optional. Its `Debug` never
+/// prints the password.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisConfig {
+    /// `redis://[user][:password@]host:port[/db]`, or `rediss://` for TLS.
+    pub url: String,
+    /// The hash tag every key of this deployment starts with, `{prefix}:`. Deployments (and
+    /// tests) that share a server use one prefix each. Letters, digits and `_ - . :`, 1 to 64;
+    /// default `agent-memory`.
+    #[serde(default = "defaults::prefix")]
+    pub prefix: String,
+    /// How long to wait for a connection before the call is `Unavailable`, in milliseconds;
+    /// default 5,000.
+    #[serde(default = "defaults::timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// How long to wait for a reply before the call is `Unavailable`, in milliseconds;
+    /// default 5,000.
+    #[serde(default = "defaults::timeout_ms")]
+    pub response_timeout_ms: u64,
+    /// Compare-and-swap attempts per `sync` before it gives up with `Contention`; default 64.
+    #[serde(default = "defaults::max_attempts")]
+    pub max_attempts: u32,
+}
+
+mod defaults {
+    pub fn prefix() -> String {
+        "agent-memory".to_owned()
+    }
+    pub fn timeout_ms() -> u64 {
+        5_000
+    }
+    pub fn max_attempts() -> u32 {
+        super::DEFAULT_MAX_ATTEMPTS
+    }
+}
+
+impl RedisConfig {
+    /// The defaults, for the server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            prefix: defaults::prefix(),
+            connect_timeout_ms: defaults::timeout_ms(),
+            response_timeout_ms: defaults::timeout_ms(),
+            max_attempts: defaults::max_attempts(),
+        }
+    }
+
+    /// The same, under `prefix`.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The connect timeout as a duration.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// The response timeout as a duration.
+    pub fn response_timeout(&self) -> Duration {
+        Duration::from_millis(self.response_timeout_ms)
+    }
+
+    /// The client for the URL, or a `Config` error that says what is wrong without the
+    /// password.
+    pub(crate) fn client(&self) -> Result<redis::Client, MemoryError> {
+        redis::Client::open(self.url.as_str()).map_err(|err| MemoryError::Config {
+            message: hide_password_of(
+                &self.url,
+                &format!("invalid Redis URL {}: {err}", redact_url(&self.url)),
+            ),
+        })
+    }
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redact_url(&self.url))
+            .field("prefix", &self.prefix)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("response_timeout_ms", &self.response_timeout_ms)
+            .field("max_attempts", &self.max_attempts)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_the_password() {
+        let shown = format!(
+            "{:?}",
+            RedisConfig::new("redis://agent:hunter2@cache:6379/0")
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("redis://agent:***@cache:6379/0"), "{shown}");
+    }
+
+    #[test]
+    fn a_bad_url_is_a_config_error_naming_the_problem_without_the_password() {
+        for url in [
+            "http://agent:hunter2@cache:6379",
+            "redis://agent:hunter2@cache:port",
+        ] {
+            let err = RedisConfig::new(url).client().unwrap_err();
+            let message = err.to_string();
+            assert!(matches!(err, MemoryError::Config { .. }), "{err:?}");
+            assert!(message.contains("invalid Redis URL"), "{message}");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+    }
+
+    #[test]
+    fn defaults_fill_everything_but_the_url() {
+        let config: RedisConfig = serde_json::from_str(r#"{"url": "redis://cache"}"#).unwrap();
+        assert_eq!(config.prefix, "agent-memory");
+        assert_eq!(config.response_timeout(), Duration::from_secs(5));
+        let unknown = serde_json::from_str::<RedisConfig>(r#"{"url": "x", "db": 3}"#);
+        assert!(unknown.unwrap_err().to_string().contains("db"));
+    }
+}

@@ -1,0 +1,321 @@
+#![doc = include_str!("../README.md")]
+
+mod config;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use memory_core::{
+    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, IfMatch, MemoryContext,
+    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Subscription, SyncReport, Version,
+    sha256_hex,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{RedisError, Script};
+
+pub use config::{DEFAULT_MAX_ATTEMPTS, RedisConfig};
+
+/// Reads documents atomically. Per key: `{"ok", content, version}`, `{"none"}` for a key never
+/// written, or `{reason}` for a key that is not one of our documents.
+const READ_SCRIPT: &str = r#"
+local out = {}
+for i, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'none' then
+    out[i] = {'none'}
+  elseif kind ~= 'hash' then
+    out[i] = {'it holds a ' .. kind .. ', not a hash'}
+  else
+    local f = redis.call('HMGET', key, 'content', 'version')
+    local version = tonumber(f[2])
+    if f[1] and version and version >= 1 and version == math.floor(version) then
+      out[i] = {'ok', f[1], f[2]}
+    else
+      out[i] = {'its hash lacks a content field and a positive integer version'}
+    end
+  end
+end
+return out
+"#;
+
+/// Writes documents if each is still at its expected version, atomically. KEYS: the documents,
+/// then the index set. ARGV: per document its expected version, content, SHA-256 and relative
+/// path, then the time in ms. Returns 0 when all landed, else the 1-based position of a
+/// document another writer changed (nothing written); a key that is not ours is an error
+/// starting with CORRUPT, and is left untouched.
+const WRITE_SCRIPT: &str = r#"
+local n = #KEYS - 1
+for i = 1, n do
+  local key = KEYS[i]
+  local kind = redis.call('TYPE', key).ok
+  local current = 0
+  if kind == 'hash' then
+    current = tonumber(redis.call('HGET', key, 'version'))
+  elseif kind ~= 'none' then
+    current = nil
+  end
+  if current == nil then
+    return redis.error_reply('CORRUPT ' .. key)
+  end
+  if current ~= tonumber(ARGV[(i - 1) * 4 + 1]) then
+    return i
+  end
+end
+for i = 1, n do
+  local at = (i - 1) * 4
+  redis.call('HSET', KEYS[i],
+    'content', ARGV[at + 2],
+    'version', string.format('%d', tonumber(ARGV[at + 1]) + 1),
+    'sha256', ARGV[at + 3],
+    'updated_at_ms', ARGV[#ARGV])
+  redis.call('SADD', KEYS[n + 1], ARGV[at + 4])
+end
+return 0
+"#;
+
+/// The memory contract on Redis. See the crate docs for the key layout.
+pub struct RedisProvider {
+    connection: ConnectionManager,
+    prefix: String,
+    /// `redis://host:port/db`: where documents are, without credentials.
+    server: String,
+    read_script: Script,
+    write_script: Script,
+    writer: CasWriter,
+    events: EventBus,
+}
+
+impl std::fmt::Debug for RedisProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisProvider")
+            .field("server", &self.server)
+            .field("prefix", &self.prefix)
+            .field("max_attempts", &self.writer.max_attempts())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisProvider {
+    /// Connects with `config`. The connection reconnects by itself after a drop; a call that
+    /// was in flight then fails with `Unavailable` and the next one goes through.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] for a bad URL or prefix (never echoing the password);
+    /// [`MemoryError::Unavailable`] when no connection is made within the connect timeout.
+    pub async fn connect(config: &RedisConfig) -> Result<Self, MemoryError> {
+        validate_prefix(&config.prefix)?;
+        let client = config.client()?;
+        let info = client.get_connection_info();
+        let server = format!("redis://{}/{}", info.addr(), info.redis_settings().db());
+        let manager = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout()))
+            .set_response_timeout(Some(config.response_timeout()))
+            .set_number_of_retries(2);
+        let connecting = client.get_connection_manager_with_config(manager);
+        // The outer bound covers the manager's own retries of the first connect.
+        let bound = config.connect_timeout() * 3 + Duration::from_secs(1);
+        let connection = match tokio::time::timeout(bound, connecting).await {
+            Ok(connected) => connected.map_err(|err| MemoryError::unavailable(&server, err))?,
+            Err(_) => {
+                return Err(MemoryError::Unavailable {
+                    what: server,
+                    message: format!("no connection within {bound:?}"),
+                    source: None,
+                });
+            }
+        };
+        Ok(Self::from_connection(connection, &config.prefix, server)?
+            .with_max_attempts(config.max_attempts))
+    }
+
+    /// A provider on an existing connection manager, with its keys under `{prefix}:`. `server`
+    /// names the server in locations and messages: give it without credentials.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] when `prefix` is not 1 to 64 letters, digits and `_ - . :`.
+    pub fn from_connection(
+        connection: ConnectionManager,
+        prefix: &str,
+        server: impl Into<String>,
+    ) -> Result<Self, MemoryError> {
+        validate_prefix(prefix)?;
+        Ok(RedisProvider {
+            connection,
+            prefix: prefix.to_owned(),
+            server: server.into(),
+            read_script: Script::new(READ_SCRIPT),
+            write_script: Script::new(WRITE_SCRIPT),
+            writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
+            events: EventBus::new(),
+        })
+    }
+
+    /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.writer = CasWriter::new(max_attempts);
+        self
+    }
+
+    /// The key of `document`: `{prefix}:` and its path in the markdown layout.
+    pub fn key(&self, document: &DocumentId) -> String {
+        format!("{{{}}}:{}", self.prefix, document.relative_path())
+    }
+
+    /// The key of the set of every document written, as paths in the markdown layout.
+    pub fn index_key(&self) -> String {
+        format!("{{{}}}:documents", self.prefix)
+    }
+
+    /// The connection, to share with the rest of the application.
+    pub fn connection(&self) -> &ConnectionManager {
+        &self.connection
+    }
+
+    fn location(&self, key: &str) -> String {
+        format!("{} {key}", self.server)
+    }
+
+    fn error(&self, err: RedisError) -> MemoryError {
+        MemoryError::unavailable(&self.server, err)
+    }
+}
+
+#[async_trait]
+impl CompareAndSwap for RedisProvider {
+    /// One script run: one round trip, one atomic snapshot.
+    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError> {
+        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let mut invocation = self.read_script.prepare_invoke();
+        invocation.key(&keys);
+        let mut replies = invocation.invoke_async(&mut self.connection.clone()).await;
+        // A connection dropped since the last call (a server restart, an idle kill) fails the
+        // first command on it while the manager reconnects; a read is safe to send again.
+        if replies
+            .as_ref()
+            .is_err_and(RedisError::is_connection_dropped)
+        {
+            replies = invocation.invoke_async(&mut self.connection.clone()).await;
+        }
+        let replies: Vec<Vec<String>> = replies.map_err(|err| self.error(err))?;
+        ids.iter()
+            .zip(keys)
+            .zip(replies)
+            .map(|((id, key), reply)| {
+                let corrupt = |reason: &str| MemoryError::Corrupt {
+                    location: self.location(&key),
+                    reason: reason.to_owned(),
+                };
+                let (text, version) = match reply.as_slice() {
+                    [state] if state == "none" => (String::new(), 0),
+                    [state, text, version] if state == "ok" => {
+                        let version = version
+                            .parse()
+                            .map_err(|_| corrupt("its version is not a plain integer"))?;
+                        (text.clone(), version)
+                    }
+                    [reason] => return Err(corrupt(reason)),
+                    _ => return Err(corrupt("the read script answered in an unknown shape")),
+                };
+                let document = Document {
+                    id: id.clone(),
+                    text,
+                    version: Version::new(version.to_string()),
+                    location: self.location(&key),
+                };
+                Ok((document, version))
+            })
+            .collect()
+    }
+
+    /// One script run: checks every version, then writes every document, atomically.
+    async fn compare_and_swap(
+        &self,
+        writes: &[CasWrite<'_>],
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let mut invocation = self.write_script.prepare_invoke();
+        for write in writes {
+            invocation
+                .key(self.key(write.id))
+                .arg(write.expected)
+                .arg(write.text)
+                .arg(sha256_hex(write.text))
+                .arg(write.id.relative_path());
+        }
+        invocation.key(self.index_key()).arg(now_ms.to_string());
+        let lost_at: usize = invocation
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| match err.code() {
+                Some("CORRUPT") => MemoryError::Corrupt {
+                    location: self.location(err.detail().unwrap_or_default()),
+                    reason: "it is not a document hash with an integer version".to_owned(),
+                },
+                _ => self.error(err),
+            })?;
+        Ok(lost_at
+            .checked_sub(1)
+            .and_then(|index| writes.get(index))
+            .map(|write| write.id.clone()))
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for RedisProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        self.prefetch_by_fetch(ctx).await
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        self.writer
+            .sync(self, &self.events, ctx, updates, if_match)
+            .await
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        self.read_by_fetch(document).await
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let paths: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.index_key())
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.error(err))?;
+        let mut ids: Vec<DocumentId> = paths
+            .iter()
+            .filter_map(|path| DocumentId::from_relative_path(path))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+}
+
+/// Prefixes become part of every key; braces would break the hash tag that keeps a
+/// deployment's keys in one Redis Cluster slot.
+fn validate_prefix(prefix: &str) -> Result<(), MemoryError> {
+    let valid = (1..=64).contains(&prefix.len())
+        && prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if valid {
+        Ok(())
+    } else {
+        Err(MemoryError::Config {
+            message: format!(
+                "invalid key prefix {prefix:?}: use 1 to 64 letters, digits and '_', '-', '.', ':'"
+            ),
+        })
+    }
+}

@@ -1,0 +1,288 @@
+//! What only a real Redis server can show: many clients writing one document, the lost updates
+//! of the hand-written alternative, connections killed mid-run, keys that are not ours, and
+//! servers that are not there.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use memory_conformance::cases::ctx;
+use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
+use memory_conformance::services::assert_unreachable_is_unavailable;
+use memory_core::{IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
+use memory_redis::{DEFAULT_MAX_ATTEMPTS, RedisConfig, RedisProvider};
+use redis::AsyncCommands;
+
+const CLIENTS: usize = 4;
+const TOTAL: usize = CLIENTS * TASKS_PER_HOST * ADDS_PER_TASK;
+
+/// `CLIENTS` providers under one prefix, each with its own connection, as separate processes
+/// would have.
+async fn clients(keys: &common::PrefixGuard, max_attempts: u32) -> Vec<Arc<RedisProvider>> {
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        let config = RedisConfig {
+            max_attempts,
+            ..RedisConfig::new(&keys.url).with_prefix(&keys.prefix)
+        };
+        clients.push(Arc::new(RedisProvider::connect(&config).await.unwrap()));
+    }
+    clients
+}
+
+/// Four clients x 16 tasks x 25 adds on one document: every entry lands once and the reports
+/// are one history. The same load through GET-then-SET loses updates; the test prints how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_clients_lose_nothing_where_get_then_set_loses_updates() {
+    let Some((_, keys)) = common::provider().await else {
+        return;
+    };
+    let clients = clients(&keys, DEFAULT_MAX_ATTEMPTS).await;
+    hosts::many_hosts_lose_nothing(&clients).await;
+    let c = ctx("ada", "u1");
+    let document = clients[0].read(&c.document(Store::Memory)).await.unwrap();
+    assert_eq!(
+        document.version.as_str(),
+        TOTAL.to_string(),
+        "one version step per add"
+    );
+
+    let kept = get_then_set_baseline(&keys).await;
+    println!(
+        "lost updates, {CLIENTS} clients x {TASKS_PER_HOST} tasks x {ADDS_PER_TASK} adds on one document: \
+         GET-then-SET {} of {TOTAL}, memory-redis 0 of {TOTAL}",
+        TOTAL - kept
+    );
+}
+
+/// The pattern people write by hand: GET the document, append in the application, SET it.
+/// Returns how many of the entries survive.
+async fn get_then_set_baseline(keys: &common::PrefixGuard) -> usize {
+    let client = redis::Client::open(keys.url.as_str()).unwrap();
+    let mut connections = Vec::new();
+    for _ in 0..CLIENTS {
+        connections.push(client.get_multiplexed_async_connection().await.unwrap());
+    }
+    let key = format!("{{{}}}:naive", keys.prefix);
+    hosts::hammer(CLIENTS, {
+        let (connections, key) = (connections.clone(), key.clone());
+        move |client, _, entry| {
+            let (mut connection, key) = (connections[client].clone(), key.clone());
+            async move {
+                let current: Option<String> = connection.get(&key).await.unwrap();
+                let content = current.unwrap_or_default() + &entry + "\n";
+                let () = connection.set(&key, content).await.unwrap();
+            }
+        }
+    })
+    .await;
+    let content: String = connections[0].get(&key).await.unwrap();
+    hosts::entries(&content).len()
+}
+
+/// Calls writing both documents land both or neither, even when only one lost a race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_document_calls_from_many_clients_land_whole() {
+    let Some((_, keys)) = common::provider().await else {
+        return;
+    };
+    hosts::two_document_calls_land_whole(&clients(&keys, DEFAULT_MAX_ATTEMPTS).await).await;
+}
+
+/// With a single attempt, calls that lose the race say `Contention` and leave no trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contention_is_reported_never_dropped() {
+    let Some((_, keys)) = common::provider().await else {
+        return;
+    };
+    let gave_up = hosts::contention_is_reported_never_dropped(&clients(&keys, 1).await).await;
+    println!("{gave_up} of {TOTAL} single-attempt adds gave up with Contention");
+}
+
+/// Writers' connections killed over and over (`CLIENT KILL TYPE normal`, limited to a user of
+/// this test's own so parallel tests are spared): calls in flight fail with `Unavailable`, the
+/// connections come back by themselves, and no acknowledged add is lost. The document stays
+/// whole: its version counts exactly the entries it holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killed_connections_recover_with_no_acknowledged_add_lost() {
+    let Some((_, keys)) = common::provider().await else {
+        return;
+    };
+    let admin = redis::Client::open(keys.url.as_str()).unwrap();
+    let mut admin = admin.get_multiplexed_async_connection().await.unwrap();
+    let user = format!("writer-{}", keys.prefix);
+    let () = redis::cmd("ACL")
+        .arg(vec!["SETUSER", &user, "on", ">secret", "~*", "&*", "+@all"])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let host = keys.url.split_once("://").unwrap().1;
+    let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+    let writer_url = format!("redis://{user}:secret@{host}");
+    let config = RedisConfig::new(&writer_url).with_prefix(&keys.prefix);
+    let writers = [
+        Arc::new(RedisProvider::connect(&config).await.unwrap()),
+        Arc::new(RedisProvider::connect(&config).await.unwrap()),
+    ];
+
+    let done = Arc::new(AtomicBool::new(false));
+    let killed = Arc::new(AtomicU64::new(0));
+    let killer = tokio::spawn({
+        let (done, killed, user, mut admin) =
+            (done.clone(), killed.clone(), user.clone(), admin.clone());
+        async move {
+            while !done.load(Ordering::SeqCst) {
+                let n: u64 = redis::cmd("CLIENT")
+                    .arg(vec![
+                        "KILL", "TYPE", "normal", "USER", &user, "SKIPME", "yes",
+                    ])
+                    .query_async(&mut admin)
+                    .await
+                    .unwrap();
+                killed.fetch_add(n, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    });
+    let c = ctx("ada", "u1");
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let (p, c) = (Arc::clone(&writers[task % 2]), c.clone());
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for i in 0..40 {
+                    let entry = format!("task{task}-add{i:02}");
+                    let add = [MemoryUpdate::add(Store::Memory, &entry)];
+                    outcomes.push((entry, p.sync(&c, &add, &IfMatch::NONE).await));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.extend(task.await.unwrap());
+    }
+    done.store(true, Ordering::SeqCst);
+    killer.await.unwrap();
+
+    let document = writers[0].read(&c.document(Store::Memory)).await.unwrap();
+    let held = hosts::entries(&document.text);
+    let unique: HashSet<&String> = held.iter().collect();
+    assert_eq!(unique.len(), held.len(), "no entry landed twice");
+    assert_eq!(
+        document.version.as_str(),
+        held.len().to_string(),
+        "one version per entry"
+    );
+    let mut failed = 0;
+    for (entry, outcome) in &outcomes {
+        match outcome {
+            Ok(_) => assert!(
+                unique.contains(entry),
+                "{entry} was acknowledged but is missing"
+            ),
+            Err(MemoryError::Unavailable { .. }) => failed += 1,
+            Err(err) => panic!("{entry}: a killed connection is Unavailable, not {err:?}"),
+        }
+    }
+    assert!(
+        killed.load(Ordering::SeqCst) > 0,
+        "the killer found connections to kill"
+    );
+    for p in &writers {
+        let add = [MemoryUpdate::add(Store::Memory, "after the storm")];
+        p.sync(&c, &add, &IfMatch::NONE)
+            .await
+            .expect("the connection came back");
+    }
+    println!(
+        "{} connections killed; {failed} of {} adds failed with Unavailable, none acknowledged was lost",
+        killed.load(Ordering::SeqCst),
+        outcomes.len()
+    );
+    let () = redis::cmd("ACL")
+        .arg(vec!["DELUSER", &user])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+}
+
+/// A document key holding something else (another type, a hash that is not a document) is
+/// `Corrupt` for reads and writes, and is never overwritten.
+#[tokio::test]
+async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let c = ctx("ada", "u1");
+    let client = redis::Client::open(keys.url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let user_key = p.key(&c.document(Store::User));
+    let memory_key = p.key(&c.document(Store::Memory));
+    let () = connection.set(&user_key, "a plain string").await.unwrap();
+    let () = connection
+        .hset_multiple(&memory_key, &[("content", "x"), ("version", "one")])
+        .await
+        .unwrap();
+
+    for (store, key) in [(Store::User, &user_key), (Store::Memory, &memory_key)] {
+        let err = p.read(&c.document(store)).await.unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(key.as_str())),
+            "{err:?}"
+        );
+        let err = p
+            .sync(
+                &c,
+                &[MemoryUpdate::replace(store, "overwrite")],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MemoryError::Corrupt { .. }), "{err:?}");
+    }
+    let err = p.prefetch(&c).await.unwrap_err();
+    assert!(matches!(err, MemoryError::Corrupt { .. }), "{err:?}");
+
+    let still: String = connection.get(&user_key).await.unwrap();
+    assert_eq!(still, "a plain string");
+    let version: String = connection.hget(&memory_key, "version").await.unwrap();
+    assert_eq!(version, "one");
+    assert!(p.list().await.unwrap().is_empty(), "nothing was written");
+}
+
+/// No server at the address: `Unavailable` within the connect timeout, never a hang.
+#[tokio::test]
+async fn unreachable_server_is_unavailable_within_the_timeout() {
+    assert_unreachable_is_unavailable(
+        [
+            "redis://agent:hunter2@127.0.0.1:1",
+            "redis://agent:hunter2@10.255.255.1:6379",
+        ],
+        |url| async move {
+            let config = RedisConfig {
+                connect_timeout_ms: 500,
+                ..RedisConfig::new(url)
+            };
+            RedisProvider::connect(&config).await
+        },
+    )
+    .await;
+}
+
+/// Prefixes become part of every key and its hash tag, so anything unusual is refused.
+#[tokio::test]
+async fn bad_prefixes_are_refused() {
+    for prefix in ["", "a{b}", "with space", &"a".repeat(65)] {
+        let config = RedisConfig::new("redis://127.0.0.1:1").with_prefix(prefix);
+        let err = RedisProvider::connect(&config).await.unwrap_err();
+        assert!(
+            matches!(err, MemoryError::Config { .. }),
+            "{prefix:?}: {err:?}"
+        );
+    }
+}
