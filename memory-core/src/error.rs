@@ -105,6 +105,11 @@ pub enum MemoryError {
     },
 
     /// The backend cannot be reached or failed to do I/O; retry later.
+    ///
+    /// A `sync` that fails this way wrote nothing, unless the connection broke after the
+    /// server applied the write and before its reply arrived. Backends check for that with one
+    /// read and report success when the write shows, so this error means the outcome could not
+    /// be told: read the document before repeating an `add`.
     #[error("{what} is unavailable: {message}; retry later")]
     Unavailable {
         /// What could not be reached: a document, a path, a server.
