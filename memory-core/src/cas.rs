@@ -153,6 +153,7 @@ impl CasWriter {
                             write.report(Version::new(after.to_string()))
                         })
                         .collect(),
+                    ..SyncReport::default()
                 };
                 // Published in our turn, so events of one document come in write order.
                 events.publish(&report);

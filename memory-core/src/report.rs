@@ -67,6 +67,10 @@ pub struct DocumentReport {
 pub struct SyncReport {
     /// Per document, in store order (memory, then user).
     pub documents: Vec<DocumentReport>,
+    /// What did not complete without failing the call, for logs: a recall index left stale
+    /// behind a write that landed, say. Empty when all went well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl SyncReport {
@@ -209,6 +213,7 @@ mod tests {
                 lines_removed: 0,
                 over_soft_cap,
             }],
+            ..SyncReport::default()
         }
     }
 
