@@ -1,0 +1,352 @@
+//! The LanceDB table of entries: one row per distinct paragraph of each indexed document.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+use lancedb::index::Index as IndexKind;
+use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
+use lancedb::{DistanceType, Table};
+use memory_core::MemoryError;
+
+use crate::embed::DIMENSIONS;
+use crate::entries::Entry;
+
+const TABLE: &str = "entries";
+
+/// One indexed entry, as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Row {
+    pub hash: String,
+    pub model: String,
+}
+
+/// Writes between two optimisations: every add or delete leaves a small file and a table
+/// version behind, and reads slow down with their number.
+const WRITES_PER_OPTIMIZE: u32 = 32;
+
+/// How long replaced files are kept, for readers in other processes still on an older version.
+const KEEP_OLD_VERSIONS_MINUTES: i64 = 10;
+
+/// The entries table.
+pub(crate) struct EntryTable {
+    table: Table,
+    location: String,
+    writes: AtomicU32,
+}
+
+impl EntryTable {
+    /// Opens the table in `dir`, creating it (and the directory) if needed.
+    pub async fn open(dir: &Path) -> Result<Self, MemoryError> {
+        let location = dir.display().to_string();
+        let failed = |err: lancedb::Error| MemoryError::unavailable(&location, err);
+        std::fs::create_dir_all(dir).map_err(|err| MemoryError::unavailable(&location, err))?;
+        let db = lancedb::connect(&location)
+            .execute()
+            .await
+            .map_err(failed)?;
+        let names = db.table_names().execute().await.map_err(failed)?;
+        let table = if names.iter().any(|name| name == TABLE) {
+            db.open_table(TABLE).execute().await.map_err(failed)?
+        } else {
+            match db.create_empty_table(TABLE, schema()).execute().await {
+                Ok(table) => table,
+                // Another process created it meanwhile.
+                Err(_) => db.open_table(TABLE).execute().await.map_err(failed)?,
+            }
+        };
+        Ok(EntryTable {
+            table,
+            location,
+            writes: AtomicU32::new(0),
+        })
+    }
+
+    fn failed(&self, err: lancedb::Error) -> MemoryError {
+        MemoryError::unavailable(format!("the recall index at {}", self.location), err)
+    }
+
+    /// The entries indexed for `scope` (a document's path).
+    pub async fn rows(&self, scope: &str) -> Result<Vec<Row>, MemoryError> {
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .only_if(scope_filter(scope))
+            .select(Select::columns(&["hash", "model"]))
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))?
+            .try_collect()
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(batches
+            .iter()
+            .flat_map(|batch| {
+                let hashes = strings(batch, "hash");
+                let models = strings(batch, "model");
+                (0..batch.num_rows())
+                    .map(|i| Row {
+                        hash: hashes.value(i).to_owned(),
+                        model: models.value(i).to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect())
+    }
+
+    /// Whether any row was embedded by a model other than `model`.
+    pub async fn has_rows_of_other_models(&self, model: &str) -> Result<bool, MemoryError> {
+        let others = self
+            .table
+            .count_rows(Some(format!("model != '{model}'")))
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(others > 0)
+    }
+
+    /// Every scope with at least one row.
+    pub async fn scopes(&self) -> Result<Vec<String>, MemoryError> {
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .select(Select::columns(&["scope"]))
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))?
+            .try_collect()
+            .await
+            .map_err(|err| self.failed(err))?;
+        let mut scopes: Vec<String> = batches
+            .iter()
+            .flat_map(|batch| {
+                let scopes = strings(batch, "scope");
+                (0..batch.num_rows())
+                    .map(|i| scopes.value(i).to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        Ok(scopes)
+    }
+
+    /// Adds `added` (entries with their vectors) to `scope` and deletes the rows of `scope`
+    /// whose hash is in `removed`.
+    pub async fn apply(
+        &self,
+        scope: &str,
+        store: &str,
+        model: &str,
+        added: &[(Entry, Vec<f32>)],
+        removed: &[String],
+    ) -> Result<(), MemoryError> {
+        if !removed.is_empty() {
+            let hashes: Vec<String> = removed.iter().map(|h| format!("'{h}'")).collect();
+            let predicate = format!(
+                "{} AND hash IN ({})",
+                scope_filter(scope),
+                hashes.join(", ")
+            );
+            self.table
+                .delete(predicate.as_str())
+                .await
+                .map_err(|err| self.failed(err))?;
+        }
+        if !added.is_empty() {
+            let batch = batch(scope, store, model, added).map_err(|err| self.failed(err))?;
+            self.table
+                .add(batch)
+                .execute()
+                .await
+                .map_err(|err| self.failed(err))?;
+        }
+        if self.writes.fetch_add(1, Ordering::Relaxed) + 1 >= WRITES_PER_OPTIMIZE {
+            self.writes.store(0, Ordering::Relaxed);
+            self.optimize().await?;
+        }
+        Ok(())
+    }
+
+    /// Merges small files, drops versions older than a few minutes, and brings the indices up
+    /// to date, so the table stays small and fast under churn.
+    pub async fn optimize(&self) -> Result<(), MemoryError> {
+        let keep = chrono::Duration::try_minutes(KEEP_OLD_VERSIONS_MINUTES);
+        for action in [
+            OptimizeAction::Compact {
+                options: CompactionOptions::default(),
+                remap_options: None,
+            },
+            OptimizeAction::Prune {
+                older_than: keep,
+                delete_unverified: None,
+                error_if_tagged_old_versions: None,
+            },
+            OptimizeAction::Index(OptimizeOptions::default()),
+        ] {
+            self.table
+                .optimize(action)
+                .await
+                .map_err(|err| self.failed(err))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes every row of `scope`.
+    pub async fn clear(&self, scope: &str) -> Result<(), MemoryError> {
+        self.table
+            .delete(scope_filter(scope).as_str())
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(())
+    }
+
+    /// The hashes of the `limit` entries of `scope` nearest to `vector` (cosine), best first.
+    pub async fn nearest(
+        &self,
+        scope: &str,
+        vector: &[f32],
+        limit: usize,
+    ) -> Result<Vec<String>, MemoryError> {
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .nearest_to(vector)
+            .map_err(|err| self.failed(err))?
+            .distance_type(DistanceType::Cosine)
+            .only_if(scope_filter(scope))
+            .select(Select::columns(&["hash"]))
+            .limit(limit)
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))?
+            .try_collect()
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(hashes(&batches))
+    }
+
+    /// The hashes of the `limit` entries of `scope` that best match `query` by BM25, best
+    /// first. Builds the full-text index the first time.
+    pub async fn full_text(
+        &self,
+        scope: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, MemoryError> {
+        self.ensure_text_index().await?;
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .full_text_search(FullTextSearchQuery::new(query.to_owned()))
+            .only_if(scope_filter(scope))
+            .select(Select::columns(&["hash"]))
+            .limit(limit)
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))?
+            .try_collect()
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(hashes(&batches))
+    }
+
+    async fn ensure_text_index(&self) -> Result<(), MemoryError> {
+        let indices = self
+            .table
+            .list_indices()
+            .await
+            .map_err(|err| self.failed(err))?;
+        if indices.iter().any(|index| index.columns == ["text"]) {
+            return Ok(());
+        }
+        self.table
+            .create_index(&["text"], IndexKind::FTS(FtsIndexBuilder::default()))
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))
+    }
+}
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("scope", DataType::Utf8, false),
+        Field::new("store", DataType::Utf8, false),
+        Field::new("hash", DataType::Utf8, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                DIMENSIONS as i32,
+            ),
+            false,
+        ),
+        Field::new("model", DataType::Utf8, false),
+        Field::new("position", DataType::UInt32, false),
+    ]))
+}
+
+fn batch(
+    scope: &str,
+    store: &str,
+    model: &str,
+    added: &[(Entry, Vec<f32>)],
+) -> Result<RecordBatch, lancedb::Error> {
+    let n = added.len();
+    let repeat = |value: &str| Arc::new(StringArray::from(vec![value; n])) as Arc<dyn Array>;
+    let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+        added
+            .iter()
+            .map(|(_, vector)| Some(vector.iter().copied().map(Some))),
+        DIMENSIONS as i32,
+    );
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            repeat(scope),
+            repeat(store),
+            Arc::new(StringArray::from_iter_values(
+                added.iter().map(|(entry, _)| entry.hash.as_str()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                added.iter().map(|(entry, _)| entry.text.as_str()),
+            )),
+            Arc::new(vectors),
+            repeat(model),
+            Arc::new(UInt32Array::from_iter_values(
+                added.iter().map(|(entry, _)| entry.position as u32),
+            )),
+        ],
+    )
+    .map_err(|err| lancedb::Error::Arrow { source: err })
+}
+
+/// Scopes are document paths built from validated ids, so they never hold a quote.
+fn scope_filter(scope: &str) -> String {
+    format!("scope = '{scope}'")
+}
+
+fn strings<'a>(batch: &'a RecordBatch, column: &str) -> &'a StringArray {
+    batch
+        .column_by_name(column)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .expect("the table's schema has this string column")
+}
+
+fn hashes(batches: &[RecordBatch]) -> Vec<String> {
+    batches
+        .iter()
+        .flat_map(|batch| {
+            let hashes = strings(batch, "hash");
+            (0..batch.num_rows())
+                .map(|i| hashes.value(i).to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

@@ -1,0 +1,337 @@
+//! Recall through the real embedding model: what a query picks, scopes, and the index's life
+//! (rebuilt from nothing, re-embedded for another model, following removals and hand edits,
+//! failing without failing writes).
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use memory_core::{
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
+};
+use memory_markdown::MarkdownProvider;
+use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider, entries};
+use tempfile::TempDir;
+
+fn embedder() -> Arc<Embedder> {
+    static EMBEDDER: OnceLock<Arc<Embedder>> = OnceLock::new();
+    Arc::clone(EMBEDDER.get_or_init(|| {
+        Arc::new(Embedder::load(&ModelConfig::from_env()).unwrap_or_else(|err| panic!("{err}")))
+    }))
+}
+
+fn ctx(personality: &str, user: &str) -> MemoryContext {
+    MemoryContext::new(
+        PersonalityId::new(personality).unwrap(),
+        UserId::new(user).unwrap(),
+    )
+}
+
+async fn open(dir: &Path, embedder: Arc<Embedder>, k: usize) -> VectorProvider {
+    let source = Arc::new(MarkdownProvider::new(dir.join("memory")));
+    let recall = RecallConfig {
+        k,
+        ..RecallConfig::default()
+    };
+    VectorProvider::open(source, &dir.join("index"), embedder, recall)
+        .await
+        .unwrap()
+}
+
+async fn add_all(p: &VectorProvider, c: &MemoryContext, notes: &[&str]) {
+    let updates: Vec<_> = notes
+        .iter()
+        .map(|note| MemoryUpdate::add(Store::Memory, *note))
+        .collect();
+    let report = p.sync(c, &updates, &IfMatch::NONE).await.unwrap();
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+}
+
+const NOTES: [&str; 12] = [
+    "Grace's passport expires in March 2027; renew it before the Lisbon trip.",
+    "Prefers aisle seats on flights longer than two hours.",
+    "Allergic to shellfish: no shrimp, crab or lobster.",
+    "Her daughter Maya starts school on 4 September.",
+    "Dentist appointment moved to Tuesday 14:30 at Dr. Okafor's.",
+    "Works from home on Mondays and Fridays.",
+    "Favourite coffee: flat white with oat milk.",
+    "The Lisbon trip is 12 to 19 May, hotel booked in Alfama.",
+    "Car insurance renews on 1 July with Allianz, policy AZ-77120.",
+    "Runs 5 km on Saturday mornings along the canal.",
+    "Wants reminders the evening before any early meeting.",
+    "Piano lessons for Maya every Thursday at 17:00.",
+];
+
+/// A query renders the best-matching entries only, in document order, with USER.md in full.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_renders_the_matching_entries_in_document_order() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES).await;
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::User, "Name: Grace.")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+
+    let asked = c
+        .clone()
+        .with_query("what can't I eat at the seafood restaurant?");
+    let context = p.prefetch(&asked).await.unwrap().context.unwrap();
+    assert!(
+        context.starts_with("## About You\n\nName: Grace.\n\n## Memory\n\n"),
+        "{context}"
+    );
+    assert!(context.contains("Allergic to shellfish"), "{context}");
+    let memory = context.split("## Memory\n\n").nth(1).unwrap();
+    assert_eq!(entries(memory).len(), 3, "k entries: {memory}");
+    let positions: Vec<usize> = entries(memory)
+        .iter()
+        .map(|e| {
+            NOTES
+                .iter()
+                .position(|n| *n == e.text)
+                .expect("a whole entry")
+        })
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "document order: {positions:?}"
+    );
+
+    let whole = p.prefetch(&c).await.unwrap();
+    let source = MarkdownProvider::new(dir.path().join("memory"));
+    assert_eq!(
+        whole,
+        source.prefetch(&c).await.unwrap(),
+        "no query: exactly the source"
+    );
+}
+
+/// Recall never crosses personalities, even when another's entry is the best match.
+#[tokio::test(flavor = "multi_thread")]
+async fn queries_never_return_another_personalitys_entries() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 2).await;
+    let (ada, bob) = (ctx("ada", "grace"), ctx("bob", "grace"));
+    add_all(
+        &p,
+        &ada,
+        &["When does my passport expire? It expires in March 2027."],
+    )
+    .await;
+    add_all(&p, &bob, &NOTES[1..]).await;
+    let query = "when does my passport expire?";
+    for ranking in [Ranking::Vector, Ranking::FullText, Ranking::Hybrid] {
+        let found = p
+            .recall(&bob.document(Store::Memory), query, ranking, 20)
+            .await
+            .unwrap();
+        let ada_hash = &entries(&p.read(&ada.document(Store::Memory)).await.unwrap().text)[0].hash;
+        assert!(!found.contains(ada_hash), "{ranking:?} leaked ada's entry");
+    }
+    let context = p
+        .prefetch(&bob.clone().with_query(query))
+        .await
+        .unwrap()
+        .context
+        .unwrap();
+    assert!(!context.contains("March 2027"), "{context}");
+}
+
+/// Deleting the index loses nothing: `reindex` rebuilds it from the source, with the same
+/// results.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_index_is_rebuilt_by_reindex_with_the_same_results() {
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let query = "which seat does she like on a plane?";
+    let before = {
+        let p = open(dir.path(), embedder(), 3).await;
+        add_all(&p, &c, &NOTES).await;
+        p.recall(&c.document(Store::Memory), query, Ranking::Hybrid, 5)
+            .await
+            .unwrap()
+    };
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    assert!(p.index_status().await.unwrap().rows.is_empty());
+    assert_eq!(p.reindex().await.unwrap(), 1);
+    let after = p
+        .recall(&c.document(Store::Memory), query, Ranking::Hybrid, 5)
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+    assert_eq!(
+        p.index_status().await.unwrap().rows["personalities/ada/MEMORY.md"],
+        NOTES.len()
+    );
+}
+
+/// An index built by another model is detected on open and re-embedded, never mixed.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_models_index_is_detected_and_reembedded() {
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let original = embedder();
+    {
+        let p = open(dir.path(), Arc::clone(&original), 3).await;
+        add_all(&p, &c, &NOTES[..4]).await;
+        assert_eq!(p.index_status().await.unwrap().models, [original.id()]);
+    }
+    let renamed = Arc::new(
+        Embedder::load(&ModelConfig::from_env())
+            .unwrap()
+            .with_id("all-MiniLM-L6-v2/renamed"),
+    );
+    let p = open(dir.path(), renamed, 3).await;
+    let status = p.index_status().await.unwrap();
+    assert_eq!(status.models, ["all-MiniLM-L6-v2/renamed"]);
+    assert_eq!(status.rows["personalities/ada/MEMORY.md"], 4);
+}
+
+/// Entries removed from the file leave the index with the sync that removed them.
+#[tokio::test(flavor = "multi_thread")]
+async fn removed_entries_disappear_from_recall() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES).await;
+    let doc = c.document(Store::Memory);
+    let query = "shellfish allergy";
+    let hash = |text: &str| entries(text)[0].hash.clone();
+    let found = p.recall(&doc, query, Ranking::Hybrid, 3).await.unwrap();
+    assert!(found.contains(&hash(NOTES[2])));
+    p.sync(
+        &c,
+        &[MemoryUpdate::remove(Store::Memory, "shellfish")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let found = p.recall(&doc, query, Ranking::Hybrid, 20).await.unwrap();
+    assert!(!found.contains(&hash(NOTES[2])));
+    assert_eq!(
+        p.index_status().await.unwrap().rows[&doc.relative_path()],
+        NOTES.len() - 1
+    );
+}
+
+/// A hand edit of MEMORY.md shows up in recall after the next sync of that document, or after
+/// `reindex`.
+#[tokio::test(flavor = "multi_thread")]
+async fn hand_edits_show_up_after_the_next_sync_or_reindex() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES[..3]).await;
+    let doc = c.document(Store::Memory);
+    let file = dir.path().join("memory").join(doc.relative_path());
+    let edited = |extra: &str| {
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("{text}\n{extra}\n")).unwrap();
+        entries(extra)[0].hash.clone()
+    };
+
+    let by_hand = edited("Keeps bees on the roof of the garden shed.");
+    let query = "beekeeping hobby";
+    assert!(
+        !p.recall(&doc, query, Ranking::Hybrid, 10)
+            .await
+            .unwrap()
+            .contains(&by_hand)
+    );
+    p.reindex().await.unwrap();
+    assert!(
+        p.recall(&doc, query, Ranking::Hybrid, 10)
+            .await
+            .unwrap()
+            .contains(&by_hand)
+    );
+
+    let by_hand = edited("Plays the cello in a community orchestra.");
+    add_all(&p, &c, &["Drinks green tea after lunch."]).await;
+    let found = p
+        .recall(&doc, "string instrument", Ranking::Hybrid, 10)
+        .await
+        .unwrap();
+    assert!(found.contains(&by_hand));
+}
+
+/// An index that cannot be written never fails or undoes the source write: the report says
+/// the index is stale, and `reindex` repairs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_index_warns_without_failing_the_write() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES[..2]).await;
+    let index = dir.path().join("index");
+    std::fs::remove_dir_all(&index).unwrap();
+    std::fs::write(&index, "not a directory").unwrap();
+
+    let report = p
+        .sync(
+            &c,
+            &[MemoryUpdate::add(Store::Memory, NOTES[2])],
+            &IfMatch::NONE,
+        )
+        .await
+        .expect("the source write succeeds");
+    assert!(report.documents[0].written);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("stale") && w.contains("reindex")),
+        "{:?}",
+        report.warnings
+    );
+    let text = p.read(&c.document(Store::Memory)).await.unwrap().text;
+    assert!(text.contains("shellfish"), "the write landed");
+
+    std::fs::remove_file(&index).unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    p.reindex().await.unwrap();
+    assert_eq!(
+        p.index_status().await.unwrap().rows[&c.document(Store::Memory).relative_path()],
+        3
+    );
+}
+
+/// Without the model: a clear error that names the command fetching it.
+#[test]
+fn a_missing_model_names_the_command_that_fetches_it() {
+    let config = ModelConfig {
+        model_dir: "/nonexistent/model".into(),
+        ort_library: None,
+    };
+    let err = Embedder::load(&config).unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Config { message } if message.contains("./scripts/provision-model") && message.contains("/nonexistent/model/model.onnx")),
+        "{err}"
+    );
+}
+
+/// The vectors come from the real model: similar sentences are near, unrelated ones far.
+#[test]
+fn embeddings_come_from_the_real_model() {
+    let e = embedder();
+    let vectors = e
+        .embed(&[
+            "the cat sat on the mat".to_owned(),
+            "a kitten rests on a rug".to_owned(),
+            "quarterly tax filing deadline".to_owned(),
+        ])
+        .unwrap();
+    let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    assert!(
+        vectors
+            .iter()
+            .all(|v| v.len() == 384 && (cos(v, v) - 1.0).abs() < 1e-3)
+    );
+    let (near, far) = (cos(&vectors[0], &vectors[1]), cos(&vectors[0], &vectors[2]));
+    assert!(near > 0.5 && far < 0.2, "near {near}, far {far}");
+}
