@@ -7,12 +7,11 @@
 
 if ! command -v protoc >/dev/null 2>&1 || [[ ! -e /usr/include/google/protobuf/any.proto ]]; then
   echo "== installing protoc and the protobuf includes (lancedb's build needs them)"
-  if [[ "$(id -u)" == 0 ]]; then
-    apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null ||
-      { apt-get update -q >/dev/null && apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null; }
-  else
-    sudo apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null
-  fi
+  as_root=()
+  [[ "$(id -u)" == 0 ]] || as_root=(sudo)
+  "${as_root[@]}" apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null ||
+    { "${as_root[@]}" apt-get update -q >/dev/null &&
+      "${as_root[@]}" apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null; }
 fi
 
 MEMORY_MODEL_DIR="$(scripts/provision-model | tail -n 1)"
