@@ -10,6 +10,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::index::Index as IndexKind;
 use lancedb::index::scalar::{FtsIndexBuilder, FullTextSearchQuery};
+use lancedb::index::vector::IvfHnswSqIndexBuilder;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::{DistanceType, Table};
@@ -39,11 +40,13 @@ pub(crate) struct EntryTable {
     table: Table,
     location: String,
     writes: AtomicU32,
+    /// Rows from which on vector search goes through an ANN index instead of brute force.
+    ann_index_rows: usize,
 }
 
 impl EntryTable {
     /// Opens the table in `dir`, creating it (and the directory) if needed.
-    pub async fn open(dir: &Path) -> Result<Self, MemoryError> {
+    pub async fn open(dir: &Path, ann_index_rows: usize) -> Result<Self, MemoryError> {
         let location = dir.display().to_string();
         let failed = |err: lancedb::Error| MemoryError::unavailable(&location, err);
         std::fs::create_dir_all(dir).map_err(|err| MemoryError::unavailable(&location, err))?;
@@ -65,6 +68,7 @@ impl EntryTable {
             table,
             location,
             writes: AtomicU32::new(0),
+            ann_index_rows,
         })
     }
 
@@ -173,9 +177,24 @@ impl EntryTable {
         Ok(())
     }
 
-    /// Merges small files, drops versions older than a few minutes, and brings the indices up
-    /// to date, so the table stays small and fast under churn.
+    /// Merges small files, drops versions older than a few minutes, builds the ANN index once
+    /// the table reaches its size, and brings the indices up to date (rows added since an index
+    /// was built are searched by brute force until then), so the table stays small and fast
+    /// under churn.
     pub async fn optimize(&self) -> Result<(), MemoryError> {
+        let rows = self
+            .table
+            .count_rows(None)
+            .await
+            .map_err(|err| self.failed(err))?;
+        if rows >= self.ann_index_rows && !self.has_index_on("vector").await? {
+            let ann = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+            self.table
+                .create_index(&["vector"], IndexKind::IvfHnswSq(ann))
+                .execute()
+                .await
+                .map_err(|err| self.failed(err))?;
+        }
         let keep = chrono::Duration::try_minutes(KEEP_OLD_VERSIONS_MINUTES);
         for action in [
             OptimizeAction::Compact {
@@ -256,13 +275,18 @@ impl EntryTable {
         Ok(hashes(&batches))
     }
 
-    async fn ensure_text_index(&self) -> Result<(), MemoryError> {
+    /// Whether `column` has an index.
+    pub async fn has_index_on(&self, column: &str) -> Result<bool, MemoryError> {
         let indices = self
             .table
             .list_indices()
             .await
             .map_err(|err| self.failed(err))?;
-        if indices.iter().any(|index| index.columns == ["text"]) {
+        Ok(indices.iter().any(|index| index.columns == [column]))
+    }
+
+    async fn ensure_text_index(&self) -> Result<(), MemoryError> {
+        if self.has_index_on("text").await? {
             return Ok(());
         }
         self.table

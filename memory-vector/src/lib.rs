@@ -52,6 +52,10 @@ pub struct RecallConfig {
     pub vector_weight: f32,
     /// Weight of the full-text ranking; default 1.
     pub text_weight: f32,
+    /// Indexed entries from which vector search uses an approximate (IVF-HNSW) index, built
+    /// by [`VectorProvider::optimize`]; below it, exact brute force is fast enough. Default
+    /// 10,000.
+    pub ann_index_rows: usize,
 }
 
 impl Default for RecallConfig {
@@ -62,6 +66,7 @@ impl Default for RecallConfig {
             rrf_k: 60.0,
             vector_weight: 1.0,
             text_weight: 1.0,
+            ann_index_rows: 10_000,
         }
     }
 }
@@ -84,6 +89,8 @@ pub struct IndexStatus {
     pub rows: std::collections::BTreeMap<String, usize>,
     /// The ids of the models that embedded them, sorted.
     pub models: Vec<String>,
+    /// Whether vector search goes through the approximate index.
+    pub ann_index: bool,
 }
 
 /// A source-of-truth provider with a recall index beside it.
@@ -123,7 +130,7 @@ impl VectorProvider {
     ) -> Result<Self, MemoryError> {
         let provider = VectorProvider {
             source,
-            table: EntryTable::open(index_dir).await?,
+            table: EntryTable::open(index_dir, recall.ann_index_rows).await?,
             embedder,
             recall,
             updating: tokio::sync::Mutex::new(()),
@@ -192,6 +199,13 @@ impl VectorProvider {
         Ok(())
     }
 
+    /// Compacts the index, drops old versions, builds the ANN index once there are
+    /// `ann_index_rows` entries, and folds new rows into the indices. Runs by itself every 32
+    /// index writes; call it after a bulk load.
+    pub async fn optimize(&self) -> Result<(), MemoryError> {
+        self.table.optimize().await
+    }
+
     /// What the index holds: rows per document path, and the models that embedded them.
     pub async fn index_status(&self) -> Result<IndexStatus, MemoryError> {
         let mut status = IndexStatus::default();
@@ -205,6 +219,7 @@ impl VectorProvider {
             status.rows.insert(scope, rows.len());
         }
         status.models.sort();
+        status.ann_index = self.table.has_index_on("vector").await?;
         Ok(status)
     }
 

@@ -335,3 +335,38 @@ fn embeddings_come_from_the_real_model() {
     let (near, far) = (cos(&vectors[0], &vectors[1]), cos(&vectors[0], &vectors[2]));
     assert!(near > 0.5 && far < 0.2, "near {near}, far {far}");
 }
+
+/// Past `ann_index_rows` entries, `optimize` builds the approximate index, and recall still
+/// finds what brute force found.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_index_gets_an_ann_index_and_still_recalls() {
+    let dir = TempDir::new().unwrap();
+    let source = Arc::new(MarkdownProvider::new(dir.path().join("memory")));
+    let recall = RecallConfig {
+        ann_index_rows: 500,
+        ..RecallConfig::default()
+    };
+    let p = VectorProvider::open(source, &dir.path().join("index"), embedder(), recall)
+        .await
+        .unwrap();
+    let c = ctx("ada", "grace");
+    let filler: Vec<String> = (0..520)
+        .map(|i| format!("Routine note {i}: checked the calendar and the inbox, nothing new."))
+        .collect();
+    let mut notes: Vec<&str> = filler.iter().map(String::as_str).collect();
+    notes.extend(NOTES);
+    add_all(&p, &c, &notes).await;
+    let doc = c.document(Store::Memory);
+    let query = "what is she allergic to?";
+    let exact = p.recall(&doc, query, Ranking::Vector, 3).await.unwrap();
+    assert!(!p.index_status().await.unwrap().ann_index);
+
+    p.optimize().await.unwrap();
+    assert!(p.index_status().await.unwrap().ann_index);
+    let approximate = p.recall(&doc, query, Ranking::Vector, 3).await.unwrap();
+    assert_eq!(
+        approximate[0], exact[0],
+        "the best match survives the approximation"
+    );
+    assert_eq!(exact[0], entries(NOTES[2])[0].hash);
+}
