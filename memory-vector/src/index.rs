@@ -78,17 +78,14 @@ impl EntryTable {
 
     /// The entries indexed for `scope` (a document's path).
     pub async fn rows(&self, scope: &str) -> Result<Vec<Row>, MemoryError> {
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .only_if(scope_filter(scope))
-            .select(Select::columns(&["hash", "model"]))
-            .execute()
-            .await
-            .map_err(|err| self.failed(err))?
-            .try_collect()
-            .await
-            .map_err(|err| self.failed(err))?;
+        let batches = self
+            .run(
+                self.table
+                    .query()
+                    .only_if(scope_filter(scope))
+                    .select(Select::columns(&["hash", "model"])),
+            )
+            .await?;
         Ok(batches
             .iter()
             .flat_map(|batch| {
@@ -116,16 +113,9 @@ impl EntryTable {
 
     /// Every scope with at least one row.
     pub async fn scopes(&self) -> Result<Vec<String>, MemoryError> {
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .select(Select::columns(&["scope"]))
-            .execute()
-            .await
-            .map_err(|err| self.failed(err))?
-            .try_collect()
-            .await
-            .map_err(|err| self.failed(err))?;
+        let batches = self
+            .run(self.table.query().select(Select::columns(&["scope"])))
+            .await?;
         let mut scopes: Vec<String> = batches
             .iter()
             .flat_map(|batch| {
@@ -232,21 +222,18 @@ impl EntryTable {
         vector: &[f32],
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .nearest_to(vector)
-            .map_err(|err| self.failed(err))?
-            .distance_type(DistanceType::Cosine)
-            .only_if(scope_filter(scope))
-            .select(Select::columns(&["hash"]))
-            .limit(limit)
-            .execute()
-            .await
-            .map_err(|err| self.failed(err))?
-            .try_collect()
-            .await
-            .map_err(|err| self.failed(err))?;
+        let batches = self
+            .run(
+                self.table
+                    .query()
+                    .nearest_to(vector)
+                    .map_err(|err| self.failed(err))?
+                    .distance_type(DistanceType::Cosine)
+                    .only_if(scope_filter(scope))
+                    .select(Select::columns(&["hash"]))
+                    .limit(limit),
+            )
+            .await?;
         Ok(hashes(&batches))
     }
 
@@ -259,19 +246,16 @@ impl EntryTable {
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
         self.ensure_text_index().await?;
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .full_text_search(FullTextSearchQuery::new(query.to_owned()))
-            .only_if(scope_filter(scope))
-            .select(Select::columns(&["hash"]))
-            .limit(limit)
-            .execute()
-            .await
-            .map_err(|err| self.failed(err))?
-            .try_collect()
-            .await
-            .map_err(|err| self.failed(err))?;
+        let batches = self
+            .run(
+                self.table
+                    .query()
+                    .full_text_search(FullTextSearchQuery::new(query.to_owned()))
+                    .only_if(scope_filter(scope))
+                    .select(Select::columns(&["hash"]))
+                    .limit(limit),
+            )
+            .await?;
         Ok(hashes(&batches))
     }
 
@@ -283,6 +267,17 @@ impl EntryTable {
             .await
             .map_err(|err| self.failed(err))?;
         Ok(indices.iter().any(|index| index.columns == [column]))
+    }
+
+    /// Runs `query` to completion.
+    async fn run(&self, query: impl ExecutableQuery) -> Result<Vec<RecordBatch>, MemoryError> {
+        query
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))?
+            .try_collect()
+            .await
+            .map_err(|err| self.failed(err))
     }
 
     async fn ensure_text_index(&self) -> Result<(), MemoryError> {
