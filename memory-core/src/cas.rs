@@ -6,7 +6,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard};
 
 use crate::{
     Backoff, Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryUpdate,
@@ -72,7 +72,7 @@ const BACKOFF_CEILING: Duration = Duration::from_millis(32);
 /// [`MemoryError::Contention`].
 #[derive(Debug)]
 pub struct CasWriter {
-    local_queues: Vec<Mutex<()>>,
+    local_queues: LocalQueues,
     max_attempts: u32,
 }
 
@@ -80,7 +80,7 @@ impl CasWriter {
     /// A writer that makes at most `max_attempts` attempts per call (at least 1).
     pub fn new(max_attempts: u32) -> Self {
         CasWriter {
-            local_queues: (0..LOCAL_QUEUES).map(|_| Mutex::new(())).collect(),
+            local_queues: LocalQueues::default(),
             max_attempts: max_attempts.max(1),
         }
     }
@@ -108,7 +108,7 @@ impl CasWriter {
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
         let mut busy = first.clone();
         for attempt in 1..=self.max_attempts {
-            let my_turn = self.local_turn(&ids).await;
+            let my_turn = self.local_queues.turn(&ids).await;
             // Every batch is checked against one fresh snapshot before anything is written,
             // so a refusal or a failed precondition writes nothing.
             let planned = batches
@@ -189,16 +189,32 @@ async fn landed<S: CompareAndSwap + ?Sized>(store: &S, writes: &[CasWrite<'_>]) 
     })
 }
 
-impl CasWriter {
-    /// Waits for this process's turn on every queue `ids` map to, taken in index order so
-    /// that two calls cannot each hold one the other needs.
-    async fn local_turn(&self, ids: &[DocumentId]) -> Vec<tokio::sync::MutexGuard<'_, ()>> {
+/// Per-document FIFO queues for the writers of one provider value, so that they take turns
+/// instead of racing each other (for a compare-and-swap, or a polled file lock). Striped: 64
+/// queues, shared by documents whose hashes collide.
+#[derive(Debug)]
+pub struct LocalQueues {
+    queues: Vec<Mutex<()>>,
+}
+
+impl Default for LocalQueues {
+    fn default() -> Self {
+        LocalQueues {
+            queues: (0..LOCAL_QUEUES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+}
+
+impl LocalQueues {
+    /// Waits for a turn on every queue `ids` map to, taken in index order so that two calls
+    /// cannot each hold one the other needs. The turn lasts as long as the guards.
+    pub async fn turn(&self, ids: &[DocumentId]) -> Vec<MutexGuard<'_, ()>> {
         let mut queues: Vec<usize> = ids.iter().map(queue_of).collect();
         queues.sort_unstable();
         queues.dedup();
         let mut turn = Vec::with_capacity(queues.len());
         for queue in queues {
-            turn.push(self.local_queues[queue].lock().await);
+            turn.push(self.queues[queue].lock().await);
         }
         turn
     }

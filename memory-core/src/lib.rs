@@ -15,7 +15,7 @@ mod report;
 mod update;
 
 pub use backoff::Backoff;
-pub use cas::{CasWrite, CasWriter, CompareAndSwap};
+pub use cas::{CasWrite, CasWriter, CompareAndSwap, LocalQueues};
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
 pub use error::{BoxError, MemoryError};

@@ -1,6 +1,6 @@
 //! Keeping passwords out of `Debug` output and error messages, for backends configured by URL.
 
-/// `url` fit to show: its password and any `password=` parameter replaced by `***`, or
+/// `url` fit to show: its password and any `password=` or `pass=` parameter replaced by `***`, or
 /// `<unparseable URL>` when it does not parse (a broken URL cannot be trusted to show where its
 /// password ends).
 pub fn redact_url(url: &str) -> String {
@@ -10,15 +10,12 @@ pub fn redact_url(url: &str) -> String {
     if parsed.password().is_some() {
         let _ = parsed.set_password(Some("***"));
     }
-    if parsed.query_pairs().any(|(key, _)| key == "password") {
+    let secret = |key: &str| key == "password" || key == "pass";
+    if parsed.query_pairs().any(|(key, _)| secret(&key)) {
         let pairs: Vec<(String, String)> = parsed
             .query_pairs()
             .map(|(key, value)| {
-                let value = if key == "password" {
-                    "***".into()
-                } else {
-                    value
-                };
+                let value = if secret(&key) { "***".into() } else { value };
                 (key.into_owned(), value.into_owned())
             })
             .collect();
@@ -29,17 +26,17 @@ pub fn redact_url(url: &str) -> String {
 
 /// `text` (a driver's error message about `url`, say) with anything in it that may be one of
 /// `url`'s passwords replaced by `***`: the user info after the first `:` up to the last `@`,
-/// and every `password=` value, as written and percent-decoded.
+/// and every `password=` and `pass=` value, as written and percent-decoded.
 pub fn hide_password_of(url: &str, text: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let in_userinfo = rest
         .rsplit_once('@')
         .and_then(|(userinfo, _)| userinfo.split_once(':'))
         .map(|(_, password)| password);
-    let in_query = url
-        .split(['?', '&'])
-        .skip(1)
-        .filter_map(|pair| pair.strip_prefix("password="));
+    let in_query = url.split(['?', '&']).skip(1).filter_map(|pair| {
+        pair.strip_prefix("password=")
+            .or_else(|| pair.strip_prefix("pass="))
+    });
     let mut hidden = text.to_owned();
     for secret in in_userinfo.into_iter().chain(in_query) {
         let decoded = url::form_urlencoded::parse(format!("x={secret}").as_bytes())
@@ -71,6 +68,10 @@ mod tests {
                 "postgres://agent:***@db/m?sslmode=require&password=***",
             ),
             ("redis://cache:6379", "redis://cache:6379"),
+            (
+                "redis+unix:///run/redis.sock?pass=hunter2",
+                "redis+unix:///run/redis.sock?pass=***",
+            ),
             (
                 "postgres://agent:hunter2@db:notaport/m",
                 "<unparseable URL>",

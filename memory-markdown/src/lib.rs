@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Store, Subscription, SyncReport, plan_sync,
+    Document, DocumentId, EventBus, IfMatch, LocalQueues, MemoryContext, MemoryError,
+    MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, plan_sync,
 };
 
 /// How long a write waits for another writer's lock on a document before giving up with
@@ -25,6 +25,9 @@ pub struct MarkdownProvider {
     root: PathBuf,
     lock_timeout: Duration,
     events: EventBus,
+    /// This value's writers queue here per document, so only other processes (or values)
+    /// poll the file lock against them: polling is not fair, queues are.
+    local_queues: LocalQueues,
 }
 
 impl MarkdownProvider {
@@ -39,6 +42,7 @@ impl MarkdownProvider {
             root: std::path::absolute(&root).unwrap_or(root),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             events: EventBus::new(),
+            local_queues: LocalQueues::default(),
         }
     }
 
@@ -89,6 +93,8 @@ impl MemoryProvider for MarkdownProvider {
         if_match: &IfMatch,
     ) -> Result<SyncReport, MemoryError> {
         let batches = plan_sync(ctx, updates, if_match)?;
+        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
+        let _my_turn = self.local_queues.turn(&ids).await;
         let (root, lock_timeout) = (self.root.clone(), self.lock_timeout);
         // Published from the blocking task, under the locks, so that a write that lands is
         // announced even if the caller stops waiting for it.

@@ -16,7 +16,7 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedisConfig {
-    /// `redis://[user][:password@]host:port[/db]`, or `rediss://` for TLS.
+    /// `redis://[user][:password@]host:port[/db]`. (TLS, `rediss://`, is not built in.)
     pub url: String,
     /// The hash tag every key of this deployment starts with, `{prefix}:`. Deployments (and
     /// tests) that share a server use one prefix each. Letters, digits and `_ - . :`, 1 to 64;

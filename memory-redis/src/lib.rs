@@ -41,10 +41,14 @@ return out
 /// Writes documents if each is still at its expected version, atomically. KEYS: the documents,
 /// then the index set. ARGV: per document its expected version, content, SHA-256 and relative
 /// path, then the time in ms. Returns 0 when all landed, else the 1-based position of a
-/// document another writer changed (nothing written); a key that is not ours is an error
-/// starting with CORRUPT, and is left untouched.
+/// document another writer changed (nothing written). A document or index key that is not ours
+/// is an error starting with CORRUPT, checked before anything is written, and left untouched.
 const WRITE_SCRIPT: &str = r#"
 local n = #KEYS - 1
+local index_kind = redis.call('TYPE', KEYS[n + 1]).ok
+if index_kind ~= 'set' and index_kind ~= 'none' then
+  return redis.error_reply('CORRUPT ' .. KEYS[n + 1])
+end
 for i = 1, n do
   local key = KEYS[i]
   local kind = redis.call('TYPE', key).ok

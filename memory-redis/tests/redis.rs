@@ -12,7 +12,9 @@ use std::time::Duration;
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
 use memory_conformance::services::assert_unreachable_is_unavailable;
-use memory_core::{IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
+use memory_core::{
+    CasWrite, CompareAndSwap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store,
+};
 use memory_redis::{DEFAULT_MAX_ATTEMPTS, RedisConfig, RedisProvider};
 use redis::AsyncCommands;
 
@@ -253,6 +255,42 @@ async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
     let version: String = connection.hget(&memory_key, "version").await.unwrap();
     assert_eq!(version, "one");
     assert!(p.list().await.unwrap().is_empty(), "nothing was written");
+
+    // The write script checks every key before writing any: a corrupt index key refuses the
+    // whole call, and a corrupt document key met by the script itself is reported too.
+    let other = ctx("bob", "u2");
+    let () = connection.set(p.index_key(), "not a set").await.unwrap();
+    let both = [
+        MemoryUpdate::add(Store::Memory, "m"),
+        MemoryUpdate::add(Store::User, "u"),
+    ];
+    let err = p.sync(&other, &both, &IfMatch::NONE).await.unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(&p.index_key())),
+        "{err:?}"
+    );
+    for store in [Store::Memory, Store::User] {
+        let exists: bool = connection
+            .exists(p.key(&other.document(store)))
+            .await
+            .unwrap();
+        assert!(!exists, "nothing of the refused call was written");
+    }
+    let () = connection.del(p.index_key()).await.unwrap();
+    let err = p
+        .compare_and_swap(&[CasWrite {
+            id: &c.document(Store::User),
+            text: "overwrite",
+            expected: 0,
+        }])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(&user_key)),
+        "{err:?}"
+    );
+    let still: String = connection.get(&user_key).await.unwrap();
+    assert_eq!(still, "a plain string");
 }
 
 /// No server at the address: `Unavailable` within the connect timeout, never a hang.
