@@ -7,8 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use memory_core::{
-    DocumentId, DocumentReport, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store,
-    sha256_hex,
+    DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    Store, SyncReport, sha256_hex,
 };
 
 use crate::cases::ctx;
@@ -54,11 +54,12 @@ pub fn entries(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every host's tasks add to one document at once: every acknowledged entry is there once, and
-/// the reports form one linear history from the empty document to the final one.
-pub async fn many_hosts_lose_nothing<P: MemoryProvider + ?Sized + 'static>(hosts: &[Arc<P>]) {
-    let c = ctx("ada", "u1");
-    let results = hammer(hosts.len(), {
+/// [`hammer`] with one-entry adds to `c`'s memory, each with what its `sync` returned.
+async fn adds_to_one_document<P: MemoryProvider + ?Sized + 'static>(
+    hosts: &[Arc<P>],
+    c: &MemoryContext,
+) -> Vec<(String, Result<SyncReport, MemoryError>)> {
+    hammer(hosts.len(), {
         let (hosts, c) = (hosts.to_vec(), c.clone());
         move |host, _, entry| {
             let (p, c) = (Arc::clone(&hosts[host]), c.clone());
@@ -68,7 +69,14 @@ pub async fn many_hosts_lose_nothing<P: MemoryProvider + ?Sized + 'static>(hosts
             }
         }
     })
-    .await;
+    .await
+}
+
+/// Every host's tasks add to one document at once: every acknowledged entry is there once, and
+/// the reports form one linear history from the empty document to the final one.
+pub async fn many_hosts_lose_nothing<P: MemoryProvider + ?Sized + 'static>(hosts: &[Arc<P>]) {
+    let c = ctx("ada", "u1");
+    let results = adds_to_one_document(hosts, &c).await;
     let mut history = History::default();
     for (entry, result) in results {
         let report = result.unwrap_or_else(|err| panic!("adding {entry} failed: {err}"));
@@ -115,17 +123,7 @@ pub async fn contention_is_reported_never_dropped<P: MemoryProvider + ?Sized + '
 ) -> usize {
     let hosts = hosts_with_one_attempt;
     let c = ctx("ada", "u1");
-    let results = hammer(hosts.len(), {
-        let (hosts, c) = (hosts.to_vec(), c.clone());
-        move |host, _, entry| {
-            let (p, c) = (Arc::clone(&hosts[host]), c.clone());
-            async move {
-                let add = [MemoryUpdate::add(Store::Memory, &entry)];
-                (entry, p.sync(&c, &add, &IfMatch::NONE).await)
-            }
-        }
-    })
-    .await;
+    let results = adds_to_one_document(hosts, &c).await;
     let landed: HashSet<String> = entries(
         &hosts[0]
             .read(&c.document(Store::Memory))
