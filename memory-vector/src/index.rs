@@ -105,7 +105,7 @@ impl EntryTable {
     pub async fn has_rows_of_other_models(&self, model: &str) -> Result<bool, MemoryError> {
         let others = self
             .table
-            .count_rows(Some(format!("model != '{model}'")))
+            .count_rows(Some(format!("model != {}", sql_string(model))))
             .await
             .map_err(|err| self.failed(err))?;
         Ok(others > 0)
@@ -141,7 +141,7 @@ impl EntryTable {
         removed: &[String],
     ) -> Result<(), MemoryError> {
         if !removed.is_empty() {
-            let hashes: Vec<String> = removed.iter().map(|h| format!("'{h}'")).collect();
+            let hashes: Vec<String> = removed.iter().map(|h| sql_string(h)).collect();
             let predicate = format!(
                 "{} AND hash IN ({})",
                 scope_filter(scope),
@@ -346,9 +346,14 @@ fn batch(
     .map_err(|err| lancedb::Error::Arrow { source: err })
 }
 
-/// Scopes are document paths built from validated ids, so they never hold a quote.
 fn scope_filter(scope: &str) -> String {
-    format!("scope = '{scope}'")
+    format!("scope = {}", sql_string(scope))
+}
+
+/// `value` as an SQL string literal. Scopes and hashes never hold a quote (they are built from
+/// validated ids and hex), but a model id is whatever `Embedder::with_id` was given.
+fn sql_string(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
 }
 
 fn strings<'a>(batch: &'a RecordBatch, column: &str) -> &'a StringArray {

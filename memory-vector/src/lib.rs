@@ -1,19 +1,4 @@
-//! Semantic recall for agent memory: an embedded LanceDB index over a source-of-truth provider.
-//!
-//! [`VectorProvider`] wraps any provider (markdown by default). Writes go to the source first;
-//! then the index follows: the entries (blank-line-separated paragraphs) of each written
-//! `MEMORY.md` are diffed by hash against the index, new ones embedded and added, gone ones
-//! deleted. The index is never the source of truth: delete its directory and
-//! [`VectorProvider::reindex`] rebuilds it, and an index failure never fails or undoes a write
-//! (the report carries a warning, and the next sync or `reindex` repairs it).
-//!
-//! `prefetch` without a query is exactly the source's. With a query (the current user
-//! message), `## About You` is `USER.md` in full and `## Memory` holds the `k` entries of
-//! `MEMORY.md` that best match it by hybrid search: the vector and the full-text (BM25) rankings
-//! of the caller's document only, fused by reciprocal rank. The chosen entries are rendered in
-//! document order, not by score: the document is a timeline where later notes refine earlier
-//! ones, and the model reads them best in that order. A memory of at most `k` entries is
-//! rendered whole.
+#![doc = include_str!("../README.md")]
 
 mod embed;
 mod entries;
@@ -71,6 +56,30 @@ impl Default for RecallConfig {
             text_weight: 0.5,
             ann_index_rows: 10_000,
         }
+    }
+}
+
+impl RecallConfig {
+    /// Fuses two rankings of entry hashes (best first; either may be empty) by weighted
+    /// reciprocal rank: an entry at rank `r` (from 1) of a ranking scores `weight / (rrf_k + r)`,
+    /// summed over the rankings. Returns at most `limit` hashes, best first; ties go to the
+    /// smaller hash, so the result is deterministic.
+    pub fn fuse(&self, vector: &[String], text: &[String], limit: usize) -> Vec<String> {
+        let mut scores: HashMap<&str, f32> = HashMap::new();
+        for (weight, ranking) in [(self.vector_weight, vector), (self.text_weight, text)] {
+            let mut seen = HashSet::new();
+            let distinct = ranking.iter().filter(|hash| seen.insert(hash.as_str()));
+            for (rank, hash) in distinct.enumerate() {
+                *scores.entry(hash).or_default() += weight / (self.rrf_k + rank as f32 + 1.0);
+            }
+        }
+        let mut ranked: Vec<(&str, f32)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        ranked
+            .into_iter()
+            .take(limit)
+            .map(|(hash, _)| hash.to_owned())
+            .collect()
     }
 }
 
@@ -277,42 +286,20 @@ impl VectorProvider {
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
         let scope = document.relative_path();
-        let RecallConfig {
-            candidates,
-            rrf_k,
-            vector_weight,
-            text_weight,
-            ..
-        } = self.recall;
+        let candidates = self.recall.candidates;
         let candidates = candidates.max(limit);
-        let mut lists: Vec<(f32, Vec<String>)> = Vec::new();
-        if ranking != Ranking::FullText {
-            let vector = self.embed(vec![query.to_owned()]).await?.remove(0);
-            let nearest = self.table.nearest(&scope, &vector, candidates).await?;
-            lists.push((vector_weight, nearest));
-        }
-        if ranking != Ranking::Vector {
-            let matched = self.table.full_text(&scope, query, candidates).await?;
-            lists.push((text_weight, matched));
-        }
-        let mut scores: HashMap<String, f32> = HashMap::new();
-        for (weight, list) in lists {
-            let mut seen = HashSet::new();
-            for (rank, hash) in list
-                .into_iter()
-                .filter(|h| seen.insert(h.clone()))
-                .enumerate()
-            {
-                *scores.entry(hash).or_default() += weight / (rrf_k + rank as f32 + 1.0);
+        let vector = match ranking {
+            Ranking::FullText => Vec::new(),
+            _ => {
+                let query = self.embed(vec![query.to_owned()]).await?.remove(0);
+                self.table.nearest(&scope, &query, candidates).await?
             }
-        }
-        let mut ranked: Vec<(String, f32)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        Ok(ranked
-            .into_iter()
-            .take(limit)
-            .map(|(hash, _)| hash)
-            .collect())
+        };
+        let text = match ranking {
+            Ranking::Vector => Vec::new(),
+            _ => self.table.full_text(&scope, query, candidates).await?,
+        };
+        Ok(self.recall.fuse(&vector, &text, limit))
     }
 
     /// `memory` cut to the `k` entries that best match `query`, in document order.
@@ -393,5 +380,67 @@ impl MemoryProvider for VectorProvider {
 
     fn subscribe(&self) -> Subscription {
         self.source.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn fusion_rewards_agreement_and_respects_the_weights() {
+        let equal = RecallConfig {
+            rrf_k: 5.0,
+            vector_weight: 1.0,
+            text_weight: 1.0,
+            ..RecallConfig::default()
+        };
+        let vector = hashes(&["a", "b", "c"]);
+        let text = hashes(&["c", "d", "b"]);
+        // b: 1/7 + 1/8, c: 1/8 + 1/6, a: 1/6, d: 1/7.
+        assert_eq!(
+            equal.fuse(&vector, &text, 10),
+            hashes(&["c", "b", "a", "d"])
+        );
+        assert_eq!(equal.fuse(&vector, &text, 2), hashes(&["c", "b"]));
+
+        let text_ignored = RecallConfig {
+            text_weight: 0.0,
+            ..equal
+        };
+        assert_eq!(
+            text_ignored.fuse(&vector, &text, 3),
+            hashes(&["a", "b", "c"])
+        );
+        assert_eq!(
+            equal.fuse(&[], &text, 10),
+            text,
+            "one ranking alone is kept"
+        );
+    }
+
+    #[test]
+    fn fusion_counts_a_repeated_hash_once_and_breaks_ties_by_hash() {
+        let config = RecallConfig::default();
+        let vector = hashes(&["x", "x", "y"]);
+        assert_eq!(config.fuse(&vector, &[], 10), hashes(&["x", "y"]));
+        let tied = config.fuse(&hashes(&["q"]), &hashes(&["p"]), 10);
+        let config = RecallConfig {
+            text_weight: config.vector_weight,
+            ..config
+        };
+        assert_eq!(
+            config.fuse(&hashes(&["q"]), &hashes(&["p"]), 10),
+            hashes(&["p", "q"])
+        );
+        assert_eq!(
+            tied,
+            hashes(&["q", "p"]),
+            "the vector ranking weighs more by default"
+        );
     }
 }

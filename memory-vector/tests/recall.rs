@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use memory_core::{
-    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId,
+    Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider, entries};
@@ -110,27 +111,59 @@ async fn a_query_renders_the_matching_entries_in_document_order() {
     );
 }
 
-/// Recall never crosses personalities, even when another's entry is the best match.
+/// Recall never crosses personalities or users, even when another's entry is the best match:
+/// not another personality's MEMORY.md, not the global one, not another user's USER.md.
 #[tokio::test(flavor = "multi_thread")]
-async fn queries_never_return_another_personalitys_entries() {
+async fn queries_never_return_another_personalitys_or_users_entries() {
     let dir = TempDir::new().unwrap();
     let p = open(dir.path(), embedder(), 2).await;
     let (ada, bob) = (ctx("ada", "grace"), ctx("bob", "grace"));
+    let global = ctx("cyd", "grace").with_scope(MemoryScope::Global);
+    add_all(&p, &ada, &["When does my passport expire? In March 2027."]).await;
     add_all(
         &p,
-        &ada,
-        &["When does my passport expire? It expires in March 2027."],
+        &global,
+        &["When does my passport expire? In April 2028."],
     )
     .await;
+    p.sync(
+        &ctx("bob", "alan"),
+        &[MemoryUpdate::add(
+            Store::User,
+            "When does my passport expire? In May 2029.",
+        )],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
     add_all(&p, &bob, &NOTES[1..]).await;
+    add_all(&p, &bob, &["Passport photos are in the top desk drawer."]).await;
+
     let query = "when does my passport expire?";
+    let foreign: Vec<String> = [&ada, &global]
+        .into_iter()
+        .map(|c| c.document(Store::Memory))
+        .map(|document| {
+            entries(
+                &std::fs::read_to_string(dir.path().join("memory").join(document.relative_path()))
+                    .unwrap(),
+            )[0]
+            .hash
+            .clone()
+        })
+        .collect();
     for ranking in [Ranking::Vector, Ranking::FullText, Ranking::Hybrid] {
         let found = p
             .recall(&bob.document(Store::Memory), query, ranking, 20)
             .await
             .unwrap();
-        let ada_hash = &entries(&p.read(&ada.document(Store::Memory)).await.unwrap().text)[0].hash;
-        assert!(!found.contains(ada_hash), "{ranking:?} leaked ada's entry");
+        assert!(
+            !found.is_empty(),
+            "{ranking:?} finds bob's own passport entry"
+        );
+        for hash in &foreign {
+            assert!(!found.contains(hash), "{ranking:?} leaked {hash}");
+        }
     }
     let context = p
         .prefetch(&bob.clone().with_query(query))
@@ -138,7 +171,9 @@ async fn queries_never_return_another_personalitys_entries() {
         .unwrap()
         .context
         .unwrap();
-    assert!(!context.contains("March 2027"), "{context}");
+    for leaked in ["2027", "2028", "2029"] {
+        assert!(!context.contains(leaked), "{context}");
+    }
 }
 
 /// Deleting the index loses nothing: `reindex` rebuilds it from the source, with the same
@@ -184,11 +219,11 @@ async fn another_models_index_is_detected_and_reembedded() {
     let renamed = Arc::new(
         Embedder::load(&ModelConfig::from_env())
             .unwrap()
-            .with_id("all-MiniLM-L6-v2/renamed"),
+            .with_id("all-MiniLM-L6-v2/grace's fine-tune"),
     );
     let p = open(dir.path(), renamed, 3).await;
     let status = p.index_status().await.unwrap();
-    assert_eq!(status.models, ["all-MiniLM-L6-v2/renamed"]);
+    assert_eq!(status.models, ["all-MiniLM-L6-v2/grace's fine-tune"]);
     assert_eq!(status.rows["personalities/ada/MEMORY.md"], 4);
 }
 
@@ -369,4 +404,25 @@ async fn a_large_index_gets_an_ann_index_and_still_recalls() {
         "the best match survives the approximation"
     );
     assert_eq!(exact[0], entries(NOTES[2])[0].hash);
+}
+
+/// The full-text index is built by the first query; entries written after it are found by
+/// full text straight away, before any `optimize` folds them into the index.
+#[tokio::test(flavor = "multi_thread")]
+async fn entries_written_after_the_full_text_index_are_found_by_full_text() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES).await;
+    let doc = c.document(Store::Memory);
+    let found = p.recall(&doc, "Allianz policy", Ranking::FullText, 3).await;
+    assert_eq!(found.unwrap()[0], entries(NOTES[8])[0].hash);
+
+    let late = "The locker code at the gym is QX-4471.";
+    add_all(&p, &c, &[late]).await;
+    let found = p
+        .recall(&doc, "QX-4471", Ranking::FullText, 3)
+        .await
+        .unwrap();
+    assert_eq!(found.first(), Some(&entries(late)[0].hash), "{found:?}");
 }
