@@ -1,7 +1,11 @@
 //! Figures for memory-vector, printed, never asserted: embedding throughput, the cost of an
-//! add through the index, and query latency at 1k, 10k and 100k entries, before and after the
-//! ANN index. `cargo bench -p memory-vector` (release; `BENCH_SIZES=1000,10000` to skip the
-//! largest, which embeds 100k entries first).
+//! add through the index, recall on the labelled set with the fusion sweep that chose the
+//! defaults, and query latency at 1k, 10k and 100k entries, before and after the ANN index.
+//! `cargo bench -p memory-vector` (release; `BENCH_SIZES=1000,10000` to skip the largest,
+//! which embeds 100k entries first).
+
+#[path = "../tests/support/labelled.rs"]
+mod labelled;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,6 +96,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         percentiles(indexed)
     );
 
+    print_recall(embedder.clone()).await;
+
     for size in sizes {
         let dir = tempfile::tempdir()?;
         let ctx = MemoryContext::new(PersonalityId::new("large")?, UserId::new("bench")?);
@@ -156,4 +162,27 @@ async fn print_query_latency(
         println!("  {label:<15} {ranking:?} query: {}", percentiles(samples));
     }
     Ok(())
+}
+
+/// The recall table of the labelled set, and the sweep of fusion parameters on its tuning half
+/// (mean of recall@5 and @10), from which the defaults were chosen.
+async fn print_recall(embedder: Arc<Embedder>) {
+    let config = RecallConfig::default();
+    let evaluation = labelled::evaluate(embedder, config).await;
+    println!("labelled set indexed in {:.1?}", evaluation.indexing);
+    labelled::print_table(&evaluation, &config);
+    println!(
+        "fusion sweep, tuning half, mean of recall@5 and @10 (rows rrf_k, columns text weight):"
+    );
+    let sweep = evaluation.sweep(labelled::Split::Tune);
+    let weights = labelled::SWEEP_TEXT_WEIGHT.map(|w| format!("{w}"));
+    println!("| rrf_k | {} |", weights.join(" | "));
+    println!("| --- |{}", " --- |".repeat(weights.len()));
+    for row in sweep.chunks(weights.len()) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|(_, _, r)| format!("{:.3}", r.mean()))
+            .collect();
+        println!("| {} | {} |", row[0].0, cells.join(" | "));
+    }
 }

@@ -1,141 +1,59 @@
 //! Recall on the labelled set in `tests/data/recall.json`: recall@5 and @10 of vector-only,
-//! full-text-only and hybrid search, printed as a table. Hybrid must beat both, and no query
-//! may return another personality's entry (the set plants better matches there on purpose).
+//! full-text-only and hybrid search, printed as a table. Hybrid must beat both on the held-out
+//! half and on the whole set, the default fusion must be the best of the sweep on the tuning
+//! half (where it was chosen), and no query may return another personality's entry (the set
+//! plants better matches there on purpose).
 
-use std::collections::HashMap;
+#[path = "support/labelled.rs"]
+mod labelled;
+
 use std::sync::Arc;
 
-use memory_core::{
-    IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
-};
-use memory_markdown::MarkdownProvider;
-use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider, entries};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct LabelledSet {
-    entries: Vec<LabelledEntry>,
-    queries: Vec<LabelledQuery>,
-}
-
-#[derive(Deserialize)]
-struct LabelledEntry {
-    id: String,
-    personality: String,
-    text: String,
-}
-
-#[derive(Deserialize)]
-struct LabelledQuery {
-    id: String,
-    personality: String,
-    text: String,
-    relevant: Vec<String>,
-    #[serde(default)]
-    trap: Option<String>,
-}
-
-fn ctx(personality: &str) -> MemoryContext {
-    MemoryContext::new(
-        PersonalityId::new(personality).unwrap(),
-        UserId::new("eval").unwrap(),
-    )
-}
+use labelled::Split;
+use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hybrid_recall_beats_vector_and_full_text_on_the_labelled_set() {
-    let set: LabelledSet =
-        serde_json::from_str(include_str!("data/recall.json")).expect("the labelled set parses");
-    assert!(set.entries.len() >= 300 && set.queries.len() >= 60);
-    let dir = tempfile::tempdir().unwrap();
+    let config = RecallConfig::default();
     let embedder = Arc::new(Embedder::load(&ModelConfig::from_env()).unwrap());
-    let source = Arc::new(MarkdownProvider::new(dir.path().join("memory")));
-    let p = VectorProvider::open(
-        source,
-        &dir.path().join("index"),
-        embedder,
-        RecallConfig::default(),
-    )
-    .await
-    .unwrap();
+    let evaluation = labelled::evaluate(embedder, config).await;
+    let set = &evaluation.set;
+    assert!(set.entries.len() >= 300 && set.queries.len() >= 60);
+    labelled::print_table(&evaluation, &config);
 
-    let mut by_personality: HashMap<&str, Vec<&LabelledEntry>> = HashMap::new();
-    for entry in &set.entries {
-        by_personality
-            .entry(&entry.personality)
-            .or_default()
-            .push(entry);
-    }
-    let mut id_of_hash: HashMap<String, &str> = HashMap::new();
-    for (personality, labelled) in &by_personality {
-        let updates: Vec<_> = labelled
-            .iter()
-            .map(|e| MemoryUpdate::add(Store::Memory, &e.text))
-            .collect();
-        let report = p
-            .sync(&ctx(personality), &updates, &IfMatch::NONE)
-            .await
-            .unwrap();
-        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
-        for e in labelled {
-            id_of_hash.insert(entries(&e.text)[0].hash.clone(), &e.id);
-        }
-    }
-
-    let personality_of: HashMap<&str, &str> = set
-        .entries
-        .iter()
-        .map(|e| (e.id.as_str(), e.personality.as_str()))
-        .collect();
-    println!(
-        "recall on {} entries, {} queries",
-        set.entries.len(),
-        set.queries.len()
+    assert_eq!(
+        evaluation.scope_leaks(),
+        Vec::<String>::new(),
+        "left the scope"
     );
-    println!("{:<10} {:>9} {:>10}", "ranking", "recall@5", "recall@10");
-    let mut results = HashMap::new();
-    for ranking in [Ranking::Vector, Ranking::FullText, Ranking::Hybrid] {
-        let (mut at5, mut at10) = (0.0, 0.0);
-        for q in &set.queries {
-            let document = ctx(&q.personality).document(Store::Memory);
-            let found = p.recall(&document, &q.text, ranking, 10).await.unwrap();
-            let found: Vec<&str> = found.iter().map(|h| id_of_hash[h]).collect();
-            for id in &found {
-                assert_eq!(
-                    personality_of[id], q.personality,
-                    "{}: {ranking:?} left the scope",
-                    q.id
-                );
-            }
-            if let Some(trap) = &q.trap {
-                assert!(
-                    !found.contains(&trap.as_str()),
-                    "{}: {ranking:?} returned the trap",
-                    q.id
-                );
-            }
-            let hits = |k: usize| {
-                q.relevant
-                    .iter()
-                    .filter(|r| found.iter().take(k).any(|f| f == r))
-                    .count() as f64
-                    / q.relevant.len() as f64
-            };
-            at5 += hits(5);
-            at10 += hits(10);
-        }
-        let n = set.queries.len() as f64;
-        println!(
-            "{:<10} {:>9.3} {:>10.3}",
-            format!("{ranking:?}"),
-            at5 / n,
-            at10 / n
+    for (q, ranked) in set.queries.iter().zip(&evaluation.ranked) {
+        assert_eq!(
+            ranked.hybrid,
+            config.fuse(&ranked.vector, &ranked.text, 10),
+            "{}: the table's hybrid ranking is what recall returns",
+            q.id
         );
-        results.insert(format!("{ranking:?}"), (at5 / n, at10 / n));
     }
-    let (hybrid, vector, text) = (results["Hybrid"], results["Vector"], results["FullText"]);
+
+    for split in [Split::HeldOut, Split::All] {
+        let [(_, vector), (_, text), (ranking, hybrid)] = evaluation.table(split, &config);
+        assert_eq!(ranking, Ranking::Hybrid);
+        for other in [vector, text] {
+            assert!(
+                hybrid.at5 > other.at5 && hybrid.at10 > other.at10,
+                "{split:?}: hybrid {hybrid:?} must beat vector {vector:?} and full text {text:?}"
+            );
+        }
+    }
+
+    let best = evaluation
+        .sweep(Split::Tune)
+        .into_iter()
+        .map(|(_, _, recall)| recall.mean())
+        .fold(0.0, f64::max);
+    let chosen = evaluation.table(Split::Tune, &config)[2].1.mean();
     assert!(
-        hybrid.0 > vector.0 && hybrid.0 > text.0 && hybrid.1 > vector.1 && hybrid.1 > text.1,
-        "hybrid {hybrid:?} must beat vector {vector:?} and full text {text:?}"
+        chosen >= best - 1e-9,
+        "the default fusion ({chosen:.4}) is no longer the best of the sweep ({best:.4}) on the tuning half"
     );
 }

@@ -1,0 +1,272 @@
+//! The labelled recall set in `tests/data/recall.json`, indexed and scored. Shared by the
+//! recall test (which asserts) and the benchmark (which prints).
+//!
+//! Each query's vector and full-text rankings are fetched once; hybrid rankings for any fusion
+//! parameters are then computed with [`RecallConfig::fuse`], the function `recall` itself uses,
+//! so a parameter sweep needs no further queries.
+
+// The test and the benchmark each use part of this.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memory_core::{
+    IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
+};
+use memory_markdown::MarkdownProvider;
+use memory_vector::{Embedder, Ranking, RecallConfig, VectorProvider, entries};
+use serde::Deserialize;
+
+/// The rrf_k values of the fusion sweep.
+pub const SWEEP_RRF_K: [f32; 6] = [1.0, 2.0, 5.0, 10.0, 20.0, 60.0];
+/// The text weights of the fusion sweep (the vector weight stays 1).
+pub const SWEEP_TEXT_WEIGHT: [f32; 8] = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0];
+
+#[derive(Deserialize)]
+pub struct LabelledSet {
+    pub entries: Vec<LabelledEntry>,
+    pub queries: Vec<LabelledQuery>,
+}
+
+#[derive(Deserialize)]
+pub struct LabelledEntry {
+    pub id: String,
+    pub personality: String,
+    pub text: String,
+}
+
+#[derive(Deserialize)]
+pub struct LabelledQuery {
+    pub id: String,
+    pub personality: String,
+    pub text: String,
+    pub relevant: Vec<String>,
+    /// An entry of another personality worded like the query: it must never be returned.
+    #[serde(default)]
+    pub trap: Option<String>,
+    /// `tune` (the fusion parameters were chosen on these) or `held-out`.
+    pub split: String,
+}
+
+/// Which queries a figure is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    Tune,
+    HeldOut,
+    All,
+}
+
+impl Split {
+    fn holds(self, query: &LabelledQuery) -> bool {
+        match self {
+            Split::Tune => query.split == "tune",
+            Split::HeldOut => query.split == "held-out",
+            Split::All => true,
+        }
+    }
+}
+
+/// Mean recall@5 and recall@10 over some queries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recall {
+    pub at5: f64,
+    pub at10: f64,
+}
+
+impl Recall {
+    /// The figure a sweep maximises.
+    pub fn mean(self) -> f64 {
+        (self.at5 + self.at10) / 2.0
+    }
+}
+
+/// What the index returned for one query, as entry hashes, best first.
+pub struct Ranked {
+    pub vector: Vec<String>,
+    pub text: Vec<String>,
+    /// What `recall(.., Ranking::Hybrid, 10)` returned with the provider's configuration.
+    pub hybrid: Vec<String>,
+}
+
+/// The labelled set, indexed under the real model, with every query's rankings.
+pub struct Evaluation {
+    pub set: LabelledSet,
+    pub ranked: Vec<Ranked>,
+    pub personality_of: HashMap<String, String>,
+    pub id_of_hash: HashMap<String, String>,
+    /// How long indexing the whole set took (embedding included).
+    pub indexing: std::time::Duration,
+}
+
+pub fn load() -> LabelledSet {
+    serde_json::from_str(include_str!("../data/recall.json")).expect("the labelled set parses")
+}
+
+fn ctx(personality: &str) -> MemoryContext {
+    MemoryContext::new(
+        PersonalityId::new(personality).unwrap(),
+        UserId::new("eval").unwrap(),
+    )
+}
+
+/// Indexes the set (each personality's entries in its own MEMORY.md) and ranks every query.
+pub async fn evaluate(embedder: Arc<Embedder>, config: RecallConfig) -> Evaluation {
+    let set = load();
+    let dir = tempfile::tempdir().unwrap();
+    let source = Arc::new(MarkdownProvider::new(dir.path().join("memory")));
+    let provider = VectorProvider::open(source, &dir.path().join("index"), embedder, config)
+        .await
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    let mut id_of_hash: HashMap<String, String> = HashMap::new();
+    let mut by_personality: HashMap<&str, Vec<&LabelledEntry>> = HashMap::new();
+    for entry in &set.entries {
+        by_personality
+            .entry(&entry.personality)
+            .or_default()
+            .push(entry);
+        id_of_hash.insert(entries(&entry.text)[0].hash.clone(), entry.id.clone());
+    }
+    for (personality, labelled) in &by_personality {
+        let updates: Vec<_> = labelled
+            .iter()
+            .map(|e| MemoryUpdate::add(Store::Memory, &e.text))
+            .collect();
+        let report = provider
+            .sync(&ctx(personality), &updates, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    }
+    let indexing = started.elapsed();
+
+    let mut ranked = Vec::new();
+    for q in &set.queries {
+        let document = ctx(&q.personality).document(Store::Memory);
+        let rank = |ranking, limit| provider.recall(&document, &q.text, ranking, limit);
+        ranked.push(Ranked {
+            vector: rank(Ranking::Vector, config.candidates).await.unwrap(),
+            text: rank(Ranking::FullText, config.candidates).await.unwrap(),
+            hybrid: rank(Ranking::Hybrid, 10).await.unwrap(),
+        });
+    }
+    let personality_of = set
+        .entries
+        .iter()
+        .map(|e| (e.id.clone(), e.personality.clone()))
+        .collect();
+    Evaluation {
+        set,
+        ranked,
+        personality_of,
+        id_of_hash,
+        indexing,
+    }
+}
+
+impl Evaluation {
+    /// Recall of `pick` (a ranking of a query's hashes, from its fetched rankings) over `split`.
+    pub fn recall(&self, split: Split, pick: impl Fn(&Ranked) -> Vec<String>) -> Recall {
+        let (mut at5, mut at10, mut n) = (0.0, 0.0, 0.0);
+        for (q, ranked) in self.set.queries.iter().zip(&self.ranked) {
+            if !split.holds(q) {
+                continue;
+            }
+            let found: Vec<&String> = pick(ranked).iter().map(|h| &self.id_of_hash[h]).collect();
+            let share = |k: usize| {
+                let top = &found[..found.len().min(k)];
+                q.relevant.iter().filter(|r| top.contains(r)).count() as f64
+                    / q.relevant.len() as f64
+            };
+            at5 += share(5);
+            at10 += share(10);
+            n += 1.0;
+        }
+        Recall {
+            at5: at5 / n,
+            at10: at10 / n,
+        }
+    }
+
+    /// Recall of vector only, full text only and hybrid fused with `config`, in that order.
+    pub fn table(&self, split: Split, config: &RecallConfig) -> [(Ranking, Recall); 3] {
+        [
+            (Ranking::Vector, self.recall(split, |r| r.vector.clone())),
+            (Ranking::FullText, self.recall(split, |r| r.text.clone())),
+            (
+                Ranking::Hybrid,
+                self.recall(split, |r| config.fuse(&r.vector, &r.text, 10)),
+            ),
+        ]
+    }
+
+    /// Hybrid recall over `split` for every point of the sweep grid.
+    pub fn sweep(&self, split: Split) -> Vec<(f32, f32, Recall)> {
+        let mut points = Vec::new();
+        for rrf_k in SWEEP_RRF_K {
+            for text_weight in SWEEP_TEXT_WEIGHT {
+                let config = RecallConfig {
+                    rrf_k,
+                    text_weight,
+                    vector_weight: 1.0,
+                    ..RecallConfig::default()
+                };
+                let recall = self.recall(split, |r| config.fuse(&r.vector, &r.text, 10));
+                points.push((rrf_k, text_weight, recall));
+            }
+        }
+        points
+    }
+
+    /// Every returned id that is out of its query's scope or its trap, as "query: id" lines.
+    pub fn scope_leaks(&self) -> Vec<String> {
+        let mut leaks = Vec::new();
+        for (q, ranked) in self.set.queries.iter().zip(&self.ranked) {
+            for hash in ranked
+                .vector
+                .iter()
+                .chain(&ranked.text)
+                .chain(&ranked.hybrid)
+            {
+                let id = &self.id_of_hash[hash];
+                if self.personality_of[id] != q.personality || q.trap.as_ref() == Some(id) {
+                    leaks.push(format!("{}: {id}", q.id));
+                }
+            }
+        }
+        leaks
+    }
+}
+
+/// Prints a recall table: one row per ranking, recall@5 and @10 on the held-out half and on
+/// every query.
+pub fn print_table(evaluation: &Evaluation, config: &RecallConfig) {
+    let held_out = evaluation.table(Split::HeldOut, config);
+    let all = evaluation.table(Split::All, config);
+    let count = |split: Split| {
+        evaluation
+            .set
+            .queries
+            .iter()
+            .filter(|q| split.holds(q))
+            .count()
+    };
+    println!(
+        "recall on {} entries: {} held-out queries, {} in all (rrf_k {}, text weight {})",
+        evaluation.set.entries.len(),
+        count(Split::HeldOut),
+        count(Split::All),
+        config.rrf_k,
+        config.text_weight,
+    );
+    println!("| ranking | held-out recall@5 | held-out recall@10 | all recall@5 | all recall@10 |");
+    println!("| --- | --- | --- | --- | --- |");
+    for ((ranking, h), (_, a)) in held_out.iter().zip(&all) {
+        println!(
+            "| {ranking:?} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            h.at5, h.at10, a.at5, a.at10
+        );
+    }
+}
