@@ -119,13 +119,10 @@ async fn queries_never_return_another_personalitys_or_users_entries() {
     let p = open(dir.path(), embedder(), 2).await;
     let (ada, bob) = (ctx("ada", "grace"), ctx("bob", "grace"));
     let global = ctx("cyd", "grace").with_scope(MemoryScope::Global);
-    add_all(&p, &ada, &["When does my passport expire? In March 2027."]).await;
-    add_all(
-        &p,
-        &global,
-        &["When does my passport expire? In April 2028."],
-    )
-    .await;
+    let ada_note = "When does my passport expire? In March 2027.";
+    let global_note = "When does my passport expire? In April 2028.";
+    add_all(&p, &ada, &[ada_note]).await;
+    add_all(&p, &global, &[global_note]).await;
     p.sync(
         &ctx("bob", "alan"),
         &[MemoryUpdate::add(
@@ -140,18 +137,7 @@ async fn queries_never_return_another_personalitys_or_users_entries() {
     add_all(&p, &bob, &["Passport photos are in the top desk drawer."]).await;
 
     let query = "when does my passport expire?";
-    let foreign: Vec<String> = [&ada, &global]
-        .into_iter()
-        .map(|c| c.document(Store::Memory))
-        .map(|document| {
-            entries(
-                &std::fs::read_to_string(dir.path().join("memory").join(document.relative_path()))
-                    .unwrap(),
-            )[0]
-            .hash
-            .clone()
-        })
-        .collect();
+    let foreign = [ada_note, global_note].map(|note| entries(note)[0].hash.clone());
     for ranking in [Ranking::Vector, Ranking::FullText, Ranking::Hybrid] {
         let found = p
             .recall(&bob.document(Store::Memory), query, ranking, 20)
