@@ -45,8 +45,17 @@ pub struct LabelledQuery {
     /// An entry of another personality worded like the query: it must never be returned.
     #[serde(default)]
     pub trap: Option<String>,
-    /// `tune` (the fusion parameters were chosen on these) or `held-out`.
-    pub split: String,
+    pub split: Half,
+}
+
+/// The half of the set a query is in, as the data file names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Half {
+    /// The fusion parameters were chosen on these.
+    Tune,
+    /// Only reported.
+    HeldOut,
 }
 
 /// Which queries a figure is over.
@@ -60,8 +69,8 @@ pub enum Split {
 impl Split {
     fn holds(self, query: &LabelledQuery) -> bool {
         match self {
-            Split::Tune => query.split == "tune",
-            Split::HeldOut => query.split == "held-out",
+            Split::Tune => query.split == Half::Tune,
+            Split::HeldOut => query.split == Half::HeldOut,
             Split::All => true,
         }
     }
