@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use memory_core::{
     Budgets, Caps, DocumentId, EVENT_BUFFER, IfMatch, MemoryContext, MemoryError, MemoryEvent,
@@ -1103,4 +1104,60 @@ pub async fn read_and_list_show_what_was_written<P: MemoryProvider + ?Sized>(p: 
     );
     assert_eq!(p.read(&ada.document(M)).await.unwrap().text, "ada\n");
     assert_eq!(p.read(&DocumentId::GlobalMemory).await.unwrap().text, "");
+}
+
+/// `modified`: `None` for a document never written; after a write, `read` and `prefetch` give
+/// the time of the write by the backend's clock (checked within a generous window, since that
+/// clock is not ours); an unchanged batch keeps it and a later change never moves it back.
+pub async fn modified_follows_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    const SLACK: Duration = Duration::from_secs(5);
+    let c = ctx("ada", "u1");
+    let seen = p.prefetch(&c).await.expect("prefetch");
+    assert_eq!(seen.memory.modified, None, "never written: no time");
+    assert_eq!(seen.user.modified, None, "never written: no time");
+    assert_eq!(p.read(&c.document(M)).await.unwrap().modified, None);
+
+    let started = SystemTime::now();
+    sync(&*p, &c, &[MemoryUpdate::add(M, "first")]).await;
+    let ended = SystemTime::now();
+    let first = p
+        .read(&c.document(M))
+        .await
+        .unwrap()
+        .modified
+        .expect("a written document has a modified time");
+    assert!(
+        first >= started - SLACK && first <= ended + SLACK,
+        "{first:?} is not within {SLACK:?} of the write ({started:?} to {ended:?})"
+    );
+    let seen = p.prefetch(&c).await.unwrap();
+    assert_eq!(seen.memory.modified, Some(first), "prefetch and read agree");
+    assert_eq!(
+        seen.user.modified, None,
+        "only the written document has a time"
+    );
+
+    sync(&*p, &c, &[MemoryUpdate::remove(M, "not there")]).await;
+    assert_eq!(
+        p.read(&c.document(M)).await.unwrap().modified,
+        Some(first),
+        "a batch that changes nothing keeps the time"
+    );
+
+    sync(
+        &*p,
+        &c,
+        &[MemoryUpdate::add(M, "second"), MemoryUpdate::add(U, "u")],
+    )
+    .await;
+    let ended = SystemTime::now();
+    let seen = p.prefetch(&c).await.unwrap();
+    let second = seen.memory.modified.expect("still written");
+    assert!(second >= first, "{second:?} went back from {first:?}");
+    let user = seen.user.modified.expect("the user document was written");
+    assert!(
+        user >= started - SLACK && user <= ended + SLACK,
+        "{user:?} is not within {SLACK:?} of the write"
+    );
+    assert_eq!(p.read(&c.document(U)).await.unwrap().modified, Some(user));
 }

@@ -17,6 +17,9 @@
 //! fns in [`cases`], and the model-based property test is [`model::matches_reference_model`].
 //! [`hosts`] has the cases for several provider values sharing one namespace (pools, clients,
 //! processes), which a backend's own tests call with the hosts it builds.
+//!
+//! The identity map has a suite of its own, [`identity_map_suite!`], stamped the same way from a
+//! `setup` that returns [`identity::Maps`]: one or more handles on one fresh map.
 
 use std::any::Any;
 use std::future::Future;
@@ -26,6 +29,7 @@ use memory_core::MemoryProvider;
 
 pub mod cases;
 pub mod hosts;
+pub mod identity;
 pub mod latency;
 pub mod model;
 #[cfg(feature = "services")]
@@ -140,12 +144,50 @@ macro_rules! conformance_suite {
             concurrent_guarded_replaces_have_one_winner,
             events_follow_writes,
             read_and_list_show_what_was_written,
+            modified_follows_writes,
         );
 
         #[test]
         fn matches_reference_model() {
             $crate::model::matches_reference_model($setup);
         }
+    };
+}
+
+/// Stamps the identity-map cases of [`identity`] as `#[test]` fns for `$setup`, an async fn
+/// returning [`identity::Maps`] (or an `Option` of them, see [`identity::IntoMaps`]) on a fresh,
+/// empty map each time it is called.
+#[macro_export]
+macro_rules! identity_map_suite {
+    ($setup:path) => {
+        $crate::__stamp_identity_cases!(
+            $setup;
+            unknown_identities_resolve_to_none,
+            linked_identities_resolve_everywhere,
+            relinking_to_the_same_user_changes_nothing,
+            a_taken_identity_moves_only_with_relink,
+            identities_are_sorted_and_complete,
+            concurrent_links_lose_nothing,
+            concurrent_links_of_one_identity_have_one_winner,
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stamp_identity_cases {
+    ($setup:path; $($case:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::block_on(async {
+                    let Some(maps) = $crate::identity::IntoMaps::into_maps($setup().await) else {
+                        return;
+                    };
+                    $crate::identity::$case(maps.handles()).await;
+                });
+            }
+        )+
     };
 }
 

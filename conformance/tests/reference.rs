@@ -1,5 +1,6 @@
 //! The suite checks itself against the reference provider, directly and through
-//! `Arc<dyn MemoryProvider>` (the object-safe path agent code uses).
+//! `Arc<dyn MemoryProvider>` (the object-safe path agent code uses), and the identity-map cases
+//! against the in-memory map.
 
 use memory_conformance::Fixture;
 use memory_core::{InMemoryProvider, MemoryProvider};
@@ -24,4 +25,17 @@ mod through_dyn {
     }
 
     memory_conformance::conformance_suite!(setup);
+}
+
+mod identity_map {
+    use memory_conformance::identity::Maps;
+    use memory_core::{IdentityMap, InMemoryIdentityMap};
+    use std::sync::Arc;
+
+    async fn setup() -> Maps {
+        let map: Arc<dyn IdentityMap> = Arc::new(InMemoryIdentityMap::default());
+        Maps::new(vec![map])
+    }
+
+    memory_conformance::identity_map_suite!(setup);
 }

@@ -258,6 +258,7 @@ mod tests {
                         text,
                         version: Version::new(version.to_string()),
                         location: String::new(),
+                        modified: None,
                     };
                     (document, version)
                 })

@@ -1,6 +1,7 @@
 //! What a memory is made of: stores, scopes, documents and their versions.
 
 use std::fmt;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -159,6 +160,10 @@ pub struct DocumentMeta {
     pub version: Version,
     /// Where the backend keeps it: a path or a key.
     pub location: String,
+    /// When its content was last written, if it ever was (milliseconds since the Unix epoch on
+    /// the wire).
+    #[serde(default, with = "unix_millis")]
+    pub modified: Option<SystemTime>,
 }
 
 /// A document's full text with its version and location, as read in one step.
@@ -172,6 +177,11 @@ pub struct Document {
     pub version: Version,
     /// Where the backend keeps it: a path or a key.
     pub location: String,
+    /// When its content was last written, by the backend's clock (a file's mtime, the server's
+    /// time); `None` for a document never written. Compare it only between documents of one
+    /// backend or hosts with synchronised clocks.
+    #[serde(default, with = "unix_millis")]
+    pub modified: Option<SystemTime>,
 }
 
 impl Document {
@@ -181,7 +191,32 @@ impl Document {
             id: self.id.clone(),
             version: self.version.clone(),
             location: self.location.clone(),
+            modified: self.modified,
         }
+    }
+}
+
+/// `Option<SystemTime>` as whole milliseconds since the Unix epoch, the form JSON clients read.
+mod unix_millis {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(time: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+        match time {
+            Some(time) => {
+                let millis = time
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |since| since.as_millis());
+                s.serialize_some(&u64::try_from(millis).unwrap_or(u64::MAX))
+            }
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SystemTime>, D::Error> {
+        let millis = Option::<u64>::deserialize(d)?;
+        Ok(millis.map(|ms| UNIX_EPOCH + Duration::from_millis(ms)))
     }
 }
 
@@ -243,6 +278,24 @@ mod tests {
             serde_json::to_string(&id).unwrap(),
             r#"{"kind":"user-profile","user":"u1"}"#
         );
+    }
+
+    #[test]
+    fn modified_is_unix_millis_on_the_wire() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
+        let meta = DocumentMeta {
+            id: DocumentId::GlobalMemory,
+            version: Version::new("1"),
+            location: "MEMORY.md".into(),
+            modified: Some(at),
+        };
+        let json = serde_json::to_value(&meta).unwrap();
+        assert_eq!(json["modified"], 1_700_000_000_123u64);
+        assert_eq!(serde_json::from_value::<DocumentMeta>(json).unwrap(), meta);
+        let never: DocumentMeta =
+            serde_json::from_str(r#"{"id":{"kind":"global-memory"},"version":"0","location":""}"#)
+                .unwrap();
+        assert_eq!(never.modified, None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The one error type every provider returns.
 
-use crate::{DocumentId, DocumentReport, IdKind, Version};
+use crate::{DocumentId, DocumentReport, IdKind, UserId, Version};
 
 /// A boxed error from a backend driver, kept as the [`std::error::Error::source`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -14,9 +14,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum MemoryError {
     /// An id does not match `^[A-Za-z0-9_-]{1,64}$`. Raised before any read or write.
-    #[error(
-        "invalid {kind} {value:?}: {reason}; ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
-    )]
+    #[error("invalid {kind} {value:?}: {reason}; {}", .kind.rule())]
     InvalidId {
         /// Which kind of id.
         kind: IdKind,
@@ -140,6 +138,20 @@ pub enum MemoryError {
         landed: Vec<DocumentReport>,
         /// Why the rest was not.
         source: Box<MemoryError>,
+    },
+
+    /// [`crate::IdentityMap::link`] without `relink` on an identity already linked to another
+    /// user. Nothing was written.
+    #[error(
+        "{identity} is already linked to user '{linked_to}', not '{requested}'; relink it explicitly to move it; nothing was written"
+    )]
+    IdentityTaken {
+        /// The identity, as `platform:platform-user-id`.
+        identity: String,
+        /// The user it is linked to now.
+        linked_to: UserId,
+        /// The user the call asked for.
+        requested: UserId,
     },
 
     /// A provider was configured wrongly.

@@ -21,6 +21,22 @@ pub enum IdKind {
     Personality,
     /// A [`UserId`].
     User,
+    /// The platform of an [`crate::Identity`] (`telegram`, `slack`).
+    Platform,
+    /// A platform's own user id in an [`crate::Identity`].
+    PlatformUser,
+}
+
+impl IdKind {
+    /// The rule values of this kind must follow, for error messages.
+    pub fn rule(self) -> &'static str {
+        match self {
+            IdKind::PlatformUser => {
+                "platform user ids are 1 to 256 bytes, with no control characters and no leading or trailing whitespace"
+            }
+            _ => "ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them",
+        }
+    }
 }
 
 impl fmt::Display for IdKind {
@@ -28,11 +44,13 @@ impl fmt::Display for IdKind {
         f.write_str(match self {
             IdKind::Personality => "personality id",
             IdKind::User => "user id",
+            IdKind::Platform => "platform",
+            IdKind::PlatformUser => "platform user id",
         })
     }
 }
 
-fn validate(kind: IdKind, value: &str) -> Result<(), MemoryError> {
+pub(crate) fn validate(kind: IdKind, value: &str) -> Result<(), MemoryError> {
     let reason = if value.is_empty() {
         "it is empty".to_owned()
     } else if value.len() > MAX_ID_LEN {

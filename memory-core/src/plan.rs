@@ -12,6 +12,7 @@
 //!         text: String::new(),
 //!         version: Version::new("0"),
 //!         location: "mem://example".into(),
+//!         modified: None,
 //!     };
 //!     let planned = batch.apply(current)?;
 //!     // ...writes `planned.new_text()` if it is `Some`, and reports with the new version.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 
@@ -11,13 +12,16 @@ use crate::{
     MemoryUpdate, Prefetch, Store, Subscription, SyncReport, Version, plan_sync,
 };
 
+/// A document's text, version counter and write time.
+type Stored = (String, u64, SystemTime);
+
 /// Keeps documents in a map behind one mutex. Versions are per-document counters (`"0"` for a
 /// document never written), unlike markdown's content hashes: the suite must pass with both.
 ///
 /// Useful in tests of agent code, and as the model the conformance suite checks backends against.
 #[derive(Debug, Default)]
 pub struct InMemoryProvider {
-    documents: Mutex<BTreeMap<DocumentId, (String, u64)>>,
+    documents: Mutex<BTreeMap<DocumentId, Stored>>,
     events: EventBus,
 }
 
@@ -27,17 +31,21 @@ impl InMemoryProvider {
         Self::default()
     }
 
-    fn snapshot(documents: &BTreeMap<DocumentId, (String, u64)>, id: &DocumentId) -> Document {
-        let (text, version) = documents.get(id).cloned().unwrap_or_default();
+    fn snapshot(documents: &BTreeMap<DocumentId, Stored>, id: &DocumentId) -> Document {
+        let (text, version, modified) = match documents.get(id) {
+            Some((text, version, modified)) => (text.clone(), *version, Some(*modified)),
+            None => (String::new(), 0, None),
+        };
         Document {
             id: id.clone(),
             text,
             version: Version::new(version.to_string()),
             location: format!("memory://{}", id.relative_path()),
+            modified,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<DocumentId, (String, u64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<DocumentId, Stored>> {
         // The map is only mutated after every check passed, so a poisoned lock still guards
         // consistent data.
         self.documents
@@ -70,9 +78,9 @@ impl MemoryProvider for InMemoryProvider {
         let mut report = SyncReport::default();
         for write in planned {
             let id = &write.before().id;
-            let next = documents.get(id).map_or(1, |(_, v)| v + 1);
+            let next = documents.get(id).map_or(1, |(_, v, _)| v + 1);
             if let Some(text) = write.new_text() {
-                documents.insert(id.clone(), (text.to_owned(), next));
+                documents.insert(id.clone(), (text.to_owned(), next, SystemTime::now()));
             }
             report
                 .documents

@@ -1,7 +1,7 @@
 //! The blocking file work behind the provider: reading, locking, atomic replacement, listing.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, ErrorKind, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -27,22 +27,35 @@ pub(crate) fn read(root: &Path, id: DocumentId) -> Result<Document, MemoryError>
 
 fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
     let location = path.display().to_string();
-    let text = match fs::read(&path) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|err| MemoryError::Corrupt {
-            location: location.clone(),
-            reason: format!(
-                "not valid UTF-8 (byte offset {})",
-                err.utf8_error().valid_up_to()
-            ),
-        })?,
-        Err(err) if err.kind() == ErrorKind::NotFound => String::new(),
+    // The time comes from the same open file as the bytes: a rename between reading one and
+    // stat-ing the path could pair this text with the next version's time.
+    let (bytes, modified) = match File::open(&path) {
+        Ok(mut file) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)
+                .map_err(|err| io_error(&path, err))?;
+            let modified = file
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .map_err(|err| io_error(&path, err))?;
+            (bytes, Some(modified))
+        }
+        Err(err) if err.kind() == ErrorKind::NotFound => (Vec::new(), None),
         Err(err) => return Err(io_error(&path, err)),
     };
+    let text = String::from_utf8(bytes).map_err(|err| MemoryError::Corrupt {
+        location: location.clone(),
+        reason: format!(
+            "not valid UTF-8 (byte offset {})",
+            err.utf8_error().valid_up_to()
+        ),
+    })?;
     Ok(Document {
         id,
         version: Version::new(sha256_hex(&text)),
         text,
         location,
+        modified,
     })
 }
 
@@ -69,7 +82,7 @@ pub(crate) fn sync(
     lock_order.sort();
     let _locks = lock_order
         .into_iter()
-        .map(|(path, id)| lock(path, id, lock_timeout))
+        .map(|(path, id)| lock(path, lock_timeout, |attempts| contention(id, attempts)))
         .collect::<Result<Vec<File>, _>>()?;
 
     // Every batch is checked against what is on disk now, before anything is written: a
@@ -95,19 +108,25 @@ pub(crate) fn sync(
     Ok(report)
 }
 
-/// An exclusive lock on `.<FILE>.lock` beside the document, creating its directory if needed.
+/// An exclusive lock on `.<FILE>.lock` beside `target` (a document, the identity map),
+/// creating its directory if needed.
 ///
-/// The lock is on a file of its own because the document itself is replaced by rename on every
+/// The lock is on a file of its own because the target itself is replaced by rename on every
 /// write: a lock on it would stay with the old, unlinked file. flock locks belong to the open
 /// file description, so separate opens in one process exclude each other just like processes
 /// do. Dropping the returned file releases the lock.
 ///
 /// The wait is bounded: a writer that holds the lock longer than `timeout` (a stopped process,
-/// a hung disk) gives the others [`MemoryError::Contention`] instead of hanging them. flock
-/// cannot be waited on with a timeout, so the lock is polled with jittered, growing pauses.
-fn lock(document: &Path, id: &DocumentId, timeout: Duration) -> Result<File, MemoryError> {
-    let (dir, name) = split(document);
-    create_dirs(dir).map_err(|err| io_error(document, err))?;
+/// a hung disk) gives the others the error `busy` makes of the attempt count instead of hanging
+/// them. flock cannot be waited on with a timeout, so the lock is polled with jittered, growing
+/// pauses.
+pub(crate) fn lock(
+    target: &Path,
+    timeout: Duration,
+    busy: impl FnOnce(u32) -> MemoryError,
+) -> Result<File, MemoryError> {
+    let (dir, name) = split(target);
+    create_dirs(dir).map_err(|err| io_error(target, err))?;
     let path = dir.join(format!(".{name}.lock"));
     let file = OpenOptions::new()
         .read(true)
@@ -124,12 +143,7 @@ fn lock(document: &Path, id: &DocumentId, timeout: Duration) -> Result<File, Mem
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::sleep(backoff.next_pause());
             }
-            Err(TryLockError::WouldBlock) => {
-                return Err(MemoryError::Contention {
-                    document: id.clone(),
-                    attempts: attempt,
-                });
-            }
+            Err(TryLockError::WouldBlock) => return Err(busy(attempt)),
             Err(TryLockError::Error(err)) => {
                 return Err(MemoryError::unavailable(path.display().to_string(), err));
             }
@@ -138,10 +152,18 @@ fn lock(document: &Path, id: &DocumentId, timeout: Duration) -> Result<File, Mem
     unreachable!("the attempt counter ends only by returning")
 }
 
-/// Replaces the document with `text` so that readers, and the disk after a crash, see either
-/// the old text or the new one, never a mix: write a temporary file beside it, flush it, rename
-/// it over the document, then flush the directory so the rename itself is durable.
-fn replace(document: &Path, text: &str) -> Result<(), MemoryError> {
+fn contention(document: &DocumentId, attempts: u32) -> MemoryError {
+    MemoryError::Contention {
+        document: document.clone(),
+        attempts,
+    }
+}
+
+/// Replaces the file `document` (a document, the identity map) with `text` so that readers, and
+/// the disk after a crash, see either the old text or the new one, never a mix: write a
+/// temporary file beside it, flush it, rename it over the file, then flush the directory so the
+/// rename itself is durable.
+pub(crate) fn replace(document: &Path, text: &str) -> Result<(), MemoryError> {
     // Unique among the processes and threads that may write the same directory at once.
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let (dir, name) = split(document);
@@ -265,12 +287,12 @@ fn split(document: &Path) -> (&Path, String) {
 /// Maps an I/O error on `path`: something of the wrong type where the layout needs a file or a
 /// directory is `Corrupt` (retrying cannot help, a person must move it); anything else is
 /// `Unavailable`.
-fn io_error(path: &Path, err: io::Error) -> MemoryError {
+pub(crate) fn io_error(path: &Path, err: io::Error) -> MemoryError {
     let location = path.display().to_string();
     match err.kind() {
         ErrorKind::IsADirectory => MemoryError::Corrupt {
             location,
-            reason: "it is a directory, where a markdown file should be".to_owned(),
+            reason: "it is a directory, where a file should be".to_owned(),
         },
         ErrorKind::NotADirectory | ErrorKind::AlreadyExists => {
             match path
@@ -316,13 +338,19 @@ mod tests {
 
     const WAIT: Duration = Duration::from_secs(30);
 
+    fn lock_document(path: &Path) -> Result<File, MemoryError> {
+        lock(path, WAIT, |attempts| {
+            contention(&DocumentId::GlobalMemory, attempts)
+        })
+    }
+
     /// The claim the in-process safety rests on: two opens of one lock file in one process
     /// exclude each other, as two processes would.
     #[test]
     fn flock_excludes_separate_opens_in_one_process() {
         let dir = tempfile::tempdir().unwrap();
         let doc = dir.path().join("MEMORY.md");
-        let held = lock(&doc, &DocumentId::GlobalMemory, WAIT).unwrap();
+        let held = lock_document(&doc).unwrap();
         let other = File::options()
             .read(true)
             .write(true)
@@ -336,7 +364,7 @@ mod tests {
         let waiter = {
             let released = released.clone();
             std::thread::spawn(move || {
-                let got = lock(&doc, &DocumentId::GlobalMemory, WAIT).unwrap();
+                let got = lock_document(&doc).unwrap();
                 assert!(released.load(Ordering::SeqCst), "locked while still held");
                 drop(got);
             })
@@ -358,7 +386,7 @@ mod tests {
                 personality: PersonalityId::new("ada").unwrap(),
             },
         );
-        let err = lock(&doc, &DocumentId::GlobalMemory, WAIT).unwrap_err();
+        let err = lock_document(&doc).unwrap_err();
         assert!(
             matches!(&err, MemoryError::Corrupt { reason, .. } if reason.contains("personalities is a file")),
             "{err}"

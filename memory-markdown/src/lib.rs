@@ -1,14 +1,16 @@
 #![doc = include_str!("../README.md")]
 
 mod files;
+mod identities;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    Document, DocumentId, EventBus, IfMatch, LocalQueues, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, plan_sync,
+    Document, DocumentId, EventBus, Identity, IdentityMap, IfMatch, LocalQueues, MemoryContext,
+    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, UserId,
+    plan_sync,
 };
 
 /// How long a write waits for another writer's lock on a document before giving up with
@@ -62,6 +64,11 @@ impl MarkdownProvider {
     pub fn path(&self, document: &DocumentId) -> PathBuf {
         files::document_path(&self.root, document)
     }
+
+    /// The file that holds the identity map: `<root>/users/identity-map.json`.
+    pub fn identity_map_path(&self) -> PathBuf {
+        identities::path(&self.root)
+    }
 }
 
 /// Runs blocking file I/O (and lock waits) off the async worker threads.
@@ -114,6 +121,33 @@ impl MemoryProvider for MarkdownProvider {
 
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
+    }
+}
+
+/// The map is one JSON file, `users/identity-map.json`, shared by every provider, thread and
+/// process on the root like the documents are: links hold a lock file beside it and replace it
+/// by atomic rename; reads take no lock.
+#[async_trait]
+impl IdentityMap for MarkdownProvider {
+    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        let (path, identity) = (self.identity_map_path(), identity.clone());
+        blocking(move || Ok(identities::read(&path)?.remove(&identity))).await
+    }
+
+    async fn link(
+        &self,
+        identity: &Identity,
+        user: &UserId,
+        relink: bool,
+    ) -> Result<Option<UserId>, MemoryError> {
+        let (path, identity, user) = (self.identity_map_path(), identity.clone(), user.clone());
+        let lock_timeout = self.lock_timeout;
+        blocking(move || identities::link(&path, &identity, &user, relink, lock_timeout)).await
+    }
+
+    async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
+        let path = self.identity_map_path();
+        blocking(move || Ok(identities::read(&path)?.into_iter().collect())).await
     }
 }
 

@@ -1,5 +1,6 @@
 //! What is specific to keeping memory in files: where they land, hand edits, bytes that are not
-//! ours, what is left on disk, and listing a root that holds more than documents.
+//! ours, what is left on disk, listing a root that holds more than documents, file times, and
+//! the identity map's file.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -7,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use memory_core::{
-    DocumentId, IfMatch, MemoryContext, MemoryError, MemoryEvent, MemoryProvider, MemoryScope,
-    MemoryUpdate, PersonalityId, Store, UserId, sha256_hex,
+    DocumentId, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryEvent,
+    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, sha256_hex,
 };
 use memory_markdown::MarkdownProvider;
 use tempfile::TempDir;
@@ -460,4 +461,140 @@ async fn provider_values_sharing_a_root_lose_nothing() {
         .collect();
     memory_conformance::hosts::many_hosts_lose_nothing(&hosts).await;
     memory_conformance::hosts::two_document_calls_land_whole(&hosts).await;
+}
+
+/// `modified` is the file's mtime, so a hand edit (or a restored backup) shows its own time.
+#[tokio::test]
+async fn modified_is_the_file_mtime() {
+    let (dir, provider) = setup();
+    let id = ctx().document(Store::Memory);
+    provider
+        .sync(&ctx(), &add(Store::Memory, "a"), &IfMatch::NONE)
+        .await
+        .unwrap();
+    let path = dir.path().join("personalities/ada/MEMORY.md");
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    assert_eq!(provider.read(&id).await.unwrap().modified, Some(mtime));
+
+    let restored = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(restored)
+        .unwrap();
+    assert_eq!(provider.read(&id).await.unwrap().modified, Some(restored));
+    let seen = provider.prefetch(&ctx()).await.unwrap();
+    assert_eq!(seen.memory.modified, Some(restored));
+    assert_eq!(seen.user.modified, None);
+}
+
+fn identity(text: &str) -> Identity {
+    text.parse().unwrap()
+}
+
+/// The map is one sorted, indented JSON object beside the profiles, `list` never takes it
+/// for a document, and a link that changes nothing does not rewrite it.
+#[tokio::test]
+async fn the_identity_map_is_sorted_json_beside_the_profiles() {
+    use std::os::unix::fs::MetadataExt;
+    let (dir, provider) = setup();
+    let (grace, ada) = (UserId::new("grace").unwrap(), UserId::new("ada").unwrap());
+    for (id, user) in [
+        ("telegram:12345", &grace),
+        ("slack:U024BE7LH", &ada),
+        ("matrix:@grace:example.org", &grace),
+        ("telegram:999", &ada),
+    ] {
+        provider.link(&identity(id), user, false).await.unwrap();
+    }
+    let path = dir.path().join("users/identity-map.json");
+    assert_eq!(provider.identity_map_path(), path);
+    let expected = r#"{
+  "matrix": {
+    "@grace:example.org": "grace"
+  },
+  "slack": {
+    "U024BE7LH": "ada"
+  },
+  "telegram": {
+    "12345": "grace",
+    "999": "ada"
+  }
+}
+"#;
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    assert_eq!(
+        names(&dir.path().join("users")),
+        set(&["identity-map.json", ".identity-map.json.lock"])
+    );
+    assert_eq!(provider.list().await.unwrap(), vec![]);
+
+    let inode = fs::metadata(&path).unwrap().ino();
+    let previous = provider
+        .link(&identity("telegram:12345"), &grace, true)
+        .await
+        .unwrap();
+    assert_eq!(previous, Some(grace.clone()));
+    assert_eq!(fs::metadata(&path).unwrap().ino(), inode, "not rewritten");
+
+    // Profiles beside it are listed as ever.
+    provider
+        .sync(&ctx(), &add(Store::User, "Name: Grace."), &IfMatch::NONE)
+        .await
+        .unwrap();
+    assert_eq!(
+        provider.list().await.unwrap(),
+        vec![ctx().document(Store::User)]
+    );
+
+    // A hand edit is read as it is.
+    fs::write(&path, r#"{"telegram": {"12345": "ada"}}"#).unwrap();
+    assert_eq!(
+        provider.resolve(&identity("telegram:12345")).await.unwrap(),
+        Some(ada)
+    );
+}
+
+/// A map file that is not one (bad JSON, another shape, an invalid id) is `Corrupt` naming
+/// it, for reads and links alike, and is never overwritten, not even by a relink.
+#[tokio::test]
+async fn a_malformed_identity_map_is_corrupt_and_never_overwritten() {
+    let (_dir, provider) = setup();
+    let path = provider.identity_map_path();
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let grace = UserId::new("grace").unwrap();
+    for (bytes, reason) in [
+        ("{\"telegram\": {\"12345\": \"grace\"", "EOF"),
+        ("[]", "identity map of the form"),
+        ("", "EOF"),
+        ("{\"telegram\": {\"12345\": \"not an id\"}}", "user id"),
+        ("{\"tele gram\": {\"12345\": \"grace\"}}", "platform"),
+        (
+            "{\"telegram\": {\" 12345\": \"grace\"}}",
+            "platform user id",
+        ),
+    ] {
+        fs::write(&path, bytes).unwrap();
+        let id = identity("telegram:12345");
+        let errors = [
+            provider.resolve(&id).await.map(drop),
+            provider.identities().await.map(drop),
+            provider.link(&id, &grace, false).await.map(drop),
+            provider
+                .link(&identity("slack:1"), &grace, true)
+                .await
+                .map(drop),
+        ];
+        for err in errors {
+            let err = err.unwrap_err();
+            assert!(
+                matches!(&err, MemoryError::Corrupt { location, reason: r }
+                    if *location == path.display().to_string() && r.contains(reason)),
+                "{bytes:?}: {err:?}"
+            );
+        }
+        assert_eq!(fs::read_to_string(&path).unwrap(), bytes);
+    }
+    assert!(provider.list().await.unwrap().is_empty());
 }

@@ -7,6 +7,9 @@
 //! again and retries with jittered backoff, up to `max_attempts`, then reports `Contention`.
 //! A call that touches both documents commits both in one transaction, or neither.
 //!
+//! The identity map is the table `memory_identities` beside the documents, one row per
+//! (platform, platform user id); a link runs in a transaction that holds the row's lock.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), memory_core::MemoryError> {
 //! use memory_core::{IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId};
@@ -21,13 +24,13 @@
 mod config;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Subscription, SyncReport,
-    UserId, Version, sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, Identity, IdentityMap,
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch,
+    Subscription, SyncReport, UserId, Version, sha256_hex,
 };
 use sqlx::migrate::MigrateError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -42,6 +45,8 @@ pub struct PostgresProvider {
     schema: String,
     /// `"<schema>".memory_documents`, for messages.
     table: String,
+    /// `"<schema>".memory_identities`, for messages.
+    identities: String,
     sql: Statements,
     /// `postgres://host:port/database/schema`: where documents are, without credentials.
     location: String,
@@ -99,9 +104,11 @@ impl PostgresProvider {
             options.get_database().unwrap_or("postgres")
         );
         let table = format!("\"{schema}\".memory_documents");
+        let identities = format!("\"{schema}\".memory_identities");
         Ok(PostgresProvider {
-            sql: Statements::for_table(&table),
+            sql: Statements::for_tables(&table, &identities),
             table,
+            identities,
             schema: schema.to_owned(),
             location,
             pool,
@@ -140,7 +147,10 @@ impl PostgresProvider {
         migrator.create_schema(self.schema.clone());
         // A table of our own, so an application's sqlx migrations can share the schema.
         migrator.dangerous_set_table_name(format!("\"{}\"._memory_migrations", self.schema));
-        let migrated = migrator.run(&mut connection).await;
+        // `run_direct`, not `run`: `run`'s `Acquire` bound makes this future not provably
+        // `Send`, so it could not be awaited inside a boxed `Send` future (the wiring's lazy
+        // connect).
+        let migrated = migrator.run_direct(None, &mut connection, false).await;
         let _ = connection.close().await;
         migrated.map_err(|err| match err {
             MigrateError::VersionMismatch(_)
@@ -171,19 +181,37 @@ impl PostgresProvider {
         MemoryError::unavailable(&self.location, err)
     }
 
-    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
+    /// An error on the documents' table.
     fn db_error(&self, err: sqlx::Error) -> MemoryError {
+        self.table_error(&self.table, err)
+    }
+
+    /// An error on the identity map's table.
+    fn identity_error(&self, err: sqlx::Error) -> MemoryError {
+        self.table_error(&self.identities, err)
+    }
+
+    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
+    fn table_error(&self, table: &str, err: sqlx::Error) -> MemoryError {
         if let sqlx::Error::Database(db) = &err
             && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
         {
             return MemoryError::Config {
                 message: format!(
-                    "{} does not exist in {}: call migrate() or connect with migrate on",
-                    self.table, self.location
+                    "{table} does not exist in {}: call migrate() or connect with migrate on",
+                    self.location
                 ),
             };
         }
         self.unavailable(err)
+    }
+
+    /// The user id of a stored link: anything but a valid id was not written by us.
+    fn stored_user(&self, identity: &Identity, user: String) -> Result<UserId, MemoryError> {
+        UserId::new(user).map_err(|err| MemoryError::Corrupt {
+            location: format!("{}/memory_identities/{identity}", self.location),
+            reason: err.to_string(),
+        })
     }
 }
 
@@ -226,13 +254,102 @@ impl MemoryProvider for PostgresProvider {
     }
 }
 
+#[async_trait]
+impl IdentityMap for PostgresProvider {
+    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        let user: Option<String> = sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
+            .bind(identity.platform())
+            .bind(identity.platform_user())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|err| self.identity_error(err))?;
+        user.map(|user| self.stored_user(identity, user))
+            .transpose()
+    }
+
+    /// One transaction: a first link inserts the row; any other link locks the row, decides
+    /// with [`Identity::check_link`] and updates it only if that says so. Concurrent first
+    /// links of one identity queue on the primary key, so exactly one inserts and the others
+    /// then see its row.
+    async fn link(
+        &self,
+        identity: &Identity,
+        user: &UserId,
+        relink: bool,
+    ) -> Result<Option<UserId>, MemoryError> {
+        let failed = |err| self.identity_error(err);
+        let key = (identity.platform(), identity.platform_user());
+        let mut transaction = self.pool.begin().await.map_err(failed)?;
+        loop {
+            let inserted = sqlx::query(AssertSqlSafe(self.sql.link_first.clone()))
+                .bind(key.0)
+                .bind(key.1)
+                .bind(user.as_str())
+                .execute(&mut *transaction)
+                .await
+                .map_err(failed)?;
+            if inserted.rows_affected() == 1 {
+                transaction.commit().await.map_err(failed)?;
+                return Ok(None);
+            }
+            let current: Option<String> =
+                sqlx::query_scalar(AssertSqlSafe(self.sql.lock_link.clone()))
+                    .bind(key.0)
+                    .bind(key.1)
+                    .fetch_optional(&mut *transaction)
+                    .await
+                    .map_err(failed)?;
+            // Deleted by hand between the two statements: this is a first link after all.
+            let Some(current) = current else {
+                continue;
+            };
+            let current = self.stored_user(identity, current)?;
+            // Refused or unchanged: dropping the transaction rolls it back, writing nothing.
+            if identity.check_link(Some(&current), user, relink)? {
+                sqlx::query(AssertSqlSafe(self.sql.relink.clone()))
+                    .bind(key.0)
+                    .bind(key.1)
+                    .bind(user.as_str())
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(failed)?;
+                transaction.commit().await.map_err(failed)?;
+            }
+            return Ok(Some(current));
+        }
+    }
+
+    async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|err| self.identity_error(err))?;
+        let mut links = rows
+            .into_iter()
+            .map(|(platform, platform_user, user)| {
+                let identity =
+                    Identity::new(platform, platform_user).map_err(|err| MemoryError::Corrupt {
+                        location: format!("{}/memory_identities", self.location),
+                        reason: err.to_string(),
+                    })?;
+                let user = self.stored_user(&identity, user)?;
+                Ok((identity, user))
+            })
+            .collect::<Result<Vec<_>, MemoryError>>()?;
+        // Sorted here, not by ORDER BY: the database's collation need not compare bytes.
+        links.sort();
+        Ok(links)
+    }
+}
+
 /// The two round trips [`CasWriter`] needs: one snapshot read, one conditional write.
 #[async_trait]
 impl CompareAndSwap for PostgresProvider {
     /// Reads `ids` in one statement, so they are one consistent snapshot.
     async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError> {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
-        let rows: Vec<(String, String, String, i64)> =
+        let rows: Vec<(String, String, String, i64, i64)> =
             sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
                 .bind(&kinds)
                 .bind(&owners)
@@ -243,18 +360,23 @@ impl CompareAndSwap for PostgresProvider {
             .iter()
             .map(|id| {
                 let key = row_key(id);
-                let (text, version) = rows
+                let (text, version, modified) = rows
                     .iter()
                     .find(|(kind, owner, ..)| (kind.as_str(), owner.as_str()) == key)
                     // The table's CHECK keeps versions positive.
-                    .map_or((String::new(), 0), |(.., text, version)| {
-                        (text.clone(), version.unsigned_abs())
+                    .map_or((String::new(), 0, None), |(.., text, version, millis)| {
+                        (
+                            text.clone(),
+                            version.unsigned_abs(),
+                            Some(unix_millis(*millis)),
+                        )
                     });
                 let document = Document {
                     id: id.clone(),
                     text,
                     version: Version::new(version.to_string()),
                     location: format!("{}/{}", self.location, id.relative_path()),
+                    modified,
                 };
                 (document, version)
             })
@@ -320,13 +442,20 @@ struct Statements {
     select: Arc<str>,
     upsert: Arc<str>,
     list: Arc<str>,
+    resolve: Arc<str>,
+    link_first: Arc<str>,
+    lock_link: Arc<str>,
+    relink: Arc<str>,
+    identities: Arc<str>,
 }
 
 impl Statements {
-    fn for_table(table: &str) -> Self {
+    fn for_tables(table: &str, identities: &str) -> Self {
         Statements {
+            // The time as epoch milliseconds: sqlx decodes TIMESTAMPTZ only with a time crate.
             select: format!(
-                "SELECT kind, owner, content, version FROM {table} \
+                "SELECT kind, owner, content, version, \
+                   (extract(epoch FROM updated_at) * 1000)::int8 FROM {table} \
                  WHERE (kind, owner) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
             )
             .into(),
@@ -346,6 +475,27 @@ impl Statements {
             )
             .into(),
             list: format!("SELECT kind, owner FROM {table}").into(),
+            resolve: format!(
+                "SELECT user_id FROM {identities} WHERE platform = $1 AND platform_user = $2"
+            )
+            .into(),
+            // Waits for a concurrent insert of the same key to commit, then inserts nothing.
+            link_first: format!(
+                "INSERT INTO {identities} (platform, platform_user, user_id) VALUES ($1, $2, $3) \
+                 ON CONFLICT (platform, platform_user) DO NOTHING"
+            )
+            .into(),
+            lock_link: format!(
+                "SELECT user_id FROM {identities} WHERE platform = $1 AND platform_user = $2 \
+                 FOR UPDATE"
+            )
+            .into(),
+            relink: format!(
+                "UPDATE {identities} SET user_id = $3, updated_at = now() \
+                 WHERE platform = $1 AND platform_user = $2"
+            )
+            .into(),
+            identities: format!("SELECT platform, platform_user, user_id FROM {identities}").into(),
         }
     }
 }
@@ -374,6 +524,12 @@ fn document_id(kind: &str, owner: &str) -> Option<DocumentId> {
             .map(|user| DocumentId::UserProfile { user }),
         _ => None,
     }
+}
+
+/// A time the server gave as milliseconds since the Unix epoch; one before 1970 (only a hand
+/// edit could write it) reads as the epoch.
+fn unix_millis(millis: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
 }
 
 /// Serialization failures, deadlocks and lock waits past `lock_timeout`: the statement was

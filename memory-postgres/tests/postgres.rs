@@ -1,6 +1,6 @@
 //! What only a real PostgreSQL server can show: many hosts writing one document, the lost
-//! updates of the hand-written alternative, connections killed mid-write, and servers that
-//! are not there.
+//! updates of the hand-written alternative, connections killed mid-write, identity rows that
+//! are not ours, and servers that are not there.
 
 mod common;
 
@@ -11,7 +11,9 @@ use std::time::Duration;
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
 use memory_conformance::services::assert_unreachable_is_unavailable;
-use memory_core::{DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
+use memory_core::{
+    DocumentId, IdentityMap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store, UserId,
+};
 use memory_postgres::{DEFAULT_MAX_ATTEMPTS, PostgresConfig, PostgresProvider};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
@@ -288,6 +290,20 @@ async fn missing_tables_are_a_config_error_naming_migrate() {
         matches!(&err, MemoryError::Config { message } if message.contains("migrate()")),
         "{err:?}"
     );
+    let identity = "telegram:1".parse().unwrap();
+    let user = UserId::new("grace").unwrap();
+    for err in [
+        p.resolve(&identity).await.map(drop),
+        p.link(&identity, &user, false).await.map(drop),
+        p.identities().await.map(drop),
+    ] {
+        let err = err.unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Config { message }
+                if message.contains("memory_identities") && message.contains("migrate()")),
+            "{err:?}"
+        );
+    }
 }
 
 /// Schema names go into SQL, so anything but plain lowercase identifiers is refused up front.
@@ -304,4 +320,46 @@ async fn bad_schema_names_are_refused() {
         );
     }
     assert!(PostgresProvider::from_pool(pool, "agent_memory_2").is_ok());
+}
+
+/// A row of the identity map that is not ours (an invalid user id or identity, written by hand)
+/// is `Corrupt` for reads and links (even a relink), and is left as it is.
+#[tokio::test]
+async fn identity_rows_that_are_not_ours_are_corrupt_and_left_alone() {
+    let Some((p, schema)) = common::provider().await else {
+        return;
+    };
+    let mut admin = PgConnection::connect(&schema.url).await.unwrap();
+    let table = format!("\"{}\".memory_identities", schema.schema);
+    admin
+        .execute(AssertSqlSafe(format!(
+            "INSERT INTO {table} (platform, platform_user, user_id) VALUES ('telegram', '1', 'not an id')"
+        )))
+        .await
+        .unwrap();
+    let identity = "telegram:1".parse().unwrap();
+    let grace = UserId::new("grace").unwrap();
+    let assert_corrupt = |result: Result<(), MemoryError>| {
+        let err = result.unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Corrupt { location, .. } if location.contains("memory_identities")),
+            "{err:?}"
+        );
+    };
+    assert_corrupt(p.resolve(&identity).await.map(drop));
+    assert_corrupt(p.identities().await.map(drop));
+    assert_corrupt(p.link(&identity, &grace, true).await.map(drop));
+    let (user,): (String,) = sqlx::query_as(AssertSqlSafe(format!("SELECT user_id FROM {table}")))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(user, "not an id");
+
+    admin
+        .execute(AssertSqlSafe(format!(
+            "UPDATE {table} SET platform = 'tele gram', user_id = 'grace'"
+        )))
+        .await
+        .unwrap();
+    assert_corrupt(p.identities().await.map(drop));
 }

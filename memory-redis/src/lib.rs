@@ -2,21 +2,23 @@
 
 mod config;
 
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Subscription, SyncReport, Version,
-    sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, Identity, IdentityMap,
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Subscription,
+    SyncReport, UserId, Version, sha256_hex,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, Script};
+use redis::{FromRedisValue, RedisError, Script};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, RedisConfig};
 
-/// Reads documents atomically. Per key: `{"ok", content, version}`, `{"none"}` for a key never
-/// written, or `{reason}` for a key that is not one of our documents.
+/// Reads documents atomically. Per key: `{"ok", content, version, updated_at_ms}` (the time empty
+/// for a hash written without it), `{"none"}` for a key never written, or `{reason}` for a key
+/// that is not one of our documents.
 const READ_SCRIPT: &str = r#"
 local out = {}
 for i, key in ipairs(KEYS) do
@@ -26,10 +28,10 @@ for i, key in ipairs(KEYS) do
   elseif kind ~= 'hash' then
     out[i] = {'it holds a ' .. kind .. ', not a hash'}
   else
-    local f = redis.call('HMGET', key, 'content', 'version')
+    local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms')
     local version = tonumber(f[2])
     if f[1] and version and version >= 1 and version == math.floor(version) then
-      out[i] = {'ok', f[1], f[2]}
+      out[i] = {'ok', f[1], f[2], f[3] or ''}
     else
       out[i] = {'its hash lacks a content field and a positive integer version'}
     end
@@ -77,6 +79,27 @@ end
 return 0
 "#;
 
+/// Links an identity, atomically. KEYS[1]: the identity map. ARGV: the identity's field, the
+/// user, `1` to relink. Returns the user it was linked to before (nil for none) and writes only
+/// when `Identity::check_link` would: not for the same user, not for another user without
+/// relink (Rust then raises `IdentityTaken` from the returned user). A map key that is not a
+/// hash, or a stored user that is not an id, is an error starting with CORRUPT, left untouched.
+const LINK_SCRIPT: &str = r#"
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'hash' and kind ~= 'none' then
+  return redis.error_reply('CORRUPT it holds a ' .. kind .. ', not a hash')
+end
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and not (#current <= 64 and string.match(current, '^[A-Za-z0-9_%-]+$')) then
+  return redis.error_reply('CORRUPT its field ' .. ARGV[1] .. ' holds an invalid user id')
+end
+if current == ARGV[2] or (current and ARGV[3] ~= '1') then
+  return current
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return current
+"#;
+
 /// The memory contract on Redis. See the crate docs for the key layout.
 pub struct RedisProvider {
     connection: ConnectionManager,
@@ -85,6 +108,7 @@ pub struct RedisProvider {
     server: String,
     read_script: Script,
     write_script: Script,
+    link_script: Script,
     writer: CasWriter,
     events: EventBus,
 }
@@ -149,6 +173,7 @@ impl RedisProvider {
             server: server.into(),
             read_script: Script::new(READ_SCRIPT),
             write_script: Script::new(WRITE_SCRIPT),
+            link_script: Script::new(LINK_SCRIPT),
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
             events: EventBus::new(),
         })
@@ -170,6 +195,11 @@ impl RedisProvider {
         format!("{{{}}}:documents", self.prefix)
     }
 
+    /// The key of the identity map: a hash from `platform:platform-user-id` to the user id.
+    pub fn identity_map_key(&self) -> String {
+        format!("{{{}}}:identity-map", self.prefix)
+    }
+
     /// The connection, to share with the rest of the application.
     pub fn connection(&self) -> &ConnectionManager {
         &self.connection
@@ -181,6 +211,44 @@ impl RedisProvider {
 
     fn error(&self, err: RedisError) -> MemoryError {
         MemoryError::unavailable(&self.server, err)
+    }
+
+    /// An error on the identity map: a key of another type (`WRONGTYPE`) or content the link
+    /// script refused (`CORRUPT`) is `Corrupt`.
+    fn identity_error(&self, err: RedisError) -> MemoryError {
+        let key = self.identity_map_key();
+        match err.code() {
+            Some("WRONGTYPE") => MemoryError::Corrupt {
+                location: self.location(&key),
+                reason: "it is not a hash".to_owned(),
+            },
+            Some("CORRUPT") => MemoryError::Corrupt {
+                location: self.location(&key),
+                reason: err.detail().unwrap_or_default().to_owned(),
+            },
+            _ => self.error(err),
+        }
+    }
+
+    /// A user id as stored in the map: anything but a valid id was not written by us.
+    fn stored_user(&self, field: &str, user: String) -> Result<UserId, MemoryError> {
+        UserId::new(user).map_err(|err| MemoryError::Corrupt {
+            location: self.location(&self.identity_map_key()),
+            reason: format!("field {field:?}: {err}"),
+        })
+    }
+
+    /// Sends a read of the identity map, once more if the connection had dropped since the
+    /// last call (a read is safe to repeat).
+    async fn read_identity_map<T: FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, MemoryError> {
+        let mut reply = cmd.query_async(&mut self.connection.clone()).await;
+        if reply.as_ref().is_err_and(RedisError::is_connection_dropped) {
+            reply = cmd.query_async(&mut self.connection.clone()).await;
+        }
+        reply.map_err(|err| self.identity_error(err))
     }
 }
 
@@ -209,13 +277,23 @@ impl CompareAndSwap for RedisProvider {
                     location: self.location(&key),
                     reason: reason.to_owned(),
                 };
-                let (text, version) = match reply.as_slice() {
-                    [state] if state == "none" => (String::new(), 0),
-                    [state, text, version] if state == "ok" => {
+                let (text, version, modified) = match reply.as_slice() {
+                    [state] if state == "none" => (String::new(), 0, None),
+                    [state, text, version, millis] if state == "ok" => {
                         let version = version
                             .parse()
                             .map_err(|_| corrupt("its version is not a plain integer"))?;
-                        (text.clone(), version)
+                        // Written by hand without a time: known to be written, not when.
+                        let modified = match millis.as_str() {
+                            "" => None,
+                            millis => Some(
+                                UNIX_EPOCH
+                                    + Duration::from_millis(millis.parse().map_err(|_| {
+                                        corrupt("its updated_at_ms is not a plain integer")
+                                    })?),
+                            ),
+                        };
+                        (text.clone(), version, modified)
                     }
                     [reason] => return Err(corrupt(reason)),
                     _ => return Err(corrupt("the read script answered in an unknown shape")),
@@ -225,6 +303,7 @@ impl CompareAndSwap for RedisProvider {
                     text,
                     version: Version::new(version.to_string()),
                     location: self.location(&key),
+                    modified,
                 };
                 Ok((document, version))
             })
@@ -303,6 +382,64 @@ impl MemoryProvider for RedisProvider {
 
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
+    }
+}
+
+/// The identity map is one hash beside the documents, [`RedisProvider::identity_map_key`];
+/// links run in one Lua script, so they are atomic across every client.
+#[async_trait]
+impl IdentityMap for RedisProvider {
+    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        let field = identity.to_string();
+        let user: Option<String> = self
+            .read_identity_map(redis::cmd("HGET").arg(self.identity_map_key()).arg(&field))
+            .await?;
+        user.map(|user| self.stored_user(&field, user)).transpose()
+    }
+
+    async fn link(
+        &self,
+        identity: &Identity,
+        user: &UserId,
+        relink: bool,
+    ) -> Result<Option<UserId>, MemoryError> {
+        let field = identity.to_string();
+        let previous: Option<String> = self
+            .link_script
+            .key(self.identity_map_key())
+            .arg(&field)
+            .arg(user.as_str())
+            .arg(if relink { "1" } else { "0" })
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.identity_error(err))?;
+        let previous = previous
+            .map(|previous| self.stored_user(&field, previous))
+            .transpose()?;
+        // The script wrote exactly when this says so; here it only raises IdentityTaken.
+        identity.check_link(previous.as_ref(), user, relink)?;
+        Ok(previous)
+    }
+
+    async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
+        let fields: HashMap<String, String> = self
+            .read_identity_map(redis::cmd("HGETALL").arg(self.identity_map_key()))
+            .await?;
+        let mut links = fields
+            .into_iter()
+            .map(|(field, user)| {
+                let identity = field
+                    .parse()
+                    .map_err(|err: MemoryError| MemoryError::Corrupt {
+                        location: self.location(&self.identity_map_key()),
+                        reason: format!("field {field:?}: {err}"),
+                    })?;
+                Ok((identity, self.stored_user(&field, user)?))
+            })
+            .collect::<Result<Vec<(Identity, UserId)>, MemoryError>>()?;
+        // By identity, not by field: `slack:x` comes before `slack-2:x`.
+        links.sort();
+        Ok(links)
     }
 }
 

@@ -1,6 +1,6 @@
 //! What only a real Redis server can show: many clients writing one document, the lost updates
-//! of the hand-written alternative, connections killed mid-run, keys that are not ours, and
-//! servers that are not there.
+//! of the hand-written alternative, connections killed mid-run, keys that are not ours (documents
+//! and the identity map), and servers that are not there.
 
 mod common;
 
@@ -13,7 +13,8 @@ use memory_conformance::cases::ctx;
 use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
 use memory_conformance::services::assert_unreachable_is_unavailable;
 use memory_core::{
-    CasWrite, CompareAndSwap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store,
+    CasWrite, CompareAndSwap, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider,
+    MemoryUpdate, Store, UserId,
 };
 use memory_redis::{DEFAULT_MAX_ATTEMPTS, RedisConfig, RedisProvider};
 use redis::AsyncCommands;
@@ -323,4 +324,47 @@ async fn bad_prefixes_are_refused() {
             "{prefix:?}: {err:?}"
         );
     }
+}
+
+/// An identity-map key of another type, or a link to something that is not a user id, is
+/// `Corrupt` for reads and links (even a relink), and is never overwritten.
+#[tokio::test]
+async fn an_identity_map_that_is_not_ours_is_corrupt_and_left_alone() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let client = redis::Client::open(keys.url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let key = p.identity_map_key();
+    let identity: Identity = "telegram:1".parse().unwrap();
+    let grace = UserId::new("grace").unwrap();
+    let assert_corrupt = |result: Result<(), MemoryError>| {
+        let err = result.unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(&key)),
+            "{err:?}"
+        );
+    };
+
+    let () = connection.set(&key, "a plain string").await.unwrap();
+    assert_corrupt(p.resolve(&identity).await.map(drop));
+    assert_corrupt(p.identities().await.map(drop));
+    assert_corrupt(p.link(&identity, &grace, true).await.map(drop));
+    let still: String = connection.get(&key).await.unwrap();
+    assert_eq!(still, "a plain string");
+
+    let () = connection.del(&key).await.unwrap();
+    let () = connection
+        .hset(&key, "telegram:1", "not an id")
+        .await
+        .unwrap();
+    assert_corrupt(p.resolve(&identity).await.map(drop));
+    assert_corrupt(p.identities().await.map(drop));
+    assert_corrupt(p.link(&identity, &grace, true).await.map(drop));
+    let still: String = connection.hget(&key, "telegram:1").await.unwrap();
+    assert_eq!(still, "not an id");
+
+    let () = connection.del(&key).await.unwrap();
+    let () = connection.hset(&key, "no-colon", "grace").await.unwrap();
+    assert_corrupt(p.identities().await.map(drop));
 }

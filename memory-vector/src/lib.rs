@@ -161,6 +161,15 @@ impl VectorProvider {
     /// Brings the index in line with every document of the source, and drops what the source
     /// no longer has. Returns how many memory documents were indexed.
     pub async fn reindex(&self) -> Result<usize, MemoryError> {
+        self.reindex_with_progress(|_, _| {}).await
+    }
+
+    /// [`VectorProvider::reindex`], calling `progress(done, total)` after each memory document
+    /// (and once with `done == 0` before the first), for a progress bar.
+    pub async fn reindex_with_progress(
+        &self,
+        mut progress: impl FnMut(usize, usize) + Send,
+    ) -> Result<usize, MemoryError> {
         let documents: Vec<DocumentId> = self
             .source
             .list()
@@ -174,8 +183,10 @@ impl VectorProvider {
                 self.table.clear(&stale).await?;
             }
         }
-        for document in &documents {
+        progress(0, documents.len());
+        for (done, document) in documents.iter().enumerate() {
             self.refresh(document).await?;
+            progress(done + 1, documents.len());
         }
         Ok(documents.len())
     }

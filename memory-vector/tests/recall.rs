@@ -179,7 +179,13 @@ async fn a_deleted_index_is_rebuilt_by_reindex_with_the_same_results() {
     std::fs::remove_dir_all(dir.path().join("index")).unwrap();
     let p = open(dir.path(), embedder(), 3).await;
     assert!(p.index_status().await.unwrap().rows.is_empty());
-    assert_eq!(p.reindex().await.unwrap(), 1);
+    let mut progress = Vec::new();
+    let indexed = p
+        .reindex_with_progress(|done, total| progress.push((done, total)))
+        .await
+        .unwrap();
+    assert_eq!(indexed, 1);
+    assert_eq!(progress, [(0, 1), (1, 1)]);
     let after = p
         .recall(&c.document(Store::Memory), query, Ranking::Hybrid, 5)
         .await

@@ -1,0 +1,455 @@
+//! `memory`: look at, edit, move and rebuild agent memory without writing code.
+
+mod demo;
+mod migrate;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Parser, Subcommand};
+use memory_core::{
+    DocumentId, DocumentMeta, Identity, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
+    PersonalityId, UserId, Version,
+};
+use memory_wiring::{Config, Memory, ProviderConfig};
+
+/// Agent memory from the command line, over the providers of memory.toml.
+///
+/// With no --config and no MEMORY_CONFIG, the memory is plain markdown files under
+/// $MEMORY_ROOT, or ~/.agent-memory.
+///
+/// Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 cap exceeded, 1 anything else.
+#[derive(Parser)]
+#[command(name = "memory", version)]
+struct Cli {
+    /// The wiring file (default: $MEMORY_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// What the agent would see for a personality and a user, with the documents' versions.
+    ///
+    /// Example: memory show --personality ada --user grace --query "trip plans"
+    Show {
+        /// The personality speaking.
+        #[arg(long)]
+        personality: String,
+        /// The user spoken to.
+        #[arg(long)]
+        user: String,
+        /// The current user message, for providers that recall.
+        #[arg(long)]
+        query: Option<String>,
+        /// The prefetch budget in chars (default: the personality's).
+        #[arg(long)]
+        max_chars: Option<usize>,
+        /// Print the prefetch as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One raw document: its text on stdout, its location and version on stderr.
+    ///
+    /// DOCUMENT is its path in the layout: MEMORY.md, personalities/<id>/MEMORY.md or
+    /// users/<id>/USER.md.
+    ///
+    /// Example: memory cat personalities/ada/MEMORY.md > ada.md
+    Cat {
+        /// The document's layout path.
+        document: String,
+        /// Read it from this provider (default: where the wiring keeps it).
+        #[arg(long)]
+        provider: Option<String>,
+        /// Print the document (text, version, location, modified) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a JSON array of updates for a personality and a user; prints the report as JSON.
+    ///
+    /// Example: echo '[{"action":"add","store":"user","content":"Name: Grace."}]' |
+    /// memory sync --personality ada --user grace
+    Sync {
+        /// The personality speaking.
+        #[arg(long)]
+        personality: String,
+        /// The user spoken to.
+        #[arg(long)]
+        user: String,
+        /// Read the updates from this file instead of stdin.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Refuse (exit 3) unless MEMORY.md is still at this version.
+        #[arg(long, value_name = "VERSION")]
+        if_match_memory: Option<String>,
+        /// Refuse (exit 3) unless USER.md is still at this version.
+        #[arg(long, value_name = "VERSION")]
+        if_match_user: Option<String>,
+    },
+    /// Link platform accounts to users, and look them up.
+    #[command(subcommand)]
+    Identity(IdentityCommand),
+    /// Copy every document from one provider to another, verified by hash.
+    ///
+    /// Documents already identical are skipped, so a second run copies nothing. A target
+    /// document written more recently than its source is left alone (exit 3) unless --force.
+    ///
+    /// Example: memory migrate --from files --to shared
+    Migrate {
+        /// The provider to copy from.
+        #[arg(long)]
+        from: String,
+        /// The provider to copy to.
+        #[arg(long)]
+        to: String,
+        /// Overwrite target documents that are newer than their source.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Rebuild a vector provider's index from its source.
+    ///
+    /// Example: memory reindex --provider recall
+    Reindex {
+        /// The vector provider (default: every vector provider configured).
+        #[arg(long)]
+        provider: Option<String>,
+    },
+    /// The main job: a scripted multi-turn agent session on the markdown default.
+    ///
+    /// Uses semantic recall when the embedding model is provisioned (MEMORY_MODEL_DIR).
+    ///
+    /// Example: memory demo --root /tmp/demo-memory
+    Demo {
+        /// The memory root (default: $MEMORY_ROOT, else a fresh agent-memory-demo in the temp
+        /// dir).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum IdentityCommand {
+    /// Link a platform account to a user, so every platform reads the same USER.md.
+    ///
+    /// Example: memory identity link telegram 12345 grace
+    Link {
+        /// The platform: telegram, slack, ...
+        platform: String,
+        /// The platform's id for the account.
+        platform_user: String,
+        /// The user id it is.
+        user: String,
+        /// Move the account if it is linked to another user (otherwise exit 3).
+        #[arg(long)]
+        relink: bool,
+    },
+    /// Print the user a platform account is linked to (exit 1 when it is not linked).
+    ///
+    /// Example: memory identity resolve telegram 12345
+    Resolve {
+        /// The platform.
+        platform: String,
+        /// The platform's id for the account.
+        platform_user: String,
+    },
+}
+
+/// Why a command failed: a one-line message and the exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn invalid(message: impl Into<String>) -> Failure {
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    fn other(message: impl Into<String>) -> Failure {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<MemoryError> for Failure {
+    fn from(err: MemoryError) -> Failure {
+        Failure {
+            code: exit_code(&err),
+            message: err.to_string(),
+        }
+    }
+}
+
+/// 2 invalid input, 3 conflict, 4 cap exceeded, 1 anything else.
+fn exit_code(err: &MemoryError) -> u8 {
+    match err {
+        MemoryError::InvalidId { .. }
+        | MemoryError::InvalidUpdate { .. }
+        | MemoryError::NoMatch { .. }
+        | MemoryError::AmbiguousMatch { .. }
+        | MemoryError::Config { .. } => 2,
+        MemoryError::Conflict { .. } | MemoryError::IdentityTaken { .. } => 3,
+        MemoryError::HardCapExceeded { .. } => 4,
+        _ => 1,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version.
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            let rendered = err.to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            eprintln!("{first} (see memory --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            let message = failure.message.replace('\n', "; ");
+            eprintln!("error: {message}");
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    if let Command::Demo { root } = cli.command {
+        return demo::run(root).await;
+    }
+    let memory = Memory::new(Config::load(cli.config.as_deref())?);
+    match cli.command {
+        Command::Show {
+            personality,
+            user,
+            query,
+            max_chars,
+            json,
+        } => {
+            let mut ctx = memory.context(PersonalityId::new(personality)?, UserId::new(user)?);
+            if let Some(query) = query {
+                ctx = ctx.with_query(query);
+            }
+            if let Some(max_chars) = max_chars {
+                ctx = ctx.with_max_chars(max_chars);
+            }
+            let seen = memory.prefetch(&ctx).await?;
+            if json {
+                print_json(&seen)?;
+            } else {
+                for meta in [&seen.memory, &seen.user] {
+                    println!("{}", describe(meta));
+                }
+                println!();
+                match &seen.context {
+                    Some(context) => println!("{context}"),
+                    None => println!("(nothing remembered yet)"),
+                }
+            }
+        }
+        Command::Cat {
+            document,
+            provider,
+            json,
+        } => {
+            let id = parse_document(&document)?;
+            let document = match provider {
+                Some(name) => memory.provider(&name).await?.read(&id).await?,
+                None => memory.read(&id).await?,
+            };
+            if json {
+                print_json(&document)?;
+            } else {
+                eprintln!("{}", describe(&document.meta()));
+                print!("{}", document.text);
+            }
+        }
+        Command::Sync {
+            personality,
+            user,
+            file,
+            if_match_memory,
+            if_match_user,
+        } => {
+            let ctx = memory.context(PersonalityId::new(personality)?, UserId::new(user)?);
+            let updates = read_updates(file)?;
+            let if_match = IfMatch {
+                memory: if_match_memory.map(Version::new),
+                user: if_match_user.map(Version::new),
+            };
+            let report = memory.sync(&ctx, &updates, &if_match).await?;
+            print_json(&report)?;
+        }
+        Command::Identity(IdentityCommand::Link {
+            platform,
+            platform_user,
+            user,
+            relink,
+        }) => {
+            let identity = Identity::new(platform, platform_user)?;
+            let user = UserId::new(user)?;
+            let previous = memory
+                .identities()
+                .await?
+                .link(&identity, &user, relink)
+                .await?;
+            match previous {
+                Some(previous) if previous == user => {
+                    println!("{identity} was already linked to {user}")
+                }
+                Some(previous) => println!("{identity} linked to {user} (was {previous})"),
+                None => println!("{identity} linked to {user}"),
+            }
+        }
+        Command::Identity(IdentityCommand::Resolve {
+            platform,
+            platform_user,
+        }) => {
+            let identity = Identity::new(platform, platform_user)?;
+            match memory.resolve(&identity).await? {
+                Some(user) => println!("{user}"),
+                None => {
+                    return Err(Failure::other(format!(
+                        "{identity} is not linked to a user"
+                    )));
+                }
+            }
+        }
+        Command::Migrate { from, to, force } => migrate::run(&memory, &from, &to, force).await?,
+        Command::Reindex { provider } => reindex(&memory, provider).await?,
+        Command::Demo { .. } => unreachable!("handled before the config is loaded"),
+    }
+    Ok(())
+}
+
+/// `<document>  <location>  version <v>  modified <time>`.
+fn describe(meta: &DocumentMeta) -> String {
+    let modified = meta.modified.map_or_else(
+        || "never written".to_owned(),
+        |time| format!("modified {}", format_time(time)),
+    );
+    format!(
+        "{}: {}  version {}  {modified}",
+        meta.id, meta.location, meta.version
+    )
+}
+
+fn format_time(time: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(value)
+        .map_err(|err| Failure::other(format!("cannot print JSON: {err}")))?;
+    println!("{json}");
+    Ok(())
+}
+
+/// A layout path as a document id, with an error that says which part is wrong.
+fn parse_document(path: &str) -> Result<DocumentId, Failure> {
+    if let Some(id) = DocumentId::from_relative_path(path) {
+        return Ok(id);
+    }
+    match path.split('/').collect::<Vec<_>>().as_slice() {
+        ["personalities", personality, "MEMORY.md"] => {
+            PersonalityId::new(*personality)?;
+        }
+        ["users", user, "USER.md"] => {
+            UserId::new(*user)?;
+        }
+        _ => {}
+    }
+    Err(Failure::invalid(format!(
+        "{path:?} is not a document: expected MEMORY.md, personalities/<id>/MEMORY.md or users/<id>/USER.md"
+    )))
+}
+
+/// The JSON array of updates in `file`, or on stdin.
+fn read_updates(file: Option<PathBuf>) -> Result<Vec<MemoryUpdate>, Failure> {
+    let (text, origin) = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|err| {
+                Failure::invalid(format!("cannot read {}: {err}", path.display()))
+            })?;
+            (text, path.display().to_string())
+        }
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|err| Failure::invalid(format!("cannot read stdin: {err}")))?;
+            (text, "stdin".to_owned())
+        }
+    };
+    serde_json::from_str(&text).map_err(|err| {
+        Failure::invalid(format!(
+            "the updates on {origin} are not a JSON array of updates ({err}); each is {{\"action\":\"add\"|\"replace\"|\"remove\"|\"edit\",\"store\":\"memory\"|\"user\",...}}"
+        ))
+    })
+}
+
+async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failure> {
+    let names: Vec<String> = match provider {
+        Some(name) => vec![name],
+        None => memory
+            .config()
+            .providers
+            .iter()
+            .filter(|(_, p)| matches!(p, ProviderConfig::Vector { .. }))
+            .map(|(name, _)| name.clone())
+            .collect(),
+    };
+    if names.is_empty() {
+        return Err(Failure::invalid(
+            "no vector provider is configured, so there is no index to rebuild",
+        ));
+    }
+    for name in names {
+        let vector = memory.vector(&name).await?;
+        let bar = progress_bar(&format!("reindexing {name}"));
+        let indexed = vector
+            .reindex_with_progress(|done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            })
+            .await?;
+        vector.optimize().await?;
+        bar.finish_and_clear();
+        println!("{name}: reindexed {indexed} memory documents");
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr; hidden when stderr is not a terminal.
+fn progress_bar(label: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} documents")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(label.to_owned());
+    bar
+}

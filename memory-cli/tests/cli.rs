@@ -1,0 +1,583 @@
+//! The `memory` command end to end: every subcommand, its exit codes, and bad input that
+//! writes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use memory_conformance::services::Service;
+use serde_json::Value;
+
+/// `memory` on the markdown default at `root`, whatever the environment says.
+fn memory(root: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("memory").unwrap();
+    cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
+    cmd
+}
+
+/// Runs `cmd` and returns (exit code, stdout, stderr).
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// Every file under `dir` with its bytes, to show that a refused command wrote nothing.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Asserts a one-line error on stderr with `code`, mentioning `needle`.
+fn assert_fails(result: (i32, String, String), code: i32, needle: &str) {
+    let (got, _, stderr) = result;
+    assert_eq!(got, code, "stderr: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+}
+
+fn sync(root: &Path, personality: &str, user: &str, updates: &str) -> (i32, String, String) {
+    run(memory(root)
+        .args(["sync", "--personality", personality, "--user", user])
+        .write_stdin(updates))
+}
+
+const GRACE: &str = r#"[{"action":"add","store":"user","content":"Name: Grace."},
+                        {"action":"add","store":"memory","content":"Kyoto in May."}]"#;
+
+#[test]
+fn every_subcommand_has_help_with_an_example() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["show"][..],
+        &["cat"],
+        &["sync"],
+        &["identity", "link"],
+        &["identity", "resolve"],
+        &["migrate"],
+        &["reindex"],
+        &["demo"],
+    ] {
+        let (code, stdout, _) = run(memory(dir.path()).args(args).arg("--help"));
+        assert_eq!(code, 0, "{args:?}");
+        assert!(stdout.contains("Example: "), "{args:?}: {stdout}");
+    }
+    let (code, stdout, _) = run(memory(dir.path()).arg("--help"));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Exit codes"), "{stdout}");
+    assert_fails(run(memory(dir.path()).arg("shw")), 2, "shw");
+}
+
+#[test]
+fn sync_then_show_and_cat() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (code, stdout, _) =
+        run(memory(root).args(["show", "--personality", "ada", "--user", "grace"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("(nothing remembered yet)"), "{stdout}");
+    assert!(stdout.contains("never written"), "{stdout}");
+
+    let (code, stdout, stderr) = sync(root, "ada", "grace", GRACE);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["documents"].as_array().unwrap().len(), 2);
+    assert_eq!(report["documents"][0]["store"], "memory");
+
+    let (code, stdout, _) =
+        run(memory(root).args(["show", "--personality", "ada", "--user", "grace"]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.ends_with("## About You\n\nName: Grace.\n\n## Memory\n\nKyoto in May.\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("personalities/ada/MEMORY.md") && stdout.contains("modified 20"));
+
+    let (code, stdout, _) = run(memory(root).args([
+        "show",
+        "--personality",
+        "ada",
+        "--user",
+        "grace",
+        "--json",
+        "--max-chars",
+        "20",
+    ]));
+    assert_eq!(code, 0);
+    let seen: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(seen["context"].as_str().unwrap().chars().count() <= 20);
+    assert!(seen["memory"]["modified"].is_u64());
+
+    let (code, stdout, stderr) = run(memory(root).args(["cat", "users/grace/USER.md"]));
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "Name: Grace.\n");
+    let path = root.join("users/grace/USER.md");
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    let version = memory_core::sha256_hex("Name: Grace.\n");
+    assert!(stderr.contains(&format!("version {version}")), "{stderr}");
+
+    let (code, stdout, _) =
+        run(memory(root).args(["cat", "--json", "personalities/ada/MEMORY.md"]));
+    assert_eq!(code, 0);
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["text"], "Kyoto in May.\n");
+}
+
+#[test]
+fn sync_reads_a_file_and_honours_if_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let file = root.join("updates.json");
+    std::fs::write(&file, GRACE).unwrap();
+    let base = ["sync", "--personality", "ada", "--user", "grace", "--file"];
+    let (code, stdout, _) = run(memory(root).args(base).arg(&file));
+    assert_eq!(code, 0);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let memory_version = report["documents"][0]["version_after"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Guarded by the current version: lands.
+    let edit = r#"[{"action":"edit","store":"memory","old":"May","new":"June"}]"#;
+    std::fs::write(&file, edit).unwrap();
+    let (code, _, stderr) = run(memory(root)
+        .args(base)
+        .arg(&file)
+        .args(["--if-match-memory", &memory_version]));
+    assert_eq!(code, 0, "{stderr}");
+    // Guarded by the version before it: a conflict, and nothing written.
+    let before = snapshot(root);
+    let result = run(memory(root)
+        .args(base)
+        .arg(&file)
+        .args(["--if-match-memory", &memory_version]));
+    assert_fails(result, 3, "read it again");
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    assert_eq!(sync(root, "ada", "grace", GRACE).0, 0);
+    let before = snapshot(root);
+
+    assert_fails(
+        sync(root, "ada", "../etc", GRACE),
+        2,
+        "invalid user id \"../etc\"",
+    );
+    assert_fails(
+        sync(root, "a b", "grace", GRACE),
+        2,
+        "invalid personality id",
+    );
+    assert_fails(
+        sync(root, "ada", "grace", "[{\"action\":\"add\""),
+        2,
+        "not a JSON array",
+    );
+    assert_fails(
+        sync(root, "ada", "grace", "{\"action\":\"add\"}"),
+        2,
+        "not a JSON array",
+    );
+    let blank = r#"[{"action":"add","store":"memory","content":"ok"},{"action":"add","store":"user","content":"  "}]"#;
+    assert_fails(sync(root, "ada", "grace", blank), 2, "update #1");
+    let missing = r#"[{"action":"edit","store":"memory","old":"absent","new":"x"}]"#;
+    assert_fails(sync(root, "ada", "grace", missing), 2, "was not found");
+    let show = ["show", "--personality", "ada", "--user", "gr/ace"];
+    assert_fails(run(memory(root).args(show)), 2, "invalid user id");
+    assert_fails(
+        run(memory(root).args(["cat", "users/../USER.md"])),
+        2,
+        "invalid user id",
+    );
+    assert_fails(
+        run(memory(root).args(["cat", "notes.txt"])),
+        2,
+        "is not a document",
+    );
+    assert_fails(
+        run(memory(root).args(["cat", "MEMORY.md", "--provider", "nope"])),
+        2,
+        "no provider is named \"nope\"",
+    );
+    let file = [
+        "sync",
+        "--personality",
+        "ada",
+        "--user",
+        "grace",
+        "--file",
+        "/nonexistent.json",
+    ];
+    assert_fails(
+        run(memory(root).args(file)),
+        2,
+        "cannot read /nonexistent.json",
+    );
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn config_errors_exit_2_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let unreadable = ["--config", "/nonexistent/memory.toml", "cat", "MEMORY.md"];
+    assert_fails(
+        run(memory(root).args(unreadable)),
+        2,
+        "cannot read /nonexistent/memory.toml",
+    );
+
+    let config = root.join("memory.toml");
+    let text = "[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\n[personalities.ada]\nprovider = \"gone\"\n";
+    std::fs::write(&config, text).unwrap();
+    let show = ["show", "--personality", "ada", "--user", "grace"];
+    let needle = format!(
+        "{}:6: personalities.ada.provider names \"gone\"",
+        config.display()
+    );
+    assert_fails(
+        run(memory(root).arg("--config").arg(&config).args(show)),
+        2,
+        &needle,
+    );
+    // The same through MEMORY_CONFIG.
+    assert_fails(
+        run(memory(root).env("MEMORY_CONFIG", &config).args(show)),
+        2,
+        &needle,
+    );
+    assert!(!root.join("m").exists());
+}
+
+#[test]
+fn a_hard_cap_exits_4_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = root.join("memory.toml");
+    let text = "[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\n[personalities.ada]\ncaps.memory = { hard = 16 }\n";
+    std::fs::write(&config, text).unwrap();
+    let (code, _, stderr) = run(memory(root)
+        .arg("--config")
+        .arg(&config)
+        .args(["sync", "--personality", "ada", "--user", "grace"])
+        .write_stdin(
+            r#"[{"action":"add","store":"memory","content":"far more than sixteen bytes"}]"#,
+        ));
+    assert_eq!(code, 4, "{stderr}");
+    assert!(stderr.contains("over its hard cap of 16"), "{stderr}");
+    // (The lock file beside the document may exist: it is not a document.)
+    assert!(snapshot_of_documents(&root.join("m")).is_empty());
+}
+
+#[test]
+fn identity_link_and_resolve() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let link = |args: &[&str]| run(memory(root).args(["identity", "link"]).args(args));
+    let resolve = |args: &[&str]| run(memory(root).args(["identity", "resolve"]).args(args));
+
+    let (code, stdout, _) = link(&["telegram", "12345", "grace"]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "telegram:12345 linked to grace\n")
+    );
+    let (code, stdout, _) = resolve(&["telegram", "12345"]);
+    assert_eq!((code, stdout.as_str()), (0, "grace\n"));
+    assert!(root.join("users/identity-map.json").is_file());
+
+    let before = snapshot(root);
+    assert_fails(
+        link(&["telegram", "12345", "bob"]),
+        3,
+        "already linked to user 'grace'",
+    );
+    assert_fails(link(&["tele gram", "1", "bob"]), 2, "invalid platform");
+    assert_fails(link(&["telegram", "1", "b/ob"]), 2, "invalid user id");
+    assert_eq!(snapshot(root), before);
+
+    let (code, stdout, _) = link(&["telegram", "12345", "bob", "--relink"]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "telegram:12345 linked to bob (was grace)\n")
+    );
+    assert_eq!(resolve(&["telegram", "12345"]).1, "bob\n");
+    assert_fails(resolve(&["slack", "U1"]), 1, "slack:U1 is not linked");
+}
+
+/// A config with two markdown roots, `a` and `b`.
+fn two_roots(root: &Path) -> PathBuf {
+    let config = root.join("memory.toml");
+    let text = "default_provider = \"a\"\n[providers.a]\nkind = \"markdown\"\nroot = \"a\"\n[providers.b]\nkind = \"markdown\"\nroot = \"b\"\n";
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+#[test]
+fn migrate_copies_once_and_leaves_newer_targets_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = two_roots(root);
+    let cli = || {
+        let mut cmd = memory(root);
+        cmd.arg("--config").arg(&config);
+        cmd
+    };
+    assert_eq!(
+        run(cli()
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .write_stdin(GRACE))
+        .0,
+        0
+    );
+
+    let (code, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("a → b: 2 copied, 0 already identical"),
+        "{stdout}"
+    );
+    assert_eq!(
+        snapshot_of_documents(&root.join("a")),
+        snapshot_of_documents(&root.join("b"))
+    );
+    let (_, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b"]));
+    assert!(stdout.contains("0 copied, 2 already identical"), "{stdout}");
+
+    // The target's USER.md changes after the copy: left alone, exit 3, unless --force.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(root.join("b/users/grace/USER.md"), "Edited in b.\n").unwrap();
+    assert_fails(
+        run(cli().args(["migrate", "--from", "a", "--to", "b"])),
+        3,
+        "users/grace/USER.md",
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("b/users/grace/USER.md")).unwrap(),
+        "Edited in b.\n"
+    );
+    let (code, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b", "--force"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("1 copied, 1 already identical"), "{stdout}");
+    assert_eq!(
+        snapshot_of_documents(&root.join("a")),
+        snapshot_of_documents(&root.join("b"))
+    );
+
+    // A hand edit that no write would leave (untrimmed, no final newline) is copied in the
+    // form writes leave, and said so.
+    std::fs::create_dir_all(root.join("a/users/bob")).unwrap();
+    std::fs::write(root.join("a/users/bob/USER.md"), "  Name: Bob.").unwrap();
+    let (code, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("copied users/bob/USER.md (normalized"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("b/users/bob/USER.md")).unwrap(),
+        "Name: Bob.\n"
+    );
+    let (_, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b"]));
+    assert!(stdout.contains("0 copied, 3 already identical"), "{stdout}");
+
+    assert_fails(
+        run(cli().args(["migrate", "--from", "a", "--to", "a"])),
+        2,
+        "two different",
+    );
+    assert_fails(
+        run(cli().args(["migrate", "--from", "a", "--to", "zz"])),
+        2,
+        "\"zz\"",
+    );
+}
+
+/// The documents under a markdown root by their layout path (lock files and the identity map
+/// are not documents).
+fn snapshot_of_documents(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    snapshot(root)
+        .into_iter()
+        .filter_map(|(path, bytes)| {
+            let relative = path.strip_prefix(root).ok()?.to_str()?.to_owned();
+            memory_core::DocumentId::from_relative_path(&relative).map(|_| (relative, bytes))
+        })
+        .collect()
+}
+
+#[test]
+fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
+    let (Some(pg), Some(redis)) = (Service::Postgres.url(), Service::Redis.url()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let unique = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let schema = format!("cli_migrate_{unique}");
+    let config = root.join("memory.toml");
+    let text = format!(
+        "default_provider = \"start\"\n\
+         [providers.start]\nkind = \"markdown\"\nroot = \"start\"\n\
+         [providers.end]\nkind = \"markdown\"\nroot = \"end\"\n\
+         [providers.pg]\nkind = \"postgres\"\nurl = \"{pg}\"\nschema = \"{schema}\"\n\
+         [providers.redis]\nkind = \"redis\"\nurl = \"{redis}\"\nprefix = \"cli-migrate-{unique}\"\n"
+    );
+    std::fs::write(&config, text).unwrap();
+    let cli = || {
+        let mut cmd = memory(root);
+        cmd.arg("--config").arg(&config);
+        cmd
+    };
+    // Text that a lossy copy would change: unicode, CRLF, blank lines.
+    std::fs::create_dir_all(root.join("start/users/grace")).unwrap();
+    std::fs::create_dir_all(root.join("start/personalities/ada")).unwrap();
+    std::fs::write(
+        root.join("start/MEMORY.md"),
+        "Global: the office closes on Fridays.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("start/personalities/ada/MEMORY.md"),
+        "Kyoto 🚄 in May\r\nthen Osaka.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("start/users/grace/USER.md"),
+        "Name: Grace.\n\n\nPrefers metric.\n",
+    )
+    .unwrap();
+
+    for (from, to) in [("start", "pg"), ("pg", "redis"), ("redis", "end")] {
+        let (code, stdout, stderr) = run(cli().args(["migrate", "--from", from, "--to", to]));
+        assert_eq!(code, 0, "{from} → {to}: {stderr}");
+        assert!(stdout.contains("3 copied"), "{stdout}");
+    }
+    let start = snapshot_of_documents(&root.join("start"));
+    assert_eq!(start.len(), 3);
+    assert_eq!(start, snapshot_of_documents(&root.join("end")));
+    // And back into the original: nothing to do.
+    let (code, stdout, _) = run(cli().args(["migrate", "--from", "redis", "--to", "start"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("0 copied, 3 already identical"), "{stdout}");
+    drop_schema(&pg, &schema);
+}
+
+/// Removes the test's schema (the Redis keys are left to the prefix: the test server keeps
+/// nothing on disk).
+fn drop_schema(url: &str, schema: &str) {
+    let status = std::process::Command::new("psql")
+        .arg(url)
+        .args([
+            "-qc",
+            &format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"),
+        ])
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("could not drop schema {schema}: {status:?}");
+    }
+}
+
+#[test]
+fn reindex_rebuilds_the_index_and_needs_a_vector_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    assert_fails(
+        run(memory(root).arg("reindex")),
+        2,
+        "no vector provider is configured",
+    );
+
+    let config = root.join("memory.toml");
+    let text = "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\n[personalities.ada]\nprovider = \"recall\"\n";
+    std::fs::write(&config, text).unwrap();
+    let cli = || {
+        let mut cmd = memory(root);
+        cmd.arg("--config").arg(&config);
+        cmd
+    };
+    assert_eq!(
+        run(cli()
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .write_stdin(GRACE))
+        .0,
+        0
+    );
+    std::fs::remove_dir_all(root.join("m/.recall-index")).unwrap();
+    let (code, stdout, stderr) = run(cli().args(["reindex", "--provider", "recall"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "recall: reindexed 1 memory documents\n");
+    assert!(root.join("m/.recall-index").is_dir());
+    assert_fails(
+        run(cli().args(["reindex", "--provider", "files"])),
+        2,
+        "not a vector one",
+    );
+}
+
+#[test]
+fn demo_runs_the_scripted_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("demo");
+    let (code, stdout, stderr) = run(memory(dir.path()).arg("demo").arg("--root").arg(&root));
+    assert_eq!(code, 0, "{stderr}");
+    for expected in [
+        "turn 1 · personality 'ada'",
+        "Identity: telegram:4242 resolves to user 'grace'",
+        "refused (Conflict), nothing lost",
+        "consolidated from the fresh view",
+        "Recall: on",
+    ] {
+        assert!(stdout.contains(expected), "{expected:?} not in {stdout}");
+    }
+    assert!(root.join("users/grace/USER.md").is_file());
+    assert!(root.join("MEMORY.md").is_file());
+    assert_eq!(
+        std::fs::read_to_string(root.join("personalities/coach/MEMORY.md")).unwrap(),
+        "Training Grace for a 10 km run, goal: before her May trip.\n"
+    );
+}
+
+#[test]
+fn demo_says_how_to_enable_recall_without_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = run(memory(dir.path())
+        .env("MEMORY_MODEL_DIR", dir.path().join("no-model"))
+        .args(["demo", "--root"])
+        .arg(dir.path().join("demo")));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Recall: off"), "{stdout}");
+    assert!(stdout.contains("./scripts/provision-model"), "{stdout}");
+    assert!(
+        stdout.contains("consolidated from the fresh view"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,483 @@
+//! `memory.toml`: the named providers, the default one, and each personality's settings.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memory_core::{Budgets, Caps, DEFAULT_MAX_CHARS, MemoryError, MemoryScope, PersonalityId};
+use memory_postgres::PostgresConfig;
+use memory_redis::RedisConfig;
+use memory_vector::{ModelConfig, RecallConfig};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The environment variable naming the config file when no `--config` is given.
+pub const CONFIG_ENV: &str = "MEMORY_CONFIG";
+/// The environment variable naming the markdown root of the default config.
+pub const ROOT_ENV: &str = "MEMORY_ROOT";
+/// The name of the provider in the default config, and of a config file's provider when it
+/// names no `default_provider` and has exactly one.
+pub const DEFAULT_PROVIDER: &str = "markdown";
+
+/// A whole wiring: which providers exist, which one is the default, and what each personality
+/// uses. Build one with [`Config::load`], [`Config::parse`] or [`Config::markdown`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where it was read from, for messages; `None` for the built-in default.
+    pub origin: Option<PathBuf>,
+    /// The providers by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// The provider of personalities without one, and the home of the identity map.
+    pub default_provider: String,
+    /// The personalities configured by name; any other personality gets the defaults.
+    pub personalities: BTreeMap<PersonalityId, PersonalityConfig>,
+}
+
+/// How to build one named provider.
+#[derive(Debug, Clone)]
+pub enum ProviderConfig {
+    /// Markdown files under `root`.
+    Markdown {
+        /// The root directory.
+        root: PathBuf,
+    },
+    /// PostgreSQL.
+    Postgres(PostgresConfig),
+    /// Redis.
+    Redis(RedisConfig),
+    /// A recall index over another (non-vector) provider, which stays the source of truth.
+    Vector {
+        /// The name of the source provider.
+        source: String,
+        /// The LanceDB directory.
+        index_dir: PathBuf,
+        /// The embedding model.
+        model: ModelConfig,
+        /// How queries pick entries.
+        recall: RecallConfig,
+    },
+}
+
+impl ProviderConfig {
+    /// `markdown`, `postgres`, `redis` or `vector`, as written in the file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderConfig::Markdown { .. } => "markdown",
+            ProviderConfig::Postgres(_) => "postgres",
+            ProviderConfig::Redis(_) => "redis",
+            ProviderConfig::Vector { .. } => "vector",
+        }
+    }
+}
+
+/// What one personality uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonalityConfig {
+    /// Its provider's name; `None` for the default provider.
+    pub provider: Option<String>,
+    /// Its own `MEMORY.md` or the global one.
+    pub memory_scope: MemoryScope,
+    /// Byte caps on its writes.
+    pub budgets: Budgets,
+    /// The most chars its prefetch renders.
+    pub max_chars: usize,
+}
+
+impl Default for PersonalityConfig {
+    fn default() -> Self {
+        PersonalityConfig {
+            provider: None,
+            memory_scope: MemoryScope::default(),
+            budgets: Budgets::default(),
+            max_chars: DEFAULT_MAX_CHARS,
+        }
+    }
+}
+
+impl Config {
+    /// The config at `explicit`, else at `$MEMORY_CONFIG`, else [`Config::markdown`] at
+    /// `$MEMORY_ROOT` or `~/.agent-memory`.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] naming the file (and line) when it cannot be read or is wrong.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, MemoryError> {
+        let from_env = std::env::var_os(CONFIG_ENV).map(PathBuf::from);
+        match explicit.map(Path::to_path_buf).or(from_env) {
+            Some(path) => Config::from_file(&path),
+            None => Ok(Config::markdown(default_root())),
+        }
+    }
+
+    /// Reads and parses the file at `path`; relative paths in it are relative to its directory.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] naming the file when it cannot be read, and the line when it is
+    /// wrong.
+    pub fn from_file(path: &Path) -> Result<Config, MemoryError> {
+        let text = std::fs::read_to_string(path).map_err(|err| MemoryError::Config {
+            message: format!("cannot read {}: {err}", path.display()),
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// The built-in default: one markdown provider at `root`, every personality on it.
+    pub fn markdown(root: impl Into<PathBuf>) -> Config {
+        let provider = ProviderConfig::Markdown { root: root.into() };
+        Config {
+            origin: None,
+            providers: BTreeMap::from([(DEFAULT_PROVIDER.to_owned(), provider)]),
+            default_provider: DEFAULT_PROVIDER.to_owned(),
+            personalities: BTreeMap::new(),
+        }
+    }
+
+    /// Parses `text`, read from `origin` (named in messages; relative paths are resolved
+    /// against its directory).
+    ///
+    /// `${VAR}` in a URL or path is replaced by that environment variable, so secrets stay out
+    /// of the file; `~/` at the start of a path is the home directory.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] whose message starts `<file>:<line>:` for unknown keys, wrong
+    /// types, provider names that name nothing, unset variables and caps out of order.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config, MemoryError> {
+        let at = Locator { text, origin };
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|err| at.error(err.span(), err.message()))?;
+        let base = origin.parent().unwrap_or(Path::new("."));
+
+        let mut providers = BTreeMap::new();
+        for (name, spanned) in &raw.providers {
+            let span = spanned.span();
+            let field = |key: &str| format!("providers.{name}.{key}");
+            if !is_name(name) {
+                return Err(at.error(
+                    Some(span.clone()),
+                    &format!(
+                        "provider name {name:?} may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
+                    ),
+                ));
+            }
+            let expand = |key: &str, value: &str| {
+                expand_env(value)
+                    .map_err(|msg| at.error(Some(span.clone()), &format!("{}: {msg}", field(key))))
+            };
+            let path = |key: &str, value: &str| expand(key, value).map(|v| resolve_path(base, &v));
+            let provider = match spanned.get_ref() {
+                RawProvider::Markdown(md) => ProviderConfig::Markdown {
+                    root: path("root", &md.root)?,
+                },
+                RawProvider::Postgres(pg) => {
+                    let mut pg = pg.clone();
+                    pg.url = expand("url", &pg.url)?;
+                    ProviderConfig::Postgres(pg)
+                }
+                RawProvider::Redis(redis) => {
+                    let mut redis = redis.clone();
+                    redis.url = expand("url", &redis.url)?;
+                    ProviderConfig::Redis(redis)
+                }
+                RawProvider::Vector(vector) => {
+                    let source = match raw.providers.get(&vector.source).map(Spanned::get_ref) {
+                        None => {
+                            return Err(at.error(
+                                Some(span.clone()),
+                                &format!(
+                                    "{} names {:?}, which is not a configured provider ({})",
+                                    field("source"),
+                                    vector.source,
+                                    names(&raw.providers)
+                                ),
+                            ));
+                        }
+                        Some(RawProvider::Vector(_)) => {
+                            return Err(at.error(
+                                Some(span.clone()),
+                                &format!(
+                                    "{} names {:?}, another vector provider; a source must store documents (markdown, postgres or redis)",
+                                    field("source"),
+                                    vector.source
+                                ),
+                            ));
+                        }
+                        Some(source) => source,
+                    };
+                    let index_dir = match (&vector.index_dir, source) {
+                        (Some(dir), _) => path("index_dir", dir)?,
+                        (None, RawProvider::Markdown(md)) => {
+                            path("root", &md.root)?.join(".recall-index")
+                        }
+                        (None, _) => {
+                            return Err(at.error(
+                                Some(span.clone()),
+                                &format!(
+                                    "{} is required when the source is not a markdown provider",
+                                    field("index_dir")
+                                ),
+                            ));
+                        }
+                    };
+                    let mut model = ModelConfig::from_env();
+                    if let Some(dir) = &vector.model_dir {
+                        model.model_dir = path("model_dir", dir)?;
+                    }
+                    if let Some(lib) = &vector.ort_library {
+                        model.ort_library = Some(path("ort_library", lib)?);
+                    }
+                    ProviderConfig::Vector {
+                        source: vector.source.clone(),
+                        index_dir,
+                        model,
+                        recall: vector.recall,
+                    }
+                }
+            };
+            providers.insert(name.clone(), provider);
+        }
+
+        let default_provider = match (&raw.default_provider, providers.len()) {
+            (Some(name), _) => {
+                at.known(&raw.providers, name, "default_provider")?;
+                name.get_ref().clone()
+            }
+            (None, 0) => {
+                let default = Config::markdown(default_root());
+                providers = default.providers;
+                default.default_provider
+            }
+            (None, 1) => providers.keys().next().cloned().unwrap_or_default(),
+            (None, _) => {
+                return Err(at.error(
+                    None,
+                    &format!(
+                        "default_provider is required when there are several providers ({})",
+                        names(&raw.providers)
+                    ),
+                ));
+            }
+        };
+
+        let mut personalities = BTreeMap::new();
+        for (id, personality) in raw.personalities {
+            if let Some(name) = &personality.provider {
+                at.known(
+                    &raw.providers,
+                    name,
+                    &format!("personalities.{id}.provider"),
+                )?;
+            }
+            let caps_span = personality.caps.as_ref().map(Spanned::span);
+            let caps = personality
+                .caps
+                .map(Spanned::into_inner)
+                .unwrap_or_default();
+            for (store, cap) in [("memory", caps.memory), ("user", caps.user)] {
+                if let (Some(soft), Some(hard)) = (cap.soft, cap.hard)
+                    && soft > hard
+                {
+                    return Err(at.error(
+                        caps_span,
+                        &format!(
+                            "personalities.{id}.caps.{store}: soft cap {soft} is over hard cap {hard}"
+                        ),
+                    ));
+                }
+            }
+            let config = PersonalityConfig {
+                provider: personality.provider.map(Spanned::into_inner),
+                memory_scope: personality.memory_scope,
+                budgets: Budgets {
+                    memory: caps.memory.into(),
+                    user: caps.user.into(),
+                },
+                max_chars: personality.max_chars.unwrap_or(DEFAULT_MAX_CHARS),
+            };
+            personalities.insert(id, config);
+        }
+
+        Ok(Config {
+            origin: Some(origin.to_path_buf()),
+            providers,
+            default_provider,
+            personalities,
+        })
+    }
+
+    /// The settings of `personality`: its own if configured, else the defaults.
+    pub fn personality(&self, personality: &PersonalityId) -> PersonalityConfig {
+        self.personalities
+            .get(personality)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The name of the provider `personality` uses.
+    pub fn provider_of(&self, personality: &PersonalityId) -> &str {
+        self.personalities
+            .get(personality)
+            .and_then(|p| p.provider.as_deref())
+            .unwrap_or(&self.default_provider)
+    }
+}
+
+/// `$MEMORY_ROOT`, else `~/.agent-memory`.
+pub fn default_root() -> PathBuf {
+    std::env::var_os(ROOT_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".agent-memory"))
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+}
+
+fn is_name(name: &str) -> bool {
+    PersonalityId::new(name).is_ok()
+}
+
+fn names(providers: &BTreeMap<String, Spanned<RawProvider>>) -> String {
+    if providers.is_empty() {
+        return "none is configured".to_owned();
+    }
+    let names: Vec<&str> = providers.keys().map(String::as_str).collect();
+    format!("configured: {}", names.join(", "))
+}
+
+/// `~/x` under the home directory; a relative path under `base`.
+fn resolve_path(base: &Path, value: &str) -> PathBuf {
+    match value.strip_prefix("~/") {
+        Some(rest) => home().join(rest),
+        None => base.join(value),
+    }
+}
+
+/// Replaces every `${VAR}` with the variable's value.
+fn expand_env(value: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start + 2..].find('}') else {
+            return Err(format!("unclosed \"${{\" in {value:?}"));
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        match std::env::var(name) {
+            Ok(found) => out.push_str(&found),
+            Err(_) => return Err(format!("environment variable {name} is not set")),
+        }
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Turns byte spans of the file into `<file>:<line>:` messages.
+struct Locator<'a> {
+    text: &'a str,
+    origin: &'a Path,
+}
+
+impl Locator<'_> {
+    fn error(&self, span: Option<Range<usize>>, message: &str) -> MemoryError {
+        let file = self.origin.display();
+        let message = match span {
+            Some(span) => {
+                let line = self.text[..span.start.min(self.text.len())]
+                    .matches('\n')
+                    .count()
+                    + 1;
+                format!("{file}:{line}: {message}")
+            }
+            None => format!("{file}: {message}"),
+        };
+        MemoryError::Config { message }
+    }
+
+    fn known(
+        &self,
+        providers: &BTreeMap<String, Spanned<RawProvider>>,
+        name: &Spanned<String>,
+        key: &str,
+    ) -> Result<(), MemoryError> {
+        if providers.contains_key(name.get_ref()) {
+            return Ok(());
+        }
+        Err(self.error(
+            Some(name.span()),
+            &format!(
+                "{key} names {:?}, which is not a configured provider ({})",
+                name.get_ref(),
+                names(providers)
+            ),
+        ))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    default_provider: Option<Spanned<String>>,
+    #[serde(default)]
+    providers: BTreeMap<String, Spanned<RawProvider>>,
+    #[serde(default)]
+    personalities: BTreeMap<PersonalityId, RawPersonality>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum RawProvider {
+    Markdown(RawMarkdown),
+    Postgres(PostgresConfig),
+    Redis(RedisConfig),
+    Vector(RawVector),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMarkdown {
+    root: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVector {
+    source: String,
+    index_dir: Option<String>,
+    model_dir: Option<String>,
+    ort_library: Option<String>,
+    #[serde(default)]
+    recall: RecallConfig,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPersonality {
+    provider: Option<Spanned<String>>,
+    #[serde(default)]
+    memory_scope: MemoryScope,
+    caps: Option<Spanned<RawCaps>>,
+    max_chars: Option<usize>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields, default)]
+struct RawCaps {
+    memory: RawCap,
+    user: RawCap,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields, default)]
+struct RawCap {
+    soft: Option<usize>,
+    hard: Option<usize>,
+}
+
+impl From<RawCap> for Caps {
+    fn from(cap: RawCap) -> Caps {
+        Caps {
+            soft: cap.soft,
+            hard: cap.hard,
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! `memory.toml` parsing: what it accepts, and errors that name the line.
+
+use std::path::Path;
+
+use memory_core::{Budgets, Caps, MemoryError, MemoryScope, PersonalityId};
+use memory_wiring::{Config, PersonalityConfig, ProviderConfig};
+
+fn parse(text: &str) -> Result<Config, MemoryError> {
+    Config::parse(text, Path::new("/etc/agent/memory.toml"))
+}
+
+/// The message of the config error `text` gives; panics if it parses.
+fn error(text: &str) -> String {
+    match parse(text) {
+        Err(MemoryError::Config { message }) => message,
+        other => panic!("expected a config error, got {other:?}"),
+    }
+}
+
+const FULL: &str = r#"
+default_provider = "files"
+
+[providers.files]
+kind = "markdown"
+root = "memory"
+
+[providers.shared]
+kind = "postgres"
+url = "postgres://agent:${HOME}@db:5432/agents"
+schema = "team_a"
+
+[providers.fast]
+kind = "redis"
+url = "redis://127.0.0.1:6379"
+
+[providers.recall]
+kind = "vector"
+source = "files"
+model_dir = "~/models/minilm"
+recall = { k = 4 }
+
+[personalities.ada]
+provider = "recall"
+max_chars = 4000
+caps.memory = { soft = 2048, hard = 4096 }
+
+[personalities.concierge]
+provider = "shared"
+memory_scope = "global"
+caps.user = { hard = 3072 }
+"#;
+
+#[test]
+fn a_full_config_parses_with_paths_and_secrets_resolved() {
+    // Any variable set in the environment stands in for a secret.
+    let home = std::env::var("HOME").unwrap();
+    let config = parse(FULL).unwrap();
+    assert_eq!(config.default_provider, "files");
+    let ProviderConfig::Markdown { root } = &config.providers["files"] else {
+        panic!("files is markdown")
+    };
+    assert_eq!(root, Path::new("/etc/agent/memory"));
+    let ProviderConfig::Postgres(pg) = &config.providers["shared"] else {
+        panic!("shared is postgres")
+    };
+    assert_eq!(pg.url, format!("postgres://agent:{home}@db:5432/agents"));
+    assert_eq!(pg.schema, "team_a");
+    let ProviderConfig::Vector {
+        source,
+        index_dir,
+        model,
+        recall,
+    } = &config.providers["recall"]
+    else {
+        panic!("recall is vector")
+    };
+    assert_eq!(source, "files");
+    assert_eq!(index_dir, Path::new("/etc/agent/memory/.recall-index"));
+    assert!(model.model_dir.ends_with("models/minilm") && model.model_dir.is_absolute());
+    assert_eq!(recall.k, 4);
+
+    let ada = PersonalityId::new("ada").unwrap();
+    assert_eq!(
+        config.personality(&ada),
+        PersonalityConfig {
+            provider: Some("recall".into()),
+            memory_scope: MemoryScope::PerPersonality,
+            budgets: Budgets {
+                memory: Caps {
+                    soft: Some(2048),
+                    hard: Some(4096)
+                },
+                user: Caps::default(),
+            },
+            max_chars: 4000,
+        }
+    );
+    let concierge = PersonalityId::new("concierge").unwrap();
+    assert_eq!(
+        config.personality(&concierge).memory_scope,
+        MemoryScope::Global
+    );
+    assert_eq!(config.provider_of(&concierge), "shared");
+    let stranger = PersonalityId::new("stranger").unwrap();
+    assert_eq!(config.provider_of(&stranger), "files");
+    assert_eq!(config.personality(&stranger), PersonalityConfig::default());
+}
+
+#[test]
+fn an_empty_file_is_the_markdown_default_and_one_provider_is_the_default() {
+    let config = parse("").unwrap();
+    assert_eq!(config.default_provider, "markdown");
+    assert!(matches!(
+        config.providers["markdown"],
+        ProviderConfig::Markdown { .. }
+    ));
+
+    let config = parse("[providers.only]\nkind = \"markdown\"\nroot = \"/m\"\n").unwrap();
+    assert_eq!(config.default_provider, "only");
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_the_line() {
+    let message = error("[providers.files]\nkind = \"markdown\"\nroot = \"/m\"\nrot = \"/x\"\n");
+    assert!(message.starts_with("/etc/agent/memory.toml:"), "{message}");
+    assert!(message.contains("rot"), "{message}");
+
+    let message = error("[personalities.ada]\nmax_chars = 10\nmemory_scop = \"global\"\n");
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:3:"),
+        "{message}"
+    );
+    assert!(message.contains("memory_scop"), "{message}");
+
+    let message = error("defaut_provider = \"x\"\n");
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:1:"),
+        "{message}"
+    );
+
+    let message = error("[providers.pg]\nkind = \"postgres\"\nurl = \"postgres://x\"\npool = 3\n");
+    assert!(message.contains("pool"), "{message}");
+
+    let message = error("[providers.x]\nkind = \"mongodb\"\n");
+    assert!(message.contains("mongodb"), "{message}");
+}
+
+#[test]
+fn dangling_provider_names_are_errors_naming_the_line() {
+    let base = "[providers.files]\nkind = \"markdown\"\nroot = \"/m\"\n\n";
+    let message = error(&format!("{base}[personalities.ada]\nprovider = \"nope\"\n"));
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:6:"),
+        "{message}"
+    );
+    assert!(
+        message.contains("\"nope\"") && message.contains("configured: files"),
+        "{message}"
+    );
+
+    let message = error(&format!("default_provider = \"gone\"\n{base}"));
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:1:"),
+        "{message}"
+    );
+
+    let message = error(&format!(
+        "{base}[providers.recall]\nkind = \"vector\"\nsource = \"missing\"\n"
+    ));
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:5:"),
+        "{message}"
+    );
+    assert!(message.contains("providers.recall.source"), "{message}");
+
+    let message = error(&format!(
+        "{base}[providers.r1]\nkind = \"vector\"\nsource = \"files\"\n\n[providers.r2]\nkind = \"vector\"\nsource = \"r1\"\n"
+    ));
+    assert!(message.contains("another vector provider"), "{message}");
+}
+
+#[test]
+fn other_mistakes_name_the_line_too() {
+    let message =
+        error("[providers.pg]\nkind = \"postgres\"\nurl = \"${WIRING_TEST_SURELY_UNSET}\"\n");
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:1:"),
+        "{message}"
+    );
+    assert!(
+        message.contains("WIRING_TEST_SURELY_UNSET is not set"),
+        "{message}"
+    );
+
+    let message = error("[personalities.ada]\ncaps.memory = { soft = 10, hard = 5 }\n");
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:2:"),
+        "{message}"
+    );
+    assert!(
+        message.contains("soft cap 10 is over hard cap 5"),
+        "{message}"
+    );
+
+    let message = error("[personalities.\"../ada\"]\nmax_chars = 1\n");
+    assert!(message.contains("invalid personality id"), "{message}");
+
+    let message = error("[providers.\"a b\"]\nkind = \"markdown\"\nroot = \"/m\"\n");
+    assert!(message.contains("provider name \"a b\""), "{message}");
+
+    let message = error(
+        "default_provider = \"a\"\n[providers.a]\nkind = \"redis\"\nurl = \"redis://x\"\n[providers.v]\nkind = \"vector\"\nsource = \"a\"\n",
+    );
+    assert!(
+        message.contains("providers.v.index_dir is required"),
+        "{message}"
+    );
+
+    let message = error(
+        "[providers.a]\nkind = \"markdown\"\nroot = \"/a\"\n[providers.b]\nkind = \"markdown\"\nroot = \"/b\"\n",
+    );
+    assert!(
+        message.contains("default_provider is required"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_a_config_error_naming_it() {
+    let err = Config::from_file(Path::new("/nonexistent/memory.toml")).unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Config { message } if message.contains("/nonexistent/memory.toml")),
+        "{err}"
+    );
+}
