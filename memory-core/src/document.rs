@@ -177,8 +177,8 @@ pub struct Document {
     pub version: Version,
     /// Where the backend keeps it: a path or a key.
     pub location: String,
-    /// When its content was last written, by the backend's clock (a file's mtime, the server's
-    /// time); `None` for a document never written. Compare it only between documents of one
+    /// When its content was last written, by the backend's clock (a file's mtime, Postgres's
+    /// `now()`, the writing Redis client's clock); `None` for a document never written. Compare it only between documents of one
     /// backend or hosts with synchronised clocks.
     #[serde(default, with = "unix_millis")]
     pub modified: Option<SystemTime>,
