@@ -15,6 +15,13 @@ fn memory(root: &Path) -> Command {
     cmd
 }
 
+/// `memory` with `--config config`, relative paths in it resolved against its directory.
+fn configured(root: &Path, config: &Path) -> Command {
+    let mut cmd = memory(root);
+    cmd.arg("--config").arg(config);
+    cmd
+}
+
 /// Runs `cmd` and returns (exit code, stdout, stderr).
 fn run(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
@@ -279,9 +286,7 @@ fn a_hard_cap_exits_4_and_writes_nothing() {
     let config = root.join("memory.toml");
     let text = "[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\n[personalities.ada]\ncaps.memory = { hard = 16 }\n";
     std::fs::write(&config, text).unwrap();
-    let (code, _, stderr) = run(memory(root)
-        .arg("--config")
-        .arg(&config)
+    let (code, _, stderr) = run(configured(root, &config)
         .args(["sync", "--personality", "ada", "--user", "grace"])
         .write_stdin(
             r#"[{"action":"add","store":"memory","content":"far more than sixteen bytes"}]"#,
@@ -340,11 +345,7 @@ fn migrate_copies_once_and_leaves_newer_targets_alone() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let config = two_roots(root);
-    let cli = || {
-        let mut cmd = memory(root);
-        cmd.arg("--config").arg(&config);
-        cmd
-    };
+    let cli = || configured(root, &config);
     assert_eq!(
         run(cli()
             .args(["sync", "--personality", "ada", "--user", "grace"])
@@ -452,11 +453,7 @@ fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
          [providers.redis]\nkind = \"redis\"\nurl = \"{redis}\"\nprefix = \"cli-migrate-{unique}\"\n"
     );
     std::fs::write(&config, text).unwrap();
-    let cli = || {
-        let mut cmd = memory(root);
-        cmd.arg("--config").arg(&config);
-        cmd
-    };
+    let cli = || configured(root, &config);
     // Text that a lossy copy would change: unicode, CRLF, blank lines.
     std::fs::create_dir_all(root.join("start/users/grace")).unwrap();
     std::fs::create_dir_all(root.join("start/personalities/ada")).unwrap();
@@ -519,11 +516,7 @@ fn reindex_rebuilds_the_index_and_needs_a_vector_provider() {
     let config = root.join("memory.toml");
     let text = "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\n[personalities.ada]\nprovider = \"recall\"\n";
     std::fs::write(&config, text).unwrap();
-    let cli = || {
-        let mut cmd = memory(root);
-        cmd.arg("--config").arg(&config);
-        cmd
-    };
+    let cli = || configured(root, &config);
     assert_eq!(
         run(cli()
             .args(["sync", "--personality", "ada", "--user", "grace"])
