@@ -1,6 +1,7 @@
 //! `memory`: look at, edit, move and rebuild agent memory without writing code.
 
 mod demo;
+mod mcp;
 mod migrate;
 
 use std::io::Read;
@@ -117,6 +118,21 @@ enum Command {
         /// The vector provider (default: every vector provider configured).
         #[arg(long)]
         provider: Option<String>,
+    },
+    /// Serve the memory tools to an MCP client over stdio, for one personality and user.
+    ///
+    /// Tools: memory_view, memory_add, memory_replace, memory_remove, memory_consolidate, and
+    /// memory_search where the personality's provider can recall. Resources: the two
+    /// documents. Logs go to stderr.
+    ///
+    /// Example: memory mcp --personality ada --user grace
+    Mcp {
+        /// The personality whose memory is served (default: [mcp] personality in the config).
+        #[arg(long)]
+        personality: Option<String>,
+        /// The user whose profile is served (default: [mcp] user in the config).
+        #[arg(long)]
+        user: Option<String>,
     },
     /// The main job: a scripted multi-turn agent session on the markdown default.
     ///
@@ -336,6 +352,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     )));
                 }
             }
+        }
+        Command::Mcp { personality, user } => {
+            let defaults = &memory.config().mcp;
+            let missing = |what: &str| {
+                Failure::invalid(format!(
+                    "memory mcp needs a {what}: pass --{what} or set `{what}` under [mcp] in the config"
+                ))
+            };
+            let personality = match personality {
+                Some(id) => PersonalityId::new(id)?,
+                None => (defaults.personality.clone()).ok_or_else(|| missing("personality"))?,
+            };
+            let user = match user {
+                Some(id) => UserId::new(id)?,
+                None => (defaults.user.clone()).ok_or_else(|| missing("user"))?,
+            };
+            let tools = memory.tools(personality, user).await?;
+            mcp::serve(tools).await.map_err(Failure::other)?;
         }
         Command::Migrate { from, to, force } => migrate::run(&memory, &from, &to, force).await?,
         Command::Reindex { provider } => reindex(&memory, provider).await?,

@@ -10,6 +10,7 @@ mod identity;
 mod plan;
 mod prefetch;
 mod provider;
+mod recall;
 mod redact;
 mod reference;
 mod report;
@@ -25,6 +26,7 @@ pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER
 pub use plan::{DocumentBatch, PlannedWrite, plan_sync};
 pub use prefetch::{Prefetch, render, truncate_keeping_tail};
 pub use provider::MemoryProvider;
+pub use recall::Recall;
 pub use redact::{hide_password_of, redact_url};
 pub use reference::InMemoryProvider;
 pub use report::{

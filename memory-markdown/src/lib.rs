@@ -150,8 +150,3 @@ impl IdentityMap for MarkdownProvider {
         blocking(move || Ok(identities::read(&path)?.into_iter().collect())).await
     }
 }
-
-/// The workspace README's quickstart, compiled and run as a doctest so it cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct WorkspaceReadme;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Store, Subscription, SyncReport, render,
+    Prefetch, Recall, Store, Subscription, SyncReport, render,
 };
 use serde::Deserialize;
 
@@ -334,6 +334,32 @@ impl VectorProvider {
             .map(|entry| entry.text.as_str())
             .collect::<Vec<_>>()
             .join("\n\n"))
+    }
+}
+
+#[async_trait]
+impl Recall for VectorProvider {
+    async fn search(
+        &self,
+        document: &DocumentId,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, MemoryError> {
+        // Ask for a few more than `limit`: the index may still hold entries the source has lost.
+        let ranked = self
+            .recall(document, query, Ranking::Hybrid, limit * 2)
+            .await?;
+        let current = entries(&self.source.read(document).await?.text);
+        let by_hash: HashMap<&str, &str> = current
+            .iter()
+            .map(|entry| (entry.hash.as_str(), entry.text.as_str()))
+            .collect();
+        Ok(ranked
+            .iter()
+            .filter_map(|hash| by_hash.get(hash.as_str()))
+            .take(limit)
+            .map(|text| (*text).to_owned())
+            .collect())
     }
 }
 

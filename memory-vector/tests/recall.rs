@@ -418,3 +418,44 @@ async fn entries_written_after_the_full_text_index_are_found_by_full_text() {
         .unwrap();
     assert_eq!(found.first(), Some(&entries(late)[0].hash), "{found:?}");
 }
+
+/// `Recall::search` (what `memory_search` calls) gives the current text of the best entries of
+/// the one document asked about, and never an entry the document no longer holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn search_returns_the_current_text_of_the_best_entries_of_one_document() {
+    use memory_core::Recall;
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let (ada, bob) = (ctx("ada", "grace"), ctx("bob", "grace"));
+    add_all(&p, &ada, &NOTES).await;
+    add_all(&p, &bob, &["Prefers window seats on every flight."]).await;
+    let query = "which seat does she like on a plane?";
+
+    let found = p
+        .search(&ada.document(Store::Memory), query, 2)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0], NOTES[1]);
+    assert!(found.iter().all(|entry| NOTES.contains(&entry.as_str())));
+
+    p.sync(
+        &ada,
+        &[MemoryUpdate::remove(Store::Memory, "aisle seats")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let after = p
+        .search(&ada.document(Store::Memory), query, 12)
+        .await
+        .unwrap();
+    assert!(
+        !after.iter().any(|entry| entry.contains("aisle")),
+        "{after:?}"
+    );
+    assert!(
+        !after.iter().any(|entry| entry.contains("window")),
+        "{after:?}"
+    );
+}

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use memory_core::{Budgets, Caps, DEFAULT_MAX_CHARS, MemoryError, MemoryScope, PersonalityId};
+use memory_core::{
+    Budgets, Caps, DEFAULT_MAX_CHARS, MemoryError, MemoryScope, PersonalityId, UserId,
+};
 use memory_postgres::PostgresConfig;
 use memory_redis::RedisConfig;
 use memory_vector::{ModelConfig, RecallConfig};
@@ -31,6 +33,18 @@ pub struct Config {
     pub default_provider: String,
     /// The personalities configured by name; any other personality gets the defaults.
     pub personalities: BTreeMap<PersonalityId, PersonalityConfig>,
+    /// Who `memory mcp` serves when its command line does not say.
+    pub mcp: McpConfig,
+}
+
+/// The `[mcp]` table: the conversation `memory mcp` serves by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The personality whose memory the tools edit.
+    pub personality: Option<PersonalityId>,
+    /// The user whose profile the tools edit.
+    pub user: Option<UserId>,
 }
 
 /// How to build one named provider.
@@ -128,6 +142,7 @@ impl Config {
             providers: BTreeMap::from([(DEFAULT_PROVIDER.to_owned(), provider)]),
             default_provider: DEFAULT_PROVIDER.to_owned(),
             personalities: BTreeMap::new(),
+            mcp: McpConfig::default(),
         }
     }
 
@@ -300,6 +315,7 @@ impl Config {
             providers,
             default_provider,
             personalities,
+            mcp: raw.mcp,
         })
     }
 
@@ -421,6 +437,8 @@ struct RawConfig {
     providers: BTreeMap<String, Spanned<RawProvider>>,
     #[serde(default)]
     personalities: BTreeMap<PersonalityId, RawPersonality>,
+    #[serde(default)]
+    mcp: McpConfig,
 }
 
 #[derive(Deserialize)]

@@ -48,11 +48,13 @@ use memory_core::{
 use memory_markdown::MarkdownProvider;
 use memory_postgres::PostgresProvider;
 use memory_redis::RedisProvider;
+use memory_tools::MemoryTools;
 use memory_vector::{Embedder, VectorProvider};
 use tokio::sync::OnceCell;
 
 pub use config::{
-    CONFIG_ENV, Config, DEFAULT_PROVIDER, PersonalityConfig, ProviderConfig, ROOT_ENV, default_root,
+    CONFIG_ENV, Config, DEFAULT_PROVIDER, McpConfig, PersonalityConfig, ProviderConfig, ROOT_ENV,
+    default_root,
 };
 
 /// The providers of a [`Config`], connected on first use, and a [`MemoryProvider`] that routes
@@ -159,6 +161,27 @@ impl Memory {
                 "provider {name:?} is a {} provider, not a vector one",
                 self.inner.config.providers[name].kind()
             ))
+        })
+    }
+
+    /// The agent tools for one conversation of `personality` with `user`: on the personality's
+    /// provider, with its scope and caps, and with `memory_search` when that provider can
+    /// recall.
+    ///
+    /// # Errors
+    /// Whatever connecting the personality's provider fails with.
+    pub async fn tools(
+        &self,
+        personality: PersonalityId,
+        user: UserId,
+    ) -> Result<MemoryTools, MemoryError> {
+        let backend = self
+            .backend(self.inner.config.provider_of(&personality))
+            .await?;
+        let tools = MemoryTools::new(backend.provider.clone(), self.context(personality, user));
+        Ok(match &backend.vector {
+            Some(vector) => tools.with_recall(vector.clone()),
+            None => tools,
         })
     }
 
@@ -304,3 +327,9 @@ impl MemoryProvider for Memory {
         self.inner.events.subscribe()
     }
 }
+
+/// The workspace README's Rust examples, compiled and run as doctests so they cannot rot. They
+/// live here because this crate depends on every other one they use.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct WorkspaceReadme;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use memory_core::{Budgets, Caps, MemoryError, MemoryScope, PersonalityId};
-use memory_wiring::{Config, PersonalityConfig, ProviderConfig};
+use memory_wiring::{Config, McpConfig, PersonalityConfig, ProviderConfig};
 
 fn parse(text: &str) -> Result<Config, MemoryError> {
     Config::parse(text, Path::new("/etc/agent/memory.toml"))
@@ -232,4 +232,31 @@ fn an_unreadable_file_is_a_config_error_naming_it() {
         matches!(&err, MemoryError::Config { message } if message.contains("/nonexistent/memory.toml")),
         "{err}"
     );
+}
+
+#[test]
+fn the_mcp_table_names_who_memory_mcp_serves() {
+    let config = parse("[mcp]\npersonality = \"coder\"\nuser = \"ada\"\n").unwrap();
+    assert_eq!(
+        config.mcp.personality,
+        Some(PersonalityId::new("coder").unwrap())
+    );
+    assert_eq!(
+        config.mcp.user,
+        Some(memory_core::UserId::new("ada").unwrap())
+    );
+    assert_eq!(parse("").unwrap().mcp, McpConfig::default());
+
+    let message = error("[mcp]\npersonality = \"coder\"\nagent = \"x\"\n");
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:3:"),
+        "{message}"
+    );
+    assert!(message.contains("unknown field `agent`"), "{message}");
+    let message = error("[mcp]\nuser = \"ada lovelace\"\n");
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:2:"),
+        "{message}"
+    );
+    assert!(message.contains("user id"), "{message}");
 }

@@ -1,0 +1,167 @@
+//! What the model is told about each tool: names, descriptions and JSON Schemas.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// One tool as an agent loop hands it to a model: the shape every major model API takes
+/// (`name`, `description`, and a JSON Schema for the arguments).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The name the model calls it by, e.g. `memory_add`.
+    pub name: &'static str,
+    /// What it does and when to use it, written for the model.
+    pub description: &'static str,
+    /// A JSON Schema (draft 2020-12) of its arguments: an object with `required` fields and
+    /// `additionalProperties: false`.
+    pub input_schema: Map<String, Value>,
+}
+
+/// The memory tools. [`Tool::Search`] exists only where the provider can recall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// `memory_view`: the memory as the agent sees it at the top of its prompt.
+    View,
+    /// `memory_add`: append an entry.
+    Add,
+    /// `memory_replace`: the unique-substring edit.
+    Replace,
+    /// `memory_remove`: drop the lines containing a substring.
+    Remove,
+    /// `memory_consolidate`: rewrite a whole file, guarded by the last view.
+    Consolidate,
+    /// `memory_search`: the entries most relevant to a query.
+    Search,
+}
+
+impl Tool {
+    /// Every tool, in the order they are offered.
+    pub const ALL: [Tool; 6] = [
+        Tool::View,
+        Tool::Add,
+        Tool::Replace,
+        Tool::Remove,
+        Tool::Consolidate,
+        Tool::Search,
+    ];
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::View => "memory_view",
+            Tool::Add => "memory_add",
+            Tool::Replace => "memory_replace",
+            Tool::Remove => "memory_remove",
+            Tool::Consolidate => "memory_consolidate",
+            Tool::Search => "memory_search",
+        }
+    }
+
+    /// The tool called `name`, if there is one.
+    pub fn named(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// Its definition; `can_recall` adds `memory_view`'s optional query.
+    pub fn definition(self, can_recall: bool) -> ToolDefinition {
+        let file = json!({
+            "type": "string",
+            "enum": ["MEMORY.md", "USER.md"],
+            "description": "MEMORY.md holds your own notes (facts, decisions, lessons); USER.md \
+                            holds what you know about the user you are talking to."
+        });
+        let (description, properties, required): (&'static str, Value, &[&str]) = match self {
+            Tool::View if can_recall => (
+                "Show your memory exactly as it appears at the top of your prompt, with each \
+                 file's size and caps. With a query, show only the MEMORY.md entries most \
+                 relevant to it. Call it without a query before memory_consolidate.",
+                json!({"query": {
+                    "type": "string",
+                    "description": "Show only the MEMORY.md entries most relevant to this."
+                }}),
+                &[],
+            ),
+            Tool::View => (
+                "Show your memory exactly as it appears at the top of your prompt, with each \
+                 file's size and caps. Call it before memory_consolidate.",
+                json!({}),
+                &[],
+            ),
+            Tool::Add => (
+                "Append one entry (a short self-contained paragraph) to MEMORY.md or USER.md. \
+                 Use it for something worth remembering in later conversations.",
+                json!({"file": file, "entry": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The entry to append, as markdown."
+                }}),
+                &["file", "entry"],
+            ),
+            Tool::Replace => (
+                "Replace one passage of a file: `old` must occur exactly once in it (quote \
+                 enough to be unique); it becomes `new`. Use it to correct or update an entry.",
+                json!({"file": file, "old": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Text that occurs exactly once in the file, quoted literally."
+                }, "new": {
+                    "type": "string",
+                    "description": "What replaces it; empty deletes it."
+                }}),
+                &["file", "old", "new"],
+            ),
+            Tool::Remove => (
+                "Delete every line of a file that contains `substring` (literal, \
+                 case-sensitive). Says how many lines went.",
+                json!({"file": file, "substring": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The literal text whose lines are deleted."
+                }}),
+                &["file", "substring"],
+            ),
+            Tool::Consolidate => (
+                "Rewrite a whole file with a shorter version that keeps what matters: merge \
+                 duplicates, drop what is stale. Call memory_view (without a query) first: the \
+                 rewrite is refused if the file changed since that view, so nothing another \
+                 writer added is lost.",
+                json!({"file": file, "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The complete new text of the file, as markdown."
+                }}),
+                &["file", "content"],
+            ),
+            Tool::Search => (
+                "Search MEMORY.md for the entries most relevant to a query, best first. Use it \
+                 when what you need is not in the memory shown at the top of your prompt.",
+                json!({"query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "What to look for, in words."
+                }, "k": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_SEARCH_RESULTS,
+                    "default": DEFAULT_SEARCH_RESULTS,
+                    "description": "How many entries to return."
+                }}),
+                &["query"],
+            ),
+        };
+        let mut input_schema = Map::new();
+        input_schema.insert("type".into(), json!("object"));
+        input_schema.insert("properties".into(), properties);
+        input_schema.insert("required".into(), json!(required));
+        input_schema.insert("additionalProperties".into(), json!(false));
+        ToolDefinition {
+            name: self.name(),
+            description,
+            input_schema,
+        }
+    }
+}
+
+/// Entries `memory_search` returns when the call names no `k`.
+pub const DEFAULT_SEARCH_RESULTS: usize = 5;
+/// The most entries one `memory_search` may return.
+pub const MAX_SEARCH_RESULTS: usize = 50;

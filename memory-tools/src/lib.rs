@@ -1,0 +1,532 @@
+#![doc = include_str!("../README.md")]
+
+mod definitions;
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use memory_core::{
+    Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Prefetch, Recall, Store, Version, is_blank, render,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub use definitions::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, Tool, ToolDefinition};
+
+/// What a tool call gives back to the model: text, and whether it is an error.
+///
+/// An error always means nothing was written (or, for a backend that went away mid-write, that
+/// the outcome is unknown and the text says so); a success always means the write landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// What the model reads.
+    pub text: String,
+    /// Whether the call failed; MCP's `isError`, the tool-result error flag of model APIs.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    fn success(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// The memory tools of one conversation: one personality and one user on one provider.
+///
+/// Keeps the versions the model last viewed, so `memory_consolidate` can refuse to rewrite a
+/// file that changed since: create one per conversation (or MCP session), not per call.
+pub struct MemoryTools {
+    provider: Arc<dyn MemoryProvider>,
+    ctx: MemoryContext,
+    recall: Option<Arc<dyn Recall>>,
+    viewed: Mutex<Viewed>,
+}
+
+/// The version of each file whose whole text the model has seen, by a full view and its own
+/// writes since. `None`: the model has not seen all of it.
+#[derive(Debug, Default)]
+struct Viewed {
+    memory: Option<Version>,
+    user: Option<Version>,
+}
+
+impl Viewed {
+    fn of(&mut self, store: Store) -> &mut Option<Version> {
+        match store {
+            Store::Memory => &mut self.memory,
+            Store::User => &mut self.user,
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTools")
+            .field("ctx", &self.ctx)
+            .field("can_recall", &self.recall.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryTools {
+    /// The tools over `provider` for the conversation of `ctx` (its personality, user, scope,
+    /// caps and prefetch budget).
+    pub fn new(provider: Arc<dyn MemoryProvider>, ctx: MemoryContext) -> Self {
+        MemoryTools {
+            provider,
+            ctx,
+            recall: None,
+            viewed: Mutex::default(),
+        }
+    }
+
+    /// Adds `memory_search` and `memory_view`'s query, answered by `recall` (normally the same
+    /// provider, e.g. a `memory_vector::VectorProvider`).
+    pub fn with_recall(mut self, recall: Arc<dyn Recall>) -> Self {
+        self.recall = Some(recall);
+        self
+    }
+
+    /// The conversation these tools act for.
+    pub fn context(&self) -> &MemoryContext {
+        &self.ctx
+    }
+
+    /// The tools offered here, in order: `memory_search` only where the provider can recall.
+    pub fn tools(&self) -> Vec<Tool> {
+        Tool::ALL
+            .into_iter()
+            .filter(|tool| *tool != Tool::Search || self.recall.is_some())
+            .collect()
+    }
+
+    /// The definitions to hand the model, one per [`MemoryTools::tools`].
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools()
+            .into_iter()
+            .map(|tool| tool.definition(self.recall.is_some()))
+            .collect()
+    }
+
+    /// Runs the tool called `name` with `arguments` (a JSON object, or null for none) and
+    /// returns the text for the model. Never panics and never fails: every problem, from an
+    /// unknown tool to a backend that is down, is an error output the model can read.
+    pub async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
+        let Some(tool) = Tool::named(name).filter(|tool| self.tools().contains(tool)) else {
+            let offered: Vec<&str> = self.tools().into_iter().map(Tool::name).collect();
+            return ToolOutput::error(format!(
+                "There is no tool named {name:?} here; the memory tools are {}.",
+                offered.join(", ")
+            ));
+        };
+        let arguments = if arguments.is_null() {
+            Value::Object(Default::default())
+        } else {
+            arguments
+        };
+        let call = serde_json::from_value(json!({"name": tool.name(), "arguments": arguments}))
+            .map_err(|error| {
+                format!(
+                    "Invalid arguments for {}: {error}. Nothing was written.",
+                    tool.name()
+                )
+            });
+        let result = match call {
+            Ok(Call::View(ViewArgs { query })) => self.view(query).await,
+            Ok(Call::Add(AddArgs { file, entry })) => self.add(file.0, entry).await,
+            Ok(Call::Replace(ReplaceArgs { file, old, new })) => {
+                self.replace(file.0, old, new).await
+            }
+            Ok(Call::Remove(RemoveArgs { file, substring })) => {
+                self.remove(file.0, substring).await
+            }
+            Ok(Call::Consolidate(ConsolidateArgs { file, content })) => {
+                self.consolidate(file.0, content).await
+            }
+            Ok(Call::Search(SearchArgs { query, k })) => self.search(query, k).await,
+            Err(refusal) => Err(refusal),
+        };
+        match result {
+            Ok(text) => ToolOutput::success(text),
+            Err(text) => ToolOutput::error(text),
+        }
+    }
+
+    async fn view(&self, query: Option<String>) -> Result<String, String> {
+        if let Some(query) = query.filter(|query| !is_blank(query)) {
+            if self.recall.is_none() {
+                return Err("This memory cannot search; call memory_view without a query.".into());
+            }
+            let ctx = self.ctx.clone().with_query(query);
+            let prefetch = self
+                .provider
+                .prefetch(&ctx)
+                .await
+                .map_err(|e| refusal(&e))?;
+            return Ok(format!(
+                "{}\n\n(These are the MEMORY.md entries most relevant to the query, not all of \
+                 it: call memory_view without a query before memory_consolidate.)",
+                shown(&prefetch)
+            ));
+        }
+        // Read the documents rather than prefetch, to see their sizes and know whether the
+        // rendering had to cut them.
+        let memory = self.read(Store::Memory).await?;
+        let user = self.read(Store::User).await?;
+        let prefetch = Prefetch::from_documents(&self.ctx, &memory, &user);
+        let whole = prefetch.context == render(&user.text, &memory.text, usize::MAX);
+        {
+            let mut viewed = self.viewed();
+            viewed.memory = whole.then(|| memory.version.clone());
+            viewed.user = whole.then(|| user.version.clone());
+        }
+        let mut text = format!(
+            "{}\n\n{}: {}. {}: {}.",
+            shown(&prefetch),
+            file_name(Store::Memory),
+            size(memory.text.len(), self.caps(Store::Memory)),
+            file_name(Store::User),
+            size(user.text.len(), self.caps(Store::User)),
+        );
+        if !whole {
+            text.push_str(&format!(
+                "\n(This view is cut to the last {} characters. memory_consolidate needs a full \
+                 view: shrink the files with memory_remove or memory_replace first.)",
+                self.ctx.max_chars
+            ));
+        }
+        Ok(text)
+    }
+
+    async fn add(&self, store: Store, entry: String) -> Result<String, String> {
+        let report = self.write(MemoryUpdate::add(store, entry), None).await?;
+        Ok(format!(
+            "Added to {}.{}",
+            file_name(store),
+            self.size_after(&report)
+        ))
+    }
+
+    async fn replace(&self, store: Store, old: String, new: String) -> Result<String, String> {
+        let report = self
+            .write(MemoryUpdate::edit(store, old, new), None)
+            .await?;
+        Ok(if report.written {
+            format!(
+                "Replaced in {}.{}",
+                file_name(store),
+                self.size_after(&report)
+            )
+        } else {
+            format!(
+                "{} already reads that way; nothing changed.",
+                file_name(store)
+            )
+        })
+    }
+
+    async fn remove(&self, store: Store, substring: String) -> Result<String, String> {
+        let report = self
+            .write(MemoryUpdate::remove(store, substring.clone()), None)
+            .await?;
+        Ok(match report.lines_removed {
+            0 => format!(
+                "No line of {} contains {substring:?}; 0 lines removed, nothing changed.",
+                file_name(store)
+            ),
+            1 => format!(
+                "Removed 1 line containing {substring:?} from {}.{}",
+                file_name(store),
+                self.size_after(&report)
+            ),
+            lines => format!(
+                "Removed {lines} lines containing {substring:?} from {}.{}",
+                file_name(store),
+                self.size_after(&report)
+            ),
+        })
+    }
+
+    async fn consolidate(&self, store: Store, content: String) -> Result<String, String> {
+        if is_blank(&content) {
+            return Err(format!(
+                "Not consolidated: the new content is blank, which would erase {}. Pass the \
+                 complete new text; to drop entries use memory_remove. Nothing was written.",
+                file_name(store)
+            ));
+        }
+        let Some(version) = self.viewed().of(store).clone() else {
+            return Err(format!(
+                "Not consolidated: memory_consolidate rewrites the whole of {} and needs a full \
+                 view of it first. Call memory_view (without a query), then consolidate what it \
+                 shows. Nothing was written.",
+                file_name(store)
+            ));
+        };
+        let report = self
+            .write(MemoryUpdate::replace(store, content), Some(version))
+            .await?;
+        Ok(format!(
+            "Consolidated {}: {} → {} bytes.{}",
+            file_name(store),
+            report.bytes_before,
+            report.bytes_after,
+            self.size_after(&report)
+        ))
+    }
+
+    async fn search(&self, query: String, k: Option<usize>) -> Result<String, String> {
+        let recall = self.recall.as_ref().ok_or("This memory cannot search.")?;
+        let k = k.unwrap_or(DEFAULT_SEARCH_RESULTS);
+        if !(1..=MAX_SEARCH_RESULTS).contains(&k) {
+            return Err(format!(
+                "Invalid arguments for memory_search: k is {k}; it must be 1 to \
+                 {MAX_SEARCH_RESULTS}."
+            ));
+        }
+        if is_blank(&query) {
+            return Err("Invalid arguments for memory_search: the query is blank.".into());
+        }
+        let document = self.ctx.document(Store::Memory);
+        let found = recall
+            .search(&document, &query, k)
+            .await
+            .map_err(|e| refusal(&e))?;
+        if found.is_empty() {
+            return Ok(format!("No entry of MEMORY.md matches {query:?}."));
+        }
+        let listed: Vec<String> = found
+            .iter()
+            .enumerate()
+            .map(|(rank, entry)| format!("[{}] {}", rank + 1, entry.trim()))
+            .collect();
+        Ok(format!(
+            "{} entries of MEMORY.md for {query:?}, best first:\n\n{}",
+            found.len(),
+            listed.join("\n\n")
+        ))
+    }
+
+    /// One of the conversation's two documents, as the tools' provider holds it now: what an
+    /// MCP server offers as a resource. Reading it does not count as a view.
+    ///
+    /// # Errors
+    /// Whatever the provider's `read` fails with.
+    pub async fn document(&self, store: Store) -> Result<Document, MemoryError> {
+        self.provider.read(&self.ctx.document(store)).await
+    }
+
+    async fn read(&self, store: Store) -> Result<Document, String> {
+        self.document(store).await.map_err(|e| refusal(&e))
+    }
+
+    /// Applies one update, guarded by `if_match` when given, and keeps the viewed version in
+    /// step when the model saw the text this write started from.
+    async fn write(
+        &self,
+        update: MemoryUpdate,
+        if_match: Option<Version>,
+    ) -> Result<DocumentReport, String> {
+        let store = update.store();
+        let mut guard = IfMatch::NONE;
+        match store {
+            Store::Memory => guard.memory = if_match,
+            Store::User => guard.user = if_match,
+        }
+        let report = self
+            .provider
+            .sync(&self.ctx, std::slice::from_ref(&update), &guard)
+            .await
+            .map_err(|e| refusal(&e))?;
+        let report = report
+            .get(store)
+            .cloned()
+            .ok_or_else(|| format!("The provider reported no write of {}.", file_name(store)))?;
+        let mut viewed = self.viewed();
+        let seen = viewed.of(store);
+        if seen.as_ref() == Some(&report.version_before) {
+            *seen = Some(report.version_after.clone());
+        }
+        Ok(report)
+    }
+
+    fn caps(&self, store: Store) -> Caps {
+        self.ctx.budgets.for_store(store)
+    }
+
+    /// The file's size after a write, and what to do when it is over a cap.
+    fn size_after(&self, report: &DocumentReport) -> String {
+        let store = report.store;
+        let caps = self.caps(store);
+        let bytes = report.bytes_after;
+        let name = file_name(store);
+        let mut text = format!(" {name} is now {}.", size(bytes, caps));
+        if caps.hard.is_some_and(|hard| bytes > hard) {
+            text.push_str(&format!(
+                " It is over its hard cap, so additions will be refused: consolidate it now \
+                 (memory_view, then memory_consolidate with a version under {} bytes).",
+                caps.hard.unwrap_or_default()
+            ));
+        } else if caps.soft.is_some_and(|soft| bytes > soft) {
+            text.push_str(
+                " It is over its soft cap: consolidate it (memory_view, then memory_consolidate \
+                 with a shorter version that keeps what matters).",
+            );
+        }
+        text
+    }
+
+    fn viewed(&self) -> std::sync::MutexGuard<'_, Viewed> {
+        self.viewed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The rendered memory, or what to say when there is none.
+fn shown(prefetch: &Prefetch) -> &str {
+    prefetch
+        .context
+        .as_deref()
+        .unwrap_or("(Your memory is empty: both MEMORY.md and USER.md are blank.)")
+}
+
+fn file_name(store: Store) -> &'static str {
+    match store {
+        Store::Memory => "MEMORY.md",
+        Store::User => "USER.md",
+    }
+}
+
+fn size(bytes: usize, caps: Caps) -> String {
+    match (caps.soft, caps.hard) {
+        (None, None) => format!("{bytes} bytes"),
+        (Some(soft), None) => format!("{bytes} bytes (soft cap {soft})"),
+        (None, Some(hard)) => format!("{bytes} bytes (hard cap {hard})"),
+        (Some(soft), Some(hard)) => format!("{bytes} bytes (soft cap {soft}, hard cap {hard})"),
+    }
+}
+
+/// What the model reads when the provider refused or failed a call.
+fn refusal(error: &MemoryError) -> String {
+    match error {
+        MemoryError::NoMatch { document, .. } => format!(
+            "Not replaced: the text to replace occurs 0 times in {}. Call memory_view and quote \
+             text the file contains. Nothing was written.",
+            file_name(document.store())
+        ),
+        MemoryError::AmbiguousMatch {
+            document, count, ..
+        } => format!(
+            "Not replaced: the text to replace occurs {count} times in {}. Quote more of it so \
+             that it occurs exactly once. Nothing was written.",
+            file_name(document.store())
+        ),
+        MemoryError::HardCapExceeded {
+            document,
+            bytes,
+            hard_cap,
+        } => format!(
+            "Not written: {} would be {bytes} bytes, over its hard cap of {hard_cap}. \
+             Consolidate it first (memory_view, then memory_consolidate with a shorter \
+             version). Nothing was written.",
+            file_name(document.store())
+        ),
+        MemoryError::Conflict { document, .. } => format!(
+            "Not consolidated: {} changed since you last viewed it (another writer added or \
+             changed something). Call memory_view again and consolidate what it shows now. \
+             Nothing was written.",
+            file_name(document.store())
+        ),
+        MemoryError::InvalidUpdate { reason, .. } => {
+            format!("Not written: {reason}. Nothing was written.")
+        }
+        other => format!("The memory call failed: {other}."),
+    }
+}
+
+/// `file` as the tools name it.
+#[derive(Debug)]
+struct File(Store);
+
+impl<'de> Deserialize<'de> for File {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match name.as_str() {
+            "MEMORY.md" => Ok(File(Store::Memory)),
+            "USER.md" => Ok(File(Store::User)),
+            _ => Err(serde::de::Error::custom(format_args!(
+                "file is {name:?}; it must be \"MEMORY.md\" or \"USER.md\""
+            ))),
+        }
+    }
+}
+
+/// A call, parsed: the tool's name picks the variant, so each tool's arguments are checked
+/// against their own fields.
+#[derive(Deserialize)]
+#[serde(tag = "name", content = "arguments")]
+enum Call {
+    #[serde(rename = "memory_view")]
+    View(ViewArgs),
+    #[serde(rename = "memory_add")]
+    Add(AddArgs),
+    #[serde(rename = "memory_replace")]
+    Replace(ReplaceArgs),
+    #[serde(rename = "memory_remove")]
+    Remove(RemoveArgs),
+    #[serde(rename = "memory_consolidate")]
+    Consolidate(ConsolidateArgs),
+    #[serde(rename = "memory_search")]
+    Search(SearchArgs),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ViewArgs {
+    query: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddArgs {
+    file: File,
+    entry: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplaceArgs {
+    file: File,
+    old: String,
+    new: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveArgs {
+    file: File,
+    substring: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsolidateArgs {
+    file: File,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    k: Option<usize>,
+}
