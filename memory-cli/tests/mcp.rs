@@ -355,3 +355,65 @@ async fn the_config_names_who_is_served_and_without_one_mcp_says_what_is_missing
         "{stderr}"
     );
 }
+
+/// On a recall provider the server adds `memory_search` and `memory_view`'s query.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recall_provider_adds_search_and_a_queried_view() {
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("memory.toml");
+    std::fs::write(
+        &config,
+        "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\
+         [providers.recall]\nkind = \"vector\"\nsource = \"files\"\nrecall = { k = 1 }\n\
+         [personalities.coder]\nprovider = \"recall\"\n",
+    )
+    .unwrap();
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--personality",
+        "coder",
+        "--user",
+        "ada",
+    ];
+    let (client, _log) = connect(root.path(), &args).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.last().unwrap().name, "memory_search");
+    assert!(tools[0].input_schema["properties"].get("query").is_some());
+
+    for entry in [
+        "The staging database is PostgreSQL 17 on db-staging.",
+        "Ada prefers answers without emoji.",
+        "Release builds take 51 minutes cold; keep the target dir warm.",
+    ] {
+        ok(&call(
+            &client,
+            "memory_add",
+            json!({"file": "MEMORY.md", "entry": entry}),
+        )
+        .await);
+    }
+    let found = ok(&call(
+        &client,
+        "memory_search",
+        json!({"query": "which database does staging use?", "k": 1}),
+    )
+    .await);
+    assert_eq!(
+        found,
+        "1 entry of MEMORY.md for \"which database does staging use?\", best first:\n\n\
+         [1] The staging database is PostgreSQL 17 on db-staging."
+    );
+    let view = ok(&call(
+        &client,
+        "memory_view",
+        json!({"query": "how long is a release build?"}),
+    )
+    .await);
+    assert!(view.contains("Release builds take 51 minutes"), "{view}");
+    assert!(
+        !view.contains("emoji") && view.contains("not all of it"),
+        "{view}"
+    );
+    client.cancel().await.unwrap();
+}

@@ -310,9 +310,12 @@ impl MemoryTools {
             .enumerate()
             .map(|(rank, entry)| format!("[{}] {}", rank + 1, entry.trim()))
             .collect();
+        let count = match found.len() {
+            1 => "1 entry".to_owned(),
+            n => format!("{n} entries"),
+        };
         Ok(format!(
-            "{} entries of MEMORY.md for {query:?}, best first:\n\n{}",
-            found.len(),
+            "{count} of MEMORY.md for {query:?}, best first:\n\n{}",
             listed.join("\n\n")
         ))
     }
