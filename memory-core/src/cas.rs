@@ -153,6 +153,7 @@ impl CasWriter {
                             write.report(Version::new(after.to_string()))
                         })
                         .collect(),
+                    retries: attempt - 1,
                     ..SyncReport::default()
                 };
                 // Published in our turn, so events of one document come in write order.
@@ -319,6 +320,7 @@ mod tests {
             "four lost, the fifth lands"
         );
         assert_eq!(report.documents[0].version_after, Version::new("1"));
+        assert_eq!(report.retries, 4, "the report counts the lost attempts");
 
         store.lose.store(5, Ordering::SeqCst);
         store.attempts.store(0, Ordering::SeqCst);

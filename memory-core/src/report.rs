@@ -71,6 +71,15 @@ pub struct SyncReport {
     /// behind a write that landed, say. Empty when all went well.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Compare-and-swap attempts this call lost to writers in other processes or hosts before
+    /// it landed; 0 for backends that lock instead. A measure of contention, for benchmarks
+    /// and metrics.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl SyncReport {

@@ -1,0 +1,689 @@
+//! `memory-bench`: every provider side by side in one run (prefetch, sync, contention against a
+//! naive baseline, the storage floor, recall and growth), written to `<out>/benchmarks.md` with
+//! SVG charts in `<out>/benchmarks/`. Prints figures; asserts nothing about speed.
+
+mod backends;
+mod chart;
+mod stats;
+mod workloads;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use memory_core::MemoryProvider;
+use memory_vector::{Embedder, ModelConfig};
+
+use backends::{Backend, BoxError, Floor};
+use chart::{Series, XAxis};
+use stats::{Samples, ms};
+use workloads::{Contention, RecallRound};
+
+/// Benchmarks every provider in one run and writes a markdown report with charts.
+///
+/// Needs the services of ./scripts/bench (PostgreSQL, Redis) and the embedding model; a
+/// provider that cannot be opened is skipped, loudly, and the report says so.
+#[derive(Parser, Debug)]
+#[command(name = "memory-bench", version)]
+struct Args {
+    /// Where benchmarks.md and the charts (benchmarks/*.svg) go.
+    #[arg(long, default_value = "docs")]
+    out: PathBuf,
+    /// Which providers to measure.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "markdown,postgres,redis,vector"
+    )]
+    providers: Vec<String>,
+    /// Samples per latency figure.
+    #[arg(long, default_value_t = 200)]
+    samples: usize,
+    /// MEMORY.md sizes for prefetch, in KiB.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,20")]
+    prefetch_kib: Vec<usize>,
+    /// Concurrent writer counts for the contention run.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64")]
+    writers: Vec<usize>,
+    /// Adds per contention level, split between the writers.
+    #[arg(long, default_value_t = 256)]
+    contention_adds: usize,
+    /// How large MEMORY.md grows in the growth run, in bytes.
+    #[arg(long, default_value_t = 20 * 1024)]
+    growth_cap: usize,
+    /// Entry counts for the recall run (each grows the same document).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    recall_entries: Vec<usize>,
+    /// Queries per recall size.
+    #[arg(long, default_value_t = 50)]
+    recall_queries: usize,
+    /// PostgreSQL (default: $MEMORY_TEST_POSTGRES_URL, else the local test database).
+    #[arg(
+        long,
+        env = "MEMORY_TEST_POSTGRES_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+    )]
+    postgres_url: String,
+    /// Redis (default: $MEMORY_TEST_REDIS_URL, else the local server).
+    #[arg(
+        long,
+        env = "MEMORY_TEST_REDIS_URL",
+        default_value = "redis://127.0.0.1:6379"
+    )]
+    redis_url: String,
+}
+
+/// Everything measured on one provider.
+struct Measured {
+    backend: Backend,
+    floor: Floor,
+    prefetch: Vec<(usize, Samples)>,
+    sync: Samples,
+    contention: Vec<Contention>,
+    growth: Vec<(usize, Duration, Duration)>,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    match run(Args::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), BoxError> {
+    for (flag, values) in [
+        ("--samples", vec![args.samples]),
+        ("--recall-queries", vec![args.recall_queries]),
+        ("--contention-adds", vec![args.contention_adds]),
+        ("--writers", args.writers.clone()),
+        ("--prefetch-kib", args.prefetch_kib.clone()),
+        ("--recall-entries", args.recall_entries.clone()),
+    ] {
+        if values.contains(&0) {
+            return Err(format!("{flag} must be at least 1").into());
+        }
+    }
+    let started = Instant::now();
+    let scratch = tempfile::tempdir()?;
+    let run_id = format!("bench-{}", std::process::id());
+    let mut skipped = Vec::new();
+    let mut backends = Vec::new();
+    let mut embedder = None;
+    for name in &args.providers {
+        let backend = match name.as_str() {
+            "markdown" => Backend::Markdown {
+                root: scratch.path().join("markdown"),
+            },
+            "postgres" => Backend::Postgres {
+                url: args.postgres_url.clone(),
+                schema: run_id.replace('-', "_"),
+            },
+            "redis" => Backend::Redis {
+                url: args.redis_url.clone(),
+                prefix: run_id.clone(),
+            },
+            "vector" => match Embedder::load(&ModelConfig::from_env()) {
+                Ok(loaded) => {
+                    let loaded = Arc::new(loaded);
+                    embedder = Some(loaded.clone());
+                    Backend::Vector {
+                        root: scratch.path().join("vector"),
+                        index: scratch.path().join("vector-index"),
+                        embedder: loaded,
+                    }
+                }
+                Err(err) => {
+                    skip(&mut skipped, name, &err.to_string());
+                    continue;
+                }
+            },
+            other => {
+                return Err(format!(
+                    "unknown provider {other:?}: choose from markdown, postgres, redis, vector"
+                )
+                .into());
+            }
+        };
+        match backend.open().await {
+            Ok(_) => backends.push(backend),
+            Err(err) => skip(&mut skipped, name, &err.to_string()),
+        }
+    }
+
+    let mut measured = Vec::new();
+    for backend in backends {
+        let result = measure(&backend, &args).await;
+        if let Err(err) = backends::clean_up(&backend).await {
+            eprintln!("!!! could not clean up after {}: {err}", backend.name());
+        }
+        measured.push(result?);
+    }
+    let recall = match &embedder {
+        Some(embedder) if !args.recall_entries.is_empty() => {
+            progress("vector", "recall at each size");
+            let dir = scratch.path().join("recall");
+            workloads::recall(
+                &dir,
+                embedder.clone(),
+                &args.recall_entries,
+                args.recall_queries,
+            )
+            .await?
+        }
+        _ => Vec::new(),
+    };
+
+    let report = Report {
+        args: &args,
+        measured: &measured,
+        recall: &recall,
+        skipped: &skipped,
+        took: started.elapsed(),
+    };
+    let charts = args.out.join("benchmarks");
+    std::fs::create_dir_all(&charts)?;
+    report.charts(&charts)?;
+    let markdown = report.markdown().await;
+    std::fs::write(args.out.join("benchmarks.md"), &markdown)?;
+    println!("{markdown}");
+    eprintln!(
+        "== wrote {} and its charts in {} ({:.0?})",
+        args.out.join("benchmarks.md").display(),
+        charts.display(),
+        started.elapsed()
+    );
+    Ok(())
+}
+
+fn skip(skipped: &mut Vec<(String, String)>, name: &str, reason: &str) {
+    eprintln!("!!! SKIPPING {name}: {reason}");
+    skipped.push((name.to_owned(), reason.to_owned()));
+}
+
+fn progress(provider: &str, what: &str) {
+    eprintln!("== {provider}: {what}");
+}
+
+async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
+    let name = backend.name();
+    let provider: Arc<dyn MemoryProvider> = backend.open().await?;
+    progress(name, "floor");
+    let floor = backends::floor(backend, args.samples).await?;
+    let mut prefetch = Vec::new();
+    for &kib in &args.prefetch_kib {
+        progress(name, &format!("prefetch with {kib} KiB"));
+        prefetch.push((
+            kib,
+            workloads::prefetch(&*provider, kib * 1024, args.samples).await?,
+        ));
+    }
+    progress(name, "sync of one add");
+    let sync = workloads::sync(&*provider, args.samples).await?;
+    let mut contention = Vec::new();
+    for &writers in &args.writers {
+        progress(name, &format!("{writers} concurrent writers"));
+        contention
+            .push(workloads::contention(backend, &provider, writers, args.contention_adds).await?);
+    }
+    progress(name, "growth");
+    let growth = workloads::growth(&*provider, args.growth_cap).await?;
+    Ok(Measured {
+        backend: backend.clone(),
+        floor,
+        prefetch,
+        sync,
+        contention,
+        growth,
+    })
+}
+
+/// The figures of one run, as markdown and charts.
+struct Report<'a> {
+    args: &'a Args,
+    measured: &'a [Measured],
+    recall: &'a [RecallRound],
+    skipped: &'a [(String, String)],
+    took: Duration,
+}
+
+impl Report<'_> {
+    async fn markdown(&self) -> String {
+        let mut md = String::new();
+        let a = self.args;
+        let _ = writeln!(md, "# Benchmarks\n");
+        let _ = writeln!(
+            md,
+            "Every provider measured side by side in one run of `./scripts/bench` (release build), \
+             which took {:.0?}. Latencies are milliseconds, p50 / p95 / p99, measured by the \
+             calling client, with the services on the same host.\n",
+            self.took
+        );
+        let _ = writeln!(md, "{}", machine(a).await);
+        let _ = writeln!(
+            md,
+            "Settings: {} samples per latency; prefetch with MEMORY.md of {} KiB (and a 36-byte \
+             USER.md); contention with {} writers, {} adds per level; growth to {} bytes; recall \
+             at {} entries, {} queries each. Reproduce with `./scripts/bench` (flags: \
+             `./scripts/bench --help`).\n",
+            a.samples,
+            list(&a.prefetch_kib),
+            list(&a.writers),
+            a.contention_adds,
+            a.growth_cap,
+            list(&a.recall_entries),
+            a.recall_queries
+        );
+        for (name, reason) in self.skipped {
+            let _ = writeln!(md, "**{name} was not measured:** {reason}\n");
+        }
+
+        let _ = writeln!(md, "## Prefetch\n");
+        let _ = writeln!(
+            md,
+            "What the agent reads before a turn: both documents, rendered. The vector provider \
+             answers with a query (embedding it, hybrid search over MEMORY.md's entries); the \
+             others render everything. The ratio divides the p50 by the backend's bare read \
+             p50 (prefetch reads two documents).\n"
+        );
+        let headers: Vec<String> = a.prefetch_kib.iter().map(|k| format!("{k} KiB")).collect();
+        let _ = writeln!(
+            md,
+            "| provider | {} | p50 ÷ read floor ({} KiB) |",
+            headers.join(" | "),
+            a.prefetch_kib.first().copied().unwrap_or_default()
+        );
+        let _ = writeln!(md, "|---|{}---|", "---|".repeat(headers.len()));
+        for m in self.measured {
+            let cells: Vec<String> = m
+                .prefetch
+                .iter()
+                .map(|(_, s)| s.percentiles().to_string())
+                .collect();
+            let first = m
+                .prefetch
+                .first()
+                .map(|(_, s)| s.quantile_ms(0.5))
+                .unwrap_or_default();
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                m.backend.name(),
+                cells.join(" | "),
+                ratio(first, m.floor.read.quantile_ms(0.5))
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\n![prefetch p50 by document size](benchmarks/prefetch.svg)\n"
+        );
+
+        let _ = writeln!(md, "## Sync of one add, one writer\n");
+        let _ = writeln!(
+            md,
+            "One `add` per call, {} calls on a growing document. The ratio divides the p50 by the \
+             backend's bare durable write p50: a sync must read, then write conditionally.\n",
+            a.samples
+        );
+        let _ = writeln!(md, "| provider | p50 / p95 / p99 | p50 ÷ write floor |");
+        let _ = writeln!(md, "|---|---|---|");
+        for m in self.measured {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                m.backend.name(),
+                m.sync.percentiles(),
+                ratio(m.sync.quantile_ms(0.5), m.floor.write.quantile_ms(0.5))
+            );
+        }
+
+        let _ = writeln!(md, "\n## Contention\n");
+        let _ = writeln!(
+            md,
+            "N writers add to one document at once, {} adds in all. Each writer is its own \
+             provider instance, with its own connections, as separate processes or hosts would \
+             be (within one instance, writers queue instead of racing). The vector provider's \
+             writes go to its markdown source, so it runs its writers on one instance. \
+             \"Naive lost\" is the hand-written read-then-write baseline (read the text, append, \
+             write it back, with no lock or version check) under the same load: what the \
+             compare-and-swap and the locks prevent.\n",
+            a.contention_adds
+        );
+        let _ = writeln!(
+            md,
+            "| provider | writers | adds/s | p95 ms | CAS retries | refused (Contention) | lost | naive lost |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+        for m in self.measured {
+            for c in &m.contention {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {} | {} | {} | **{}** | {} |",
+                    m.backend.name(),
+                    c.writers,
+                    c.throughput,
+                    ms(c.latencies.quantile_ms(0.95)),
+                    c.retries,
+                    c.refused,
+                    c.lost,
+                    c.naive_lost
+                );
+            }
+        }
+        let _ = writeln!(
+            md,
+            "\n![throughput by writers](benchmarks/contention.svg)\n"
+        );
+
+        let _ = writeln!(md, "## The floor\n");
+        let _ = writeln!(
+            md,
+            "The cheapest read and durable write each storage allows, measured in the same run \
+             on 1 KiB values: what no provider on it can beat.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| backend | read | p50 / p95 / p99 | write | p50 / p95 / p99 |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        for m in self.measured.iter().filter(|m| m.backend.races()) {
+            let f = &m.floor;
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                m.backend.name(),
+                f.read_label,
+                f.read.percentiles(),
+                f.write_label,
+                f.write.percentiles()
+            );
+        }
+
+        if !self.recall.is_empty() {
+            let _ = writeln!(md, "\n## Recall (vector)\n");
+            let _ = writeln!(
+                md,
+                "One MEMORY.md grown to each size in turn; ingest counts the entries added since \
+                 the previous size (embedding, LanceDB writes, index optimisation). A query is \
+                 `memory_search`: embedding the query, hybrid vector + BM25 search, fusion, k 8.\n"
+            );
+            let _ = writeln!(md, "| entries | ingest entries/s | query p50 | query p95 |");
+            let _ = writeln!(md, "|---|---|---|---|");
+            for r in self.recall {
+                let _ = writeln!(
+                    md,
+                    "| {} | {:.0} | {} | {} |",
+                    r.entries,
+                    r.ingest_per_second,
+                    ms(r.queries.quantile_ms(0.5)),
+                    ms(r.queries.quantile_ms(0.95))
+                );
+            }
+            let _ = writeln!(md, "\n![recall query latency](benchmarks/recall.svg)\n");
+        }
+
+        let _ = writeln!(md, "## Growth\n");
+        let _ = writeln!(
+            md,
+            "MEMORY.md grown by adds of about 75 bytes to {} bytes; after each add, one prefetch. \
+             Medians per 2 KiB of document size:\n",
+            a.growth_cap
+        );
+        let buckets = growth_buckets(self.measured);
+        let sizes: Vec<String> = buckets
+            .first()
+            .map(|(_, points)| {
+                points
+                    .iter()
+                    .map(|(kib, _, _)| format!("{kib:.0} KiB"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let _ = writeln!(md, "| provider | op | {} |", sizes.join(" | "));
+        let _ = writeln!(md, "|---|---|{}", "---|".repeat(sizes.len()));
+        for (name, points) in &buckets {
+            let syncs: Vec<String> = points.iter().map(|(_, s, _)| ms(*s)).collect();
+            let prefetches: Vec<String> = points.iter().map(|(_, _, p)| ms(*p)).collect();
+            let _ = writeln!(md, "| {name} | sync | {} |", syncs.join(" | "));
+            let _ = writeln!(md, "| {name} | prefetch | {} |", prefetches.join(" | "));
+        }
+        let _ = writeln!(
+            md,
+            "\n![sync by document size](benchmarks/growth-sync.svg)\n\n\
+             ![prefetch by document size](benchmarks/growth-prefetch.svg)\n"
+        );
+
+        let _ = writeln!(md, "## Building it\n");
+        let _ = writeln!(
+            md,
+            "`./scripts/bench` builds with the release profile into the shared target directory \
+             of `scripts/env.sh` (`~/.cache/agent-memory/target`). Cold, that build takes about \
+             50 minutes on this 2-core machine, nearly all of it lancedb and datafusion; once it \
+             is warm, a change to the workspace rebuilds in a minute or two. Keep it warm by \
+             leaving that directory in place (CI clones reuse it), and build the benchmark before \
+             a session that needs it: `./scripts/bench --help` builds without measuring."
+        );
+        md
+    }
+
+    fn charts(&self, dir: &std::path::Path) -> Result<(), BoxError> {
+        let colour = |m: &Measured| match m.backend.name() {
+            "markdown" => 0,
+            "postgres" => 1,
+            "redis" => 2,
+            _ => 3,
+        };
+        let labels = |values: &[usize], unit: &str| {
+            XAxis::Labels(values.iter().map(|v| format!("{v}{unit}")).collect())
+        };
+        let series = |f: &dyn Fn(&Measured) -> Vec<(f64, f64)>| -> Vec<Series> {
+            self.measured
+                .iter()
+                .map(|m| Series {
+                    name: m.backend.name().to_owned(),
+                    colour: colour(m),
+                    points: f(m),
+                })
+                .collect()
+        };
+        chart::lines(
+            &dir.join("prefetch.svg"),
+            "Prefetch p50 by MEMORY.md size",
+            "MEMORY.md",
+            "ms (log)",
+            &labels(&self.args.prefetch_kib, " KiB"),
+            &series(&|m: &Measured| {
+                m.prefetch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, s))| (i as f64, s.quantile_ms(0.5)))
+                    .collect()
+            }),
+        )?;
+        chart::lines(
+            &dir.join("contention.svg"),
+            "Acknowledged adds per second by concurrent writers",
+            "writers",
+            "adds/s (log)",
+            &labels(&self.args.writers, ""),
+            &series(&|m: &Measured| {
+                m.contention
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (i as f64, c.throughput))
+                    .collect()
+            }),
+        )?;
+        let buckets = growth_buckets(self.measured);
+        for (file, title, pick) in [
+            (
+                "growth-sync.svg",
+                "Sync of one add p50 by MEMORY.md size",
+                0,
+            ),
+            ("growth-prefetch.svg", "Prefetch p50 by MEMORY.md size", 1),
+        ] {
+            let lines: Vec<Series> = buckets
+                .iter()
+                .zip(self.measured)
+                .map(|((name, points), m)| Series {
+                    name: name.clone(),
+                    colour: colour(m),
+                    points: points
+                        .iter()
+                        .map(|(kib, s, p)| (*kib, if pick == 0 { *s } else { *p }))
+                        .collect(),
+                })
+                .collect();
+            chart::lines(
+                &dir.join(file),
+                title,
+                "MEMORY.md (KiB)",
+                "ms (log)",
+                &XAxis::Linear,
+                &lines,
+            )?;
+        }
+        if !self.recall.is_empty() {
+            let entries: Vec<usize> = self.recall.iter().map(|r| r.entries).collect();
+            let quantile = |q: f64, name: &str, colour: usize| Series {
+                name: name.to_owned(),
+                colour,
+                points: self
+                    .recall
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (i as f64, r.queries.quantile_ms(q)))
+                    .collect(),
+            };
+            chart::lines(
+                &dir.join("recall.svg"),
+                "memory_search latency by entries",
+                "entries",
+                "ms (log)",
+                &labels(&entries, ""),
+                &[quantile(0.5, "p50", 3), quantile(0.95, "p95", 4)],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One provider's growth: its name, and (KiB, sync p50 ms, prefetch p50 ms) per bucket.
+type GrowthLine = (String, Vec<(f64, f64, f64)>);
+
+/// Per provider, the medians per 2 KiB bucket of document size.
+fn growth_buckets(measured: &[Measured]) -> Vec<GrowthLine> {
+    const BUCKET: usize = 2048;
+    measured
+        .iter()
+        .map(|m| {
+            let mut buckets: std::collections::BTreeMap<usize, (Samples, Samples)> =
+                Default::default();
+            for (bytes, sync, prefetch) in &m.growth {
+                let bucket = buckets.entry(bytes.div_ceil(BUCKET)).or_default();
+                bucket.0.push(*sync);
+                bucket.1.push(*prefetch);
+            }
+            let points = buckets
+                .into_iter()
+                .map(|(b, (sync, prefetch))| {
+                    let kib = (b * BUCKET) as f64 / 1024.0;
+                    (kib, sync.quantile_ms(0.5), prefetch.quantile_ms(0.5))
+                })
+                .collect();
+            (m.backend.name().to_owned(), points)
+        })
+        .collect()
+}
+
+fn ratio(value: f64, floor: f64) -> String {
+    if floor > 0.0 {
+        format!("{:.1}×", value / floor)
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+fn list(values: &[usize]) -> String {
+    values
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The machine, toolchain and service versions, for the report's header.
+async fn machine(args: &Args) -> String {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let memory_kib: u64 = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap_or(0);
+    let run = |program: &str, arguments: &[&str]| {
+        std::process::Command::new(program)
+            .args(arguments)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .unwrap_or_else(|| "unknown".to_owned())
+    };
+    let postgres = postgres_version(&args.postgres_url).await;
+    let redis = redis_version(&args.redis_url).await;
+    let date = run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    format!(
+        "Machine: {cpu}, {cores} cores, {:.0} GiB RAM, {} ({}); {}; commit {}; run {date}. \
+         Services: {postgres}; Redis {redis}; both on 127.0.0.1. Markdown and the vector \
+         index in a temp directory on the local disk.\n",
+        memory_kib as f64 / 1024.0 / 1024.0,
+        run("uname", &["-sr"]),
+        run("uname", &["-m"]),
+        run("rustc", &["--version"]),
+        run("git", &["rev-parse", "--short", "HEAD"]),
+    )
+}
+
+async fn postgres_version(url: &str) -> String {
+    use sqlx::Connection;
+    let Ok(mut db) = sqlx::PgConnection::connect(url).await else {
+        return "PostgreSQL (unreachable)".to_owned();
+    };
+    sqlx::query_scalar::<_, String>("SHOW server_version")
+        .fetch_one(&mut db)
+        .await
+        .map(|v| format!("PostgreSQL {v}"))
+        .unwrap_or_else(|_| "PostgreSQL (version unknown)".to_owned())
+}
+
+async fn redis_version(url: &str) -> String {
+    let info: Option<String> = async {
+        let client = redis::Client::open(url).ok()?;
+        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()
+    }
+    .await;
+    info.and_then(|info| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map(str::to_owned)
+    })
+    .unwrap_or_else(|| "(version unknown)".to_owned())
+}

@@ -1,0 +1,290 @@
+//! The workloads, each run the same way on every provider.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memory_core::{
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
+};
+use memory_markdown::MarkdownProvider;
+use memory_vector::{Embedder, RecallConfig, VectorProvider};
+
+use crate::backends::{Backend, BoxError};
+use crate::stats::Samples;
+
+/// The prefetch budget of every context here: large enough that no document is cut, so the
+/// figures measure reading, not truncation.
+const MAX_CHARS: usize = 1 << 20;
+
+/// A context of `personality` with user `bench`.
+pub fn ctx(personality: &str) -> MemoryContext {
+    MemoryContext::new(
+        PersonalityId::new(personality).expect("bench personality ids are valid"),
+        UserId::new("bench").expect("bench user id is valid"),
+    )
+    .with_max_chars(MAX_CHARS)
+}
+
+/// What the entries are about, so recall queries have something to find.
+const TOPICS: [&str; 8] = [
+    "flight to Lisbon",
+    "database failover",
+    "deploy freeze",
+    "dentist appointment",
+    "quarterly tax filing",
+    "piano lessons",
+    "car insurance renewal",
+    "marathon training",
+];
+
+/// Entry `i`: one line of about 75 bytes, distinct, with words recall can find.
+pub fn entry(i: usize) -> String {
+    format!(
+        "Note {i:06}: about the {}, decided on day {} (ref R-{:05}).",
+        TOPICS[i % TOPICS.len()],
+        i / 7,
+        i * 31 % 99_991
+    )
+}
+
+/// A memory text of at least `bytes` bytes, in entries.
+pub fn text_of_size(bytes: usize) -> String {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < bytes {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&entry(i));
+        i += 1;
+    }
+    text
+}
+
+/// A query for the vector provider's prefetch (others ignore it).
+const QUERY: &str = "when is the database failover decided?";
+
+/// Prefetch latency with MEMORY.md of `bytes` bytes and a short USER.md.
+pub async fn prefetch(
+    provider: &dyn MemoryProvider,
+    bytes: usize,
+    samples: usize,
+) -> Result<Samples, MemoryError> {
+    let ctx = ctx(&format!("prefetch-{bytes}")).with_query(QUERY);
+    provider
+        .sync(
+            &ctx,
+            &[
+                MemoryUpdate::replace(Store::Memory, text_of_size(bytes)),
+                MemoryUpdate::replace(Store::User, "Name: Bench. Prefers short answers."),
+            ],
+            &IfMatch::NONE,
+        )
+        .await?;
+    for _ in 0..samples.min(10) {
+        provider.prefetch(&ctx).await?;
+    }
+    let mut latencies = Samples::default();
+    for _ in 0..samples {
+        latencies.time(provider.prefetch(&ctx)).await?;
+    }
+    Ok(latencies)
+}
+
+/// Latency of `samples` one-add syncs by a single writer.
+pub async fn sync(provider: &dyn MemoryProvider, samples: usize) -> Result<Samples, MemoryError> {
+    let ctx = ctx("sync");
+    let mut latencies = Samples::default();
+    for i in 0..samples {
+        let add = [MemoryUpdate::add(Store::Memory, entry(i))];
+        latencies
+            .time(provider.sync(&ctx, &add, &IfMatch::NONE))
+            .await?;
+    }
+    Ok(latencies)
+}
+
+/// What `writers` concurrent writers adding to one document did.
+#[derive(Debug, Clone)]
+pub struct Contention {
+    /// How many writers.
+    pub writers: usize,
+    /// Acknowledged adds per second, over the whole run.
+    pub throughput: f64,
+    /// Latency of each add.
+    pub latencies: Samples,
+    /// Compare-and-swap attempts lost and retried, summed over all adds.
+    pub retries: u64,
+    /// Adds refused with `Contention` (the caller was told; nothing is lost).
+    pub refused: usize,
+    /// Acknowledged adds missing from the document at the end: must be 0.
+    pub lost: usize,
+    /// The naive read-then-write baseline's missing adds under the same load.
+    pub naive_lost: usize,
+}
+
+/// `writers` writers, each its own provider instance (as separate processes would be), adding
+/// `total / writers` entries each to one document.
+pub async fn contention(
+    backend: &Backend,
+    shared: &Arc<dyn MemoryProvider>,
+    writers: usize,
+    total: usize,
+) -> Result<Contention, BoxError> {
+    let adds = (total / writers).max(1);
+    // The baseline first, so its connections are gone before the providers open theirs.
+    let naive_lost = crate::backends::naive_lost_updates(backend, writers, adds).await?;
+    let ctx = ctx(&format!("contention-{writers}"));
+    let mut providers = Vec::new();
+    for _ in 0..writers {
+        providers.push(if backend.races() {
+            backend.open().await?
+        } else {
+            shared.clone()
+        });
+    }
+    let started = Instant::now();
+    let tasks: Vec<_> = providers
+        .into_iter()
+        .enumerate()
+        .map(|(writer, provider)| {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let mut done = (Samples::default(), 0u64, Vec::new(), 0usize);
+                for n in 0..adds {
+                    let entry = format!("writer {writer} entry {n}");
+                    let add = [MemoryUpdate::add(Store::Memory, entry.clone())];
+                    let began = Instant::now();
+                    match provider.sync(&ctx, &add, &IfMatch::NONE).await {
+                        Ok(report) => {
+                            done.0.push(began.elapsed());
+                            done.1 += u64::from(report.retries);
+                            done.2.push(entry);
+                        }
+                        Err(MemoryError::Contention { .. }) => done.3 += 1,
+                        Err(err) => return Err(err),
+                    }
+                }
+                Ok(done)
+            })
+        })
+        .collect();
+    let mut result = Contention {
+        writers,
+        throughput: 0.0,
+        latencies: Samples::default(),
+        retries: 0,
+        refused: 0,
+        lost: 0,
+        naive_lost,
+    };
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let (latencies, retries, entries, refused) = task.await??;
+        for sample in latencies.samples() {
+            result.latencies.push(*sample);
+        }
+        result.retries += retries;
+        acknowledged.extend(entries);
+        result.refused += refused;
+    }
+    let elapsed = started.elapsed();
+    result.throughput = acknowledged.len() as f64 / elapsed.as_secs_f64();
+    let text = shared.read(&ctx.document(Store::Memory)).await?.text;
+    let present: std::collections::HashSet<&str> = text.split("\n\n").map(str::trim).collect();
+    result.lost = acknowledged
+        .iter()
+        .filter(|entry| !present.contains(entry.as_str()))
+        .count();
+    Ok(result)
+}
+
+/// Latency as MEMORY.md grows to `cap` bytes by adds of about 75 bytes: per add, the add's
+/// sync and a prefetch after it, as (bytes after, sync, prefetch).
+pub async fn growth(
+    provider: &dyn MemoryProvider,
+    cap: usize,
+) -> Result<Vec<(usize, Duration, Duration)>, MemoryError> {
+    let ctx = ctx("growth").with_query(QUERY);
+    let mut points = Vec::new();
+    let mut i = 0;
+    loop {
+        let add = [MemoryUpdate::add(Store::Memory, entry(i))];
+        let started = Instant::now();
+        let report = provider.sync(&ctx, &add, &IfMatch::NONE).await?;
+        let sync = started.elapsed();
+        let started = Instant::now();
+        provider.prefetch(&ctx).await?;
+        let prefetch = started.elapsed();
+        let bytes = report.documents[0].bytes_after;
+        points.push((bytes, sync, prefetch));
+        if bytes >= cap {
+            return Ok(points);
+        }
+        i += 1;
+    }
+}
+
+/// Recall at one size: how fast the entries went in, and how fast a query comes back.
+#[derive(Debug, Clone)]
+pub struct RecallRound {
+    /// Entries in the document.
+    pub entries: usize,
+    /// Entries embedded and indexed per second, for the entries added since the last round
+    /// (index optimisation included).
+    pub ingest_per_second: f64,
+    /// Query latency (embedding the query, hybrid search, fusion).
+    pub queries: Samples,
+}
+
+/// Grows one document to each of `sizes` entries in turn (only the new entries are embedded
+/// each time), and measures ingest and `queries` hybrid queries at each size.
+pub async fn recall(
+    root: &std::path::Path,
+    embedder: Arc<Embedder>,
+    sizes: &[usize],
+    queries: usize,
+) -> Result<Vec<RecallRound>, BoxError> {
+    use memory_core::Recall;
+    let source = Arc::new(MarkdownProvider::new(root.join("memory")));
+    let provider = VectorProvider::open(
+        source,
+        &root.join("index"),
+        embedder,
+        RecallConfig::default(),
+    )
+    .await?;
+    let ctx = ctx("recall");
+    let document = ctx.document(Store::Memory);
+    let file = root.join("memory").join(document.relative_path());
+    std::fs::create_dir_all(file.parent().ok_or("the document has a directory")?)?;
+    let mut rounds = Vec::new();
+    let mut indexed = 0;
+    for &size in sizes {
+        // Written to the source directly, as a bulk import would be, then indexed.
+        let text: Vec<String> = (0..size).map(entry).collect();
+        std::fs::write(&file, text.join("\n\n") + "\n")?;
+        let started = Instant::now();
+        provider.reindex().await?;
+        provider.optimize().await?;
+        let ingest = started.elapsed();
+        let mut latencies = Samples::default();
+        for q in 0..queries {
+            let query = format!(
+                "what was decided about the {} (R-{:05})?",
+                TOPICS[q % TOPICS.len()],
+                q * 97
+            );
+            latencies
+                .time(provider.search(&document, &query, 8))
+                .await?;
+        }
+        rounds.push(RecallRound {
+            entries: size,
+            ingest_per_second: size.saturating_sub(indexed) as f64 / ingest.as_secs_f64(),
+            queries: latencies,
+        });
+        indexed = size;
+    }
+    Ok(rounds)
+}
