@@ -223,7 +223,11 @@ pub async fn naive_lost_updates(
 /// One writer's handle on the naive baseline's shared text, per backend and writer count.
 enum NaiveStore {
     File(PathBuf),
-    Postgres(PgConnection, String),
+    Postgres {
+        db: PgConnection,
+        table: String,
+        name: String,
+    },
     Redis(redis::aio::MultiplexedConnection, String),
 }
 
@@ -251,7 +255,7 @@ impl NaiveStore {
                 .bind(&name)
                 .execute(&mut db)
                 .await?;
-                NaiveStore::Postgres(db, format!("{table}|{name}"))
+                NaiveStore::Postgres { db, table, name }
             }
             Backend::Redis { url, prefix } => {
                 let client = redis::Client::open(url.as_str())?;
@@ -268,12 +272,11 @@ impl NaiveStore {
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
                 Err(err) => return Err(err.into()),
             },
-            NaiveStore::Postgres(db, key) => {
-                let (table, name) = key.split_once('|').unwrap_or_default();
+            NaiveStore::Postgres { db, table, name } => {
                 sqlx::query_scalar(AssertSqlSafe(format!(
                     "SELECT body FROM {table} WHERE name = $1"
                 )))
-                .bind(name)
+                .bind(name.as_str())
                 .fetch_one(db)
                 .await?
             }
@@ -295,13 +298,12 @@ impl NaiveStore {
                 std::fs::write(&temp, text)?;
                 std::fs::rename(&temp, &*path)?;
             }
-            NaiveStore::Postgres(db, key) => {
-                let (table, name) = key.split_once('|').unwrap_or_default();
+            NaiveStore::Postgres { db, table, name } => {
                 sqlx::query(AssertSqlSafe(format!(
                     "UPDATE {table} SET body = $1 WHERE name = $2"
                 )))
                 .bind(text)
-                .bind(name)
+                .bind(name.as_str())
                 .execute(db)
                 .await?;
             }

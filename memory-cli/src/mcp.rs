@@ -99,12 +99,7 @@ impl ServerHandler for MemoryServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let known = self
-            .tools
-            .tools()
-            .iter()
-            .any(|tool| tool.name() == request.name);
-        if !known {
+        if self.tools.offered(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
                 format!("there is no tool named {:?}", request.name),
                 None,

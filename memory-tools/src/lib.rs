@@ -110,6 +110,11 @@ impl MemoryTools {
             .collect()
     }
 
+    /// The tool called `name`, if it is offered here.
+    pub fn offered(&self, name: &str) -> Option<Tool> {
+        Tool::named(name).filter(|tool| self.tools().contains(tool))
+    }
+
     /// The definitions to hand the model, one per [`MemoryTools::tools`].
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools()
@@ -122,7 +127,7 @@ impl MemoryTools {
     /// returns the text for the model. Never panics and never fails: every problem, from an
     /// unknown tool to a backend that is down, is an error output the model can read.
     pub async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
-        let Some(tool) = Tool::named(name).filter(|tool| self.tools().contains(tool)) else {
+        let Some(tool) = self.offered(name) else {
             let offered: Vec<&str> = self.tools().into_iter().map(Tool::name).collect();
             return ToolOutput::error(format!(
                 "There is no tool named {name:?} here; the memory tools are {}.",
