@@ -462,11 +462,16 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "`./scripts/bench` builds with the release profile into the shared target directory \
-             of `scripts/env.sh` (`~/.cache/agent-memory/target`). Cold, that build takes about \
-             50 minutes on this 2-core machine, nearly all of it lancedb and datafusion; once it \
-             is warm, a change to the workspace rebuilds in a minute or two. Keep it warm by \
-             leaving that directory in place (CI clones reuse it), and build the benchmark before \
-             a session that needs it: `./scripts/bench --help` builds without measuring."
+             of `scripts/env.sh` (`~/.cache/agent-memory/target`). Cold, on a fresh 2-core \
+             machine of this kind, `./scripts/bench --help` took 64 minutes (measured on \
+             2026-11-23, prerequisites included, beside a low-priority debug build), nearly all \
+             of it lance, lancedb and datafusion. Once it is warm, a change to the workspace's \
+             own code rebuilds in a minute or two; a change to the features of a shared \
+             dependency (a new crate turning on hyper's server, say) rebuilds lance and lancedb, \
+             about half an hour. Keep it warm by leaving that directory in place (CI clones \
+             reuse it), and build before a session that needs figures: `./scripts/bench --help` \
+             builds without measuring. Stop other builds while it measures: they share the \
+             cores and the disk."
         );
         md
     }
