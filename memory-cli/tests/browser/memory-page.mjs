@@ -1,0 +1,87 @@
+// Drives the Memory page in headless Chromium, as a person would, for memory-cli/tests/page.rs:
+// pick a personality and a user, edit MEMORY.md and save; then edit USER.md while the agent
+// writes to it (through `memory sync`) and check that the stale save is refused and a reload
+// shows the agent's write.
+//
+// Env: MEMORY_PAGE_URL, MEMORY_BIN, MEMORY_CONFIG, CHROMIUM, EDITED_MEMORY; SCREENSHOT (a PNG
+// path, optional).
+
+import { execFileSync } from "node:child_process";
+import { chromium } from "playwright-core";
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const url = env("MEMORY_PAGE_URL");
+const edited = env("EDITED_MEMORY");
+const agentWrite = "Agent: she asked for the slides by Friday.";
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+// The flags that keep Chromium off a closed network and runnable as root.
+const browser = await chromium.launch({
+  executablePath: env("CHROMIUM"),
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.setDefaultTimeout(15_000);
+  page.on("dialog", (dialog) => dialog.accept());
+  const failures = [];
+  page.on("pageerror", (err) => failures.push(err.message));
+
+  await page.goto(url);
+  await page.selectOption("#personality", "ada");
+  await page.selectOption("#user", "grace");
+  const memoryPanel = page.locator('section[data-store="memory"][data-path="personalities/ada/MEMORY.md"]');
+  const userPanel = page.locator('section[data-store="user"][data-path="users/grace/USER.md"]');
+  await memoryPanel.waitFor();
+  await userPanel.waitFor();
+  const before = await memoryPanel.locator("textarea").inputValue();
+  check(before.includes("Lovelase"), `MEMORY.md did not load its text: ${JSON.stringify(before)}`);
+  const location = await memoryPanel.locator("dl").innerText();
+  check(location.includes("personalities/ada/MEMORY.md") && location.includes("Version"),
+    `MEMORY.md's location and version are not shown: ${location}`);
+
+  // Edit MEMORY.md and save: the agent's next prefetch shows it.
+  await memoryPanel.locator("textarea").fill(edited);
+  await memoryPanel.locator(".save").click();
+  await memoryPanel.locator(".status.ok", { hasText: "Saved." }).waitFor();
+  await page.locator("#prefetch", { hasText: edited.split("\n")[0] }).waitFor();
+
+  // Edit USER.md while the agent writes to it: the save must be refused, not applied.
+  const userText = userPanel.locator("textarea");
+  await userText.fill(`${await userText.inputValue()}\nPrefers tea.`);
+  execFileSync(env("MEMORY_BIN"), ["--config", env("MEMORY_CONFIG"), "sync",
+    "--personality", "ada", "--user", "grace"], {
+    input: JSON.stringify([{ action: "add", store: "user", content: agentWrite }]),
+    stdio: ["pipe", "ignore", "inherit"],
+  });
+  await userPanel.locator(".save").click();
+  await userPanel.locator(".status.error", { hasText: "changed since you loaded it" }).waitFor();
+  if (process.env.SCREENSHOT) await page.screenshot({ path: process.env.SCREENSHOT });
+
+  await userPanel.locator(".reload").click();
+  await page.waitForFunction(
+    (text) => document.querySelector('section[data-store="user"] textarea').value.includes(text),
+    agentWrite,
+  );
+  const reloaded = await userText.inputValue();
+  check(!reloaded.includes("Prefers tea."), "the refused edit was written after all");
+  check(failures.length === 0, `the page threw: ${failures.join("; ")}`);
+  console.log("memory-page: edit saved, stale save refused, reload shows the agent's write");
+} finally {
+  await browser.close();
+}

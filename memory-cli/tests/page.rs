@@ -1,0 +1,286 @@
+//! `memory serve` end to end: the server as a process, its refusals, and the Memory page in
+//! headless Chromium driven by Playwright (`tests/browser/memory-page.mjs`).
+//!
+//! The browser test needs Debian's `chromium` (installed by `scripts/prerequisites.sh`), Node
+//! and playwright-core (installed here with `npm ci` when absent). Without them it skips
+//! loudly; with `MEMORY_REQUIRE_SERVICES=1`, as in CI, it fails instead.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use memory_conformance::services::REQUIRE_SERVICES;
+use tempfile::TempDir;
+
+fn memory_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_memory"))
+}
+
+/// A config with two personalities (ada on her own MEMORY.md, bob on the global one) and the
+/// documents a person would come to fix.
+fn seeded() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("memory.toml");
+    std::fs::write(
+        &config,
+        r#"
+        [providers.files]
+        kind = "markdown"
+        root = "memory"
+
+        [personalities.bob]
+        memory_scope = "global"
+
+        [mcp]
+        personality = "ada"
+        user = "grace"
+        "#,
+    )
+    .unwrap();
+    let root = dir.path().join("memory");
+    for (path, text) in [
+        (
+            "personalities/ada/MEMORY.md",
+            "Project: the Lovelase notes, due in March.\n\nGrace reviews drafts on Mondays.\n",
+        ),
+        (
+            "users/grace/USER.md",
+            "Name: Grace.\n\nWorks on compilers; prefers short answers.\n",
+        ),
+        ("users/alan/USER.md", "Name: Alan.\n"),
+        (
+            "MEMORY.md",
+            "Team-wide: the build server restarts at 02:00 UTC.\n",
+        ),
+    ] {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    (dir, config)
+}
+
+/// A running `memory serve`, stopped when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(config: &Path) -> Server {
+        let mut child = Command::new(memory_bin())
+            .args(["--config"])
+            .arg(config)
+            .args(["serve", "--port", "0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let url = first
+            .trim()
+            .strip_prefix("Memory page: ")
+            .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+            .to_owned();
+        Server { child, url }
+    }
+
+    /// One HTTP/1.1 request without a client library: status line and body.
+    fn request(&self, method: &str, path: &str, body: Option<&str>) -> (String, String) {
+        let authority = self.url.trim_start_matches("http://").trim_end_matches('/');
+        let mut stream = TcpStream::connect(authority).unwrap();
+        let body = body.unwrap_or("");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        (head.lines().next().unwrap().to_owned(), body.to_owned())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cat(config: &Path, document: &str) -> String {
+    let out = Command::new(memory_bin())
+        .arg("--config")
+        .arg(config)
+        .args(["cat", document])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn serve_answers_on_loopback_and_prints_where() {
+    let (_dir, config) = seeded();
+    let server = Server::start(&config);
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let (status, body) = server.request("GET", "/api/directory", None);
+    assert!(status.ends_with("200 OK"), "{status}: {body}");
+    assert!(body.contains(r#""users":["alan","grace"]"#), "{body}");
+    let (status, _) = server.request("GET", "/", None);
+    assert!(status.ends_with("200 OK"), "{status}");
+}
+
+#[test]
+fn serve_refuses_a_reachable_address_without_the_flag_and_a_token() {
+    let (_dir, config) = seeded();
+    let serve = |extra: &[&str], token: Option<&str>| {
+        let mut cmd = Command::new(memory_bin());
+        cmd.arg("--config")
+            .arg(&config)
+            .args(["serve", "--port", "0", "--bind", "0.0.0.0"]);
+        cmd.args(extra).env_remove(memory_web::TOKEN_ENV);
+        if let Some(token) = token {
+            cmd.env(memory_web::TOKEN_ENV, token);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, stderr) = serve(&[], Some("0123456789abcdef0123"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    let (code, stderr) = serve(&["--allow-remote"], None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("needs a token"), "{stderr}");
+    let (code, stderr) = serve(&["--allow-remote"], Some("short"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("at least 16"), "{stderr}");
+}
+
+#[test]
+fn a_recall_personality_gets_a_query_box_and_a_queried_prefetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("memory.toml");
+    std::fs::write(
+        &config,
+        "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\
+         [providers.recall]\nkind = \"vector\"\nsource = \"files\"\nrecall = { k = 1 }\n\
+         [personalities.coder]\nprovider = \"recall\"\n",
+    )
+    .unwrap();
+    let server = Server::start(&config);
+    let (status, body) = server.request("GET", "/api/pair?personality=coder&user=ada", None);
+    assert!(status.ends_with("200 OK"), "{status}: {body}");
+    let view: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(view["recall"], true);
+
+    let text = "The staging database is PostgreSQL 17 on db-staging.\n\n\
+                Ada prefers answers without emoji.\n\n\
+                Release builds take 51 minutes cold.\n";
+    let save = serde_json::json!({
+        "personality": "coder", "user": "ada", "store": "memory",
+        "text": text, "version": view["memory"]["version"],
+    });
+    let (status, body) = server.request("PUT", "/api/document", Some(&save.to_string()));
+    assert!(status.ends_with("200 OK"), "{status}: {body}");
+
+    let (status, body) = server.request(
+        "GET",
+        "/api/pair?personality=coder&user=ada&query=which%20database%20does%20staging%20use%3F",
+        None,
+    );
+    assert!(status.ends_with("200 OK"), "{status}: {body}");
+    let view: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let prefetch = view["prefetch"].as_str().unwrap();
+    assert!(prefetch.contains("staging database"), "{prefetch}");
+    assert!(!prefetch.contains("emoji"), "{prefetch}");
+    // The editor still gets the whole document.
+    assert_eq!(view["memory"]["text"], text);
+}
+
+/// What the browser test needs, or why it cannot run.
+fn browser_tools() -> Result<PathBuf, String> {
+    let chromium = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.exists() {
+        return Err(format!(
+            "no Chromium at {} (apt-get install chromium, or set CHROMIUM)",
+            chromium.display()
+        ));
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        return Err("no node on PATH".to_owned());
+    }
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    if !scripts.join("node_modules/playwright-core").exists() {
+        let installed = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&scripts)
+            .status()
+            .map_err(|err| format!("cannot run npm: {err}"))?;
+        if !installed.success() {
+            return Err(format!("npm ci in {} failed", scripts.display()));
+        }
+    }
+    Ok(chromium)
+}
+
+#[test]
+fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
+    let chromium = match browser_tools() {
+        Ok(chromium) => chromium,
+        Err(why) if std::env::var(REQUIRE_SERVICES).is_ok_and(|v| v == "1") => {
+            panic!("{why}, and {REQUIRE_SERVICES}=1 forbids skipping")
+        }
+        Err(why) => {
+            eprintln!("\n!!! SKIPPED: the browser test cannot run: {why}.\n");
+            return;
+        }
+    };
+    let (_dir, config) = seeded();
+    let server = Server::start(&config);
+    let edited = "Project: the Lovelace notes, due in March.\n\nGrace reviews drafts on Mondays.\n\nFixed in the browser: the project name.";
+
+    let mut driver = Command::new("node");
+    driver
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/memory-page.mjs"))
+        .env("MEMORY_PAGE_URL", &server.url)
+        .env("MEMORY_BIN", memory_bin())
+        .env("MEMORY_CONFIG", &config)
+        .env("CHROMIUM", &chromium)
+        .env("EDITED_MEMORY", edited);
+    let out = driver.output().unwrap();
+    assert!(
+        out.status.success(),
+        "the browser script failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The agent's own read path sees the edit, and the refused save left USER.md alone.
+    // A replace stores the text newline-terminated, as every write does.
+    assert_eq!(
+        cat(&config, "personalities/ada/MEMORY.md"),
+        format!("{edited}\n")
+    );
+    let user = cat(&config, "users/grace/USER.md");
+    assert!(
+        user.contains("Agent: she asked for the slides by Friday."),
+        "{user}"
+    );
+    assert!(!user.contains("Prefers tea."), "{user}");
+}

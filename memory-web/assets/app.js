@@ -1,0 +1,260 @@
+"use strict";
+
+// The Memory page: two dropdowns, two editors, and the prefetch the agent would get.
+// Every save carries the version its editor loaded, so an edit never overwrites a newer one.
+
+const OTHER = "\u0000other";
+const STORES = ["memory", "user"];
+const TOKEN_KEY = "memory-token";
+
+const $ = (selector) => document.querySelector(selector);
+const personalitySelect = $("#personality");
+const userSelect = $("#user");
+const FILE_NAMES = { memory: "MEMORY.md", user: "USER.md" };
+const panels = Object.fromEntries(STORES.map((store) => [store, editor(store)]));
+// The document each editor last loaded or saved: its version guards the next save.
+const loaded = { memory: null, user: null };
+let token = sessionStorage.getItem(TOKEN_KEY);
+
+// An editor for `store`'s document, placed before the prefetch.
+function editor(store) {
+  const panel = $("#editor").content.firstElementChild.cloneNode(true);
+  panel.dataset.store = store;
+  panel.querySelector("h2").textContent = FILE_NAMES[store];
+  panel.querySelector("textarea").setAttribute("aria-label", `${FILE_NAMES[store]} text`);
+  $("main").insertBefore(panel, $(".prefetch"));
+  return panel;
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body.error || `the server answered HTTP ${status}`);
+    this.kind = body.kind;
+  }
+}
+
+async function api(path, options = {}) {
+  const headers = { Accept: "application/json" };
+  if (options.body) headers["Content-Type"] = "application/json";
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const response = await fetch(path, { ...options, headers });
+  const body = await response.json().catch(() => ({}));
+  if (response.status === 401) {
+    const given = window.prompt("This server needs its token:");
+    if (given) {
+      token = given;
+      sessionStorage.setItem(TOKEN_KEY, token);
+      return api(path, options);
+    }
+  }
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+// A token handed over as #token=... stays out of server logs and history.
+function takeTokenFromFragment() {
+  const match = location.hash.match(/token=([^&]+)/);
+  if (!match) return;
+  token = decodeURIComponent(match[1]);
+  sessionStorage.setItem(TOKEN_KEY, token);
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+function fillSelect(select, entries, chosen) {
+  select.replaceChildren();
+  for (const { value, label } of entries) select.add(new Option(label, value));
+  select.add(new Option("Other…", OTHER));
+  if (chosen) choose(select, chosen);
+  select.dataset.previous = select.value;
+}
+
+function choose(select, id) {
+  if (![...select.options].some((option) => option.value === id)) {
+    select.add(new Option(id, id), select.options.length - 1);
+  }
+  select.value = id;
+}
+
+function chosenPair() {
+  const personality = personalitySelect.value;
+  const user = userSelect.value;
+  return personality !== OTHER && user !== OTHER ? { personality, user } : null;
+}
+
+function isDirty(store) {
+  return panels[store].dataset.dirty === "true";
+}
+
+// Loads the chosen pair; refreshes the editors of `stores` and always the prefetch.
+async function loadPair(stores) {
+  const pair = chosenPair();
+  if (!pair) return;
+  const params = new URLSearchParams(pair);
+  const query = $("#query").value.trim();
+  if (query && !$("#recall").hidden) params.set("query", query);
+  try {
+    const view = await api(`/api/pair?${params}`);
+    for (const store of stores) show(store, view[store]);
+    $("#prefetch").textContent =
+      view.prefetch ?? "(nothing remembered yet: the agent gets no memory section)";
+    $("#recall").hidden = !view.recall;
+    $("#provider").textContent = `provider: ${view.provider}${view.recall ? " (recall)" : ""}`;
+    history.replaceState(null, "", `?${new URLSearchParams(pair)}${location.hash}`);
+    problem("");
+  } catch (err) {
+    problem(err.message);
+  }
+}
+
+function show(store, doc) {
+  const panel = panels[store];
+  loaded[store] = doc;
+  panel.querySelector("h2").textContent = doc.title;
+  const bytes = new TextEncoder().encode(doc.text).length;
+  const rows = [
+    ["Path", doc.path],
+    ["Location", doc.location],
+    ["Version", doc.version],
+    ["Modified", doc.modified ? new Date(doc.modified).toLocaleString() : "never written"],
+    ["Size", `${bytes} bytes${describeCaps(doc.caps)}`],
+  ];
+  panel.querySelector("dl").replaceChildren(
+    ...rows.flatMap(([term, value]) => {
+      const dt = document.createElement("dt");
+      const dd = document.createElement("dd");
+      dt.textContent = term;
+      dd.textContent = value;
+      return [dt, dd];
+    }),
+  );
+  panel.querySelector("textarea").value = doc.text;
+  panel.dataset.path = doc.path;
+  panel.dataset.dirty = "false";
+  status(store, "", "");
+}
+
+function describeCaps(caps) {
+  const parts = [];
+  if (caps.soft != null) parts.push(`soft cap ${caps.soft}`);
+  if (caps.hard != null) parts.push(`hard cap ${caps.hard}`);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
+function status(store, message, tone) {
+  const line = panels[store].querySelector(".status");
+  line.textContent = message;
+  line.className = `status ${tone}`;
+}
+
+function problem(message) {
+  $("#problem").textContent = message;
+  $("#problem").hidden = !message;
+}
+
+async function save(store) {
+  const pair = chosenPair();
+  const doc = loaded[store];
+  if (!pair || !doc) return;
+  const panel = panels[store];
+  const button = panel.querySelector(".save");
+  button.disabled = true;
+  try {
+    const saved = await api("/api/document", {
+      method: "PUT",
+      body: JSON.stringify({
+        ...pair,
+        store,
+        text: panel.querySelector("textarea").value,
+        version: doc.version,
+      }),
+    });
+    show(store, saved.document);
+    const advice = saved.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
+    status(store, saved.written ? `Saved${advice}.` : "Nothing changed.", "ok");
+    await loadPair([]);
+  } catch (err) {
+    const message =
+      err.kind === "conflict"
+        ? `Not saved: ${doc.title} changed since you loaded it. Copy your edit, press Reload to see the new text, then make your change again.`
+        : `Not saved: ${err.message}`;
+    status(store, message, "error");
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function reload(store) {
+  if (isDirty(store) && !window.confirm("Discard your unsaved edit?")) return;
+  await loadPair([store]);
+}
+
+// A dropdown change; "Other…" asks for an id (the server validates it).
+async function picked(select, label, stores) {
+  if (select.value === OTHER) {
+    const id = window.prompt(`${label} id (letters, digits, '_' or '-'):`)?.trim();
+    if (!id) {
+      select.value = select.dataset.previous;
+      return;
+    }
+    choose(select, id);
+  }
+  const losing = stores.filter(isDirty);
+  if (losing.length && !window.confirm("Discard your unsaved edit?")) {
+    select.value = select.dataset.previous;
+    return;
+  }
+  select.dataset.previous = select.value;
+  await loadPair(stores);
+}
+
+async function start() {
+  takeTokenFromFragment();
+  for (const store of STORES) {
+    const panel = panels[store];
+    panel.querySelector(".save").addEventListener("click", () => save(store));
+    panel.querySelector(".reload").addEventListener("click", () => reload(store));
+    panel.querySelector("textarea").addEventListener("input", () => {
+      panel.dataset.dirty = "true";
+      status(store, "Unsaved changes.", "");
+    });
+  }
+  personalitySelect.addEventListener("change", () =>
+    // The personality decides the provider, so both editors follow it.
+    picked(personalitySelect, "Personality", STORES),
+  );
+  userSelect.addEventListener("change", () => picked(userSelect, "User", ["user"]));
+  $("#recall").addEventListener("submit", (event) => {
+    event.preventDefault();
+    loadPair([]);
+  });
+  window.addEventListener("beforeunload", (event) => {
+    if (STORES.some(isDirty)) event.preventDefault();
+  });
+
+  try {
+    const directory = await api("/api/directory");
+    const wanted = new URLSearchParams(location.search);
+    fillSelect(
+      personalitySelect,
+      directory.personalities.map((p) => ({
+        value: p.id,
+        label: `${p.id} (${p.provider}${p.scope === "global" ? ", global memory" : ""})`,
+      })),
+      wanted.get("personality") ?? directory.default_personality ?? directory.personalities[0]?.id,
+    );
+    fillSelect(
+      userSelect,
+      directory.users.map((id) => ({ value: id, label: id })),
+      wanted.get("user") ?? directory.default_user ?? directory.users[0],
+    );
+    if (!chosenPair()) {
+      problem("Nothing is remembered yet: pick Other… to type a personality or user id.");
+      return;
+    }
+    await loadPair(STORES);
+  } catch (err) {
+    problem(err.message);
+  }
+}
+
+start();

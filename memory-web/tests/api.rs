@@ -1,0 +1,437 @@
+//! The Memory page's API over a markdown wiring: reads, guarded saves, refusals and access.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use memory_core::{
+    DocumentId, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
+};
+use memory_web::{Access, MAX_BODY_BYTES, router};
+use memory_wiring::{Config, Memory};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+const HOST: &str = "127.0.0.1:8700";
+
+/// Personality ada keeps her own MEMORY.md with small caps; bob shares the global one.
+fn wiring() -> (TempDir, Memory) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.toml");
+    let config = Config::parse(
+        r#"
+        [providers.files]
+        kind = "markdown"
+        root = "memory"
+
+        [personalities.ada]
+        caps.memory = { soft = 40, hard = 80 }
+
+        [personalities.bob]
+        memory_scope = "global"
+
+        [mcp]
+        personality = "ada"
+        user = "grace"
+        "#,
+        &file,
+    )
+    .unwrap();
+    (dir, Memory::new(config))
+}
+
+async fn add(memory: &Memory, personality: &str, user: &str, store: Store, text: &str) {
+    let ctx = memory.context(
+        PersonalityId::new(personality).unwrap(),
+        UserId::new(user).unwrap(),
+    );
+    memory
+        .sync(&ctx, &[MemoryUpdate::add(store, text)], &IfMatch::NONE)
+        .await
+        .unwrap();
+}
+
+async fn send(memory: &Memory, access: Access, request: Request<Body>) -> (StatusCode, Value) {
+    let response = router(memory.clone(), access)
+        .oneshot(request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, body)
+}
+
+async fn get(memory: &Memory, uri: &str) -> (StatusCode, Value) {
+    let request = Request::get(uri).header(header::HOST, HOST);
+    send(
+        memory,
+        Access::loopback(),
+        request.body(Body::empty()).unwrap(),
+    )
+    .await
+}
+
+async fn put(memory: &Memory, body: Value) -> (StatusCode, Value) {
+    let request = Request::put("/api/document")
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/json");
+    let request = request.body(Body::from(body.to_string())).unwrap();
+    send(memory, Access::loopback(), request).await
+}
+
+async fn text_of(memory: &Memory, document: DocumentId) -> String {
+    memory.read(&document).await.unwrap().text
+}
+
+fn ada_memory() -> DocumentId {
+    DocumentId::PersonalityMemory {
+        personality: PersonalityId::new("ada").unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_embedded() {
+    let (_dir, memory) = wiring();
+    for (uri, content_type, marker) in [
+        (
+            "/",
+            "text/html; charset=utf-8",
+            "<select id=\"personality\"",
+        ),
+        ("/app.js", "text/javascript; charset=utf-8", "/api/document"),
+        ("/style.css", "text/css; charset=utf-8", "textarea"),
+    ] {
+        let request = Request::get(uri).header(header::HOST, HOST);
+        let response = router(memory.clone(), Access::loopback())
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{uri}");
+        assert_eq!(response.headers()[header::CONTENT_TYPE], content_type);
+        if uri == "/" {
+            let policy = response.headers()[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .unwrap();
+            assert!(policy.contains("script-src 'self'"), "{policy}");
+        }
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(String::from_utf8_lossy(&bytes).contains(marker), "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn the_directory_offers_configured_and_stored_ids() {
+    let (_dir, memory) = wiring();
+    add(&memory, "cleo", "alan", Store::Memory, "Cleo's note.").await;
+    add(&memory, "cleo", "alan", Store::User, "Alan likes chess.").await;
+
+    let (status, body) = get(&memory, "/api/directory").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ids: Vec<&str> = body["personalities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ada", "bob", "cleo"]);
+    assert_eq!(body["personalities"][1]["scope"], "global");
+    assert_eq!(body["personalities"][0]["provider"], "files");
+    assert_eq!(body["personalities"][0]["kind"], "markdown");
+    assert_eq!(body["users"], json!(["alan", "grace"]));
+    assert_eq!(body["default_personality"], "ada");
+    assert_eq!(body["default_user"], "grace");
+}
+
+#[tokio::test]
+async fn a_pair_shows_both_documents_and_what_the_agent_sees() {
+    let (dir, memory) = wiring();
+    add(&memory, "ada", "grace", Store::Memory, "Project: Lovelace.").await;
+    add(&memory, "ada", "grace", Store::User, "Name: Grace.").await;
+
+    let (status, body) = get(&memory, "/api/pair?personality=ada&user=grace").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let stored = memory.read(&ada_memory()).await.unwrap();
+    assert_eq!(body["memory"]["text"], stored.text);
+    assert_eq!(body["memory"]["version"], stored.version.as_str());
+    assert_eq!(body["memory"]["path"], "personalities/ada/MEMORY.md");
+    assert_eq!(body["memory"]["title"], "MEMORY.md of personality 'ada'");
+    let location = body["memory"]["location"].as_str().unwrap();
+    assert!(
+        location.starts_with(dir.path().to_str().unwrap()),
+        "{location}"
+    );
+    assert!(body["memory"]["modified"].as_u64().unwrap() > 1_700_000_000_000);
+    assert_eq!(body["memory"]["caps"], json!({ "soft": 40, "hard": 80 }));
+    assert_eq!(body["user"]["text"], "Name: Grace.\n");
+    assert_eq!(body["user"]["path"], "users/grace/USER.md");
+    assert_eq!(
+        body["prefetch"],
+        "## About You\n\nName: Grace.\n\n## Memory\n\nProject: Lovelace."
+    );
+    assert_eq!(body["provider"], "files");
+    assert_eq!(body["recall"], false);
+
+    // A document never written reads as empty, with a version a first save can use.
+    let (status, body) = get(&memory, "/api/pair?personality=ada&user=nobody").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user"]["text"], "");
+    assert_eq!(body["user"]["modified"], Value::Null);
+    assert!(body["user"]["version"].is_string());
+}
+
+#[tokio::test]
+async fn a_save_with_the_loaded_version_is_what_the_agent_reads_next() {
+    let (_dir, memory) = wiring();
+    add(&memory, "ada", "grace", Store::Memory, "Typo: Lovelase.").await;
+    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
+
+    let (status, body) = put(
+        &memory,
+        json!({
+            "personality": "ada", "user": "grace", "store": "memory",
+            "text": "Project: Lovelace.", "version": view["memory"]["version"],
+        }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["written"], true);
+    assert_eq!(body["over_soft_cap"], false);
+    assert_eq!(body["document"]["text"], "Project: Lovelace.\n");
+    assert_ne!(body["document"]["version"], view["memory"]["version"]);
+
+    let ctx = memory.context(
+        PersonalityId::new("ada").unwrap(),
+        UserId::new("grace").unwrap(),
+    );
+    let seen = memory.prefetch(&ctx).await.unwrap();
+    assert_eq!(seen.context.unwrap(), "## Memory\n\nProject: Lovelace.");
+    assert_eq!(seen.memory.version.as_str(), body["document"]["version"]);
+
+    // Saving the same text again writes nothing.
+    let (status, again) = put(
+        &memory,
+        json!({
+            "personality": "ada", "user": "grace", "store": "memory",
+            "text": "Project: Lovelace.", "version": body["document"]["version"],
+        }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["written"], false);
+}
+
+#[tokio::test]
+async fn a_save_over_a_newer_version_is_refused_and_writes_nothing() {
+    let (_dir, memory) = wiring();
+    add(&memory, "ada", "grace", Store::User, "Name: Grace.").await;
+    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
+    // The agent writes after the page loaded.
+    add(&memory, "ada", "grace", Store::User, "Lives in Arlington.").await;
+
+    let (status, body) = put(
+        &memory,
+        json!({
+            "personality": "ada", "user": "grace", "store": "user",
+            "text": "Name: Grace Hopper.", "version": view["user"]["version"],
+        }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["kind"], "conflict");
+    let message = body["error"].as_str().unwrap();
+    assert!(message.contains("USER.md of user 'grace'"), "{message}");
+    assert!(message.contains("nothing was written"), "{message}");
+    let user = DocumentId::user(&UserId::new("grace").unwrap());
+    assert_eq!(
+        text_of(&memory, user).await,
+        "Name: Grace.\n\nLives in Arlington.\n"
+    );
+}
+
+#[tokio::test]
+async fn a_global_scope_personality_edits_the_global_memory() {
+    let (_dir, memory) = wiring();
+    let (_, view) = get(&memory, "/api/pair?personality=bob&user=grace").await;
+    assert_eq!(view["memory"]["path"], "MEMORY.md");
+    assert_eq!(view["memory"]["title"], "the global MEMORY.md");
+
+    let (status, body) = put(
+        &memory,
+        json!({
+            "personality": "bob", "user": "grace", "store": "memory",
+            "text": "Shared fact.", "version": view["memory"]["version"],
+        }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        text_of(&memory, DocumentId::GlobalMemory).await,
+        "Shared fact.\n"
+    );
+}
+
+#[tokio::test]
+async fn caps_apply_to_saves_as_to_the_agent() {
+    let (_dir, memory) = wiring();
+    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
+    let version = &view["memory"]["version"];
+
+    let over_hard = "x".repeat(81);
+    let (status, body) = put(
+        &memory,
+        json!({"personality": "ada", "user": "grace", "store": "memory", "text": over_hard, "version": version}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["kind"], "hard-cap-exceeded");
+    assert!(body["error"].as_str().unwrap().contains("hard cap of 80"));
+    assert_eq!(text_of(&memory, ada_memory()).await, "");
+
+    let over_soft = "y".repeat(50);
+    let (status, body) = put(
+        &memory,
+        json!({"personality": "ada", "user": "grace", "store": "memory", "text": over_soft, "version": version}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["over_soft_cap"], true);
+}
+
+#[tokio::test]
+async fn ids_are_validated_and_nothing_outside_the_documents_is_reachable() {
+    let (dir, memory) = wiring();
+    std::fs::write(dir.path().join("secret.txt"), "not memory").unwrap();
+
+    for uri in [
+        "/api/pair?personality=..%2F..%2Fetc&user=grace",
+        "/api/pair?personality=ada&user=a%2Fb",
+        "/api/pair?personality=ada",
+    ] {
+        let (status, body) = get(&memory, uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
+        assert_eq!(body["kind"], "invalid-input", "{uri}");
+    }
+    let (_, body) = get(&memory, "/api/pair?personality=..%2F..%2Fetc&user=grace").await;
+    let message = body["error"].as_str().unwrap();
+    assert!(
+        message.contains("invalid personality id \"../../etc\""),
+        "{message}"
+    );
+
+    let (status, body) = put(
+        &memory,
+        json!({"personality": "ada", "user": "../grace", "store": "user", "text": "x", "version": "0"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("invalid user id"));
+    let (status, body) = put(
+        &memory,
+        json!({"personality": "ada", "user": "grace", "store": "secret", "text": "x", "version": "0"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("store"), "{body}");
+
+    for uri in [
+        "/secret.txt",
+        "/memory.toml",
+        "/../secret.txt",
+        "/assets/app.js",
+        "/api/documents/secret.txt",
+    ] {
+        let (status, _) = get(&memory, uri).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
+    }
+    assert!(memory.list().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn oversized_and_non_json_bodies_are_refused() {
+    let (_dir, memory) = wiring();
+    let (_, view) = get(&memory, "/api/pair?personality=bob&user=grace").await;
+    let huge = "z".repeat(MAX_BODY_BYTES + 1);
+    let (status, _) = put(
+        &memory,
+        json!({"personality": "bob", "user": "grace", "store": "memory", "text": huge, "version": view["memory"]["version"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    // A form post (what another site could send without asking) is not JSON.
+    let request = Request::put("/api/document")
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from(r#"{"personality":"bob"}"#))
+        .unwrap();
+    let (status, body) = send(&memory, Access::loopback(), request).await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{body}");
+    assert!(memory.list().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_loopback_server_answers_only_to_loopback_host_names() {
+    let (_dir, memory) = wiring();
+    for host in [
+        "evil.example",
+        "evil.example:8700",
+        "localhost.evil.example",
+    ] {
+        let request = Request::get("/api/directory").header(header::HOST, host);
+        let (status, body) = send(
+            &memory,
+            Access::loopback(),
+            request.body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{host}");
+        assert_eq!(body["kind"], "forbidden-host");
+    }
+    for host in ["localhost:8700", "[::1]:8700", "127.0.0.1"] {
+        let request = Request::get("/api/directory").header(header::HOST, host);
+        let (status, _) = send(
+            &memory,
+            Access::loopback(),
+            request.body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn a_remote_server_needs_its_token_for_the_api() {
+    let (_dir, memory) = wiring();
+    let token = "0123456789abcdef-token";
+    let access =
+        Access::for_address("0.0.0.0:8700".parse().unwrap(), true, Some(token.into())).unwrap();
+    let request = |uri: &str, authorization: Option<&str>| {
+        let mut request = Request::get(uri).header(header::HOST, "memory.example:8700");
+        if let Some(value) = authorization {
+            request = request.header(header::AUTHORIZATION, value);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    for authorization in [None, Some("Bearer wrong"), Some(token)] {
+        let (status, body) = send(
+            &memory,
+            access.clone(),
+            request("/api/directory", authorization),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{authorization:?}");
+        assert_eq!(body["kind"], "unauthorized");
+    }
+    let bearer = format!("Bearer {token}");
+    let (status, _) = send(
+        &memory,
+        access.clone(),
+        request("/api/directory", Some(&bearer)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // The page holds no memory: it loads, then asks for the token.
+    let (status, _) = send(&memory, access, request("/", None)).await;
+    assert_eq!(status, StatusCode::OK);
+}
