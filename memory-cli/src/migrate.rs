@@ -93,11 +93,7 @@ async fn copy(
     if target_newer && !force {
         return Ok(Outcome::TargetNewer);
     }
-    let mut if_match = IfMatch::default();
-    match store {
-        Store::Memory => if_match.memory = Some(existing.version),
-        Store::User => if_match.user = Some(existing.version),
-    }
+    let if_match = IfMatch::only(store, Some(existing.version));
     target.sync(&ctx, &replace, &if_match).await?;
     let copied = target.read(&document.id).await?;
     if sha256_hex(&copied.text) != sha256_hex(&text) {

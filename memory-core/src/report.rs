@@ -24,6 +24,16 @@ impl IfMatch {
         user: None,
     };
 
+    /// A precondition on `store`'s document only: `version`, or none.
+    pub fn only(store: Store, version: Option<Version>) -> IfMatch {
+        let mut if_match = IfMatch::NONE;
+        match store {
+            Store::Memory => if_match.memory = version,
+            Store::User => if_match.user = version,
+        }
+        if_match
+    }
+
     /// The precondition on `store`'s document.
     pub fn for_store(&self, store: Store) -> Option<&Version> {
         match store {
@@ -204,6 +214,18 @@ impl Subscription {
 mod tests {
     use super::*;
     use crate::{DocumentId, Store, Version};
+
+    #[test]
+    fn only_guards_the_named_store() {
+        let v = Version::new("7");
+        let memory = IfMatch::only(Store::Memory, Some(v.clone()));
+        assert_eq!(memory.for_store(Store::Memory), Some(&v));
+        assert_eq!(memory.for_store(Store::User), None);
+        let user = IfMatch::only(Store::User, Some(v.clone()));
+        assert_eq!(user.for_store(Store::Memory), None);
+        assert_eq!(user.for_store(Store::User), Some(&v));
+        assert_eq!(IfMatch::only(Store::User, None), IfMatch::NONE);
+    }
 
     fn written(n: usize, over_soft_cap: bool) -> SyncReport {
         let v = Version::new(n.to_string());

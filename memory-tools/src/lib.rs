@@ -346,11 +346,7 @@ impl MemoryTools {
         if_match: Option<Version>,
     ) -> Result<DocumentReport, String> {
         let store = update.store();
-        let mut guard = IfMatch::NONE;
-        match store {
-            Store::Memory => guard.memory = if_match,
-            Store::User => guard.user = if_match,
-        }
+        let guard = IfMatch::only(store, if_match);
         let report = self
             .provider
             .sync(&self.ctx, std::slice::from_ref(&update), &guard)

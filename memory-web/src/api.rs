@@ -12,7 +12,7 @@ use memory_core::{
     Caps, Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope,
     MemoryUpdate, PersonalityId, Store, UserId, Version,
 };
-use memory_wiring::Memory;
+use memory_wiring::{Memory, ProviderConfig};
 use serde::{Deserialize, Serialize};
 
 pub(crate) fn routes(memory: Memory) -> Router {
@@ -132,10 +132,7 @@ impl DocumentView {
             store,
             title: document.id.to_string(),
             path: document.id.relative_path(),
-            caps: match store {
-                Store::Memory => ctx.budgets.memory,
-                Store::User => ctx.budgets.user,
-            },
+            caps: ctx.budgets.for_store(store),
             document,
         }
     }
@@ -161,7 +158,10 @@ async fn pair(
         memory: DocumentView::new(memory_doc, &ctx),
         user: DocumentView::new(user_doc, &ctx),
         prefetch: prefetch.context,
-        recall: memory.config().providers[&provider_name].kind() == "vector",
+        recall: matches!(
+            memory.config().providers[&provider_name],
+            ProviderConfig::Vector { .. }
+        ),
         provider: provider_name,
     }))
 }
@@ -199,11 +199,7 @@ async fn save(
         message: rejection.body_text(),
     })?;
     let ctx = context(&memory, &save.personality, &save.user)?;
-    let mut if_match = IfMatch::NONE;
-    match save.store {
-        Store::Memory => if_match.memory = Some(save.version),
-        Store::User => if_match.user = Some(save.version),
-    }
+    let if_match = IfMatch::only(save.store, Some(save.version));
     let update = MemoryUpdate::replace(save.store, save.text);
     let report = memory.sync(&ctx, &[update], &if_match).await?;
     let written = report.get(save.store);
