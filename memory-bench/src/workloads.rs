@@ -233,8 +233,11 @@ pub struct RecallRound {
     /// Entries embedded and indexed per second, for the entries added since the last round
     /// (index optimisation included).
     pub ingest_per_second: f64,
-    /// Query latency (embedding the query, hybrid search, fusion).
+    /// `memory_search` latency: the index query, then the entries' text from the source.
     pub queries: Samples,
+    /// The index query alone (embedding the query, hybrid search, fusion): what
+    /// `memory_search` adds on top of it is reading and splitting the document.
+    pub index_queries: Samples,
 }
 
 /// Grows one document to each of `sizes` entries in turn (only the new entries are embedded
@@ -246,6 +249,7 @@ pub async fn recall(
     queries: usize,
 ) -> Result<Vec<RecallRound>, BoxError> {
     use memory_core::Recall;
+    use memory_vector::Ranking;
     let source = Arc::new(MarkdownProvider::new(root.join("memory")));
     let provider = VectorProvider::open(
         source,
@@ -269,6 +273,7 @@ pub async fn recall(
         provider.optimize().await?;
         let ingest = started.elapsed();
         let mut latencies = Samples::default();
+        let mut index_latencies = Samples::default();
         for q in 0..queries {
             let query = format!(
                 "what was decided about the {} (R-{:05})?",
@@ -278,11 +283,15 @@ pub async fn recall(
             latencies
                 .time(provider.search(&document, &query, 8))
                 .await?;
+            index_latencies
+                .time(provider.recall(&document, &query, Ranking::Hybrid, 8))
+                .await?;
         }
         rounds.push(RecallRound {
             entries: size,
             ingest_per_second: size.saturating_sub(indexed) as f64 / ingest.as_secs_f64(),
             queries: latencies,
+            index_queries: index_latencies,
         });
         indexed = size;
     }

@@ -48,11 +48,44 @@ fn a_small_run_writes_the_report_and_the_charts() {
     assert_eq!(rows.len(), 2, "{report}");
     assert!(rows.iter().all(|row| row.contains("| **0** |")), "{rows:?}");
     assert!(report.contains("| markdown | file read |"), "{report}");
+    assert!(
+        report.contains("One run of `./scripts/bench --providers markdown --samples 5 "),
+        "the report names the command it came from:\n{report}"
+    );
     for chart in ["prefetch", "contention", "growth-sync", "growth-prefetch"] {
         let svg =
             std::fs::read_to_string(out.path().join(format!("benchmarks/{chart}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("markdown"), "{chart}");
     }
+}
+
+#[test]
+fn a_small_vector_run_reports_recall_at_each_size() {
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_memory-bench"))
+        .args("--providers vector --samples 3 --prefetch-kib 1 --writers 1,2".split(' '))
+        .args("--contention-adds 4 --growth-cap 600".split(' '))
+        .args("--recall-entries 20,60 --recall-queries 3".split(' '))
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+
+    let report = std::fs::read_to_string(out.path().join("benchmarks.md")).unwrap();
+    assert!(report.contains("## Recall (vector)"), "{report}");
+    assert!(!report.contains("was not measured"), "{report}");
+    // One row per size: entries, ingest, then search and index-only query p50 and p95.
+    for size in ["20", "60"] {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {size} | ")))
+            .unwrap_or_else(|| panic!("no recall row for {size}:\n{report}"));
+        assert_eq!(row.matches('|').count(), 7, "{row}");
+    }
+    let svg = std::fs::read_to_string(out.path().join("benchmarks/recall.svg")).unwrap();
+    assert!(svg.contains("memory_search p50") && svg.contains("index query p50"));
 }
 
 #[test]

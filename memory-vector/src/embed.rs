@@ -25,6 +25,9 @@ pub const DIMENSIONS: usize = 384;
 const ORT_LIBRARY_FILE: &str = "libonnxruntime.so.1.24.4";
 /// Longest input in tokens; longer entries are cut (MiniLM was trained on 256).
 const MAX_TOKENS: usize = 256;
+/// Texts per model call. fastembed keeps every batch's token-level output until the call
+/// ends, so one call over a whole reindex would hold gigabytes (100,000 entries: ~3.6 GB).
+const BATCH: usize = 32;
 
 /// Where the model and onnxruntime are.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -148,13 +151,19 @@ impl Embedder {
             .model
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        model
-            .embed(texts, Some(32))
-            .map_err(|err| MemoryError::Unavailable {
-                what: format!("the embedding model {}", self.id),
-                message: err.to_string(),
-                source: None,
-            })
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            let embedded =
+                model
+                    .embed(batch, Some(BATCH))
+                    .map_err(|err| MemoryError::Unavailable {
+                        what: format!("the embedding model {}", self.id),
+                        message: err.to_string(),
+                        source: None,
+                    })?;
+            vectors.extend(embedded);
+        }
+        Ok(vectors)
     }
 }
 
