@@ -53,9 +53,9 @@ struct Args {
     /// How large MEMORY.md grows in the growth run, in bytes.
     #[arg(long, default_value_t = 20 * 1024)]
     growth_cap: usize,
-    /// Entry counts for the recall run (each grows the same document). 100000 adds about nine
-    /// minutes of embedding on two cores, which is why it is not a default.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,50000")]
+    /// Entry counts for the recall run (each grows the same document; the entries of the last
+    /// size are most of a default run's time).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
     recall_entries: Vec<usize>,
     /// Queries per recall size.
     #[arg(long, default_value_t = 50)]
