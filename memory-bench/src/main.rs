@@ -472,9 +472,9 @@ impl Report<'_> {
             md,
             "`./scripts/bench` builds with the release profile into the shared target directory \
              of `scripts/env.sh` (`~/.cache/agent-memory/target`). Cold, on a fresh 2-core \
-             machine of this kind, `./scripts/bench --help` took 64 minutes (measured on \
-             2026-11-23, prerequisites included, beside a low-priority debug build), nearly all \
-             of it lance, lancedb and datafusion. Once it is warm, a change to the workspace's \
+             machine of this kind, `./scripts/bench --help` took 50 minutes (2026-11-24, \
+             prerequisites included; 64 on the previous session's machine, beside a debug \
+             build), nearly all of it lance, lancedb and datafusion. Once it is warm, a change to the workspace's \
              own code rebuilds in a minute or two; a change to the features of a shared \
              dependency (a new crate turning on hyper's server, say) rebuilds lance and lancedb, \
              about half an hour. Keep it warm by leaving that directory in place (CI clones \
