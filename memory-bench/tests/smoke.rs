@@ -1,36 +1,30 @@
 //! The benchmark end to end on markdown with tiny sizes: it runs, loses no update, and writes
 //! the report and its charts. (Speed is printed by real runs, never asserted.)
 
+use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn a_small_run_writes_the_report_and_the_charts() {
-    let out = tempfile::tempdir().unwrap();
+/// Runs the benchmark with `flags` (space-separated) into `out`; returns the report.
+fn run_bench(flags: &str, out: &Path) -> String {
     let run = Command::new(env!("CARGO_BIN_EXE_memory-bench"))
-        .args([
-            "--providers",
-            "markdown",
-            "--samples",
-            "5",
-            "--prefetch-kib",
-            "1,2",
-        ])
-        .args([
-            "--writers",
-            "1,4",
-            "--contention-adds",
-            "16",
-            "--growth-cap",
-            "3000",
-        ])
+        .args(flags.split(' '))
         .arg("--out")
-        .arg(out.path())
+        .arg(out)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
+    std::fs::read_to_string(out.join("benchmarks.md")).unwrap()
+}
 
-    let report = std::fs::read_to_string(out.path().join("benchmarks.md")).unwrap();
+#[test]
+fn a_small_run_writes_the_report_and_the_charts() {
+    let out = tempfile::tempdir().unwrap();
+    let report = run_bench(
+        "--providers markdown --samples 5 --prefetch-kib 1,2 --writers 1,4 \
+         --contention-adds 16 --growth-cap 3000",
+        out.path(),
+    );
     for heading in [
         "## Prefetch",
         "## Sync of one add",
@@ -62,18 +56,11 @@ fn a_small_run_writes_the_report_and_the_charts() {
 #[test]
 fn a_small_vector_run_reports_recall_at_each_size() {
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_memory-bench"))
-        .args("--providers vector --samples 3 --prefetch-kib 1 --writers 1,2".split(' '))
-        .args("--contention-adds 4 --growth-cap 600".split(' '))
-        .args("--recall-entries 20,60 --recall-queries 3".split(' '))
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-
-    let report = std::fs::read_to_string(out.path().join("benchmarks.md")).unwrap();
+    let report = run_bench(
+        "--providers vector --samples 3 --prefetch-kib 1 --writers 1,2 --contention-adds 4 \
+         --growth-cap 600 --recall-entries 20,60 --recall-queries 3",
+        out.path(),
+    );
     assert!(report.contains("## Recall (vector)"), "{report}");
     assert!(!report.contains("was not measured"), "{report}");
     // One row per size: entries, ingest, then search and index-only query p50 and p95.
