@@ -474,13 +474,13 @@ impl Report<'_> {
              of `scripts/env.sh` (`~/.cache/agent-memory/target`). Cold, on a fresh 2-core \
              machine of this kind, `./scripts/bench --help` took 50 minutes (2026-11-24, \
              prerequisites included; 64 on the previous session's machine, beside a debug \
-             build), nearly all of it lance, lancedb and datafusion. Once it is warm, a change to the workspace's \
-             own code rebuilds in a minute or two; a change to the features of a shared \
-             dependency (a new crate turning on hyper's server, say) rebuilds lance and lancedb, \
-             about half an hour. Keep it warm by leaving that directory in place (CI clones \
-             reuse it), and build before a session that needs figures: `./scripts/bench --help` \
-             builds without measuring. Stop other builds while it measures: they share the \
-             cores and the disk."
+             build), nearly all of it lance, lancedb and datafusion. Once it is warm, a change \
+             to the workspace's own code rebuilds in a minute or two; a change to the features \
+             of a shared dependency (a new crate turning on hyper's server, say) rebuilds lance \
+             and lancedb, about half an hour. Keep it warm by leaving that directory in place \
+             (CI clones reuse it), and build before a session that needs figures: \
+             `./scripts/bench --help` builds without measuring. Stop other builds while it \
+             measures: they share the cores and the disk."
         );
         md
     }

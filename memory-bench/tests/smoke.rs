@@ -1,5 +1,6 @@
-//! The benchmark end to end on markdown with tiny sizes: it runs, loses no update, and writes
-//! the report and its charts. (Speed is printed by real runs, never asserted.)
+//! The benchmark end to end with tiny sizes, on markdown and on the vector provider with its
+//! recall run: it runs, loses no update, and writes the report and its charts. (Speed is
+//! printed by real runs, never asserted.)
 
 use std::path::Path;
 use std::process::Command;
