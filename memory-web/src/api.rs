@@ -203,9 +203,7 @@ async fn save(
     let update = MemoryUpdate::replace(save.store, save.text);
     let report = memory.sync(&ctx, &[update], &if_match).await?;
     let written = report.get(save.store);
-    let provider = memory
-        .provider(memory.config().provider_of(&ctx.personality))
-        .await?;
+    let provider = memory.provider_for(&ctx.personality).await?;
     let document = provider.read(&ctx.document(save.store)).await?;
     Ok(Json(Saved {
         document: DocumentView::new(document, &ctx),

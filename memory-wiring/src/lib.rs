@@ -151,6 +151,18 @@ impl Memory {
         Ok(self.backend(name).await?.provider.clone())
     }
 
+    /// The provider `personality`'s documents are read and written through, connected.
+    ///
+    /// # Errors
+    /// Whatever connecting it fails with.
+    pub async fn provider_for(
+        &self,
+        personality: &PersonalityId,
+    ) -> Result<Arc<dyn MemoryProvider>, MemoryError> {
+        self.provider(self.inner.config.provider_of(personality))
+            .await
+    }
+
     /// The vector provider named `name`, connected.
     ///
     /// # Errors
@@ -259,7 +271,7 @@ impl Memory {
             ctx.budgets = settings.budgets;
             ctx.max_chars = ctx.max_chars.min(settings.max_chars);
         }
-        let provider = self.provider(config.provider_of(&ctx.personality)).await?;
+        let provider = self.provider_for(&ctx.personality).await?;
         Ok((provider, ctx))
     }
 
