@@ -5,10 +5,14 @@
 //! testcontainers and shared by every test process of the run; else nothing, with a loud
 //! message, so the test skips. With `MEMORY_REQUIRE_SERVICES=1` (set by `.ci/run`) a missing
 //! service fails the test instead of skipping it.
+//!
+//! Tests share the servers, so each works in a namespace of its own: [`unique_name`] makes one,
+//! [`SchemaGuard`] drops a Postgres schema at the end.
 
 use std::future::Future;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use memory_core::MemoryError;
 
@@ -128,6 +132,55 @@ impl Service {
                 keep(container);
                 Ok(url)
             }
+        }
+    }
+}
+
+/// A name no other test, process or run uses: `<prefix>_<pid>_<n>_<nanos>`, for a schema or a
+/// key prefix.
+pub fn unique_name(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{prefix}_{}_{}_{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Drops its Postgres schema, with everything in it, when dropped: also when the test fails.
+pub struct SchemaGuard {
+    /// The server.
+    pub url: String,
+    /// The schema, one of [`unique_name`]'s.
+    pub schema: String,
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        use sqlx::{Connection, Executor, PgConnection};
+        let (url, schema) = (self.url.clone(), self.schema.clone());
+        // Dropped inside a test's runtime, which cannot be blocked on: use a thread of its own.
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(async {
+                    let mut connection = PgConnection::connect(&url).await?;
+                    // The name is a test's own, from `unique_name`.
+                    connection
+                        .execute(sqlx::AssertSqlSafe(format!(
+                            "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+                        )))
+                        .await?;
+                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+                })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop test schema {}: {dropped:?}", self.schema);
         }
     }
 }

@@ -2,10 +2,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of this
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use memory_conformance::services::Service;
+use memory_conformance::services::{Service, unique_name};
 use memory_redis::{RedisConfig, RedisProvider};
 use redis::Commands;
 
@@ -16,15 +13,7 @@ pub fn url() -> Option<String> {
 
 /// A key prefix no other test, process or run uses.
 pub fn unique_prefix() -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "test-{}-{}-{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    unique_name("test")
 }
 
 /// Deletes every key under its prefix when dropped.
