@@ -48,30 +48,42 @@ impl Backend {
     /// A new instance, with its own connections and its own writer queue, as another process
     /// would have.
     pub async fn open(&self) -> Result<Arc<dyn MemoryProvider>, MemoryError> {
+        Ok(self.open_with_index().await?.0)
+    }
+
+    /// [`Backend::open`], and the recall index when the instance has one: its indexing runs
+    /// after each write is acknowledged, so a measurement waits for it before the next starts.
+    pub async fn open_with_index(
+        &self,
+    ) -> Result<(Arc<dyn MemoryProvider>, Option<Arc<VectorProvider>>), MemoryError> {
         Ok(match self {
-            Backend::Markdown { root } => Arc::new(MarkdownProvider::new(root)),
+            Backend::Markdown { root } => (Arc::new(MarkdownProvider::new(root)), None),
             Backend::Postgres { url, schema } => {
                 let mut config = PostgresConfig::new(url).with_schema(schema);
                 // One each: 64 writers stay under PostgreSQL's default of 100 connections.
                 config.max_connections = 1;
-                Arc::new(PostgresProvider::connect(&config).await?)
+                (Arc::new(PostgresProvider::connect(&config).await?), None)
             }
             Backend::Redis { url, prefix } => {
-                Arc::new(RedisProvider::connect(&RedisConfig::new(url).with_prefix(prefix)).await?)
+                let config = RedisConfig::new(url).with_prefix(prefix);
+                (Arc::new(RedisProvider::connect(&config).await?), None)
             }
             Backend::Vector {
                 root,
                 index,
                 embedder,
-            } => Arc::new(
-                VectorProvider::open(
-                    Arc::new(MarkdownProvider::new(root)),
-                    index,
-                    embedder.clone(),
-                    RecallConfig::default(),
-                )
-                .await?,
-            ),
+            } => {
+                let vector = Arc::new(
+                    VectorProvider::open(
+                        Arc::new(MarkdownProvider::new(root)),
+                        index,
+                        embedder.clone(),
+                        RecallConfig::default(),
+                    )
+                    .await?,
+                );
+                (vector.clone(), Some(vector))
+            }
         })
     }
 

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use memory_core::MemoryProvider;
 use memory_vector::{Embedder, ModelConfig};
 
 use backends::{Backend, BoxError, Floor};
@@ -213,7 +212,16 @@ fn progress(provider: &str, what: &str) {
 
 async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
     let name = backend.name();
-    let provider: Arc<dyn MemoryProvider> = backend.open().await?;
+    let (provider, index) = backend.open_with_index().await?;
+    // A recall index catches up after each write is acknowledged: each workload waits for it
+    // before the next, so none is measured against the last one's indexing.
+    let settled = || async {
+        if let Some(index) = &index {
+            for warning in index.settle().await {
+                eprintln!("!!! {name}: {warning}");
+            }
+        }
+    };
     progress(name, "floor");
     let floor = backends::floor(backend, args.samples).await?;
     let mut prefetch = Vec::new();
@@ -223,17 +231,21 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
             kib,
             workloads::prefetch(&*provider, kib * 1024, args.samples).await?,
         ));
+        settled().await;
     }
     progress(name, "sync of one add");
     let sync = workloads::sync(&*provider, args.samples).await?;
+    settled().await;
     let mut contention = Vec::new();
     for &writers in &args.writers {
         progress(name, &format!("{writers} concurrent writers"));
         contention
             .push(workloads::contention(backend, &provider, writers, args.contention_adds).await?);
+        settled().await;
     }
     progress(name, "growth");
     let growth = workloads::growth(&*provider, args.growth_cap).await?;
+    settled().await;
     Ok(Measured {
         backend: backend.clone(),
         floor,

@@ -95,10 +95,12 @@ enum Command {
     /// Link platform accounts to users, and look them up.
     #[command(subcommand)]
     Identity(IdentityCommand),
-    /// Copy every document from one provider to another, verified by hash.
+    /// Copy every document and identity link from one provider to another, verified by hash.
     ///
     /// Documents already identical are skipped, so a second run copies nothing. A target
-    /// document written more recently than its source is left alone (exit 3) unless --force.
+    /// document holding lines its source lacks is left alone (exit 3) unless --force: content
+    /// decides, never the clocks of two machines. Identity links already in the target are
+    /// kept; one linked to another user there is reported (exit 3), never overwritten.
     ///
     /// Example: memory migrate --from files --to shared
     Migrate {
@@ -108,7 +110,7 @@ enum Command {
         /// The provider to copy to.
         #[arg(long)]
         to: String,
-        /// Overwrite target documents that are newer than their source.
+        /// Overwrite target documents that hold lines their source lacks.
         #[arg(long)]
         force: bool,
     },
@@ -295,6 +297,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 ctx = ctx.with_max_chars(max_chars);
             }
             let seen = memory.prefetch(&ctx).await?;
+            warn(&seen.warnings);
             if json {
                 print_json(&seen)?;
             } else {
@@ -340,6 +343,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             };
             let report = memory.sync(&ctx, &updates, &if_match).await?;
             print_json(&report)?;
+            // The write is acknowledged; let the recall index catch up before the process
+            // ends, so one-shot writers (scripts, hooks) leave it current. Bounded: what is
+            // left is caught up by the next query.
+            match tokio::time::timeout(SETTLE_TIMEOUT, memory.settle()).await {
+                Ok(warnings) => warn(&warnings),
+                Err(_) => warn(&[
+                    "the recall index is still catching up; the next query finishes it".to_owned(),
+                ]),
+            }
         }
         Command::Identity(IdentityCommand::Link {
             platform,
@@ -405,6 +417,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Demo { .. } => unreachable!("handled before the config is loaded"),
     }
     Ok(())
+}
+
+/// How long `memory sync` waits for a recall index to catch up with what it wrote.
+const SETTLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Prints each warning on stderr, one line each.
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {}", warning.replace('\n', "; "));
+    }
 }
 
 /// `<document>  <location>  version <v>  modified <time>`.

@@ -1,8 +1,11 @@
-//! `memory migrate`: copy every document between two providers, verified by hash.
+//! `memory migrate`: copy every document and identity link between two providers, verified
+//! by hash.
+
+use std::collections::HashSet;
 
 use memory_core::{
-    Caps, Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope,
-    MemoryUpdate, PersonalityId, Store, UserId, apply_batch, sha256_hex,
+    Caps, Document, DocumentId, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, apply_batch, sha256_hex,
 };
 use memory_wiring::Memory;
 
@@ -16,14 +19,25 @@ enum Outcome {
         normalized: bool,
     },
     Identical,
-    /// The target was written more recently than the source and differs from it.
-    TargetNewer,
+    /// The target holds lines the source does not: copying would lose them.
+    TargetHasMore,
+}
+
+/// What happened to the identity links.
+#[derive(Default)]
+struct Links {
+    copied: usize,
+    present: usize,
+    /// `identity → user in the source, user in the target`.
+    conflicts: Vec<String>,
 }
 
 pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(), Failure> {
-    if from == to {
+    let config = memory.config();
+    if config.storage_of(from) == config.storage_of(to) {
         return Err(Failure::invalid(format!(
-            "--from and --to are both {from:?}; name two different providers"
+            "--from {from:?} and --to {to:?} keep their documents in the same place ({:?}); name two providers that store documents apart",
+            config.storage_of(from)
         )));
     }
     let (source, target) = (memory.provider(from).await?, memory.provider(to).await?);
@@ -44,32 +58,56 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
                 bar.suspend(|| println!("copied {}{note}", id.relative_path()));
             }
             Outcome::Identical => identical += 1,
-            Outcome::TargetNewer => refused.push(id.relative_path()),
+            Outcome::TargetHasMore => refused.push(id.relative_path()),
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     println!(
-        "{from} → {to}: {copied} copied, {identical} already identical, {} left alone (newer in {to}), of {} documents",
+        "{from} → {to}: {copied} copied, {identical} already identical, {} left alone (holding lines the copy would lose), of {} documents",
         refused.len(),
         documents.len()
     );
-    if refused.is_empty() {
+    let links = copy_links(
+        memory.identities_of(from).await?.as_ref(),
+        memory.identities_of(to).await?.as_ref(),
+    )
+    .await?;
+    println!(
+        "identity links: {} copied, {} already there, {} in conflict",
+        links.copied,
+        links.present,
+        links.conflicts.len()
+    );
+    let mut problems = Vec::new();
+    if !refused.is_empty() {
+        problems.push(format!(
+            "{} documents in {to} hold lines their copy in {from} lacks and were left alone ({}); pass --force to overwrite them",
+            refused.len(),
+            refused.join(", ")
+        ));
+    }
+    if !links.conflicts.is_empty() {
+        problems.push(format!(
+            "{} identities are linked to another user in {to} and were left as they are ({}); move one with `memory identity link --relink`",
+            links.conflicts.len(),
+            links.conflicts.join(", ")
+        ));
+    }
+    if problems.is_empty() {
         Ok(())
     } else {
         Err(Failure {
             code: 3,
-            message: format!(
-                "{} documents in {to} changed after their copy in {from} and were left alone ({}); pass --force to overwrite them",
-                refused.len(),
-                refused.join(", ")
-            ),
+            message: problems.join("; "),
         })
     }
 }
 
 /// Writes `document`'s text to `target`, guarded by the target version it was compared with,
-/// then reads it back and checks the hash.
+/// then reads it back and checks the hash. A target that already holds text is compared by
+/// content, never by modified times (two backends' clocks say nothing about each other): it is
+/// overwritten only when every line it holds is in the source, or with `force`.
 async fn copy(
     document: &Document,
     target: &dyn MemoryProvider,
@@ -84,14 +122,8 @@ async fn copy(
     if sha256_hex(&existing.text) == sha256_hex(&text) {
         return Ok(Outcome::Identical);
     }
-    let target_newer = match (existing.modified, document.modified) {
-        (None, _) => false,
-        (Some(target), Some(source)) => target > source,
-        // A written target and a source that cannot say when it was written: keep the target.
-        (Some(_), None) => true,
-    };
-    if target_newer && !force {
-        return Ok(Outcome::TargetNewer);
+    if !force && !holds_every_line(&text, &existing.text) {
+        return Ok(Outcome::TargetHasMore);
     }
     let if_match = IfMatch::only(store, Some(existing.version));
     target.sync(&ctx, &replace, &if_match).await?;
@@ -112,6 +144,36 @@ async fn copy(
     })
 }
 
+/// Whether every non-blank line of `other` (trimmed) is a line of `text`: copying `text` over
+/// `other` then loses nothing.
+fn holds_every_line(text: &str, other: &str) -> bool {
+    let lines: HashSet<&str> = text.lines().map(str::trim).collect();
+    other
+        .lines()
+        .map(str::trim)
+        .all(|line| line.is_empty() || lines.contains(line))
+}
+
+/// Links every identity of `source` in `target`, keeping the target's links: one to the same
+/// user is already there, one to another user is a conflict to report, never overwritten.
+async fn copy_links(
+    source: &dyn IdentityMap,
+    target: &dyn IdentityMap,
+) -> Result<Links, MemoryError> {
+    let mut links = Links::default();
+    for (identity, user) in source.identities().await? {
+        match target.link(&identity, &user, false).await {
+            Ok(None) => links.copied += 1,
+            Ok(Some(_)) => links.present += 1,
+            Err(MemoryError::IdentityTaken { linked_to, .. }) => links
+                .conflicts
+                .push(format!("{identity} → {user} here, {linked_to} there")),
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(links)
+}
+
 /// A context whose `store` document is `id`. The ids it does not need are placeholders: the
 /// update touches only `store`.
 fn writer_of(id: &DocumentId) -> (MemoryContext, Store) {
@@ -130,4 +192,24 @@ fn writer_of(id: &DocumentId) -> (MemoryContext, Store) {
         }
     };
     (ctx, id.store())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_every_line;
+
+    #[test]
+    fn a_copy_loses_nothing_only_when_it_holds_every_line() {
+        let source = "Likes tea.\n\nFlies to Lisbon.\n";
+        assert!(holds_every_line(source, ""));
+        assert!(holds_every_line(source, "Likes tea.\n"));
+        assert!(holds_every_line(
+            source,
+            "  Flies to Lisbon.\n\n\nLikes tea."
+        ));
+        assert!(!holds_every_line(
+            source,
+            "Likes tea.\n\nAllergic to peanuts.\n"
+        ));
+    }
 }

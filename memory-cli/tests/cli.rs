@@ -340,8 +340,44 @@ fn two_roots(root: &Path) -> PathBuf {
     config
 }
 
+/// grace tells bob (on `b`) about her allergy; ada (on `a`, the default) knows it, and `memory
+/// cat` shows the one USER.md both read.
 #[test]
-fn migrate_copies_once_and_leaves_newer_targets_alone() {
+fn what_one_personality_learns_about_a_user_every_personality_knows() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = two_roots(root);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}[personalities.bob]\nprovider = \"b\"\n"),
+    )
+    .unwrap();
+    let cli = || configured(root, &config);
+    let told = r#"[{"action":"add","store":"user","content":"Allergic to peanuts."}]"#;
+    let (code, _, stderr) = run(cli()
+        .args(["sync", "--personality", "bob", "--user", "grace"])
+        .write_stdin(told));
+    assert_eq!(code, 0, "{stderr}");
+
+    let (code, stdout, _) = run(cli().args(["show", "--personality", "ada", "--user", "grace"]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.ends_with("## About You\n\nAllergic to peanuts.\n"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = run(cli().args(["cat", "users/grace/USER.md"]));
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "Allergic to peanuts.\n");
+    assert!(
+        stderr.contains(&root.join("a/users/grace/USER.md").display().to_string()),
+        "{stderr}"
+    );
+    assert!(!root.join("b/users").exists());
+}
+
+#[test]
+fn migrate_copies_once_and_leaves_targets_holding_more_alone() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let config = two_roots(root);
@@ -367,9 +403,41 @@ fn migrate_copies_once_and_leaves_newer_targets_alone() {
     let (_, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b"]));
     assert!(stdout.contains("0 copied, 2 already identical"), "{stdout}");
 
-    // The target's USER.md changes after the copy: left alone, exit 3, unless --force.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    std::fs::write(root.join("b/users/grace/USER.md"), "Edited in b.\n").unwrap();
+    // Content decides, not clocks: the source grew after the copy, and the target (on a
+    // machine whose clock runs a day ahead) looks newer; it holds nothing the source lacks,
+    // so it is brought up to date.
+    let added = r#"[{"action":"add","store":"user","content":"Prefers trains."}]"#;
+    assert_eq!(
+        run(cli()
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .write_stdin(added))
+        .0,
+        0
+    );
+    let day_ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(root.join("b/users/grace/USER.md"))
+        .unwrap()
+        .set_modified(day_ahead)
+        .unwrap();
+    let (code, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("1 copied, 1 already identical"), "{stdout}");
+
+    // The target's USER.md gets a line of its own (older by the clock than the source): left
+    // alone, exit 3, unless --force.
+    std::fs::write(
+        root.join("b/users/grace/USER.md"),
+        "Name: Grace.\n\nEdited in b.\n",
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(root.join("b/users/grace/USER.md"))
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000))
+        .unwrap();
     assert_fails(
         run(cli().args(["migrate", "--from", "a", "--to", "b"])),
         3,
@@ -377,7 +445,7 @@ fn migrate_copies_once_and_leaves_newer_targets_alone() {
     );
     assert_eq!(
         std::fs::read_to_string(root.join("b/users/grace/USER.md")).unwrap(),
-        "Edited in b.\n"
+        "Name: Grace.\n\nEdited in b.\n"
     );
     let (code, stdout, _) = run(cli().args(["migrate", "--from", "a", "--to", "b", "--force"]));
     assert_eq!(code, 0);
@@ -407,12 +475,66 @@ fn migrate_copies_once_and_leaves_newer_targets_alone() {
     assert_fails(
         run(cli().args(["migrate", "--from", "a", "--to", "a"])),
         2,
-        "two different",
+        "same place",
     );
     assert_fails(
         run(cli().args(["migrate", "--from", "a", "--to", "zz"])),
         2,
         "\"zz\"",
+    );
+}
+
+/// After `migrate` and a switch of `default_provider`, every account still resolves: links
+/// are copied, links already in the target kept, and a conflicting one reported, not moved.
+#[test]
+fn migrate_copies_identity_links_and_keeps_the_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = two_roots(root);
+    let in_b = root.join("b.toml");
+    std::fs::write(
+        &in_b,
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("default_provider = \"a\"", "default_provider = \"b\""),
+    )
+    .unwrap();
+    let link = |config: &Path, args: &[&str]| {
+        let (code, _, stderr) = run(configured(root, config)
+            .args(["identity", "link"])
+            .args(args));
+        assert_eq!(code, 0, "{stderr}");
+    };
+    link(&config, &["telegram", "1", "grace"]);
+    link(&config, &["telegram", "9", "ada"]);
+    link(&in_b, &["slack", "U2", "bob"]);
+    link(&in_b, &["telegram", "9", "zed"]);
+
+    let (code, stdout, stderr) =
+        run(configured(root, &config).args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stdout.contains("identity links: 1 copied, 0 already there, 1 in conflict"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("telegram:9 → ada here, zed there") && stderr.contains("--relink"),
+        "{stderr}"
+    );
+    let resolve = |platform: &str, id: &str| {
+        run(configured(root, &in_b).args(["identity", "resolve", platform, id])).1
+    };
+    assert_eq!(resolve("telegram", "1"), "grace\n");
+    assert_eq!(resolve("slack", "U2"), "bob\n");
+    assert_eq!(resolve("telegram", "9"), "zed\n");
+
+    // A second run has nothing to copy and still reports the conflict.
+    let (code, stdout, _) =
+        run(configured(root, &config).args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 3);
+    assert!(
+        stdout.contains("identity links: 0 copied, 1 already there, 1 in conflict"),
+        "{stdout}"
     );
 }
 
@@ -473,6 +595,9 @@ fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
     )
     .unwrap();
 
+    let (code, _, stderr) = run(cli().args(["identity", "link", "telegram", "42", "grace"]));
+    assert_eq!(code, 0, "{stderr}");
+
     for (from, to) in [("start", "pg"), ("pg", "redis"), ("redis", "end")] {
         let (code, stdout, stderr) = run(cli().args(["migrate", "--from", from, "--to", to]));
         assert_eq!(code, 0, "{from} → {to}: {stderr}");
@@ -481,6 +606,11 @@ fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
     let start = snapshot_of_documents(&root.join("start"));
     assert_eq!(start.len(), 3);
     assert_eq!(start, snapshot_of_documents(&root.join("end")));
+    assert_eq!(
+        std::fs::read_to_string(root.join("end/users/identity-map.json")).unwrap(),
+        std::fs::read_to_string(root.join("start/users/identity-map.json")).unwrap(),
+        "the identity map made the round trip"
+    );
     // And back into the original: nothing to do.
     let (code, stdout, _) = run(cli().args(["migrate", "--from", "redis", "--to", "start"]));
     assert_eq!(code, 0);
@@ -533,6 +663,54 @@ fn reindex_rebuilds_the_index_and_needs_a_vector_provider() {
         run(cli().args(["reindex", "--provider", "files"])),
         2,
         "not a vector one",
+    );
+}
+
+/// `memory sync` through a recall provider, run once per write as hooks and scripts do: each
+/// leaves the index current for the next query, and together they never pile up table versions
+/// (one per write, without housekeeping).
+#[test]
+fn one_shot_syncs_leave_the_index_current_and_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = root.join("memory.toml");
+    let text = "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\nrecall = { k = 2, catch_up_ms = 0 }\n[personalities.ada]\nprovider = \"recall\"\n";
+    std::fs::write(&config, text).unwrap();
+    let calls = 20;
+    for i in 0..calls {
+        let note =
+            format!(r#"[{{"action":"add","store":"memory","content":"One-shot note {i}."}}]"#);
+        let (code, _, stderr) = run(configured(root, &config)
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .write_stdin(note));
+        assert_eq!(code, 0, "{stderr}");
+        assert!(!stderr.contains("warning"), "{stderr}");
+    }
+    let versions = std::fs::read_dir(root.join("m/.recall-index/entries.lance/_versions"))
+        .unwrap()
+        .count();
+    assert!(
+        versions < calls,
+        "{versions} table versions after {calls} syncs"
+    );
+    // With no time to catch up (catch_up_ms = 0), the query is ranked only if the syncs left
+    // the index current.
+    let (code, stdout, stderr) = run(configured(root, &config).args([
+        "show",
+        "--personality",
+        "ada",
+        "--user",
+        "grace",
+        "--query",
+        "note 19",
+    ]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.is_empty(), "no warning: {stderr}");
+    assert!(stdout.contains("One-shot note 19."), "{stdout}");
+    assert_eq!(
+        stdout.matches("One-shot note").count(),
+        2,
+        "k entries: {stdout}"
     );
 }
 

@@ -356,14 +356,17 @@ async fn the_config_names_who_is_served_and_without_one_mcp_says_what_is_missing
     );
 }
 
-/// On a recall provider the server adds `memory_search` and `memory_view`'s query.
+/// On a recall provider the server adds `memory_search` and `memory_view`'s query; search
+/// finds what an editor added to the file; USER.md is the users provider's, as everywhere.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_recall_provider_adds_search_and_a_queried_view() {
     let root = tempfile::tempdir().unwrap();
     let config = root.path().join("memory.toml");
     std::fs::write(
         &config,
-        "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\
+        "default_provider = \"files\"\nusers_provider = \"people\"\n\
+         [providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\
+         [providers.people]\nkind = \"markdown\"\nroot = \"people\"\n\
          [providers.recall]\nkind = \"vector\"\nsource = \"files\"\nrecall = { k = 1 }\n\
          [personalities.coder]\nprovider = \"recall\"\n",
     )
@@ -414,6 +417,42 @@ async fn a_recall_provider_adds_search_and_a_queried_view() {
     assert!(
         !view.contains("emoji") && view.contains("not all of it"),
         "{view}"
+    );
+
+    // A paragraph added in an editor, never written through this server, is found at once.
+    let file = root.path().join("m/personalities/coder/MEMORY.md");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}\nThe wifi password is in the blue binder.\n"),
+    )
+    .unwrap();
+    let found = ok(&call(
+        &client,
+        "memory_search",
+        json!({"query": "where is the wifi password?", "k": 1}),
+    )
+    .await);
+    assert!(
+        found.ends_with("[1] The wifi password is in the blue binder."),
+        "{found}"
+    );
+
+    // USER.md lives in the users provider, for the tools and the resource alike.
+    ok(&call(
+        &client,
+        "memory_add",
+        json!({"file": "USER.md", "entry": "Name: Ada"}),
+    )
+    .await);
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("people/users/ada/USER.md")).unwrap(),
+        "Name: Ada\n"
+    );
+    assert!(!root.path().join("m/users").exists());
+    assert_eq!(
+        read_resource(&client, "memory://users/ada/USER.md").await,
+        "Name: Ada\n"
     );
     client.cancel().await.unwrap();
 }

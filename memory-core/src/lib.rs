@@ -26,7 +26,7 @@ pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER
 pub use plan::{DocumentBatch, PlannedWrite, plan_sync};
 pub use prefetch::{Prefetch, render, truncate_keeping_tail};
 pub use provider::MemoryProvider;
-pub use recall::Recall;
+pub use recall::{Recall, Recalled};
 pub use redact::{hide_password_of, redact_url};
 pub use reference::InMemoryProvider;
 pub use report::{

@@ -14,6 +14,11 @@ pub struct Prefetch {
     pub memory: DocumentMeta,
     /// The user document behind the `## About You` section.
     pub user: DocumentMeta,
+    /// What kept the rendering from being what it should be, for logs and people: a recall
+    /// index still catching up with its source (its entries are then shown anyway), say.
+    /// Empty when all went well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Prefetch {
@@ -23,6 +28,7 @@ impl Prefetch {
             context: render(&user.text, &memory.text, ctx.max_chars),
             memory: memory.meta(),
             user: user.meta(),
+            warnings: Vec::new(),
         }
     }
 }

@@ -27,6 +27,9 @@ pub trait MemoryProvider: Send + Sync {
     ///   `if_match`.
     /// - With `ctx.query` set a recall provider may render only the entries of MEMORY.md most
     ///   relevant to it; without one every provider renders exactly what its source holds.
+    /// - A recall provider never renders fewer entries than its source holds for lack of
+    ///   indexing: its index catches up with the source first, or the entries it has not
+    ///   covered are rendered too, and `warnings` says so.
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError>;
 
     /// Applies `updates` to the context's documents.

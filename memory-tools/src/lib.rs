@@ -180,8 +180,13 @@ impl MemoryTools {
                 .map_err(|e| refusal(&e))?;
             return Ok(format!(
                 "{}\n\n(These are the MEMORY.md entries most relevant to the query, not all of \
-                 it: call memory_view without a query before memory_consolidate.)",
-                shown(&prefetch)
+                 it: call memory_view without a query before memory_consolidate.){}",
+                shown(&prefetch),
+                prefetch
+                    .warnings
+                    .iter()
+                    .map(|warning| format!("\n(Note: {warning}.)"))
+                    .collect::<String>()
             ));
         }
         // Read the documents rather than prefetch, to see their sizes and know whether the
@@ -307,22 +312,35 @@ impl MemoryTools {
             .search(&document, &query, k)
             .await
             .map_err(|e| refusal(&e))?;
-        if found.is_empty() {
-            return Ok(format!("No entry of MEMORY.md matches {query:?}."));
-        }
         let listed: Vec<String> = found
+            .ranked
             .iter()
             .enumerate()
             .map(|(rank, entry)| format!("[{}] {}", rank + 1, entry.trim()))
             .collect();
-        let count = match found.len() {
-            1 => "1 entry".to_owned(),
-            n => format!("{n} entries"),
+        let mut text = match (listed.is_empty(), &found.behind) {
+            (true, None) => return Ok(format!("No entry of MEMORY.md matches {query:?}.")),
+            (true, Some(_)) => format!("No indexed entry of MEMORY.md matches {query:?}."),
+            (false, _) => format!(
+                "{} of MEMORY.md for {query:?}, best first:\n\n{}",
+                entries(listed.len()),
+                listed.join("\n\n")
+            ),
         };
-        Ok(format!(
-            "{count} of MEMORY.md for {query:?}, best first:\n\n{}",
-            listed.join("\n\n")
-        ))
+        if let Some(behind) = &found.behind {
+            let unranked: Vec<String> = found
+                .unranked
+                .iter()
+                .map(|entry| format!("[-] {}", entry.trim()))
+                .collect();
+            text.push_str(&format!(
+                "\n\n(The search index is behind MEMORY.md: {behind}. {} it has not indexed \
+                 yet, unranked, in file order:)\n\n{}",
+                entries(unranked.len()),
+                unranked.join("\n\n")
+            ));
+        }
+        Ok(text)
     }
 
     /// One of the conversation's two documents, as the tools' provider holds it now: what an
@@ -392,6 +410,14 @@ impl MemoryTools {
 
     fn viewed(&self) -> std::sync::MutexGuard<'_, Viewed> {
         self.viewed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// "1 entry", "3 entries".
+fn entries(count: usize) -> String {
+    match count {
+        1 => "1 entry".to_owned(),
+        n => format!("{n} entries"),
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::{
     Budgets, Caps, Document, DocumentId, IfMatch, InMemoryProvider, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Recall, Store, Subscription, SyncReport,
-    UserId,
+    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Recall, Recalled, Store, Subscription,
+    SyncReport, UserId,
 };
 use memory_tools::{MemoryTools, Tool, ToolOutput};
 use serde_json::{Value, json};
@@ -42,8 +42,22 @@ fn refused(output: &ToolOutput) -> &str {
     &output.text
 }
 
-/// A recall stand-in: ranks entries by how many of the query's words they contain.
-struct WordOverlap(Arc<InMemoryProvider>);
+/// A recall stand-in: ranks entries by how many of the query's words they contain. With
+/// `indexed` set, only the first that many entries are "indexed": the rest come back unranked,
+/// as from an index behind its document.
+struct WordOverlap {
+    provider: Arc<InMemoryProvider>,
+    indexed: Option<usize>,
+}
+
+impl WordOverlap {
+    fn new(provider: &Arc<InMemoryProvider>) -> Arc<Self> {
+        Arc::new(WordOverlap {
+            provider: provider.clone(),
+            indexed: None,
+        })
+    }
+}
 
 #[async_trait]
 impl Recall for WordOverlap {
@@ -52,11 +66,27 @@ impl Recall for WordOverlap {
         document: &DocumentId,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<String>, MemoryError> {
-        let text = self.0.read(document).await?.text;
+    ) -> Result<Recalled, MemoryError> {
+        let text = self.provider.read(document).await?.text;
+        let entries: Vec<String> = text.split("\n\n").map(|e| e.trim().to_owned()).collect();
+        let indexed = self.indexed.unwrap_or(entries.len()).min(entries.len());
+        let mut found = Recalled {
+            ranked: ranked(&entries[..indexed], query, limit),
+            ..Recalled::default()
+        };
+        if self.indexed.is_some() {
+            found.unranked = entries[indexed..].to_vec();
+            found.behind = Some("the index is 1 entry behind".to_owned());
+        }
+        Ok(found)
+    }
+}
+
+fn ranked(entries: &[String], query: &str, limit: usize) -> Vec<String> {
+    {
         let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-        let mut scored: Vec<(usize, String)> = text
-            .split("\n\n")
+        let mut scored: Vec<(usize, String)> = entries
+            .iter()
             .map(|entry| {
                 let lower = entry.to_lowercase();
                 (
@@ -67,7 +97,7 @@ impl Recall for WordOverlap {
             .filter(|(score, _)| *score > 0)
             .collect();
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
-        Ok(scored.into_iter().take(limit).map(|(_, e)| e).collect())
+        scored.into_iter().take(limit).map(|(_, e)| e).collect()
     }
 }
 
@@ -86,8 +116,7 @@ fn definitions_are_strict_json_schemas_and_search_needs_recall() {
             "memory_consolidate"
         ]
     );
-    let recalling =
-        tools_over(&provider, ctx()).with_recall(Arc::new(WordOverlap(provider.clone())));
+    let recalling = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
     let definitions = recalling.definitions();
     assert_eq!(definitions.last().unwrap().name, "memory_search");
     for definition in definitions.iter().chain(plain.definitions().iter()) {
@@ -124,7 +153,7 @@ fn valid_arguments(tool: Tool) -> Value {
 #[tokio::test]
 async fn arguments_outside_the_schema_are_refused_naming_the_field_and_write_nothing() {
     let provider = Arc::new(InMemoryProvider::new());
-    let tools = tools_over(&provider, ctx()).with_recall(Arc::new(WordOverlap(provider.clone())));
+    let tools = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
     for definition in tools.definitions() {
         let tool = Tool::named(definition.name).unwrap();
         let schema = &definition.input_schema;
@@ -469,8 +498,8 @@ async fn consolidate_needs_a_full_view_and_never_erases_another_writers_add() {
 #[tokio::test]
 async fn a_cut_or_queried_view_does_not_allow_consolidation() {
     let provider = Arc::new(InMemoryProvider::new());
-    let tools = tools_over(&provider, ctx().with_max_chars(60))
-        .with_recall(Arc::new(WordOverlap(provider.clone())));
+    let tools =
+        tools_over(&provider, ctx().with_max_chars(60)).with_recall(WordOverlap::new(&provider));
     for entry in [
         "An entry long enough to be cut.",
         "Another, also long enough.",
@@ -493,7 +522,7 @@ async fn a_cut_or_queried_view_does_not_allow_consolidation() {
         .await;
     refused(&after_cut);
 
-    let tools = tools_over(&provider, ctx()).with_recall(Arc::new(WordOverlap(provider.clone())));
+    let tools = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
     let queried = tools.call("memory_view", json!({"query": "entry"})).await;
     assert!(ok(&queried).contains("not all of it"), "{}", queried.text);
     let after_query = tools
@@ -562,7 +591,7 @@ async fn over_the_soft_cap_asks_to_consolidate_and_over_the_hard_cap_writes_noth
 #[tokio::test]
 async fn search_lists_the_best_entries_and_checks_k_and_the_query() {
     let provider = Arc::new(InMemoryProvider::new());
-    let tools = tools_over(&provider, ctx()).with_recall(Arc::new(WordOverlap(provider.clone())));
+    let tools = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
     for entry in [
         "Deploys go through CI.",
         "The CI runs nextest.",
@@ -597,6 +626,36 @@ async fn search_lists_the_best_entries_and_checks_k_and_the_query() {
         &tools
             .call("memory_search", json!({"query": "CI", "k": -1}))
             .await,
+    );
+}
+
+/// An index behind its document: the entries it has not covered reach the model anyway,
+/// with the reason, even when nothing ranked matches.
+#[tokio::test]
+async fn search_shows_what_the_index_has_not_covered() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let behind = Arc::new(WordOverlap {
+        provider: provider.clone(),
+        indexed: Some(2),
+    });
+    let tools = tools_over(&provider, ctx()).with_recall(behind);
+    for entry in [
+        "Deploys go through CI.",
+        "Lunch is at noon.",
+        "The wifi password is in the blue binder.",
+    ] {
+        ok(&tools
+            .call("memory_add", json!({"file": "MEMORY.md", "entry": entry}))
+            .await);
+    }
+    let found = tools
+        .call("memory_search", json!({"query": "wifi password"}))
+        .await;
+    assert_eq!(
+        ok(&found),
+        "No indexed entry of MEMORY.md matches \"wifi password\".\n\n(The search index \
+         is behind MEMORY.md: the index is 1 entry behind. 1 entry it has not indexed yet, \
+         unranked, in file order:)\n\n[-] The wifi password is in the blue binder."
     );
 }
 

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray, UInt32Array};
@@ -28,29 +29,28 @@ pub(crate) struct Row {
     pub model: String,
 }
 
-/// Writes between two optimisations: every add or delete leaves a small file and a table
-/// version behind, and reads slow down with their number.
-const WRITES_PER_OPTIMIZE: u32 = 32;
-
-/// How long replaced files are kept, for readers in other processes still on an older version.
-const KEEP_OLD_VERSIONS_MINUTES: i64 = 10;
-
 /// The entries table.
 pub(crate) struct EntryTable {
     table: Table,
     location: String,
-    writes: AtomicU32,
     /// Rows from which on vector search goes through an ANN index instead of brute force.
     ann_index_rows: usize,
+    /// Whether the full-text index is known to exist (indices are never dropped, so once seen
+    /// it need not be looked up again).
+    text_index: AtomicBool,
 }
 
 impl EntryTable {
     /// Opens the table in `dir`, creating it (and the directory) if needed.
+    ///
+    /// Reads see other processes' writes: each read checks for a newer table version first,
+    /// since the coverage record a query trusts may have been written by another process.
     pub async fn open(dir: &Path, ann_index_rows: usize) -> Result<Self, MemoryError> {
         let location = dir.display().to_string();
         let failed = |err: lancedb::Error| MemoryError::unavailable(&location, err);
         std::fs::create_dir_all(dir).map_err(|err| MemoryError::unavailable(&location, err))?;
         let db = lancedb::connect(&location)
+            .read_consistency_interval(Duration::ZERO)
             .execute()
             .await
             .map_err(failed)?;
@@ -67,8 +67,8 @@ impl EntryTable {
         Ok(EntryTable {
             table,
             location,
-            writes: AtomicU32::new(0),
             ann_index_rows,
+            text_index: AtomicBool::new(false),
         })
     }
 
@@ -130,47 +130,86 @@ impl EntryTable {
         Ok(scopes)
     }
 
-    /// Adds `added` (entries with their vectors) to `scope` and deletes the rows of `scope`
-    /// whose hash is in `removed`.
-    pub async fn apply(
+    /// Deletes the rows of `scope` embedded by `model` whose hash is in `hashes`.
+    pub async fn delete(
+        &self,
+        scope: &str,
+        model: &str,
+        hashes: &[String],
+    ) -> Result<(), MemoryError> {
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        let hashes: Vec<String> = hashes.iter().map(|h| sql_string(h)).collect();
+        self.delete_where(format!(
+            "{} AND model = {} AND hash IN ({})",
+            scope_filter(scope),
+            sql_string(model),
+            hashes.join(", ")
+        ))
+        .await
+    }
+
+    /// Deletes the rows of `scope` embedded by any model but `model`.
+    pub async fn delete_other_models(&self, scope: &str, model: &str) -> Result<(), MemoryError> {
+        self.delete_where(format!(
+            "{} AND model != {}",
+            scope_filter(scope),
+            sql_string(model)
+        ))
+        .await
+    }
+
+    async fn delete_where(&self, predicate: String) -> Result<(), MemoryError> {
+        self.table
+            .delete(predicate.as_str())
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(())
+    }
+
+    /// Adds `added` (entries with their vectors) to `scope`, in one table version.
+    pub async fn add(
         &self,
         scope: &str,
         store: &str,
         model: &str,
         added: &[(Entry, Vec<f32>)],
-        removed: &[String],
     ) -> Result<(), MemoryError> {
-        if !removed.is_empty() {
-            let hashes: Vec<String> = removed.iter().map(|h| sql_string(h)).collect();
-            let predicate = format!(
-                "{} AND hash IN ({})",
-                scope_filter(scope),
-                hashes.join(", ")
-            );
-            self.table
-                .delete(predicate.as_str())
-                .await
-                .map_err(|err| self.failed(err))?;
+        if added.is_empty() {
+            return Ok(());
         }
-        if !added.is_empty() {
-            let batch = batch(scope, store, model, added).map_err(|err| self.failed(err))?;
-            self.table
-                .add(batch)
-                .execute()
-                .await
-                .map_err(|err| self.failed(err))?;
-        }
-        if self.writes.fetch_add(1, Ordering::Relaxed) + 1 >= WRITES_PER_OPTIMIZE {
-            self.writes.store(0, Ordering::Relaxed);
-            self.optimize().await?;
-        }
+        let batch = batch(scope, store, model, added).map_err(|err| self.failed(err))?;
+        self.table
+            .add(batch)
+            .execute()
+            .await
+            .map_err(|err| self.failed(err))?;
         Ok(())
     }
 
-    /// Merges small files, drops versions older than a few minutes, builds the ANN index once
-    /// the table reaches its size, and brings the indices up to date (rows added since an index
-    /// was built are searched by brute force until then), so the table stays small and fast
-    /// under churn.
+    /// The table's current version: every write adds one.
+    pub async fn version(&self) -> Result<u64, MemoryError> {
+        self.table.version().await.map_err(|err| self.failed(err))
+    }
+
+    /// How many table versions are kept on disk.
+    pub async fn versions_kept(&self) -> Result<usize, MemoryError> {
+        let versions = self
+            .table
+            .list_versions()
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(versions.len())
+    }
+
+    /// Merges small files, builds the ANN index once the table reaches its size, brings the
+    /// indices up to date (rows added since an index was built are searched by brute force
+    /// until then), then drops every version but the newest, so the table stays small and
+    /// fast under churn. Call it with the index lock held: no other process is writing then.
+    ///
+    /// A reader in another process still on a dropped version fails its query; the provider
+    /// answers that query with the whole document, so dropping eagerly never hides an entry.
     pub async fn optimize(&self) -> Result<(), MemoryError> {
         let rows = self
             .table
@@ -185,18 +224,17 @@ impl EntryTable {
                 .await
                 .map_err(|err| self.failed(err))?;
         }
-        let keep = chrono::Duration::try_minutes(KEEP_OLD_VERSIONS_MINUTES);
         for action in [
             OptimizeAction::Compact {
                 options: CompactionOptions::default(),
                 remap_options: None,
             },
+            OptimizeAction::Index(OptimizeOptions::default()),
             OptimizeAction::Prune {
-                older_than: keep,
+                older_than: Some(chrono::Duration::zero()),
                 delete_unverified: None,
                 error_if_tagged_old_versions: None,
             },
-            OptimizeAction::Index(OptimizeOptions::default()),
         ] {
             self.table
                 .optimize(action)
@@ -208,11 +246,7 @@ impl EntryTable {
 
     /// Deletes every row of `scope`.
     pub async fn clear(&self, scope: &str) -> Result<(), MemoryError> {
-        self.table
-            .delete(scope_filter(scope).as_str())
-            .await
-            .map_err(|err| self.failed(err))?;
-        Ok(())
+        self.delete_where(scope_filter(scope)).await
     }
 
     /// The hashes of the `limit` entries of `scope` nearest to `vector` (cosine), best first.
@@ -238,14 +272,16 @@ impl EntryTable {
     }
 
     /// The hashes of the `limit` entries of `scope` that best match `query` by BM25, best
-    /// first. Builds the full-text index the first time.
+    /// first; none before the full-text index exists (it is built by the first catch-up).
     pub async fn full_text(
         &self,
         scope: &str,
         query: &str,
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
-        self.ensure_text_index().await?;
+        if !self.has_text_index().await? {
+            return Ok(Vec::new());
+        }
         let batches = self
             .run(
                 self.table
@@ -280,15 +316,36 @@ impl EntryTable {
             .map_err(|err| self.failed(err))
     }
 
-    async fn ensure_text_index(&self) -> Result<(), MemoryError> {
-        if self.has_index_on("text").await? {
+    async fn has_text_index(&self) -> Result<bool, MemoryError> {
+        if self.text_index.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let exists = self.has_index_on("text").await?;
+        self.text_index.store(exists, Ordering::Relaxed);
+        Ok(exists)
+    }
+
+    /// Builds the full-text index if the table has rows and no such index yet. A write: call
+    /// it with the index lock held.
+    pub async fn ensure_text_index(&self) -> Result<(), MemoryError> {
+        if self.has_text_index().await? {
+            return Ok(());
+        }
+        let rows = self
+            .table
+            .count_rows(None)
+            .await
+            .map_err(|err| self.failed(err))?;
+        if rows == 0 {
             return Ok(());
         }
         self.table
             .create_index(&["text"], IndexKind::FTS(FtsIndexBuilder::default()))
             .execute()
             .await
-            .map_err(|err| self.failed(err))
+            .map_err(|err| self.failed(err))?;
+        self.text_index.store(true, Ordering::Relaxed);
+        Ok(())
     }
 }
 

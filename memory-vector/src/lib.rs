@@ -1,17 +1,20 @@
 #![doc = include_str!("../README.md")]
 
+mod coverage;
 mod embed;
 mod entries;
 mod index;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Recall, Store, Subscription, SyncReport, render,
+    Prefetch, Recall, Recalled, Store, Subscription, SyncReport, render,
 };
 use serde::Deserialize;
 
@@ -20,6 +23,7 @@ pub use embed::{
 };
 pub use entries::{Entry, entries};
 
+use coverage::{Coverage, Mark};
 use index::EntryTable;
 
 /// How a query picks entries.
@@ -44,6 +48,11 @@ pub struct RecallConfig {
     /// by [`VectorProvider::optimize`]; below it, exact brute force is fast enough. Default
     /// 10,000.
     pub ann_index_rows: usize,
+    /// How long a query waits for the index to catch up with its source, in milliseconds;
+    /// default 2,000. Past it the query is answered with the entries the index has not
+    /// covered shown unranked beside the ranked ones, and the catch-up goes on in the
+    /// background.
+    pub catch_up_ms: u64,
 }
 
 impl Default for RecallConfig {
@@ -55,6 +64,7 @@ impl Default for RecallConfig {
             vector_weight: 1.0,
             text_weight: 0.5,
             ann_index_rows: 10_000,
+            catch_up_ms: 2_000,
         }
     }
 }
@@ -103,34 +113,112 @@ pub struct IndexStatus {
     pub models: Vec<String>,
     /// Whether vector search goes through the approximate index.
     pub ann_index: bool,
+    /// Table versions kept on disk: every index write adds one, housekeeping drops the old.
+    pub versions_kept: usize,
 }
 
+/// Table versions written (by any process sharing the index) between two housekeepings:
+/// every write leaves a version and small files behind, and reads slow down with their number.
+const VERSIONS_BETWEEN_HOUSEKEEPING: u64 = 16;
+
+/// Entries embedded and written per table version by a catch-up: one cut short (a process
+/// exiting, a crash) keeps what it wrote, and the next one embeds only the rest.
+const ENTRIES_PER_WRITE: usize = 256;
+
+/// Background failures kept for [`VectorProvider::settle`]; older ones are dropped.
+const FAILURES_KEPT: usize = 16;
+
 /// A source-of-truth provider with a recall index beside it.
+///
+/// The index follows its source, whoever writes it: before a query is answered, the index is
+/// brought up to the document's current version (hand edits, other processes and hosts
+/// included), embedding only entries it has not seen. A write is acknowledged once the source
+/// has it; indexing follows in the background. A query that cannot wait for the index shows
+/// the entries it has not covered anyway, so recall never shows less than the source holds.
 pub struct VectorProvider {
+    indexer: Arc<Indexer>,
+}
+
+/// What catching up needs, shared with the tasks that do it in the background.
+struct Indexer {
     source: Arc<dyn MemoryProvider>,
     table: EntryTable,
+    coverage: Coverage,
     embedder: Arc<Embedder>,
     recall: RecallConfig,
-    /// Index updates of this process, one at a time: each is a read-diff-write of the table.
+    /// This process's index writes, one at a time (other processes wait on the index lock).
     updating: tokio::sync::Mutex<()>,
-    /// Per document: refreshes asked for, and the latest ask a finished refresh covered. A
-    /// refresh reads the source after every ask up to the one it starts at, so writers that
-    /// queued behind it need no refresh of their own.
-    asks: std::sync::Mutex<HashMap<DocumentId, (u64, u64)>>,
+    /// Documents with a background catch-up that has not started yet: a write while one waits
+    /// needs no catch-up of its own, since that one reads the source after it.
+    queued: Mutex<HashSet<DocumentId>>,
+    /// Catch-ups running as tasks, and the wake-up [`VectorProvider::settle`] waits for.
+    in_flight: AtomicUsize,
+    idle: tokio::sync::Notify,
+    /// Why catch-ups in the background failed, until [`VectorProvider::settle`] takes them.
+    failures: Mutex<Vec<String>>,
+}
+
+/// `MEMORY.md` as a query renders it: see [`VectorProvider::recalled_memory`].
+#[derive(Debug, Clone)]
+pub struct RecalledMemory {
+    /// The document as the source holds it: its version is what `if_match` takes.
+    pub document: Document,
+    /// The chosen entries in document order, blank-line separated; the whole text when it has
+    /// at most `k` entries or the index could not rank it.
+    pub text: String,
+    /// Why the choice may differ from a ranking of the whole document (the index behind its
+    /// source, or failing); empty when all went well.
+    pub warnings: Vec<String>,
+}
+
+impl RecalledMemory {
+    /// The whole of `document`, as a provider without recall renders it.
+    pub fn whole(document: Document) -> Self {
+        RecalledMemory {
+            text: document.text.clone(),
+            document,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The prefetch for `ctx` with this memory section and `user`'s profile in full.
+    pub fn prefetch(self, ctx: &MemoryContext, user: &Document) -> Prefetch {
+        Prefetch {
+            context: render(&user.text, &self.text, ctx.max_chars),
+            memory: self.document.meta(),
+            user: user.meta(),
+            warnings: self.warnings,
+        }
+    }
+}
+
+/// A document as the source holds it, and why the index does not cover it, if it does not.
+struct Snapshot {
+    document: Document,
+    behind: Option<String>,
+}
+
+/// What a query picked, as positions among the document's entries.
+struct Picked {
+    /// Best first.
+    ranked: Vec<usize>,
+    /// Entries the index has not covered, in document order (only when it is behind).
+    unranked: Vec<usize>,
 }
 
 impl std::fmt::Debug for VectorProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VectorProvider")
-            .field("embedder", &self.embedder)
-            .field("recall", &self.recall)
+            .field("embedder", &self.indexer.embedder)
+            .field("recall", &self.indexer.recall)
             .finish_non_exhaustive()
     }
 }
 
 impl VectorProvider {
     /// Opens (or creates) the index in `index_dir` over `source`. Rows embedded by another model
-    /// are detected and their documents re-embedded before this returns.
+    /// are detected and their documents re-embedded before this returns, and overdue
+    /// housekeeping (a table left with many versions by short-lived processes) is done.
     ///
     /// # Errors
     /// [`MemoryError::Unavailable`] when the index directory cannot be opened.
@@ -141,25 +229,38 @@ impl VectorProvider {
         recall: RecallConfig,
     ) -> Result<Self, MemoryError> {
         let provider = VectorProvider {
-            source,
-            table: EntryTable::open(index_dir, recall.ann_index_rows).await?,
-            embedder,
-            recall,
-            updating: tokio::sync::Mutex::new(()),
-            asks: std::sync::Mutex::default(),
+            indexer: Arc::new(Indexer {
+                source,
+                table: EntryTable::open(index_dir, recall.ann_index_rows).await?,
+                coverage: Coverage::new(index_dir),
+                embedder,
+                recall,
+                updating: tokio::sync::Mutex::new(()),
+                queued: Mutex::default(),
+                in_flight: AtomicUsize::new(0),
+                idle: tokio::sync::Notify::new(),
+                failures: Mutex::default(),
+            }),
         };
-        if provider
+        let indexer = &provider.indexer;
+        if indexer
             .table
-            .has_rows_of_other_models(provider.embedder.id())
+            .has_rows_of_other_models(indexer.model())
             .await?
         {
             provider.reindex().await?;
+        }
+        {
+            let _turn = indexer.updating.lock().await;
+            let _lock = indexer.coverage.lock().await?;
+            indexer.housekeep_if_due().await?;
         }
         Ok(provider)
     }
 
     /// Brings the index in line with every document of the source, and drops what the source
-    /// no longer has. Returns how many memory documents were indexed.
+    /// no longer has. Every document is diffed, whatever the index records of it. Returns how
+    /// many memory documents were indexed.
     pub async fn reindex(&self) -> Result<usize, MemoryError> {
         self.reindex_with_progress(|_, _| {}).await
     }
@@ -170,7 +271,8 @@ impl VectorProvider {
         &self,
         mut progress: impl FnMut(usize, usize) + Send,
     ) -> Result<usize, MemoryError> {
-        let documents: Vec<DocumentId> = self
+        let indexer = &self.indexer;
+        let documents: Vec<DocumentId> = indexer
             .source
             .list()
             .await?
@@ -178,62 +280,69 @@ impl VectorProvider {
             .filter(|id| id.store() == Store::Memory)
             .collect();
         let known: HashSet<String> = documents.iter().map(DocumentId::relative_path).collect();
-        for stale in self.table.scopes().await? {
-            if !known.contains(&stale) {
-                self.table.clear(&stale).await?;
+        {
+            let _turn = indexer.updating.lock().await;
+            let _lock = indexer.coverage.lock().await?;
+            for stale in indexer.table.scopes().await? {
+                if !known.contains(&stale) {
+                    indexer.table.clear(&stale).await?;
+                }
             }
+            let mut record = indexer.coverage.read();
+            record.documents.retain(|scope, _| known.contains(scope));
+            indexer.coverage.write(&record)?;
         }
         progress(0, documents.len());
         for (done, document) in documents.iter().enumerate() {
-            self.refresh(document).await?;
+            let _turn = indexer.updating.lock().await;
+            let _lock = indexer.coverage.lock().await?;
+            indexer.catch_up_locked(document, true).await?;
             progress(done + 1, documents.len());
         }
         Ok(documents.len())
     }
 
-    fn asks(&self) -> std::sync::MutexGuard<'_, HashMap<DocumentId, (u64, u64)>> {
-        self.asks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Brings the index of `document` up to what the source holds now, unless a refresh that
-    /// started after this call already did.
-    async fn refresh(&self, document: &DocumentId) -> Result<(), MemoryError> {
-        let ask = {
-            let mut asks = self.asks();
-            let (asked, _) = asks.entry(document.clone()).or_default();
-            *asked += 1;
-            *asked
-        };
-        let _one_at_a_time = self.updating.lock().await;
-        let covers = {
-            let asks = self.asks();
-            let (asked, covered) = asks.get(document).copied().unwrap_or_default();
-            if covered >= ask {
-                return Ok(());
-            }
-            asked
-        };
-        self.diff_and_apply(document).await?;
-        let mut asks = self.asks();
-        let (_, covered) = asks.entry(document.clone()).or_default();
-        *covered = (*covered).max(covers);
+    /// Brings the index of `document` up to what the source holds now, waiting as long as it
+    /// takes (queries wait at most [`RecallConfig::catch_up_ms`]).
+    pub async fn catch_up(&self, document: &DocumentId) -> Result<(), MemoryError> {
+        let _turn = self.indexer.updating.lock().await;
+        let _lock = self.indexer.coverage.lock().await?;
+        self.indexer.catch_up_locked(document, false).await?;
         Ok(())
     }
 
-    /// Compacts the index, drops old versions, builds the ANN index once there are
-    /// `ann_index_rows` entries, and folds new rows into the indices. Runs by itself every 32
-    /// index writes; call it after a bulk load.
-    pub async fn optimize(&self) -> Result<(), MemoryError> {
-        self.table.optimize().await
+    /// Waits until no catch-up of this provider is running in the background (writes index
+    /// after their acknowledgement), and returns why any of them failed since the last call.
+    /// A short-lived process calls it before exiting, so what it wrote is indexed.
+    pub async fn settle(&self) -> Vec<String> {
+        let indexer = &self.indexer;
+        loop {
+            let idle = indexer.idle.notified();
+            if indexer.in_flight.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            idle.await;
+        }
+        std::mem::take(&mut *indexer.failures())
     }
 
-    /// What the index holds: rows per document path, and the models that embedded them.
+    /// Compacts the index, builds the ANN index once there are `ann_index_rows` entries,
+    /// folds new rows into the indices and drops old table versions. Runs by itself once
+    /// writes (of any process) have added 16 table versions since the last time; call it after
+    /// a bulk load.
+    pub async fn optimize(&self) -> Result<(), MemoryError> {
+        let _turn = self.indexer.updating.lock().await;
+        let _lock = self.indexer.coverage.lock().await?;
+        self.indexer.housekeep().await
+    }
+
+    /// What the index holds: rows per document path, the models that embedded them, and the
+    /// table versions kept.
     pub async fn index_status(&self) -> Result<IndexStatus, MemoryError> {
+        let table = &self.indexer.table;
         let mut status = IndexStatus::default();
-        for scope in self.table.scopes().await? {
-            let rows = self.table.rows(&scope).await?;
+        for scope in table.scopes().await? {
+            let rows = table.rows(&scope).await?;
             for row in &rows {
                 if !status.models.contains(&row.model) {
                     status.models.push(row.model.clone());
@@ -242,39 +351,270 @@ impl VectorProvider {
             status.rows.insert(scope, rows.len());
         }
         status.models.sort();
-        status.ann_index = self.table.has_index_on("vector").await?;
+        status.ann_index = table.has_index_on("vector").await?;
+        status.versions_kept = table.versions_kept().await?;
         Ok(status)
     }
 
-    /// Diffs `document`'s entries in the source against the index and applies the difference.
-    async fn diff_and_apply(&self, document: &DocumentId) -> Result<(), MemoryError> {
+    /// The hashes of the entries of `document` that best match `query` by `ranking`, best
+    /// first, at most `limit`, from the index as it is now: without catching up with the
+    /// source first, and with no check that the source still holds them. For evaluating
+    /// rankings; agents go through `prefetch` and [`Recall::search`].
+    pub async fn recall(
+        &self,
+        document: &DocumentId,
+        query: &str,
+        ranking: Ranking,
+        limit: usize,
+    ) -> Result<Vec<String>, MemoryError> {
+        self.indexer
+            .rank(&document.relative_path(), query, ranking, limit)
+            .await
+    }
+
+    /// `document` (a `MEMORY.md`) cut to the `k` entries that best match `query`, in document
+    /// order, after the index has caught up with the source. When the index is behind past
+    /// its time budget, the entries it has not covered are kept too; when it fails, the whole
+    /// text is. Either way `warnings` says so.
+    ///
+    /// # Errors
+    /// Whatever reading the source fails with; never an index failure.
+    pub async fn recalled_memory(
+        &self,
+        document: &DocumentId,
+        query: &str,
+    ) -> Result<RecalledMemory, MemoryError> {
+        let snapshot = self.indexer.current(document).await?;
+        let all = entries(&snapshot.document.text);
+        let k = self.indexer.recall.k;
+        if all.len() <= k {
+            return Ok(RecalledMemory::whole(snapshot.document));
+        }
+        let picked = match self.indexer.pick(&snapshot, &all, query, k).await {
+            Ok(picked) => picked,
+            Err(err) => {
+                let mut whole = RecalledMemory::whole(snapshot.document);
+                whole.warnings.push(format!(
+                    "the recall index failed ({err}), so the whole of {document} is shown"
+                ));
+                return Ok(whole);
+            }
+        };
+        let warnings = snapshot
+            .behind
+            .iter()
+            .map(|behind| {
+                format!(
+                    "{behind}; the {} entries it has not indexed yet are shown unranked",
+                    picked.unranked.len()
+                )
+            })
+            .collect();
+        let shown: BTreeSet<usize> = picked.ranked.into_iter().chain(picked.unranked).collect();
+        let text = shown
+            .into_iter()
+            .map(|i| all[i].text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        Ok(RecalledMemory {
+            document: snapshot.document,
+            text,
+            warnings,
+        })
+    }
+}
+
+/// Counts a catch-up task for [`VectorProvider::settle`] from its spawning to its end, however
+/// it ends (done, failed, or dropped with its runtime).
+struct Running(Arc<Indexer>);
+
+impl Running {
+    fn start(indexer: &Arc<Indexer>) -> Running {
+        indexer.in_flight.fetch_add(1, Ordering::SeqCst);
+        Running(Arc::clone(indexer))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Indexer {
+    fn model(&self) -> &str {
+        self.embedder.id()
+    }
+
+    fn queued(&self) -> MutexGuard<'_, HashSet<DocumentId>> {
+        self.queued.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn failures(&self) -> MutexGuard<'_, Vec<String>> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Catches `document` up in the background after a write, unless a catch-up that has not
+    /// started yet will cover it.
+    fn schedule(self: &Arc<Self>, document: DocumentId) {
+        if self.queued().insert(document.clone()) {
+            drop(self.spawn_catch_up(document, true));
+        }
+    }
+
+    /// Runs a catch-up of `document` as a task of its own, so that it goes on when the caller
+    /// stops waiting for it. `dequeue`: it is the queued one of [`Indexer::schedule`].
+    fn spawn_catch_up(
+        self: &Arc<Self>,
+        document: DocumentId,
+        dequeue: bool,
+    ) -> tokio::task::JoinHandle<Result<Document, MemoryError>> {
+        let running = Running::start(self);
+        let indexer = Arc::clone(self);
+        tokio::spawn(async move {
+            let _running = running;
+            let result = async {
+                let _turn = indexer.updating.lock().await;
+                if dequeue {
+                    // From here on this task reads the source after any write that lands.
+                    indexer.queued().remove(&document);
+                }
+                let _lock = indexer.coverage.lock().await?;
+                indexer.catch_up_locked(&document, false).await
+            }
+            .await;
+            if let Err(err) = &result {
+                let mut failures = indexer.failures();
+                if failures.len() == FAILURES_KEPT {
+                    failures.remove(0);
+                }
+                failures.push(format!(
+                    "the recall index of {document} could not catch up with its source ({err}); the next query retries, or run `memory reindex`"
+                ));
+            }
+            result
+        })
+    }
+
+    /// `document` as the source holds it now, with the index brought up to it first when it
+    /// is behind: waited for up to the time budget, after which the catch-up goes on in the
+    /// background and the snapshot says the index is behind.
+    async fn current(self: &Arc<Self>, document: &DocumentId) -> Result<Snapshot, MemoryError> {
+        let read = self.source.read(document).await?;
+        let mark = Mark::of(&read, self.model());
+        if self
+            .coverage
+            .read()
+            .documents
+            .get(&document.relative_path())
+            == Some(&mark)
+        {
+            return Ok(Snapshot {
+                document: read,
+                behind: None,
+            });
+        }
+        let budget = Duration::from_millis(self.recall.catch_up_ms);
+        let catching_up = self.spawn_catch_up(document.clone(), false);
+        let behind = match tokio::time::timeout(budget, catching_up).await {
+            Ok(Ok(Ok(caught_up))) => {
+                return Ok(Snapshot {
+                    document: caught_up,
+                    behind: None,
+                });
+            }
+            Ok(Ok(Err(err))) => {
+                format!("the recall index could not catch up with {document} ({err})")
+            }
+            Ok(Err(err)) => format!("the recall index could not catch up with {document} ({err})"),
+            Err(_) => format!(
+                "the recall index is still catching up with {document} (past its {} ms budget)",
+                self.recall.catch_up_ms
+            ),
+        };
+        Ok(Snapshot {
+            document: read,
+            behind: Some(behind),
+        })
+    }
+
+    /// Brings the index of `document` up to what the source holds now, unless the coverage
+    /// record says it is already there (`force` diffs anyway). Returns the document as the
+    /// index now reflects it. Call it with this process's turn and the index lock held.
+    async fn catch_up_locked(
+        &self,
+        document: &DocumentId,
+        force: bool,
+    ) -> Result<Document, MemoryError> {
+        let current = self.source.read(document).await?;
         let scope = document.relative_path();
-        let current = entries(&self.source.read(document).await?.text);
-        let model = self.embedder.id().to_owned();
-        let rows = self.table.rows(&scope).await?;
+        let mark = Mark::of(&current, self.model());
+        let mut record = self.coverage.read();
+        if !force && record.documents.get(&scope) == Some(&mark) {
+            return Ok(current);
+        }
+        self.diff_and_apply(&scope, &current.text).await?;
+        self.table.ensure_text_index().await?;
+        record.documents.insert(scope, mark);
+        self.coverage.write(&record)?;
+        self.housekeep_if_due().await?;
+        Ok(current)
+    }
+
+    /// Diffs the entries of `text` against the rows of `scope` and applies the difference:
+    /// removed entries deleted, new ones embedded and added, a few hundred per table write.
+    async fn diff_and_apply(&self, scope: &str, text: &str) -> Result<(), MemoryError> {
+        let current = entries(text);
+        let model = self.model();
+        let rows = self.table.rows(scope).await?;
+        let wanted: HashSet<&str> = current.iter().map(|e| e.hash.as_str()).collect();
+        let stale: Vec<String> = rows
+            .iter()
+            .filter(|row| row.model == model && !wanted.contains(row.hash.as_str()))
+            .map(|row| row.hash.clone())
+            .collect();
+        self.table.delete(scope, model, &stale).await?;
+        // Rows of another model go too: a document's vectors all come from one model.
+        if rows.iter().any(|row| row.model != model) {
+            self.table.delete_other_models(scope, model).await?;
+        }
         let indexed: HashSet<&str> = rows
             .iter()
             .filter(|row| row.model == model)
             .map(|row| row.hash.as_str())
             .collect();
-        let wanted: HashSet<&str> = current.iter().map(|e| e.hash.as_str()).collect();
-        // Rows of another model go too: a document's vectors all come from one model.
-        let removed: Vec<String> = rows
-            .iter()
-            .filter(|row| row.model != model || !wanted.contains(row.hash.as_str()))
-            .map(|row| row.hash.clone())
-            .collect();
         let new: Vec<Entry> = current
             .into_iter()
             .filter(|entry| !indexed.contains(entry.hash.as_str()))
             .collect();
-        let vectors = self
-            .embed(new.iter().map(|e| e.text.clone()).collect())
-            .await?;
-        let added: Vec<(Entry, Vec<f32>)> = new.into_iter().zip(vectors).collect();
-        self.table
-            .apply(&scope, "memory", &model, &added, &removed)
-            .await
+        for chunk in new.chunks(ENTRIES_PER_WRITE) {
+            let vectors = self
+                .embed(chunk.iter().map(|e| e.text.clone()).collect())
+                .await?;
+            let added: Vec<(Entry, Vec<f32>)> = chunk.iter().cloned().zip(vectors).collect();
+            self.table.add(scope, "memory", model, &added).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Indexer::housekeep`] once the table has piled up enough versions since the last time,
+    /// whichever processes wrote them. Call it with the index lock held.
+    async fn housekeep_if_due(&self) -> Result<(), MemoryError> {
+        let since = self.table.version().await?;
+        if since.saturating_sub(self.coverage.read().cleaned_at) >= VERSIONS_BETWEEN_HOUSEKEEPING {
+            self.housekeep().await?;
+        }
+        Ok(())
+    }
+
+    /// Optimises the table and records when. Call it with the index lock held.
+    async fn housekeep(&self) -> Result<(), MemoryError> {
+        self.table.optimize().await?;
+        let mut record = self.coverage.read();
+        record.cleaned_at = self.table.version().await?;
+        self.coverage.write(&record)
     }
 
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
@@ -287,53 +627,73 @@ impl VectorProvider {
             .map_err(|err| MemoryError::unavailable("the embedding task", err))?
     }
 
-    /// The hashes of the entries of `document` that best match `query` by `ranking`, best
-    /// first, at most `limit`.
-    pub async fn recall(
+    /// The hashes of the best entries of `scope` for `query` by `ranking`, from the index as it
+    /// is now.
+    async fn rank(
         &self,
-        document: &DocumentId,
+        scope: &str,
         query: &str,
         ranking: Ranking,
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
-        let scope = document.relative_path();
         let candidates = self.recall.candidates.max(limit);
         let vector = match ranking {
             Ranking::FullText => Vec::new(),
             _ => {
                 let query = self.embed(vec![query.to_owned()]).await?.remove(0);
-                self.table.nearest(&scope, &query, candidates).await?
+                self.table.nearest(scope, &query, candidates).await?
             }
         };
         let text = match ranking {
             Ranking::Vector => Vec::new(),
-            _ => self.table.full_text(&scope, query, candidates).await?,
+            _ => self.table.full_text(scope, query, candidates).await?,
         };
         Ok(self.recall.fuse(&vector, &text, limit))
     }
 
-    /// `memory` cut to the `k` entries that best match `query`, in document order.
-    async fn recalled(&self, memory: &Document, query: &str) -> Result<String, MemoryError> {
-        let all = entries(&memory.text);
-        if all.len() <= self.recall.k {
-            return Ok(memory.text.clone());
-        }
-        // Ask for a few more than k: the index may still hold entries the source has lost.
-        let ranked = self
-            .recall(&memory.id, query, Ranking::Hybrid, self.recall.k * 2)
-            .await?;
-        let present: HashSet<&str> = all.iter().map(|e| e.hash.as_str()).collect();
-        let chosen: HashSet<&String> = ranked
+    /// Up to `limit` of the snapshot's entries (`all`) for `query`, best first; and when the
+    /// index is behind, every entry it has not covered.
+    async fn pick(
+        &self,
+        snapshot: &Snapshot,
+        all: &[Entry],
+        query: &str,
+        limit: usize,
+    ) -> Result<Picked, MemoryError> {
+        let scope = snapshot.document.id.relative_path();
+        // What the index covers is read before it ranks: a row a catch-up adds in between
+        // is then listed unranked rather than neither ranked nor listed.
+        let indexed: Option<HashSet<String>> = match snapshot.behind {
+            None => None,
+            Some(_) => Some(
+                self.table
+                    .rows(&scope)
+                    .await?
+                    .into_iter()
+                    .filter(|row| row.model == self.model())
+                    .map(|row| row.hash)
+                    .collect(),
+            ),
+        };
+        // Ask for more than `limit`: the index may still hold entries the source has lost.
+        let hashes = self.rank(&scope, query, Ranking::Hybrid, limit * 2).await?;
+        let position: HashMap<&str, usize> = all
             .iter()
-            .filter(|hash| present.contains(hash.as_str()))
-            .take(self.recall.k)
+            .enumerate()
+            .map(|(i, entry)| (entry.hash.as_str(), i))
             .collect();
-        Ok(all
+        let ranked: Vec<usize> = hashes
             .iter()
-            .filter(|entry| chosen.contains(&entry.hash))
-            .map(|entry| entry.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n\n"))
+            .filter_map(|hash| position.get(hash.as_str()).copied())
+            .take(limit)
+            .collect();
+        let unranked = match indexed {
+            None => Vec::new(),
+            Some(indexed) => (0..all.len())
+                .filter(|i| !indexed.contains(&all[*i].hash) && !ranked.contains(i))
+                .collect(),
+        };
+        Ok(Picked { ranked, unranked })
     }
 }
 
@@ -344,22 +704,26 @@ impl Recall for VectorProvider {
         document: &DocumentId,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<String>, MemoryError> {
-        // Ask for a few more than `limit`: the index may still hold entries the source has lost.
-        let ranked = self
-            .recall(document, query, Ranking::Hybrid, limit * 2)
-            .await?;
-        let current = entries(&self.source.read(document).await?.text);
-        let by_hash: HashMap<&str, &str> = current
-            .iter()
-            .map(|entry| (entry.hash.as_str(), entry.text.as_str()))
-            .collect();
-        Ok(ranked
-            .iter()
-            .filter_map(|hash| by_hash.get(hash.as_str()))
-            .take(limit)
-            .map(|text| (*text).to_owned())
-            .collect())
+    ) -> Result<Recalled, MemoryError> {
+        let snapshot = self.indexer.current(document).await?;
+        let all = entries(&snapshot.document.text);
+        let texts = |positions: Vec<usize>| -> Vec<String> {
+            positions.into_iter().map(|i| all[i].text.clone()).collect()
+        };
+        Ok(
+            match self.indexer.pick(&snapshot, &all, query, limit).await {
+                Ok(picked) => Recalled {
+                    ranked: texts(picked.ranked),
+                    unranked: texts(picked.unranked),
+                    behind: snapshot.behind,
+                },
+                Err(err) => Recalled {
+                    ranked: Vec::new(),
+                    unranked: texts((0..all.len()).collect()),
+                    behind: Some(format!("the recall index failed ({err})")),
+                },
+            },
+        )
     }
 }
 
@@ -367,55 +731,43 @@ impl Recall for VectorProvider {
 impl MemoryProvider for VectorProvider {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
         let Some(query) = ctx.query.as_deref().filter(|q| !q.trim().is_empty()) else {
-            return self.source.prefetch(ctx).await;
+            return self.indexer.source.prefetch(ctx).await;
         };
-        let memory = self.source.read(&ctx.document(Store::Memory)).await?;
-        let user = self.source.read(&ctx.document(Store::User)).await?;
-        // Recall is an aid: if the index fails, the agent still gets its whole memory.
-        let text = match self.recalled(&memory, query).await {
-            Ok(text) => text,
-            Err(_) => memory.text.clone(),
-        };
-        Ok(Prefetch {
-            context: render(&user.text, &text, ctx.max_chars),
-            memory: memory.meta(),
-            user: user.meta(),
-        })
+        let (memory, user) = (ctx.document(Store::Memory), ctx.document(Store::User));
+        let (memory, user) = tokio::try_join!(
+            self.recalled_memory(&memory, query),
+            self.indexer.source.read(&user),
+        )?;
+        Ok(memory.prefetch(ctx, &user))
     }
 
+    /// Writes through the source; the write is acknowledged once the source has it, and the
+    /// index of each written `MEMORY.md` catches up in the background (or at the next query).
     async fn sync(
         &self,
         ctx: &MemoryContext,
         updates: &[MemoryUpdate],
         if_match: &IfMatch,
     ) -> Result<SyncReport, MemoryError> {
-        let mut report = self.source.sync(ctx, updates, if_match).await?;
-        let written: Vec<DocumentId> = report
-            .documents
-            .iter()
-            .filter(|d| d.written && d.store == Store::Memory)
-            .map(|d| d.document.clone())
-            .collect();
-        for document in written {
-            if let Err(err) = self.refresh(&document).await {
-                report.warnings.push(format!(
-                    "the recall index of {document} is stale ({err}); the next sync or reindex repairs it"
-                ));
+        let report = self.indexer.source.sync(ctx, updates, if_match).await?;
+        for written in &report.documents {
+            if written.written && written.store == Store::Memory {
+                self.indexer.schedule(written.document.clone());
             }
         }
         Ok(report)
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        self.source.read(document).await
+        self.indexer.source.read(document).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        self.source.list().await
+        self.indexer.source.list().await
     }
 
     fn subscribe(&self) -> Subscription {
-        self.source.subscribe()
+        self.indexer.source.subscribe()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Recall through the real embedding model: what a query picks, scopes, and the index's life
-//! (rebuilt from nothing, re-embedded for another model, following removals and hand edits,
-//! failing without failing writes).
+//! (rebuilt from nothing, re-embedded for another model, following removals, hand edits and
+//! writers that are not this provider, failing without failing writes or hiding entries, and
+//! kept small by processes that live for one call).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -28,23 +29,41 @@ fn ctx(personality: &str, user: &str) -> MemoryContext {
 }
 
 async fn open(dir: &Path, embedder: Arc<Embedder>, k: usize) -> VectorProvider {
-    let source = Arc::new(MarkdownProvider::new(dir.join("memory")));
     let recall = RecallConfig {
         k,
         ..RecallConfig::default()
     };
+    open_with(dir, embedder, recall).await
+}
+
+async fn open_with(dir: &Path, embedder: Arc<Embedder>, recall: RecallConfig) -> VectorProvider {
+    let source = Arc::new(MarkdownProvider::new(dir.join("memory")));
     VectorProvider::open(source, &dir.join("index"), embedder, recall)
         .await
         .unwrap()
 }
 
+/// Adds `notes` to MEMORY.md and waits for the index to follow.
 async fn add_all(p: &VectorProvider, c: &MemoryContext, notes: &[&str]) {
+    add_all_unsettled(p, c, notes).await;
+    assert_eq!(p.settle().await, Vec::<String>::new());
+}
+
+async fn add_all_unsettled(p: &VectorProvider, c: &MemoryContext, notes: &[&str]) {
     let updates: Vec<_> = notes
         .iter()
         .map(|note| MemoryUpdate::add(Store::Memory, *note))
         .collect();
     let report = p.sync(c, &updates, &IfMatch::NONE).await.unwrap();
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+}
+
+/// The `## Memory` section of a query's prefetch, and its warnings.
+async fn recalled(p: &VectorProvider, c: &MemoryContext, query: &str) -> (String, Vec<String>) {
+    let seen = p.prefetch(&c.clone().with_query(query)).await.unwrap();
+    let context = seen.context.unwrap_or_default();
+    let memory = context.split("## Memory\n\n").nth(1).unwrap_or_default();
+    (memory.to_owned(), seen.warnings)
 }
 
 const NOTES: [&str; 12] = [
@@ -238,6 +257,7 @@ async fn removed_entries_disappear_from_recall() {
     )
     .await
     .unwrap();
+    assert!(p.settle().await.is_empty());
     let found = p.recall(&doc, query, Ranking::Hybrid, 20).await.unwrap();
     assert!(!found.contains(&hash(NOTES[2])));
     assert_eq!(
@@ -246,53 +266,213 @@ async fn removed_entries_disappear_from_recall() {
     );
 }
 
-/// A hand edit of MEMORY.md shows up in recall after the next sync of that document, or after
-/// `reindex`.
+/// A paragraph appended to MEMORY.md in an editor is recalled by the very next query, through
+/// `prefetch` and `memory_search` alike, with no write through this provider in between.
 #[tokio::test(flavor = "multi_thread")]
-async fn hand_edits_show_up_after_the_next_sync_or_reindex() {
+async fn a_hand_appended_paragraph_is_recalled_by_the_next_query() {
+    use memory_core::Recall;
     let dir = TempDir::new().unwrap();
     let p = open(dir.path(), embedder(), 3).await;
     let c = ctx("ada", "grace");
-    add_all(&p, &c, &NOTES[..3]).await;
+    add_all(&p, &c, &NOTES).await;
     let doc = c.document(Store::Memory);
     let file = dir.path().join("memory").join(doc.relative_path());
-    let edited = |extra: &str| {
+    let append = |extra: &str| {
         let text = std::fs::read_to_string(&file).unwrap();
         std::fs::write(&file, format!("{text}\n{extra}\n")).unwrap();
-        entries(extra)[0].hash.clone()
     };
 
-    let by_hand = edited("Keeps bees on the roof of the garden shed.");
-    let query = "beekeeping hobby";
+    append("The wifi password is in the blue binder.");
+    let (memory, warnings) = recalled(&p, &c, "where is the wifi password?").await;
+    assert!(memory.contains("blue binder"), "{memory}");
+    assert_eq!(entries(&memory).len(), 3);
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    append("Plays the cello in a community orchestra.");
+    let found = p.search(&doc, "string instrument", 3).await.unwrap();
+    assert_eq!(found.ranked[0], "Plays the cello in a community orchestra.");
     assert!(
-        !p.recall(&doc, query, Ranking::Hybrid, 10)
-            .await
-            .unwrap()
-            .contains(&by_hand)
-    );
-    p.reindex().await.unwrap();
-    assert!(
-        p.recall(&doc, query, Ranking::Hybrid, 10)
-            .await
-            .unwrap()
-            .contains(&by_hand)
+        found.unranked.is_empty() && found.behind.is_none(),
+        "{found:?}"
     );
 
-    let by_hand = edited("Plays the cello in a community orchestra.");
-    add_all(&p, &c, &["Drinks green tea after lunch."]).await;
-    let found = p
-        .recall(&doc, "string instrument", Ranking::Hybrid, 10)
-        .await
-        .unwrap();
-    assert!(found.contains(&by_hand));
+    // A hand edit that removes a paragraph takes it out of recall just as fast.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("The wifi password is in the blue binder.\n", ""),
+    )
+    .unwrap();
+    let (memory, _) = recalled(&p, &c, "where is the wifi password?").await;
+    assert!(!memory.contains("blue binder"), "{memory}");
 }
 
-/// An index that cannot be written never fails or undoes the source write: the report says
-/// the index is stale, and `reindex` repairs it.
+/// Memory written by anything but this provider (a plain markdown wiring, another process, a
+/// `memory migrate`) is recalled: ten entries that the index has never seen.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_broken_index_warns_without_failing_the_write() {
+async fn memory_written_by_a_plain_provider_is_recalled() {
     let dir = TempDir::new().unwrap();
+    let c = ctx("bob", "grace");
+    let plain = MarkdownProvider::new(dir.path().join("memory"));
+    let trains = "Takes the 7:42 train to work; prefers the quiet carriage.";
+    let notes: Vec<&str> = NOTES[..9].iter().copied().chain([trains]).collect();
+    let updates: Vec<_> = notes
+        .iter()
+        .map(|note| MemoryUpdate::add(Store::Memory, *note))
+        .collect();
+    plain.sync(&c, &updates, &IfMatch::NONE).await.unwrap();
+
     let p = open(dir.path(), embedder(), 3).await;
+    let (memory, warnings) = recalled(&p, &c, "trains").await;
+    assert!(memory.contains(trains), "{memory}");
+    assert_eq!(entries(&memory).len(), 3);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        p.index_status().await.unwrap().rows[&c.document(Store::Memory).relative_path()],
+        10
+    );
+}
+
+/// A process that ends right after its write was acknowledged (the runtime stops, so the
+/// index never catches up: as a crash between the source write and the index update) loses
+/// nothing from the next prefetch, nor does a coverage record lost or damaged after it.
+#[test]
+fn a_crash_between_the_source_write_and_the_index_loses_nothing() {
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let late = "The spare key is under the third flowerpot.";
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    runtime().block_on(async {
+        let p = open(dir.path(), embedder(), 3).await;
+        add_all(&p, &c, &NOTES).await;
+        add_all_unsettled(&p, &c, &[late]).await;
+        // The runtime is dropped here with the catch-up at best half done.
+    });
+    runtime().block_on(async {
+        let p = open(dir.path(), embedder(), 3).await;
+        let (memory, warnings) = recalled(&p, &c, "where is the spare key?").await;
+        assert!(memory.contains("third flowerpot"), "{memory}");
+        assert!(warnings.is_empty(), "{warnings:?}");
+    });
+    std::fs::write(dir.path().join("index/coverage.json"), "{ damaged").unwrap();
+    runtime().block_on(async {
+        let p = open(dir.path(), embedder(), 3).await;
+        let (memory, _) = recalled(&p, &c, "shellfish allergy").await;
+        assert!(memory.contains("Allergic to shellfish"), "{memory}");
+        let rows = p.index_status().await.unwrap().rows;
+        assert_eq!(
+            rows[&c.document(Store::Memory).relative_path()],
+            NOTES.len() + 1
+        );
+    });
+}
+
+/// A query that cannot wait for the index (another process holds the index lock here, as a
+/// long `memory reindex` would) answers within its budget, shows every entry the index has not
+/// covered, and says so; once the index is free, the next query is ranked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_past_its_budget_shows_what_the_index_has_not_covered() {
+    use memory_core::Recall;
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let plain = MarkdownProvider::new(dir.path().join("memory"));
+    let updates: Vec<_> = NOTES
+        .iter()
+        .map(|note| MemoryUpdate::add(Store::Memory, *note))
+        .collect();
+    plain.sync(&c, &updates, &IfMatch::NONE).await.unwrap();
+    let impatient = RecallConfig {
+        k: 3,
+        catch_up_ms: 100,
+        ..RecallConfig::default()
+    };
+    let p = open_with(dir.path(), embedder(), impatient).await;
+    let other_process = hold_index_lock(dir.path());
+
+    let started = std::time::Instant::now();
+    let (memory, warnings) = recalled(&p, &c, "shellfish allergy").await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(entries(&memory).len(), NOTES.len(), "every entry: {memory}");
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("still catching up"),
+        "{warnings:?}"
+    );
+    drop(other_process);
+    assert!(p.settle().await.is_empty());
+    let (memory, warnings) = recalled(&p, &c, "shellfish allergy").await;
+    assert_eq!(entries(&memory).len(), 3);
+    assert!(memory.contains("Allergic to shellfish") && warnings.is_empty());
+
+    // Behind again by a hand edit: search ranks what is indexed and lists the rest.
+    let other_process = hold_index_lock(dir.path());
+    let doc = c.document(Store::Memory);
+    let file = dir.path().join("memory").join(doc.relative_path());
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}\nThe boiler is serviced every October.\n"),
+    )
+    .unwrap();
+    let found = p.search(&doc, "shellfish allergy", 2).await.unwrap();
+    assert_eq!(found.ranked.len(), 2);
+    assert_eq!(found.unranked, ["The boiler is serviced every October."]);
+    assert!(found.behind.is_some());
+    drop(other_process);
+    assert!(p.settle().await.is_empty());
+}
+
+/// The index lock as another process would hold it while it writes the index.
+fn hold_index_lock(dir: &Path) -> std::fs::File {
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(dir.join("index/.index.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    lock
+}
+
+/// Processes that live for one write each (hooks, scripts, `memory sync`) never leave the
+/// index to grow a table version per write: housekeeping counts versions on disk, whoever
+/// wrote them.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_shot_writers_keep_the_table_versions_bounded() {
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    for i in 0..60 {
+        let p = open(dir.path(), embedder(), 3).await;
+        add_all(&p, &c, &[&format!("One-shot note number {i}.")]).await;
+    }
+    let versions = table_versions_on_disk(&dir.path().join("index"));
+    assert!(versions <= 40, "{versions} table versions on disk");
+    let p = open(dir.path(), embedder(), 3).await;
+    let status = p.index_status().await.unwrap();
+    assert_eq!(status.versions_kept, versions);
+    assert_eq!(status.rows[&c.document(Store::Memory).relative_path()], 60);
+}
+
+fn table_versions_on_disk(index: &Path) -> usize {
+    std::fs::read_dir(index.join("entries.lance/_versions"))
+        .unwrap()
+        .filter(|entry| {
+            let name = entry.as_ref().unwrap().file_name();
+            name.to_string_lossy().ends_with(".manifest")
+        })
+        .count()
+}
+
+/// An index that cannot be written never fails or undoes the source write, and never hides an
+/// entry: the next query shows the whole memory and says why; `settle` reports the failed
+/// catch-up; `reindex` repairs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_index_fails_neither_writes_nor_queries() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 1).await;
     let c = ctx("ada", "grace");
     add_all(&p, &c, &NOTES[..2]).await;
     let index = dir.path().join("index");
@@ -308,16 +488,14 @@ async fn a_broken_index_warns_without_failing_the_write() {
         .await
         .expect("the source write succeeds");
     assert!(report.documents[0].written);
+    let failures = p.settle().await;
     assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("stale") && w.contains("reindex")),
-        "{:?}",
-        report.warnings
+        failures.len() == 1 && failures[0].contains("reindex"),
+        "{failures:?}"
     );
-    let text = p.read(&c.document(Store::Memory)).await.unwrap().text;
-    assert!(text.contains("shellfish"), "the write landed");
+    let (memory, warnings) = recalled(&p, &c, "shellfish").await;
+    assert_eq!(entries(&memory).len(), 3, "the whole memory: {memory}");
+    assert!(!warnings.is_empty());
 
     std::fs::remove_file(&index).unwrap();
     let p = open(dir.path(), embedder(), 3).await;
@@ -435,9 +613,15 @@ async fn search_returns_the_current_text_of_the_best_entries_of_one_document() {
         .search(&ada.document(Store::Memory), query, 2)
         .await
         .unwrap();
-    assert_eq!(found.len(), 2);
-    assert_eq!(found[0], NOTES[1]);
-    assert!(found.iter().all(|entry| NOTES.contains(&entry.as_str())));
+    assert_eq!(found.ranked.len(), 2);
+    assert_eq!(found.ranked[0], NOTES[1]);
+    assert!(
+        found
+            .ranked
+            .iter()
+            .all(|entry| NOTES.contains(&entry.as_str()))
+    );
+    assert!(found.unranked.is_empty() && found.behind.is_none());
 
     p.sync(
         &ada,
@@ -449,7 +633,8 @@ async fn search_returns_the_current_text_of_the_best_entries_of_one_document() {
     let after = p
         .search(&ada.document(Store::Memory), query, 12)
         .await
-        .unwrap();
+        .unwrap()
+        .ranked;
     assert!(
         !after.iter().any(|entry| entry.contains("aisle")),
         "{after:?}"

@@ -97,6 +97,9 @@ async function loadPair(stores) {
     for (const store of stores) show(store, view[store]);
     $("#prefetch").textContent =
       view.prefetch ?? "(nothing remembered yet: the agent gets no memory section)";
+    const warnings = $("#prefetch-warnings");
+    warnings.textContent = view.warnings.join(" ");
+    warnings.hidden = view.warnings.length === 0;
     $("#recall").hidden = !view.recall;
     $("#provider").textContent = `provider: ${view.provider}${view.recall ? " (recall)" : ""}`;
     history.replaceState(null, "", `?${new URLSearchParams(pair)}${location.hash}`);

@@ -106,9 +106,11 @@ struct Pair {
     user: DocumentView,
     /// What prefetch renders for the pair (and the query, if any): the top of the prompt.
     prefetch: Option<String>,
+    /// What kept the prefetch from being what it should be (a recall index catching up).
+    warnings: Vec<String>,
     /// The personality's provider, by name.
     provider: String,
-    /// Whether that provider can pick entries by a query.
+    /// Whether its `MEMORY.md` is read through a provider that picks entries by a query.
     recall: bool,
 }
 
@@ -144,25 +146,23 @@ async fn pair(
 ) -> Result<Json<Pair>, ApiError> {
     let Query(query) = query.map_err(|rejection| ApiError::invalid(rejection.body_text()))?;
     let ctx = context(&memory, &query.personality, &query.user)?;
-    let provider_name = memory.config().provider_of(&ctx.personality).to_owned();
-    let provider = memory.provider(&provider_name).await?;
     let (memory_id, user_id) = (ctx.document(Store::Memory), ctx.document(Store::User));
-    let (memory_doc, user_doc) =
-        tokio::try_join!(provider.read(&memory_id), provider.read(&user_id))?;
+    // Each document from its home, as the agent of any personality reads it.
+    let (memory_doc, user_doc) = tokio::try_join!(memory.read(&memory_id), memory.read(&user_id))?;
     let mut prefetch_ctx = ctx.clone();
     if let Some(text) = query.query.filter(|text| !text.trim().is_empty()) {
         prefetch_ctx = prefetch_ctx.with_query(text);
     }
     let prefetch = memory.prefetch(&prefetch_ctx).await?;
+    let config = memory.config();
+    let through = config.provider_for(&ctx.personality, &memory_id);
     Ok(Json(Pair {
         memory: DocumentView::new(memory_doc, &ctx),
         user: DocumentView::new(user_doc, &ctx),
         prefetch: prefetch.context,
-        recall: matches!(
-            memory.config().providers[&provider_name],
-            ProviderConfig::Vector { .. }
-        ),
-        provider: provider_name,
+        warnings: prefetch.warnings,
+        recall: matches!(config.providers[through], ProviderConfig::Vector { .. }),
+        provider: config.provider_of(&ctx.personality).to_owned(),
     }))
 }
 
@@ -203,8 +203,7 @@ async fn save(
     let update = MemoryUpdate::replace(save.store, save.text);
     let report = memory.sync(&ctx, &[update], &if_match).await?;
     let written = report.get(save.store);
-    let provider = memory.provider_for(&ctx.personality).await?;
-    let document = provider.read(&ctx.document(save.store)).await?;
+    let document = memory.read(&ctx.document(save.store)).await?;
     Ok(Json(Saved {
         document: DocumentView::new(document, &ctx),
         written: written.is_some_and(|report| report.written),

@@ -1,15 +1,17 @@
 //! The Memory page: one small page and a JSON API to read and fix what an agent remembers,
 //! served by `memory serve`.
 //!
-//! The page is a view of the documents the agent reads, never a copy: it reads through the
-//! personality's provider and saves through [`Memory`]'s `sync`, the agent's own write path
-//! (routing, scope, caps), as a `replace` guarded by the version the editor loaded. A save over
+//! The page is a view of the documents the agent reads, never a copy: it reads each document
+//! from its home (as [`Memory`]'s `read` does) and saves through [`Memory`]'s `sync`, the
+//! agent's own write path (routing, scope, caps), as a `replace` guarded by the version the
+//! editor loaded. A save over
 //! a newer version is refused with HTTP 409, never applied.
 //!
 //! Endpoints (JSON in and out; errors are `{"error": <message>, "kind": <kind>}`):
 //! - `GET /api/directory`: the personalities and users the memory knows.
 //! - `GET /api/pair?personality=<id>&user=<id>[&query=<text>]`: both documents of that
-//!   conversation (text, version, location, last modified, caps) and the rendered prefetch.
+//!   conversation (text, version, location, last modified, caps), the rendered prefetch and its
+//!   warnings (a recall index still catching up).
 //! - `PUT /api/document`: `{"personality", "user", "store": "memory"|"user", "text",
 //!   "version"}` saves one document if it is still at `version`.
 //!

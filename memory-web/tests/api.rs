@@ -435,3 +435,55 @@ async fn a_remote_server_needs_its_token_for_the_api() {
     let (status, _) = send(&memory, access, request("/", None)).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// With cyd's memory on a second root and every USER.md in the first, the page shows cyd the
+/// one USER.md every personality reads, and a save from cyd's page lands there.
+#[tokio::test]
+async fn the_page_reads_and_saves_each_document_in_its_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::parse(
+        r#"
+        default_provider = "files"
+        [providers.files]
+        kind = "markdown"
+        root = "memory"
+        [providers.elsewhere]
+        kind = "markdown"
+        root = "elsewhere"
+        [personalities.cyd]
+        provider = "elsewhere"
+        "#,
+        &dir.path().join("memory.toml"),
+    )
+    .unwrap();
+    let memory = Memory::new(config);
+    add(&memory, "ada", "grace", Store::User, "Allergic to peanuts.").await;
+    add(&memory, "cyd", "grace", Store::Memory, "cyd's note").await;
+
+    let (status, pair) = get(&memory, "/api/pair?personality=cyd&user=grace").await;
+    assert_eq!(status, StatusCode::OK, "{pair}");
+    assert_eq!(pair["user"]["text"], "Allergic to peanuts.\n");
+    assert_eq!(pair["memory"]["text"], "cyd's note\n");
+    assert_eq!(pair["provider"], "elsewhere");
+    assert_eq!(
+        pair["prefetch"],
+        "## About You\n\nAllergic to peanuts.\n\n## Memory\n\ncyd's note"
+    );
+    let home = dir.path().join("memory/users/grace/USER.md");
+    assert_eq!(pair["user"]["location"], home.display().to_string());
+
+    let (status, saved) = put(
+        &memory,
+        json!({"personality": "cyd", "user": "grace", "store": "user",
+               "text": "Allergic to peanuts and sesame.", "version": pair["user"]["version"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{saved}");
+    assert_eq!(
+        std::fs::read_to_string(&home).unwrap(),
+        "Allergic to peanuts and sesame.\n"
+    );
+    assert!(!dir.path().join("elsewhere/users").exists());
+    let (_, ada) = get(&memory, "/api/pair?personality=ada&user=grace").await;
+    assert_eq!(ada["user"]["text"], "Allergic to peanuts and sesame.\n");
+}

@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use memory_core::{
-    Budgets, Caps, DEFAULT_MAX_CHARS, MemoryError, MemoryScope, PersonalityId, UserId,
+    Budgets, Caps, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId, UserId,
 };
 use memory_postgres::PostgresConfig;
 use memory_redis::RedisConfig;
@@ -29,8 +29,11 @@ pub struct Config {
     pub origin: Option<PathBuf>,
     /// The providers by name.
     pub providers: BTreeMap<String, ProviderConfig>,
-    /// The provider of personalities without one, and the home of the identity map.
+    /// The provider of personalities without one.
     pub default_provider: String,
+    /// The home of every user's `USER.md`, of the global `MEMORY.md` and of the identity map,
+    /// whatever the personality: `users_provider` in the file, else the default provider.
+    pub users_provider: String,
     /// The personalities configured by name; any other personality gets the defaults.
     pub personalities: BTreeMap<PersonalityId, PersonalityConfig>,
     /// Who `memory mcp` serves when its command line does not say.
@@ -141,6 +144,7 @@ impl Config {
             origin: None,
             providers: BTreeMap::from([(DEFAULT_PROVIDER.to_owned(), provider)]),
             default_provider: DEFAULT_PROVIDER.to_owned(),
+            users_provider: DEFAULT_PROVIDER.to_owned(),
             personalities: BTreeMap::new(),
             mcp: McpConfig::default(),
         }
@@ -272,6 +276,14 @@ impl Config {
             }
         };
 
+        let users_provider = match &raw.users_provider {
+            Some(name) => {
+                at.known(&raw.providers, name, "users_provider")?;
+                name.get_ref().clone()
+            }
+            None => default_provider.clone(),
+        };
+
         let mut personalities = BTreeMap::new();
         for (id, personality) in raw.personalities {
             if let Some(name) = &personality.provider {
@@ -298,6 +310,21 @@ impl Config {
                     ));
                 }
             }
+            // The global MEMORY.md has one home, shared by every global-scope personality: a
+            // personality that names a provider storing documents elsewhere would silently
+            // read and write another file than the one its provider suggests.
+            if personality.memory_scope == MemoryScope::Global
+                && let Some(name) = &personality.provider
+                && storage(&providers, name.get_ref()) != storage(&providers, &users_provider)
+            {
+                return Err(at.error(
+                    Some(name.span()),
+                    &format!(
+                        "personalities.{id} has memory_scope = \"global\", but the global MEMORY.md lives with users_provider {users_provider:?}, not with provider {:?}; drop its provider, give it {users_provider:?} (or a vector provider over it), or set users_provider",
+                        name.get_ref()
+                    ),
+                ));
+            }
             let config = PersonalityConfig {
                 provider: personality.provider.map(Spanned::into_inner),
                 memory_scope: personality.memory_scope,
@@ -314,6 +341,7 @@ impl Config {
             origin: Some(origin.to_path_buf()),
             providers,
             default_provider,
+            users_provider,
             personalities,
             mcp: raw.mcp,
         })
@@ -333,6 +361,42 @@ impl Config {
             .get(personality)
             .and_then(|p| p.provider.as_deref())
             .unwrap_or(&self.default_provider)
+    }
+
+    /// The provider `document` lives in, for the whole wiring: a personality's `MEMORY.md` in
+    /// that personality's provider; every `USER.md` and the global `MEMORY.md` in the users
+    /// provider.
+    pub fn home_of(&self, document: &DocumentId) -> &str {
+        match document {
+            DocumentId::PersonalityMemory { personality } => self.provider_of(personality),
+            DocumentId::GlobalMemory | DocumentId::UserProfile { .. } => &self.users_provider,
+        }
+    }
+
+    /// The provider `personality` reads and writes `document` through: its own provider when
+    /// that stores the document's home (a vector provider over the home, say, so recall
+    /// applies), else the home itself. Either way the same bytes: one home per document.
+    pub fn provider_for(&self, personality: &PersonalityId, document: &DocumentId) -> &str {
+        let (own, home) = (self.provider_of(personality), self.home_of(document));
+        if self.storage_of(own) == self.storage_of(home) {
+            own
+        } else {
+            home
+        }
+    }
+
+    /// The provider that stores the bytes of `name`'s documents: `name` itself, or the source
+    /// of a vector provider.
+    pub fn storage_of<'a>(&'a self, name: &'a str) -> &'a str {
+        storage(&self.providers, name)
+    }
+}
+
+/// The provider that stores the bytes of `name`'s documents (see [`Config::storage_of`]).
+fn storage<'a>(providers: &'a BTreeMap<String, ProviderConfig>, name: &'a str) -> &'a str {
+    match providers.get(name) {
+        Some(ProviderConfig::Vector { source, .. }) => source,
+        _ => name,
     }
 }
 
@@ -433,6 +497,7 @@ impl Locator<'_> {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     default_provider: Option<Spanned<String>>,
+    users_provider: Option<Spanned<String>>,
     #[serde(default)]
     providers: BTreeMap<String, Spanned<RawProvider>>,
     #[serde(default)]

@@ -27,7 +27,8 @@
 //! memory.sync(&ctx, &[MemoryUpdate::add(Store::Memory, "Likes tea.")], &IfMatch::NONE).await?;
 //! assert!(dir.path().join("memory/MEMORY.md").exists()); // ada's scope is global
 //!
-//! // The identity map lives with the default provider.
+//! // The identity map lives with the users' profiles (the default provider unless
+//! // `users_provider` says otherwise).
 //! let identity: Identity = "telegram:12345".parse()?;
 //! memory.identities().await?.link(&identity, &ctx.user, false).await?;
 //! assert_eq!(memory.resolve(&identity).await?, Some(ctx.user.clone()));
@@ -42,14 +43,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::{
-    Document, DocumentId, EventBus, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Subscription, SyncReport, UserId,
+    Document, DocumentId, DocumentReport, EventBus, Identity, IdentityMap, IfMatch, MemoryContext,
+    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Store, Subscription,
+    SyncReport, UserId, is_blank, plan_sync,
 };
 use memory_markdown::MarkdownProvider;
 use memory_postgres::PostgresProvider;
 use memory_redis::RedisProvider;
 use memory_tools::MemoryTools;
-use memory_vector::{Embedder, VectorProvider};
+use memory_vector::{Embedder, RecalledMemory, VectorProvider};
 use tokio::sync::OnceCell;
 
 pub use config::{
@@ -58,17 +60,22 @@ pub use config::{
 };
 
 /// The providers of a [`Config`], connected on first use, and a [`MemoryProvider`] that routes
-/// each call to the provider of the call's personality. Cheap to clone; clones share the
-/// connections.
+/// each call to where its documents live. Cheap to clone; clones share the connections.
 ///
-/// Routing rules:
-/// - `prefetch` and `sync` go to the personality's provider. A configured personality's
-///   `memory_scope` and caps replace the context's, and its `max_chars` caps the context's:
-///   where memory lives and how large it may grow are the deployment's decisions, not the
-///   caller's.
-/// - `read` of a personality's own `MEMORY.md` goes to that personality's provider; every other
-///   document (the global memory, users' profiles) to the default provider. `list` agrees with
-///   `read`.
+/// One home per document ([`Config::home_of`]): a personality's `MEMORY.md` lives in that
+/// personality's provider; every `USER.md`, the global `MEMORY.md` and the identity map live in
+/// the users provider, whatever the personality, so the agent of any personality and the person
+/// reading the files see one and the same document. Every call resolves where its documents live
+/// once ([`Config::provider_for`]) and goes there:
+/// - `prefetch` and `sync` use the personality's settings: a configured personality's
+///   `memory_scope` and caps replace the context's, and its `max_chars` caps the context's
+///   (where memory lives and how large it may grow are the deployment's decisions, not the
+///   caller's).
+/// - A `sync` whose two documents live in different providers checks every refusal (malformed
+///   updates, `if_match`, caps, edits that match nothing) against both before it writes
+///   either, then writes `MEMORY.md` first; if writing `USER.md` then fails, the error is
+///   [`MemoryError::PartiallyApplied`] naming what landed.
+/// - `read` and `list` go to each document's home.
 /// - `subscribe` sees the writes made through this handle.
 #[derive(Clone)]
 pub struct Memory {
@@ -100,11 +107,31 @@ impl Backend {
     }
 }
 
+/// Where the two documents of one call live, resolved once for the call.
+struct Route<'a> {
+    /// The call's context with the personality's settings applied.
+    ctx: MemoryContext,
+    /// The provider its `MEMORY.md` is read and written through.
+    memory: &'a str,
+    /// The provider its `USER.md` is read and written through.
+    user: &'a str,
+}
+
+impl Route<'_> {
+    fn provider_of(&self, store: Store) -> &str {
+        match store {
+            Store::Memory => self.memory,
+            Store::User => self.user,
+        }
+    }
+}
+
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
             .field("providers", &self.inner.config.providers.keys())
             .field("default_provider", &self.inner.config.default_provider)
+            .field("users_provider", &self.inner.config.users_provider)
             .finish_non_exhaustive()
     }
 }
@@ -151,18 +178,6 @@ impl Memory {
         Ok(self.backend(name).await?.provider.clone())
     }
 
-    /// The provider `personality`'s documents are read and written through, connected.
-    ///
-    /// # Errors
-    /// Whatever connecting it fails with.
-    pub async fn provider_for(
-        &self,
-        personality: &PersonalityId,
-    ) -> Result<Arc<dyn MemoryProvider>, MemoryError> {
-        self.provider(self.inner.config.provider_of(personality))
-            .await
-    }
-
     /// The vector provider named `name`, connected.
     ///
     /// # Errors
@@ -176,34 +191,45 @@ impl Memory {
         })
     }
 
-    /// The agent tools for one conversation of `personality` with `user`: on the personality's
-    /// provider, with its scope and caps, and with `memory_search` when that provider can
-    /// recall.
+    /// The agent tools for one conversation of `personality` with `user`: through this
+    /// handle (so each document goes to its home), with the personality's scope and caps, and
+    /// with `memory_search` when its `MEMORY.md` is read through a vector provider.
     ///
     /// # Errors
-    /// Whatever connecting the personality's provider fails with.
+    /// Whatever connecting the provider of its `MEMORY.md` fails with.
     pub async fn tools(
         &self,
         personality: PersonalityId,
         user: UserId,
     ) -> Result<MemoryTools, MemoryError> {
-        let backend = self
-            .backend(self.inner.config.provider_of(&personality))
-            .await?;
-        let tools = MemoryTools::new(backend.provider.clone(), self.context(personality, user));
-        Ok(match &backend.vector {
-            Some(vector) => tools.with_recall(vector.clone()),
+        let ctx = self.context(personality, user);
+        let memory = ctx.document(Store::Memory);
+        let through = self.inner.config.provider_for(&ctx.personality, &memory);
+        let recall = self.backend(through).await?.vector.clone();
+        let tools = MemoryTools::new(Arc::new(self.clone()), ctx);
+        Ok(match recall {
+            Some(vector) => tools.with_recall(vector),
             None => tools,
         })
     }
 
-    /// The identity map, kept with the default provider (with its source, for a vector one).
+    /// The identity map, kept in the users provider beside every `USER.md` (with its source,
+    /// for a vector one).
     ///
     /// # Errors
-    /// Whatever connecting the default provider fails with.
+    /// Whatever connecting the users provider fails with.
     pub async fn identities(&self) -> Result<Arc<dyn IdentityMap>, MemoryError> {
-        let default = &self.inner.config.default_provider;
-        Ok(self.backend(default).await?.identities.clone())
+        self.identities_of(&self.inner.config.users_provider).await
+    }
+
+    /// The identity map kept by the provider named `name` (its source's, for a vector one):
+    /// what `memory migrate` copies.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] for a name that is not configured; whatever connecting fails
+    /// with.
+    pub async fn identities_of(&self, name: &str) -> Result<Arc<dyn IdentityMap>, MemoryError> {
+        Ok(self.backend(name).await?.identities.clone())
     }
 
     /// The user `identity` is linked to, if any.
@@ -212,6 +238,20 @@ impl Memory {
     /// Whatever the identity map fails with.
     pub async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         self.identities().await?.resolve(identity).await
+    }
+
+    /// Waits for the work providers do after acknowledging a write (a recall index catching up
+    /// with its source) and returns the warnings of what failed. A short-lived process (a CLI
+    /// command, a hook) calls it before exiting; nothing is lost if it does not, since the next
+    /// query catches up.
+    pub async fn settle(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for cell in self.inner.backends.values() {
+            if let Some(vector) = cell.get().and_then(|backend| backend.vector.as_ref()) {
+                warnings.extend(vector.settle().await);
+            }
+        }
+        warnings
     }
 
     async fn backend(&self, name: &str) -> Result<&Backend, MemoryError> {
@@ -259,11 +299,8 @@ impl Memory {
         })
     }
 
-    /// The provider of `personality` and the context with the personality's settings applied.
-    async fn route(
-        &self,
-        ctx: &MemoryContext,
-    ) -> Result<(Arc<dyn MemoryProvider>, MemoryContext), MemoryError> {
+    /// Where the documents of `ctx` live, with the personality's settings applied to it.
+    fn route(&self, ctx: &MemoryContext) -> Route<'_> {
         let config = &self.inner.config;
         let mut ctx = ctx.clone();
         if let Some(settings) = config.personalities.get(&ctx.personality) {
@@ -271,17 +308,84 @@ impl Memory {
             ctx.budgets = settings.budgets;
             ctx.max_chars = ctx.max_chars.min(settings.max_chars);
         }
-        let provider = self.provider_for(&ctx.personality).await?;
-        Ok((provider, ctx))
+        let through = |store| config.provider_for(&ctx.personality, &ctx.document(store));
+        let (memory, user) = (through(Store::Memory), through(Store::User));
+        Route { ctx, memory, user }
     }
 
-    /// The provider that holds `document` for this wiring.
-    fn holder_of(&self, document: &DocumentId) -> &str {
-        let config = &self.inner.config;
-        match document {
-            DocumentId::PersonalityMemory { personality } => config.provider_of(personality),
-            _ => &config.default_provider,
+    /// A call whose two documents live in different providers. Every refusal of both is
+    /// checked against what they hold now before anything is written; then each provider
+    /// writes its own, `MEMORY.md` first. Only a writer changing a document between the check
+    /// and its write can fail the second after the first landed: that is
+    /// [`MemoryError::PartiallyApplied`].
+    async fn sync_apart(
+        &self,
+        route: &Route<'_>,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        let batches = plan_sync(&route.ctx, updates, if_match)?;
+        let mut parts = Vec::with_capacity(batches.len());
+        for batch in &batches {
+            let store = batch.document().store();
+            let provider = self.provider(route.provider_of(store)).await?;
+            batch.apply(provider.read(batch.document()).await?)?;
+            parts.push((store, provider));
         }
+        let mut report = SyncReport::default();
+        for (store, provider) in parts {
+            let positions: Vec<usize> = (0..updates.len())
+                .filter(|&i| updates[i].store() == store)
+                .collect();
+            let mine: Vec<MemoryUpdate> = positions.iter().map(|&i| updates[i].clone()).collect();
+            let guard = IfMatch::only(store, if_match.for_store(store).cloned());
+            match provider.sync(&route.ctx, &mine, &guard).await {
+                Ok(part) => {
+                    report.documents.extend(part.documents);
+                    report.warnings.extend(part.warnings);
+                    report.retries += part.retries;
+                }
+                Err(err) => {
+                    let err = renumber(err, &positions);
+                    let landed: Vec<DocumentReport> = report
+                        .documents
+                        .into_iter()
+                        .filter(|document| document.written)
+                        .collect();
+                    return Err(if landed.is_empty() {
+                        err
+                    } else {
+                        MemoryError::PartiallyApplied {
+                            landed,
+                            source: Box::new(err),
+                        }
+                    });
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// The prefetch of a call whose two documents live in different providers: `MEMORY.md` as
+    /// its provider renders it (recalled for the query, through a vector provider), `USER.md`
+    /// in full from its home.
+    async fn prefetch_apart(&self, route: &Route<'_>) -> Result<Prefetch, MemoryError> {
+        let ctx = &route.ctx;
+        let query = ctx.query.as_deref().filter(|query| !is_blank(query));
+        let through = self.backend(route.memory).await?;
+        let user_home = self.provider(route.user).await?;
+        let memory = async {
+            let document = ctx.document(Store::Memory);
+            match (query, &through.vector) {
+                (Some(query), Some(vector)) => vector.recalled_memory(&document, query).await,
+                _ => Ok(RecalledMemory::whole(
+                    through.provider.read(&document).await?,
+                )),
+            }
+        };
+        let user = ctx.document(Store::User);
+        let (memory, user) = tokio::try_join!(memory, user_home.read(&user))?;
+        Ok(memory.prefetch(ctx, &user))
     }
 }
 
@@ -289,11 +393,55 @@ fn config_error(message: String) -> MemoryError {
     MemoryError::Config { message }
 }
 
+/// `err`, about update `i` of a part of a call, renumbered to that update's position in the
+/// whole call (`positions[i]`), which is how errors name updates.
+fn renumber(err: MemoryError, positions: &[usize]) -> MemoryError {
+    let at = |index: usize| positions.get(index).copied().unwrap_or(index);
+    match err {
+        MemoryError::InvalidUpdate {
+            index,
+            document,
+            reason,
+        } => MemoryError::InvalidUpdate {
+            index: at(index),
+            document,
+            reason,
+        },
+        MemoryError::NoMatch {
+            index,
+            document,
+            old,
+        } => MemoryError::NoMatch {
+            index: at(index),
+            document,
+            old,
+        },
+        MemoryError::AmbiguousMatch {
+            index,
+            document,
+            old,
+            count,
+        } => MemoryError::AmbiguousMatch {
+            index: at(index),
+            document,
+            old,
+            count,
+        },
+        other => other,
+    }
+}
+
 #[async_trait]
 impl MemoryProvider for Memory {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let (provider, ctx) = self.route(ctx).await?;
-        provider.prefetch(&ctx).await
+        let route = self.route(ctx);
+        if route.memory != route.user {
+            return self.prefetch_apart(&route).await;
+        }
+        self.provider(route.memory)
+            .await?
+            .prefetch(&route.ctx)
+            .await
     }
 
     async fn sync(
@@ -302,34 +450,48 @@ impl MemoryProvider for Memory {
         updates: &[MemoryUpdate],
         if_match: &IfMatch,
     ) -> Result<SyncReport, MemoryError> {
-        let (provider, ctx) = self.route(ctx).await?;
-        let report = provider.sync(&ctx, updates, if_match).await?;
+        let route = self.route(ctx);
+        let touches = |store| updates.iter().any(|update| update.store() == store);
+        let report = match (touches(Store::Memory), touches(Store::User)) {
+            (true, true) if route.memory != route.user => {
+                self.sync_apart(&route, updates, if_match).await?
+            }
+            // One document, or both in one provider: that provider checks and writes it all.
+            (false, true) => {
+                let provider = self.provider(route.user).await?;
+                provider.sync(&route.ctx, updates, if_match).await?
+            }
+            _ => {
+                let provider = self.provider(route.memory).await?;
+                provider.sync(&route.ctx, updates, if_match).await?
+            }
+        };
         self.inner.events.publish(&report);
         Ok(report)
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        self.provider(self.holder_of(document))
-            .await?
-            .read(document)
-            .await
+        let home = self.inner.config.home_of(document);
+        self.provider(home).await?.read(document).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        let mut holders: Vec<&str> = vec![&self.inner.config.default_provider];
-        holders.extend(
-            self.inner
-                .config
-                .personalities
-                .keys()
-                .map(|p| self.inner.config.provider_of(p)),
-        );
-        holders.sort_unstable();
-        holders.dedup();
+        let config = &self.inner.config;
+        let mut stores: Vec<&str> = [&config.users_provider, &config.default_provider]
+            .into_iter()
+            .map(String::as_str)
+            .chain(config.personalities.keys().map(|p| config.provider_of(p)))
+            .map(|name| config.storage_of(name))
+            .collect();
+        stores.sort_unstable();
+        stores.dedup();
         let mut documents = Vec::new();
-        for name in holders {
-            let held = self.provider(name).await?.list().await?;
-            documents.extend(held.into_iter().filter(|id| self.holder_of(id) == name));
+        for storage in stores {
+            let held = self.provider(storage).await?.list().await?;
+            documents.extend(
+                held.into_iter()
+                    .filter(|id| config.storage_of(config.home_of(id)) == storage),
+            );
         }
         documents.sort();
         Ok(documents)

@@ -19,6 +19,7 @@ fn error(text: &str) -> String {
 
 const FULL: &str = r#"
 default_provider = "files"
+users_provider = "shared"
 
 [providers.files]
 kind = "markdown"
@@ -56,6 +57,7 @@ fn a_full_config_parses_with_paths_and_secrets_resolved() {
     let home = std::env::var("HOME").unwrap();
     let config = parse(FULL).unwrap();
     assert_eq!(config.default_provider, "files");
+    assert_eq!(config.users_provider, "shared");
     let ProviderConfig::Markdown { root } = &config.providers["files"] else {
         panic!("files is markdown")
     };

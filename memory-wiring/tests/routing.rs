@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use memory_conformance::Fixture;
-use memory_conformance::services::Service;
+use memory_conformance::services::{Service, unique_name};
 use memory_core::{
     DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId,
     Store, UserId,
@@ -47,13 +47,13 @@ async fn add(memory: &Memory, personality: &str, store: Store, text: &str) {
     memory.sync(&ctx, &update, &IfMatch::NONE).await.unwrap();
 }
 
-/// Both personalities write both documents for the same user through one handle; each sees
-/// only what was written through its own provider.
-async fn personalities_on_different_providers_never_see_each_other(memory: Memory) {
+/// Personalities on different providers keep their own MEMORY.md each, and share the user's
+/// USER.md: what grace told bob, ada knows, and `read`, `list` and the files agree.
+async fn personalities_on_different_providers_share_the_users_profile(memory: Memory) {
     add(&memory, "ada", Store::Memory, "ada's note").await;
-    add(&memory, "ada", Store::User, "told ada: likes tea").await;
     add(&memory, "bob", Store::Memory, "bob's note").await;
-    add(&memory, "bob", Store::User, "told bob: likes coffee").await;
+    add(&memory, "bob", Store::User, "Allergic to peanuts.").await;
+    add(&memory, "ada", Store::User, "Prefers tea.").await;
 
     let seen = |p: &'static str| {
         let memory = memory.clone();
@@ -63,32 +63,31 @@ async fn personalities_on_different_providers_never_see_each_other(memory: Memor
         }
     };
     let (ada, bob) = (seen("ada").await, seen("bob").await);
-    assert!(
-        ada.contains("ada's note") && ada.contains("likes tea"),
-        "{ada}"
-    );
-    assert!(!ada.contains("bob") && !ada.contains("coffee"), "{ada}");
-    assert!(
-        bob.contains("bob's note") && bob.contains("likes coffee"),
-        "{bob}"
-    );
-    assert!(!bob.contains("ada") && !bob.contains("tea"), "{bob}");
+    let profile = "## About You\n\nAllergic to peanuts.\n\nPrefers tea.\n\n## Memory\n\n";
+    assert_eq!(ada, format!("{profile}ada's note"));
+    assert_eq!(bob, format!("{profile}bob's note"));
 
-    // The providers themselves hold only their own personality's documents.
+    // USER.md lives in the users provider (the default, `a`) only; each MEMORY.md in its
+    // personality's provider only.
     let a = memory.provider("a").await.unwrap();
     let second = memory.provider("second").await.unwrap();
+    let user = DocumentId::user(&grace());
     let bob_memory = DocumentId::memory(&id("bob"), MemoryScope::PerPersonality);
     let ada_memory = DocumentId::memory(&id("ada"), MemoryScope::PerPersonality);
+    assert_eq!(
+        a.read(&user).await.unwrap().text,
+        "Allergic to peanuts.\n\nPrefers tea.\n"
+    );
+    assert_eq!(second.read(&user).await.unwrap().text, "");
     assert_eq!(a.read(&bob_memory).await.unwrap().text, "");
     assert_eq!(second.read(&ada_memory).await.unwrap().text, "");
 
-    // `read` and `list` through the handle follow the same routing.
+    // `read` and `list` through the handle go to each document's home.
     assert_eq!(memory.read(&bob_memory).await.unwrap().text, "bob's note\n");
     assert_eq!(memory.read(&ada_memory).await.unwrap().text, "ada's note\n");
-    let user = DocumentId::user(&grace());
     assert_eq!(
-        memory.read(&user).await.unwrap().text,
-        "told ada: likes tea\n"
+        memory.read(&user).await.unwrap(),
+        a.read(&user).await.unwrap()
     );
     assert_eq!(
         memory.list().await.unwrap(),
@@ -97,32 +96,269 @@ async fn personalities_on_different_providers_never_see_each_other(memory: Memor
 }
 
 #[tokio::test]
-async fn two_markdown_roots_never_see_each_other() {
+async fn two_markdown_roots_share_the_users_profile() {
     let dir = tempfile::tempdir().unwrap();
     let memory = wiring(dir.path(), "kind = \"markdown\"\nroot = \"b\"");
-    personalities_on_different_providers_never_see_each_other(memory).await;
+    personalities_on_different_providers_share_the_users_profile(memory).await;
     assert!(dir.path().join("b/personalities/bob/MEMORY.md").is_file());
+    assert!(dir.path().join("a/users/grace/USER.md").is_file());
     assert!(!dir.path().join("a/personalities/bob").exists());
+    assert!(!dir.path().join("b/users").exists());
 }
 
 #[tokio::test]
-async fn markdown_and_redis_never_see_each_other() {
+async fn markdown_and_redis_share_the_users_profile() {
     let Some(url) = Service::Redis.url() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let prefix = format!("wiring-test-{}-{}", std::process::id(), nanos());
+    let prefix = unique_name("wiring-test");
     let memory = wiring(
         dir.path(),
         &format!("kind = \"redis\"\nurl = \"{url}\"\nprefix = \"{prefix}\""),
     );
-    personalities_on_different_providers_never_see_each_other(memory).await;
+    personalities_on_different_providers_share_the_users_profile(memory).await;
 }
 
-fn nanos() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
+/// `users_provider` moves every USER.md and the global MEMORY.md: a global-scope personality
+/// on it and a personality on another provider using the global scope read one MEMORY.md.
+#[tokio::test]
+async fn the_global_memory_and_profiles_live_in_the_users_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+        default_provider = "b"
+        users_provider = "a"
+        [providers.a]
+        kind = "markdown"
+        root = "a"
+        [providers.b]
+        kind = "markdown"
+        root = "b"
+        [personalities.concierge]
+        provider = "a"
+        memory_scope = "global"
+    "#;
+    let memory = Memory::new(Config::parse(text, &dir.path().join("memory.toml")).unwrap());
+    add(&memory, "concierge", Store::Memory, "Closed on Fridays.").await;
+    // An unconfigured personality runs on `b`, the default; asked for the global scope, it
+    // still reads the one global MEMORY.md, in `a`.
+    let eve = memory
+        .context(id("eve"), grace())
+        .with_scope(MemoryScope::Global);
+    let update = [MemoryUpdate::add(
+        Store::Memory,
+        "Parking is behind the hall.",
+    )];
+    memory.sync(&eve, &update, &IfMatch::NONE).await.unwrap();
+    add(&memory, "eve", Store::Memory, "eve's own note").await;
+    add(&memory, "eve", Store::User, "Name: Grace.").await;
+
+    let read = |path: &str| std::fs::read_to_string(dir.path().join(path)).unwrap();
+    assert_eq!(
+        read("a/MEMORY.md"),
+        "Closed on Fridays.\n\nParking is behind the hall.\n"
+    );
+    assert_eq!(read("b/personalities/eve/MEMORY.md"), "eve's own note\n");
+    assert_eq!(read("a/users/grace/USER.md"), "Name: Grace.\n");
+    assert!(!dir.path().join("b/MEMORY.md").exists());
+    assert!(!dir.path().join("b/users").exists());
+    let concierge = memory.context(id("concierge"), grace());
+    let seen = memory.prefetch(&concierge).await.unwrap().context.unwrap();
+    assert_eq!(
+        seen,
+        "## About You\n\nName: Grace.\n\n## Memory\n\nClosed on Fridays.\n\nParking is behind the hall."
+    );
+    assert_eq!(memory.prefetch(&eve).await.unwrap().context.unwrap(), seen);
+
+    // The identity map lives with the profiles.
+    let identity: memory_core::Identity = "telegram:1".parse().unwrap();
+    memory
+        .identities()
+        .await
+        .unwrap()
+        .link(&identity, &grace(), false)
+        .await
+        .unwrap();
+    assert!(dir.path().join("a/users/identity-map.json").is_file());
+    assert!(!dir.path().join("b/users").exists());
+}
+
+/// A global-scope personality that names a provider storing documents elsewhere than the
+/// global MEMORY.md is refused, naming the line: it would read another file than it says.
+#[test]
+fn a_global_personality_on_another_store_is_a_config_error() {
+    let text = r#"default_provider = "a"
+[providers.a]
+kind = "markdown"
+root = "a"
+[providers.b]
+kind = "markdown"
+root = "b"
+[personalities.concierge]
+memory_scope = "global"
+provider = "b"
+"#;
+    let err = Config::parse(text, Path::new("/etc/memory.toml")).unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Config { message }
+            if message.starts_with("/etc/memory.toml:10:") && message.contains("users_provider \"a\"")),
+        "{err}"
+    );
+    let err = Config::parse(
+        &text.replace(
+            "default_provider = \"a\"",
+            "default_provider = \"a\"\nusers_provider = \"nope\"",
+        ),
+        Path::new("/etc/memory.toml"),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Config { message } if message.contains("users_provider names \"nope\"")),
+        "{err}"
+    );
+    // On the users provider, it is fine.
+    let fine = text.replace(
+        "default_provider = \"a\"",
+        "default_provider = \"a\"\nusers_provider = \"b\"",
+    );
+    let config = Config::parse(&fine, Path::new("/etc/memory.toml")).unwrap();
+    assert_eq!(config.home_of(&DocumentId::GlobalMemory), "b");
+}
+
+/// `bob`'s MEMORY.md is in `second`, grace's USER.md in `a`: a call touching both checks
+/// every refusal against both before writing either.
+#[tokio::test]
+async fn a_call_across_two_providers_writes_nothing_when_either_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = wiring(dir.path(), "kind = \"markdown\"\nroot = \"b\"");
+    let bob = memory.context(id("bob"), grace());
+    add(&memory, "bob", Store::User, "Name: Grace.").await;
+    let before = memory.prefetch(&bob).await.unwrap();
+
+    let note = MemoryUpdate::add(Store::Memory, "bob's note");
+    let refusals: Vec<(Vec<MemoryUpdate>, IfMatch)> = vec![
+        // The user update matches nothing: #2 of the call.
+        (
+            vec![
+                note.clone(),
+                MemoryUpdate::add(Store::User, "Likes jazz."),
+                MemoryUpdate::edit(Store::User, "Name: Ada.", "Name: Grace Hopper."),
+            ],
+            IfMatch::NONE,
+        ),
+        // A malformed update.
+        (
+            vec![note.clone(), MemoryUpdate::add(Store::User, " ")],
+            IfMatch::NONE,
+        ),
+        // USER.md moved on since the version the caller holds.
+        (
+            vec![note.clone(), MemoryUpdate::add(Store::User, "Likes jazz.")],
+            IfMatch::only(Store::User, Some(memory_core::Version::new("stale"))),
+        ),
+        // MEMORY.md moved on, so the USER.md update must not land either.
+        (
+            vec![note.clone(), MemoryUpdate::add(Store::User, "Likes jazz.")],
+            IfMatch::only(Store::Memory, Some(memory_core::Version::new("stale"))),
+        ),
+    ];
+    for (updates, if_match) in refusals {
+        let err = memory.sync(&bob, &updates, &if_match).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                MemoryError::NoMatch { index: 2, .. }
+                    | MemoryError::InvalidUpdate { index: 1, .. }
+                    | MemoryError::Conflict { .. }
+            ),
+            "{err}"
+        );
+        assert_eq!(memory.prefetch(&bob).await.unwrap(), before, "after {err}");
+    }
+    assert!(!dir.path().join("b/personalities/bob/MEMORY.md").exists());
+
+    // Over USER.md's hard cap (concierge's caps are on memory; give bob one through a
+    // wiring with caps on the user store).
+    let capped = Memory::new(
+        Config::parse(
+            r#"
+            default_provider = "a"
+            [providers.a]
+            kind = "markdown"
+            root = "a"
+            [providers.second]
+            kind = "markdown"
+            root = "b"
+            [personalities.bob]
+            provider = "second"
+            caps.user = { hard = 20 }
+            "#,
+            &dir.path().join("memory.toml"),
+        )
+        .unwrap(),
+    );
+    let updates = [note, MemoryUpdate::add(Store::User, "x".repeat(40))];
+    let err = capped
+        .sync(&bob, &updates, &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::HardCapExceeded { .. }), "{err}");
+    assert_eq!(capped.prefetch(&bob).await.unwrap(), before);
+
+    // Both fine: both written, memory first, in one report and one event each.
+    let mut events = memory.subscribe();
+    let updates = [
+        MemoryUpdate::add(Store::User, "Likes jazz."),
+        MemoryUpdate::add(Store::Memory, "bob's note"),
+    ];
+    let report = memory.sync(&bob, &updates, &IfMatch::NONE).await.unwrap();
+    let stores: Vec<Store> = report.documents.iter().map(|d| d.store).collect();
+    assert_eq!(stores, [Store::Memory, Store::User]);
+    assert!(report.documents.iter().all(|d| d.written));
+    for store in [Store::Memory, Store::User] {
+        assert_eq!(events.recv().await.unwrap().report().store, store);
+    }
+}
+
+/// When the second write fails after the first landed (here: USER.md's lock file cannot be
+/// opened), the error is `PartiallyApplied` naming what landed, and the landed write stays.
+#[tokio::test]
+async fn a_second_write_that_fails_after_the_first_landed_is_partially_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = wiring(dir.path(), "kind = \"markdown\"\nroot = \"b\"");
+    let bob = memory.context(id("bob"), grace());
+    // Reads take no lock, so the check passes; the write needs the lock and fails.
+    std::fs::create_dir_all(dir.path().join("a/users/grace/.USER.md.lock")).unwrap();
+    let updates = [
+        MemoryUpdate::add(Store::User, "Likes jazz."),
+        MemoryUpdate::add(Store::Memory, "bob's note"),
+    ];
+    let err = memory
+        .sync(&bob, &updates, &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    let MemoryError::PartiallyApplied { landed, source } = &err else {
+        panic!("expected PartiallyApplied, got {err}");
+    };
+    assert_eq!(landed.len(), 1);
+    assert_eq!(landed[0].document, bob.document(Store::Memory));
+    assert!(matches!(**source, MemoryError::Corrupt { .. }), "{source}");
+    assert!(
+        err.to_string().contains("MEMORY.md of personality 'bob'"),
+        "{err}"
+    );
+    assert_eq!(
+        memory
+            .read(&bob.document(Store::Memory))
+            .await
+            .unwrap()
+            .text,
+        "bob's note\n"
+    );
+    assert_eq!(
+        memory.read(&bob.document(Store::User)).await.unwrap().text,
+        ""
+    );
 }
 
 #[tokio::test]
@@ -210,3 +446,27 @@ async fn setup() -> Fixture<Memory> {
 }
 
 memory_conformance::conformance_suite!(setup);
+
+/// The whole contract through a wiring where every call's two documents live apart: each
+/// personality's MEMORY.md in `b` (the default provider), every USER.md in `a`.
+mod documents_apart {
+    use super::*;
+
+    async fn setup() -> Fixture<Memory> {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"
+            default_provider = "b"
+            users_provider = "a"
+            [providers.a]
+            kind = "markdown"
+            root = "a"
+            [providers.b]
+            kind = "markdown"
+            root = "b"
+        "#;
+        let config = Config::parse(text, &dir.path().join("memory.toml")).unwrap();
+        Fixture::from_arc(Arc::new(Memory::new(config))).with_guard(dir)
+    }
+
+    memory_conformance::conformance_suite!(setup);
+}

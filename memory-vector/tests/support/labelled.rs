@@ -149,6 +149,7 @@ pub async fn evaluate(embedder: Arc<Embedder>, config: RecallConfig) -> Evaluati
             .unwrap();
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     }
+    assert_eq!(provider.settle().await, Vec::<String>::new());
     let indexing = started.elapsed();
 
     let mut ranked = Vec::new();
