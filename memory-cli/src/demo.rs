@@ -183,6 +183,11 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
     memory.sync(&global, &office, &IfMatch::NONE).await?;
     show(&memory.prefetch(&global).await?);
 
+    // Let the recall index catch up with the last writes before the process ends.
+    for warning in memory.settle().await {
+        eprintln!("warning: {warning}");
+    }
+
     println!();
     println!("━━ files (plain markdown: cat, grep, diff, commit)");
     for id in memory.list().await? {

@@ -187,6 +187,10 @@ enum IdentityCommand {
         /// Move the account if it is linked to another user (otherwise exit 3).
         #[arg(long)]
         relink: bool,
+        /// The provider whose identity map to change (default: the users provider, where
+        /// every platform looks accounts up).
+        #[arg(long)]
+        provider: Option<String>,
     },
     /// Print the user a platform account is linked to (exit 1 when it is not linked).
     ///
@@ -196,6 +200,9 @@ enum IdentityCommand {
         platform: String,
         /// The platform's id for the account.
         platform_user: String,
+        /// The provider whose identity map to read (default: the users provider).
+        #[arg(long)]
+        provider: Option<String>,
     },
 }
 
@@ -343,26 +350,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             };
             let report = memory.sync(&ctx, &updates, &if_match).await?;
             print_json(&report)?;
-            // The write is acknowledged; let the recall index catch up before the process
-            // ends, so one-shot writers (scripts, hooks) leave it current. Bounded: what is
-            // left is caught up by the next query.
-            match tokio::time::timeout(SETTLE_TIMEOUT, memory.settle()).await {
-                Ok(warnings) => warn(&warnings),
-                Err(_) => warn(&[
-                    "the recall index is still catching up; the next query finishes it".to_owned(),
-                ]),
-            }
+            settle(&memory).await;
         }
         Command::Identity(IdentityCommand::Link {
             platform,
             platform_user,
             user,
             relink,
+            provider,
         }) => {
             let identity = Identity::new(platform, platform_user)?;
             let user = UserId::new(user)?;
-            let previous = memory
-                .identities()
+            let previous = identities(&memory, provider)
                 .await?
                 .link(&identity, &user, relink)
                 .await?;
@@ -377,9 +376,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Identity(IdentityCommand::Resolve {
             platform,
             platform_user,
+            provider,
         }) => {
             let identity = Identity::new(platform, platform_user)?;
-            match memory.resolve(&identity).await? {
+            match identities(&memory, provider)
+                .await?
+                .resolve(&identity)
+                .await?
+            {
                 Some(user) => println!("{user}"),
                 None => {
                     return Err(Failure::other(format!(
@@ -412,15 +416,50 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             allow_remote,
             token,
         } => serve(memory, SocketAddr::new(bind, port), allow_remote, token).await?,
-        Command::Migrate { from, to, force } => migrate::run(&memory, &from, &to, force).await?,
+        Command::Migrate { from, to, force } => {
+            let migrated = migrate::run(&memory, &from, &to, force).await;
+            settle(&memory).await;
+            migrated?
+        }
         Command::Reindex { provider } => reindex(&memory, provider).await?,
         Command::Demo { .. } => unreachable!("handled before the config is loaded"),
     }
     Ok(())
 }
 
-/// How long `memory sync` waits for a recall index to catch up with what it wrote.
+/// How long a writing command waits for a recall index to catch up with what it wrote.
 const SETTLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Lets a recall index catch up with what this process wrote before it ends, so one-shot
+/// writers (scripts, hooks) leave it current. Bounded: what is left is caught up by the next
+/// query.
+async fn settle(memory: &Memory) {
+    match tokio::time::timeout(SETTLE_TIMEOUT, memory.settle()).await {
+        Ok(warnings) => warn(&warnings),
+        Err(_) => {
+            warn(&["the recall index is still catching up; the next query finishes it".to_owned()])
+        }
+    }
+}
+
+/// The identity map of `provider`, or the users provider's.
+async fn identities(
+    memory: &Memory,
+    provider: Option<String>,
+) -> Result<std::sync::Arc<dyn memory_core::IdentityMap>, MemoryError> {
+    match provider {
+        Some(name) => memory.identities_of(&name).await,
+        None => memory.identities().await,
+    }
+}
+
+/// `1 document`, `2 documents`: `n` with the noun for one or for many.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
 
 /// Prints each warning on stderr, one line each.
 fn warn(warnings: &[String]) {
@@ -549,7 +588,10 @@ async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failur
             .await?;
         vector.optimize().await?;
         bar.finish_and_clear();
-        println!("{name}: reindexed {indexed} memory documents");
+        println!(
+            "{name}: reindexed {}",
+            count(indexed, "memory document", "memory documents")
+        );
     }
     Ok(())
 }

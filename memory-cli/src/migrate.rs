@@ -9,7 +9,7 @@ use memory_core::{
 };
 use memory_wiring::Memory;
 
-use crate::{Failure, progress_bar};
+use crate::{Failure, count, progress_bar};
 
 /// What happened to one document.
 enum Outcome {
@@ -44,11 +44,16 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
     let documents = source.list().await?;
     let bar = progress_bar(&format!("{from} → {to}"));
     bar.set_length(documents.len() as u64);
-    let (mut copied, mut identical, mut refused) = (0, 0, Vec::new());
+    let (mut copied, mut identical, mut refused, mut failed) = (0, 0, Vec::new(), Vec::new());
     for id in &documents {
-        let document = source.read(id).await?;
-        match copy(&document, target.as_ref(), force).await? {
-            Outcome::Copied { normalized } => {
+        // One document that cannot be copied stops neither the others nor the links.
+        let copied_one = match source.read(id).await {
+            Ok(document) => copy(&document, target.as_ref(), force).await,
+            Err(err) => Err(err),
+        };
+        match copied_one {
+            Err(err) => failed.push(format!("{} ({err})", id.relative_path())),
+            Ok(Outcome::Copied { normalized }) => {
                 copied += 1;
                 let note = if normalized {
                     " (normalized: surrounding whitespace trimmed, one final newline)"
@@ -57,16 +62,17 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
                 };
                 bar.suspend(|| println!("copied {}{note}", id.relative_path()));
             }
-            Outcome::Identical => identical += 1,
-            Outcome::TargetHasMore => refused.push(id.relative_path()),
+            Ok(Outcome::Identical) => identical += 1,
+            Ok(Outcome::TargetHasMore) => refused.push(id.relative_path()),
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     println!(
-        "{from} → {to}: {copied} copied, {identical} already identical, {} left alone (holding lines the copy would lose), of {} documents",
+        "{from} → {to}: {copied} copied, {identical} already identical, {} left alone (holding lines the copy would lose), {} failed, of {}",
         refused.len(),
-        documents.len()
+        failed.len(),
+        count(documents.len(), "document", "documents")
     );
     let links = copy_links(
         memory.identities_of(from).await?.as_ref(),
@@ -80,27 +86,35 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
         links.conflicts.len()
     );
     let mut problems = Vec::new();
+    if !failed.is_empty() {
+        problems.push(format!(
+            "{} could not be copied: {}",
+            count(failed.len(), "document", "documents"),
+            failed.join(", ")
+        ));
+    }
     if !refused.is_empty() {
         problems.push(format!(
-            "{} documents in {to} hold lines their copy in {from} lacks and were left alone ({}); pass --force to overwrite them",
-            refused.len(),
+            "{} in {to} left alone, holding lines their copy in {from} lacks ({}); merge them by hand, or pass --force to overwrite them",
+            count(refused.len(), "document", "documents"),
             refused.join(", ")
         ));
     }
     if !links.conflicts.is_empty() {
         problems.push(format!(
-            "{} identities are linked to another user in {to} and were left as they are ({}); move one with `memory identity link --relink`",
-            links.conflicts.len(),
+            "{} linked to another user in {to} left as they are ({}); move one with `memory identity link --provider {to} --relink <platform> <platform-user> <user>`",
+            count(links.conflicts.len(), "identity", "identities"),
             links.conflicts.join(", ")
         ));
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure {
+    match (problems.is_empty(), failed.is_empty()) {
+        (true, _) => Ok(()),
+        // Refusals and conflicts are decisions for a person (exit 3); failures are not.
+        (false, true) => Err(Failure {
             code: 3,
             message: problems.join("; "),
-        })
+        }),
+        (false, false) => Err(Failure::other(problems.join("; "))),
     }
 }
 

@@ -518,7 +518,9 @@ fn migrate_copies_identity_links_and_keeps_the_targets() {
         "{stdout}"
     );
     assert!(
-        stderr.contains("telegram:9 → ada here, zed there") && stderr.contains("--relink"),
+        stderr.contains("1 identity linked to another user in b")
+            && stderr.contains("telegram:9 → ada here, zed there")
+            && stderr.contains("memory identity link --provider b --relink"),
         "{stderr}"
     );
     let resolve = |platform: &str, id: &str| {
@@ -536,6 +538,19 @@ fn migrate_copies_identity_links_and_keeps_the_targets() {
         stdout.contains("identity links: 0 copied, 1 already there, 1 in conflict"),
         "{stdout}"
     );
+    // The hint resolves it: relink in the target, from the source's config.
+    link(
+        &config,
+        &["--provider", "b", "--relink", "telegram", "9", "ada"],
+    );
+    let (code, stdout, stderr) =
+        run(configured(root, &config).args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("identity links: 0 copied, 2 already there, 0 in conflict"),
+        "{stdout}"
+    );
+    assert_eq!(resolve("telegram", "9"), "ada\n");
 }
 
 /// The documents under a markdown root by their layout path (lock files and the identity map
@@ -657,7 +672,7 @@ fn reindex_rebuilds_the_index_and_needs_a_vector_provider() {
     std::fs::remove_dir_all(root.join("m/.recall-index")).unwrap();
     let (code, stdout, stderr) = run(cli().args(["reindex", "--provider", "recall"]));
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout, "recall: reindexed 1 memory documents\n");
+    assert_eq!(stdout, "recall: reindexed 1 memory document\n");
     assert!(root.join("m/.recall-index").is_dir());
     assert_fails(
         run(cli().args(["reindex", "--provider", "files"])),

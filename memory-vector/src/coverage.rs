@@ -35,6 +35,10 @@ pub(crate) struct Record {
 pub(crate) struct Mark {
     /// The source's version token.
     version: String,
+    /// The text's length in bytes: free to compare, and it catches a raw edit of a stored row
+    /// (an append in psql, say) that forgot to bump the version.
+    #[serde(default)]
+    bytes: usize,
     /// The source's modified time in milliseconds since the Unix epoch (negative before it):
     /// counters restart when a store is wiped and refilled, times do not repeat with them.
     modified_ms: Option<i64>,
@@ -47,6 +51,7 @@ impl Mark {
     pub fn of(document: &Document, model: &str) -> Mark {
         Mark {
             version: document.version.as_str().to_owned(),
+            bytes: document.text.len(),
             modified_ms: document.modified.map(unix_millis),
             model: model.to_owned(),
         }
@@ -110,6 +115,17 @@ impl Coverage {
     /// Polled rather than waited on in the blocking pool: a caller that stops waiting (a query
     /// past its time budget, a runtime shutting down) must not leave a thread stuck on the lock.
     pub async fn lock(&self) -> Result<IndexLock, MemoryError> {
+        let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(50));
+        loop {
+            if let Some(lock) = self.try_lock()? {
+                return Ok(lock);
+            }
+            tokio::time::sleep(backoff.next_pause()).await;
+        }
+    }
+
+    /// The index lock if no other writer holds it now.
+    pub fn try_lock(&self) -> Result<Option<IndexLock>, MemoryError> {
         let path = self.dir.join(LOCK);
         let failed =
             |err: std::io::Error| MemoryError::unavailable(path.display().to_string(), err);
@@ -121,11 +137,10 @@ impl Coverage {
             .truncate(false)
             .open(&path)
             .map_err(failed)?;
-        let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(50));
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(IndexLock { _file: file }),
-                Err(TryLockError::WouldBlock) => tokio::time::sleep(backoff.next_pause()).await,
+                Ok(()) => return Ok(Some(IndexLock { _file: file })),
+                Err(TryLockError::WouldBlock) => return Ok(None),
                 Err(TryLockError::Error(err)) if err.kind() == ErrorKind::Interrupted => {}
                 Err(TryLockError::Error(err)) => return Err(failed(err)),
             }
@@ -141,7 +156,7 @@ mod tests {
     fn document(version: &str, modified: Option<SystemTime>) -> Document {
         Document {
             id: DocumentId::GlobalMemory,
-            text: String::new(),
+            text: "A note.\n".to_owned(),
             version: Version::new(version),
             location: String::new(),
             modified,
@@ -160,6 +175,9 @@ mod tests {
             "a refilled store"
         );
         assert_ne!(base, Mark::of(&document("3", at(1_000)), "other"));
+        let mut appended = document("3", at(1_000));
+        appended.text.push_str("An edit that kept the version.\n");
+        assert_ne!(base, Mark::of(&appended, "m"));
         let before_1970 = UNIX_EPOCH - Duration::from_secs(5);
         assert_eq!(
             Mark::of(&document("1", Some(before_1970)), "m").modified_ms,
@@ -192,6 +210,7 @@ mod tests {
         let held = a.lock().await.unwrap();
         let waiting = tokio::time::timeout(Duration::from_millis(100), b.lock()).await;
         assert!(waiting.is_err(), "a second holder got the lock");
+        assert!(b.try_lock().unwrap().is_none());
         drop(held);
         tokio::time::timeout(Duration::from_secs(5), b.lock())
             .await

@@ -202,9 +202,24 @@ struct Snapshot {
 struct Picked {
     /// Best first.
     ranked: Vec<usize>,
-    /// Entries the index has not covered, in document order (only when it is behind).
+    /// Entries the ranking could not cover, in document order (only when the index is behind).
     unranked: Vec<usize>,
 }
+
+/// A document as a query was answered from it: its entries and the ones picked.
+struct Selection {
+    document: Document,
+    all: Vec<Entry>,
+    picked: Picked,
+    /// Why `picked.unranked` is not empty (the index behind, or failing); `None` when the
+    /// ranking covered the whole document.
+    behind: Option<String>,
+}
+
+/// How often a query is tried when the index changes under it or fails: a catch-up that
+/// started meanwhile, a version dropped by housekeeping under a reader. After that, the whole
+/// document is shown.
+const QUERY_ATTEMPTS: usize = 2;
 
 impl std::fmt::Debug for VectorProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,6 +243,13 @@ impl VectorProvider {
         embedder: Arc<Embedder>,
         recall: RecallConfig,
     ) -> Result<Self, MemoryError> {
+        if recall.k == 0 {
+            return Err(MemoryError::Config {
+                message: "recall.k is 0, which would show the agent no memory for a query; it \
+                          must be at least 1"
+                    .to_owned(),
+            });
+        }
         let provider = VectorProvider {
             indexer: Arc::new(Indexer {
                 source,
@@ -250,10 +272,13 @@ impl VectorProvider {
         {
             provider.reindex().await?;
         }
+        // Overdue housekeeping, unless another process is writing the index right now (it
+        // will see to it): opening never waits behind a long reindex elsewhere.
         {
             let _turn = indexer.updating.lock().await;
-            let _lock = indexer.coverage.lock().await?;
-            indexer.housekeep_if_due().await?;
+            if let Some(_lock) = indexer.coverage.try_lock()? {
+                indexer.housekeep_if_due().await;
+            }
         }
         Ok(provider)
     }
@@ -283,14 +308,15 @@ impl VectorProvider {
         {
             let _turn = indexer.updating.lock().await;
             let _lock = indexer.coverage.lock().await?;
+            // Records first, rows second: a query never trusts a record of cleared rows.
+            let mut record = indexer.coverage.read();
+            record.documents.retain(|scope, _| known.contains(scope));
+            indexer.coverage.write(&record)?;
             for stale in indexer.table.scopes().await? {
                 if !known.contains(&stale) {
                     indexer.table.clear(&stale).await?;
                 }
             }
-            let mut record = indexer.coverage.read();
-            record.documents.retain(|scope, _| known.contains(scope));
-            indexer.coverage.write(&record)?;
         }
         progress(0, documents.len());
         for (done, document) in documents.iter().enumerate() {
@@ -313,7 +339,9 @@ impl VectorProvider {
 
     /// Waits until no catch-up of this provider is running in the background (writes index
     /// after their acknowledgement), and returns why any of them failed since the last call.
-    /// A short-lived process calls it before exiting, so what it wrote is indexed.
+    /// A short-lived process calls it before exiting, so what it wrote is indexed. It waits as
+    /// long as they take (one may wait for another process's index lock): bound it with a
+    /// timeout where that matters, as `memory sync` does.
     pub async fn settle(&self) -> Vec<String> {
         let indexer = &self.indexer;
         loop {
@@ -384,40 +412,35 @@ impl VectorProvider {
         document: &DocumentId,
         query: &str,
     ) -> Result<RecalledMemory, MemoryError> {
-        let snapshot = self.indexer.current(document).await?;
-        let all = entries(&snapshot.document.text);
         let k = self.indexer.recall.k;
-        if all.len() <= k {
-            return Ok(RecalledMemory::whole(snapshot.document));
-        }
-        let picked = match self.indexer.pick(&snapshot, &all, query, k).await {
-            Ok(picked) => picked,
-            Err(err) => {
-                let mut whole = RecalledMemory::whole(snapshot.document);
-                whole.warnings.push(format!(
-                    "the recall index failed ({err}), so the whole of {document} is shown"
-                ));
-                return Ok(whole);
-            }
-        };
-        let warnings = snapshot
-            .behind
+        let Selection {
+            document,
+            all,
+            picked,
+            behind,
+        } = self.indexer.select(document, query, k, true).await?;
+        let warnings = behind
             .iter()
             .map(|behind| {
                 format!(
-                    "{behind}; the {} entries it has not indexed yet are shown unranked",
-                    picked.unranked.len()
+                    "{behind}; {} of its {} entries are shown unranked",
+                    picked.unranked.len(),
+                    all.len()
                 )
             })
             .collect();
         let shown: BTreeSet<usize> = picked.ranked.into_iter().chain(picked.unranked).collect();
-        let text = shown
-            .into_iter()
-            .map(|i| all[i].text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let text = if shown.len() == all.len() {
+            document.text.clone()
+        } else {
+            shown
+                .into_iter()
+                .map(|i| all[i].text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        };
         Ok(RecalledMemory {
-            document: snapshot.document,
+            document,
             text,
             warnings,
         })
@@ -425,20 +448,36 @@ impl VectorProvider {
 }
 
 /// Counts a catch-up task for [`VectorProvider::settle`] from its spawning to its end, however
-/// it ends (done, failed, or dropped with its runtime).
-struct Running(Arc<Indexer>);
+/// it ends (done, failed, or dropped with its runtime), and takes its document off the queue if
+/// it never got to start.
+struct Running {
+    indexer: Arc<Indexer>,
+    queued: Option<DocumentId>,
+}
 
 impl Running {
-    fn start(indexer: &Arc<Indexer>) -> Running {
+    fn start(indexer: &Arc<Indexer>, queued: Option<DocumentId>) -> Running {
         indexer.in_flight.fetch_add(1, Ordering::SeqCst);
-        Running(Arc::clone(indexer))
+        Running {
+            indexer: Arc::clone(indexer),
+            queued,
+        }
+    }
+
+    /// The task reads the source from here on, after any write that lands: later writes need
+    /// a catch-up of their own.
+    fn started(&mut self) {
+        if let Some(document) = self.queued.take() {
+            self.indexer.queued().remove(&document);
+        }
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
+        self.started();
+        if self.indexer.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.indexer.idle.notify_waiters();
         }
     }
 }
@@ -465,37 +504,38 @@ impl Indexer {
     }
 
     /// Runs a catch-up of `document` as a task of its own, so that it goes on when the caller
-    /// stops waiting for it. `dequeue`: it is the queued one of [`Indexer::schedule`].
+    /// stops waiting for it. `queued`: it is the queued one of [`Indexer::schedule`].
     fn spawn_catch_up(
         self: &Arc<Self>,
         document: DocumentId,
-        dequeue: bool,
+        queued: bool,
     ) -> tokio::task::JoinHandle<Result<Document, MemoryError>> {
-        let running = Running::start(self);
+        let mut running = Running::start(self, queued.then(|| document.clone()));
         let indexer = Arc::clone(self);
         tokio::spawn(async move {
-            let _running = running;
             let result = async {
                 let _turn = indexer.updating.lock().await;
-                if dequeue {
-                    // From here on this task reads the source after any write that lands.
-                    indexer.queued().remove(&document);
-                }
+                running.started();
                 let _lock = indexer.coverage.lock().await?;
                 indexer.catch_up_locked(&document, false).await
             }
             .await;
             if let Err(err) = &result {
-                let mut failures = indexer.failures();
-                if failures.len() == FAILURES_KEPT {
-                    failures.remove(0);
-                }
-                failures.push(format!(
+                indexer.remember(format!(
                     "the recall index of {document} could not catch up with its source ({err}); the next query retries, or run `memory reindex`"
                 ));
             }
             result
         })
+    }
+
+    /// Keeps `failure` for [`VectorProvider::settle`], dropping the oldest past a few.
+    fn remember(&self, failure: String) {
+        let mut failures = self.failures();
+        if failures.len() == FAILURES_KEPT {
+            failures.remove(0);
+        }
+        failures.push(failure);
     }
 
     /// `document` as the source holds it now, with the index brought up to it first when it
@@ -555,11 +595,16 @@ impl Indexer {
         if !force && record.documents.get(&scope) == Some(&mark) {
             return Ok(current);
         }
+        // The record is withdrawn before the table changes: a query that ranked trusting it
+        // sees it gone afterwards, and asks again (see `Indexer::pick`).
+        if record.documents.remove(&scope).is_some() {
+            self.coverage.write(&record)?;
+        }
         self.diff_and_apply(&scope, &current.text).await?;
         self.table.ensure_text_index().await?;
         record.documents.insert(scope, mark);
         self.coverage.write(&record)?;
-        self.housekeep_if_due().await?;
+        self.housekeep_if_due().await;
         Ok(current)
     }
 
@@ -600,13 +645,26 @@ impl Indexer {
     }
 
     /// [`Indexer::housekeep`] once the table has piled up enough versions since the last time,
-    /// whichever processes wrote them. Call it with the index lock held.
-    async fn housekeep_if_due(&self) -> Result<(), MemoryError> {
-        let since = self.table.version().await?;
-        if since.saturating_sub(self.coverage.read().cleaned_at) >= VERSIONS_BETWEEN_HOUSEKEEPING {
-            self.housekeep().await?;
+    /// whichever processes wrote them. Call it with the index lock held. A failure is kept for
+    /// [`VectorProvider::settle`], never returned: the index is current, only untidy.
+    async fn housekeep_if_due(&self) {
+        let due = match self.table.version().await {
+            Ok(version) => {
+                version.saturating_sub(self.coverage.read().cleaned_at)
+                    >= VERSIONS_BETWEEN_HOUSEKEEPING
+            }
+            Err(err) => {
+                self.remember(format!(
+                    "the recall index's version could not be read ({err})"
+                ));
+                false
+            }
+        };
+        if due && let Err(err) = self.housekeep().await {
+            self.remember(format!(
+                "housekeeping of the recall index failed ({err}); it is retried after the next writes"
+            ));
         }
-        Ok(())
     }
 
     /// Optimises the table and records when. Call it with the index lock held.
@@ -651,32 +709,79 @@ impl Indexer {
         Ok(self.recall.fuse(&vector, &text, limit))
     }
 
+    /// `document` as the source holds it, and up to `limit` of its entries for `query`, best
+    /// first, with every entry the index did not cover; `whole_if_within`: a document of at
+    /// most `limit` entries is taken whole, unranked. A query the index changed under, or
+    /// failed, is tried again; then the whole document is taken, with the reason.
+    async fn select(
+        self: &Arc<Self>,
+        document: &DocumentId,
+        query: &str,
+        limit: usize,
+        whole_if_within: bool,
+    ) -> Result<Selection, MemoryError> {
+        let mut why = String::new();
+        for _ in 0..QUERY_ATTEMPTS {
+            let snapshot = self.current(document).await?;
+            let all = entries(&snapshot.document.text);
+            if whole_if_within && all.len() <= limit {
+                let picked = Picked {
+                    ranked: (0..all.len()).collect(),
+                    unranked: Vec::new(),
+                };
+                return Ok(Selection {
+                    document: snapshot.document,
+                    all,
+                    picked,
+                    behind: None,
+                });
+            }
+            match self.pick(&snapshot, &all, query, limit).await {
+                Ok(Some(picked)) => {
+                    return Ok(Selection {
+                        document: snapshot.document,
+                        all,
+                        picked,
+                        behind: snapshot.behind,
+                    });
+                }
+                Ok(None) => why = "the recall index kept changing while it was read".to_owned(),
+                Err(err) => why = format!("the recall index failed ({err})"),
+            }
+        }
+        let document = self.source.read(document).await?;
+        let all = entries(&document.text);
+        let picked = Picked {
+            ranked: Vec::new(),
+            unranked: (0..all.len()).collect(),
+        };
+        Ok(Selection {
+            document,
+            all,
+            picked,
+            behind: Some(why),
+        })
+    }
+
     /// Up to `limit` of the snapshot's entries (`all`) for `query`, best first; and when the
-    /// index is behind, every entry it has not covered.
+    /// index is behind, every entry it has not covered. `None` when the ranking trusted the
+    /// coverage record and a catch-up changed the table meanwhile: ask again.
     async fn pick(
         &self,
         snapshot: &Snapshot,
         all: &[Entry],
         query: &str,
         limit: usize,
-    ) -> Result<Picked, MemoryError> {
+    ) -> Result<Option<Picked>, MemoryError> {
         let scope = snapshot.document.id.relative_path();
-        // What the index covers is read before it ranks: a row a catch-up adds in between
-        // is then listed unranked rather than neither ranked nor listed.
-        let indexed: Option<HashSet<String>> = match snapshot.behind {
+        let before = match snapshot.behind {
+            Some(_) => Some(self.indexed(&scope).await?),
             None => None,
-            Some(_) => Some(
-                self.table
-                    .rows(&scope)
-                    .await?
-                    .into_iter()
-                    .filter(|row| row.model == self.model())
-                    .map(|row| row.hash)
-                    .collect(),
-            ),
         };
         // Ask for more than `limit`: the index may still hold entries the source has lost.
-        let hashes = self.rank(&scope, query, Ranking::Hybrid, limit * 2).await?;
+        let hashes = self
+            .rank(&scope, query, Ranking::Hybrid, limit.saturating_mul(2))
+            .await?;
         let position: HashMap<&str, usize> = all
             .iter()
             .enumerate()
@@ -687,13 +792,42 @@ impl Indexer {
             .filter_map(|hash| position.get(hash.as_str()).copied())
             .take(limit)
             .collect();
-        let unranked = match indexed {
-            None => Vec::new(),
-            Some(indexed) => (0..all.len())
-                .filter(|i| !indexed.contains(&all[*i].hash) && !ranked.contains(i))
-                .collect(),
+        let unranked = match before {
+            None => {
+                // A catch-up withdraws the record before it changes the table: if it is still
+                // the one trusted, the ranking saw the rows of exactly this document.
+                let mark = Mark::of(&snapshot.document, self.model());
+                if self.coverage.read().documents.get(&scope) != Some(&mark) {
+                    return Ok(None);
+                }
+                Vec::new()
+            }
+            Some(before) => {
+                // Rows a catch-up adds or deletes while the ranking runs may not have been
+                // ranked: only rows there before and after count as covered.
+                let after = self.indexed(&scope).await?;
+                (0..all.len())
+                    .filter(|i| {
+                        let hash = &all[*i].hash;
+                        let covered = before.contains(hash) && after.contains(hash);
+                        !covered && !ranked.contains(i)
+                    })
+                    .collect()
+            }
         };
-        Ok(Picked { ranked, unranked })
+        Ok(Some(Picked { ranked, unranked }))
+    }
+
+    /// The hashes of `scope`'s rows embedded by this model.
+    async fn indexed(&self, scope: &str) -> Result<HashSet<String>, MemoryError> {
+        Ok(self
+            .table
+            .rows(scope)
+            .await?
+            .into_iter()
+            .filter(|row| row.model == self.model())
+            .map(|row| row.hash)
+            .collect())
     }
 }
 
@@ -705,25 +839,18 @@ impl Recall for VectorProvider {
         query: &str,
         limit: usize,
     ) -> Result<Recalled, MemoryError> {
-        let snapshot = self.indexer.current(document).await?;
-        let all = entries(&snapshot.document.text);
+        let selection = self.indexer.select(document, query, limit, false).await?;
         let texts = |positions: Vec<usize>| -> Vec<String> {
-            positions.into_iter().map(|i| all[i].text.clone()).collect()
+            positions
+                .into_iter()
+                .map(|i| selection.all[i].text.clone())
+                .collect()
         };
-        Ok(
-            match self.indexer.pick(&snapshot, &all, query, limit).await {
-                Ok(picked) => Recalled {
-                    ranked: texts(picked.ranked),
-                    unranked: texts(picked.unranked),
-                    behind: snapshot.behind,
-                },
-                Err(err) => Recalled {
-                    ranked: Vec::new(),
-                    unranked: texts((0..all.len()).collect()),
-                    behind: Some(format!("the recall index failed ({err})")),
-                },
-            },
-        )
+        Ok(Recalled {
+            ranked: texts(selection.picked.ranked),
+            unranked: texts(selection.picked.unranked),
+            behind: selection.behind,
+        })
     }
 }
 

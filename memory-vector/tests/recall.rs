@@ -437,6 +437,58 @@ fn hold_index_lock(dir: &Path) -> std::fs::File {
     lock
 }
 
+/// Queries racing whole rewrites of their document (a consolidation: every paragraph new)
+/// never get fewer entries than asked for: a ranking whose rows a catch-up replaced meanwhile
+/// is asked again, never answered from the wrong rows.
+#[tokio::test(flavor = "multi_thread")]
+async fn queries_racing_rewrites_never_show_fewer_entries() {
+    let dir = TempDir::new().unwrap();
+    let p = Arc::new(open(dir.path(), embedder(), 3).await);
+    let c = ctx("ada", "grace");
+    let rewrite = |round: usize| {
+        let notes: Vec<String> = (0..8)
+            .map(|i| {
+                format!(
+                    "Round {round}, note {i}: the {} plan.",
+                    ["travel", "garden", "budget", "music"][i % 4]
+                )
+            })
+            .collect();
+        [MemoryUpdate::replace(Store::Memory, notes.join("\n\n"))]
+    };
+    p.sync(&c, &rewrite(0), &IfMatch::NONE).await.unwrap();
+    assert!(p.settle().await.is_empty());
+    // The writer rewrites the document until the reader has had its answers.
+    let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (p, c, reading) = (Arc::clone(&p), c.clone(), Arc::clone(&reading));
+        tokio::spawn(async move {
+            let mut round = 0;
+            while reading.load(std::sync::atomic::Ordering::Relaxed) {
+                round += 1;
+                p.sync(&c, &rewrite(round), &IfMatch::NONE).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            round
+        })
+    };
+    // A long query: embedding it is part of the ranking, which widens the window in which a
+    // catch-up can replace the rows the ranking trusted.
+    let query = "what is the garden plan for this round? ".repeat(30);
+    for answer in 0..10 {
+        let (memory, _) = recalled(&p, &c, &query).await;
+        let shown = entries(&memory).len();
+        assert!(
+            shown >= 3,
+            "answer {answer} shows {shown} entries: {memory:?}"
+        );
+    }
+    reading.store(false, std::sync::atomic::Ordering::Relaxed);
+    let rounds = writer.await.unwrap();
+    assert!(rounds > 1, "the reads raced {rounds} rewrites");
+    assert!(p.settle().await.is_empty());
+}
+
 /// Processes that live for one write each (hooks, scripts, `memory sync`) never leave the
 /// index to grow a table version per write: housekeeping counts versions on disk, whoever
 /// wrote them.

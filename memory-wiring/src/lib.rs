@@ -75,7 +75,9 @@ pub use config::{
 ///   updates, `if_match`, caps, edits that match nothing) against both before it writes
 ///   either, then writes `MEMORY.md` first; if writing `USER.md` then fails, the error is
 ///   [`MemoryError::PartiallyApplied`] naming what landed.
-/// - `read` and `list` go to each document's home.
+/// - `read` and `list` go to each document's home; reads that need no recall (`read`, `list`,
+///   `prefetch` without a query) go to the provider storing its bytes, so a recall provider's
+///   model is loaded only by what needs it.
 /// - `subscribe` sees the writes made through this handle.
 #[derive(Clone)]
 pub struct Memory {
@@ -229,7 +231,9 @@ impl Memory {
     /// [`MemoryError::Config`] for a name that is not configured; whatever connecting fails
     /// with.
     pub async fn identities_of(&self, name: &str) -> Result<Arc<dyn IdentityMap>, MemoryError> {
-        Ok(self.backend(name).await?.identities.clone())
+        // From the provider storing it: a recall provider's model is not needed for links.
+        let storage = self.inner.config.storage_of(name);
+        Ok(self.backend(storage).await?.identities.clone())
     }
 
     /// The user `identity` is linked to, if any.
@@ -385,7 +389,39 @@ impl Memory {
         };
         let user = ctx.document(Store::User);
         let (memory, user) = tokio::try_join!(memory, user_home.read(&user))?;
-        Ok(memory.prefetch(ctx, &user))
+        let mut prefetch = memory.prefetch(ctx, &user);
+        prefetch
+            .warnings
+            .extend(self.stray_copy(route, &user).await);
+        Ok(prefetch)
+    }
+
+    /// A warning when the personality's own provider holds another, non-blank copy of
+    /// `profile` (written there before profiles had one home, or before `users_provider`
+    /// changed): the agent does not read it, so it must be merged, not silently hidden. A copy
+    /// that cannot be read is no reason to fail the prefetch.
+    async fn stray_copy(&self, route: &Route<'_>, profile: &Document) -> Option<String> {
+        let config = &self.inner.config;
+        let own = config.storage_of(route.memory);
+        let copy = self
+            .provider(own)
+            .await
+            .ok()?
+            .read(&profile.id)
+            .await
+            .ok()?;
+        (!is_blank(&copy.text) && copy.text != profile.text).then(|| {
+            format!(
+                "{} also has a copy in provider {own:?} ({}), which the agent does not read: \
+                 profiles live in {:?} ({}); merge the copy into it, e.g. with `memory migrate \
+                 --from {own} --to {}`",
+                profile.id,
+                copy.location,
+                config.users_provider,
+                profile.location,
+                config.users_provider
+            )
+        })
     }
 }
 
@@ -434,7 +470,14 @@ fn renumber(err: MemoryError, positions: &[usize]) -> MemoryError {
 #[async_trait]
 impl MemoryProvider for Memory {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let route = self.route(ctx);
+        let mut route = self.route(ctx);
+        if route.ctx.query.as_deref().is_none_or(is_blank) {
+            // Without a query every provider renders exactly what its storage holds: read it
+            // there, so a recall provider's model is not needed (nor loaded) for that.
+            let config = &self.inner.config;
+            route.memory = config.storage_of(route.memory);
+            route.user = config.storage_of(route.user);
+        }
         if route.memory != route.user {
             return self.prefetch_apart(&route).await;
         }
@@ -452,27 +495,40 @@ impl MemoryProvider for Memory {
     ) -> Result<SyncReport, MemoryError> {
         let route = self.route(ctx);
         let touches = |store| updates.iter().any(|update| update.store() == store);
-        let report = match (touches(Store::Memory), touches(Store::User)) {
+        let synced = match (touches(Store::Memory), touches(Store::User)) {
             (true, true) if route.memory != route.user => {
-                self.sync_apart(&route, updates, if_match).await?
+                self.sync_apart(&route, updates, if_match).await
             }
             // One document, or both in one provider: that provider checks and writes it all.
             (false, true) => {
                 let provider = self.provider(route.user).await?;
-                provider.sync(&route.ctx, updates, if_match).await?
+                provider.sync(&route.ctx, updates, if_match).await
             }
             _ => {
                 let provider = self.provider(route.memory).await?;
-                provider.sync(&route.ctx, updates, if_match).await?
+                provider.sync(&route.ctx, updates, if_match).await
             }
         };
-        self.inner.events.publish(&report);
-        Ok(report)
+        match &synced {
+            Ok(report) => self.inner.events.publish(report),
+            // What landed is announced like any write, though the call failed.
+            Err(MemoryError::PartiallyApplied { landed, .. }) => {
+                self.inner.events.publish(&SyncReport {
+                    documents: landed.clone(),
+                    ..SyncReport::default()
+                });
+            }
+            Err(_) => {}
+        }
+        synced
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let home = self.inner.config.home_of(document);
-        self.provider(home).await?.read(document).await
+        // From the provider that stores its bytes: a recall provider's model is not needed to
+        // read a document whole.
+        let config = &self.inner.config;
+        let storage = config.storage_of(config.home_of(document));
+        self.provider(storage).await?.read(document).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

@@ -329,6 +329,7 @@ async fn a_second_write_that_fails_after_the_first_landed_is_partially_applied()
     let bob = memory.context(id("bob"), grace());
     // Reads take no lock, so the check passes; the write needs the lock and fails.
     std::fs::create_dir_all(dir.path().join("a/users/grace/.USER.md.lock")).unwrap();
+    let mut events = memory.subscribe();
     let updates = [
         MemoryUpdate::add(Store::User, "Likes jazz."),
         MemoryUpdate::add(Store::Memory, "bob's note"),
@@ -358,6 +359,90 @@ async fn a_second_write_that_fails_after_the_first_landed_is_partially_applied()
     assert_eq!(
         memory.read(&bob.document(Store::User)).await.unwrap().text,
         ""
+    );
+    // What landed is announced like any write.
+    let event = events.try_recv().expect("the landed write was announced");
+    assert_eq!(event.report().document, bob.document(Store::Memory));
+}
+
+/// A USER.md left in a personality's own provider (written there before profiles had one
+/// home) is not read, but never hidden silently: the prefetch says where it is and how to
+/// merge it.
+#[tokio::test]
+async fn a_profile_left_in_a_personalitys_own_provider_is_pointed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = wiring(dir.path(), "kind = \"markdown\"\nroot = \"b\"");
+    let bob = memory.context(id("bob"), grace());
+    let left_behind = [MemoryUpdate::add(Store::User, "Allergic to peanuts.")];
+    let second = memory.provider("second").await.unwrap();
+    second
+        .sync(&bob, &left_behind, &IfMatch::NONE)
+        .await
+        .unwrap();
+    add(&memory, "bob", Store::Memory, "bob's note").await;
+
+    let seen = memory.prefetch(&bob).await.unwrap();
+    assert!(!seen.context.unwrap().contains("peanuts"));
+    assert_eq!(seen.warnings.len(), 1, "{:?}", seen.warnings);
+    let warning = &seen.warnings[0];
+    assert!(
+        warning.contains("USER.md of user 'grace' also has a copy in provider \"second\"")
+            && warning.contains("memory migrate --from second --to a"),
+        "{warning}"
+    );
+    // Once merged (the home holds the same text), nothing to say.
+    memory
+        .sync(&bob, &left_behind, &IfMatch::NONE)
+        .await
+        .unwrap();
+    assert!(memory.prefetch(&bob).await.unwrap().warnings.is_empty());
+}
+
+/// Reading needs no recall model: with a vector provider whose model is missing, `read`,
+/// `list`, a prefetch without a query and the identity map work; a query says what is missing.
+#[tokio::test]
+async fn reads_without_a_query_need_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+        default_provider = "files"
+        [providers.files]
+        kind = "markdown"
+        root = "files"
+        [providers.recall]
+        kind = "vector"
+        source = "files"
+        model_dir = "no-model-here"
+        [personalities.ada]
+        provider = "recall"
+    "#;
+    let memory = Memory::new(Config::parse(text, &dir.path().join("memory.toml")).unwrap());
+    let ada = memory.context(id("ada"), grace());
+    let files = memory.provider("files").await.unwrap();
+    let note = [
+        MemoryUpdate::add(Store::Memory, "ada's note"),
+        MemoryUpdate::add(Store::User, "Name: Grace."),
+    ];
+    files.sync(&ada, &note, &IfMatch::NONE).await.unwrap();
+
+    let document = ada.document(Store::Memory);
+    assert_eq!(memory.read(&document).await.unwrap().text, "ada's note\n");
+    assert_eq!(memory.list().await.unwrap().len(), 2);
+    let seen = memory.prefetch(&ada).await.unwrap().context.unwrap();
+    assert_eq!(
+        seen,
+        "## About You\n\nName: Grace.\n\n## Memory\n\nada's note"
+    );
+    let identity: memory_core::Identity = "telegram:7".parse().unwrap();
+    let identities = memory.identities_of("recall").await.unwrap();
+    identities.link(&identity, &grace(), false).await.unwrap();
+
+    let err = memory
+        .prefetch(&ada.clone().with_query("notes"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Config { message } if message.contains("provision-model")),
+        "{err}"
     );
 }
 
