@@ -486,4 +486,14 @@ async fn the_page_reads_and_saves_each_document_in_its_home() {
     assert!(!dir.path().join("elsewhere/users").exists());
     let (_, ada) = get(&memory, "/api/pair?personality=ada&user=grace").await;
     assert_eq!(ada["user"]["text"], "Allergic to peanuts and sesame.\n");
+    assert_eq!(ada["warnings"], json!([]));
+
+    // A profile left in cyd's own provider is pointed out on cyd's page, not shown as USER.md.
+    let stray = dir.path().join("elsewhere/users/grace/USER.md");
+    std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
+    std::fs::write(&stray, "Vegetarian.\n").unwrap();
+    let (_, cyd) = get(&memory, "/api/pair?personality=cyd&user=grace").await;
+    assert_eq!(cyd["user"]["text"], "Allergic to peanuts and sesame.\n");
+    let warning = cyd["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains("also has a copy in provider \"elsewhere\""), "{cyd}");
 }
