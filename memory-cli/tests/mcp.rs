@@ -73,6 +73,13 @@ fn viewed_memory(view: &str) -> String {
     body[..end].to_owned()
 }
 
+/// `memory_add` of "Name: Ada" to USER.md writes the file at `path`.
+async fn add_lands_in(client: &Client, path: &Path) {
+    let entry = json!({"file": "USER.md", "entry": "Name: Ada"});
+    ok(&call(client, "memory_add", entry).await);
+    assert_eq!(std::fs::read_to_string(path).unwrap(), "Name: Ada\n");
+}
+
 async fn read_resource(client: &Client, uri: &str) -> String {
     let read = client
         .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
@@ -328,16 +335,7 @@ async fn the_config_names_who_is_served_and_without_one_mcp_says_what_is_missing
     .unwrap();
     let config = config.to_str().unwrap();
     let (client, _log) = connect(root.path(), &["--config", config]).await;
-    ok(&call(
-        &client,
-        "memory_add",
-        json!({"file": "USER.md", "entry": "Name: Ada"}),
-    )
-    .await);
-    assert_eq!(
-        std::fs::read_to_string(root.path().join("files/users/ada/USER.md")).unwrap(),
-        "Name: Ada\n"
-    );
+    add_lands_in(&client, &root.path().join("files/users/ada/USER.md")).await;
     client.cancel().await.unwrap();
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_memory"))
@@ -439,16 +437,7 @@ async fn a_recall_provider_adds_search_and_a_queried_view() {
     );
 
     // USER.md lives in the users provider, for the tools and the resource alike.
-    ok(&call(
-        &client,
-        "memory_add",
-        json!({"file": "USER.md", "entry": "Name: Ada"}),
-    )
-    .await);
-    assert_eq!(
-        std::fs::read_to_string(root.path().join("people/users/ada/USER.md")).unwrap(),
-        "Name: Ada\n"
-    );
+    add_lands_in(&client, &root.path().join("people/users/ada/USER.md")).await;
     assert!(!root.path().join("m/users").exists());
     assert_eq!(
         read_resource(&client, "memory://users/ada/USER.md").await,

@@ -495,5 +495,8 @@ async fn the_page_reads_and_saves_each_document_in_its_home() {
     let (_, cyd) = get(&memory, "/api/pair?personality=cyd&user=grace").await;
     assert_eq!(cyd["user"]["text"], "Allergic to peanuts and sesame.\n");
     let warning = cyd["warnings"][0].as_str().unwrap_or_default();
-    assert!(warning.contains("also has a copy in provider \"elsewhere\""), "{cyd}");
+    assert!(
+        warning.contains("also has a copy in provider \"elsewhere\""),
+        "{cyd}"
+    );
 }

@@ -41,6 +41,16 @@ fn wiring(dir: &Path, second: &str) -> Memory {
     Memory::new(Config::parse(&text, &dir.join("memory.toml")).unwrap())
 }
 
+/// Markdown providers `a` and `b` (on roots of those names) under `top` (the top-level keys),
+/// followed by `rest` (more tables).
+fn roots_a_and_b(dir: &Path, top: &str, rest: &str) -> Memory {
+    let text = format!(
+        "{top}\n[providers.a]\nkind = \"markdown\"\nroot = \"a\"\n\
+         [providers.b]\nkind = \"markdown\"\nroot = \"b\"\n{rest}"
+    );
+    Memory::new(Config::parse(&text, &dir.join("memory.toml")).unwrap())
+}
+
 async fn add(memory: &Memory, personality: &str, store: Store, text: &str) {
     let ctx = memory.context(id(personality), grace());
     let update = [MemoryUpdate::add(store, text)];
@@ -125,20 +135,11 @@ async fn markdown_and_redis_share_the_users_profile() {
 #[tokio::test]
 async fn the_global_memory_and_profiles_live_in_the_users_provider() {
     let dir = tempfile::tempdir().unwrap();
-    let text = r#"
-        default_provider = "b"
-        users_provider = "a"
-        [providers.a]
-        kind = "markdown"
-        root = "a"
-        [providers.b]
-        kind = "markdown"
-        root = "b"
-        [personalities.concierge]
-        provider = "a"
-        memory_scope = "global"
-    "#;
-    let memory = Memory::new(Config::parse(text, &dir.path().join("memory.toml")).unwrap());
+    let memory = roots_a_and_b(
+        dir.path(),
+        "default_provider = \"b\"\nusers_provider = \"a\"",
+        "[personalities.concierge]\nprovider = \"a\"\nmemory_scope = \"global\"",
+    );
     add(&memory, "concierge", Store::Memory, "Closed on Fridays.").await;
     // An unconfigured personality runs on `b`, the default; asked for the global scope, it
     // still reads the one global MEMORY.md, in `a`.
@@ -515,19 +516,12 @@ async fn subscribers_see_the_writes_made_through_the_handle() {
 /// one exists beside them.)
 async fn setup() -> Fixture<Memory> {
     let dir = tempfile::tempdir().unwrap();
-    let text = r#"
-        default_provider = "a"
-        [providers.a]
-        kind = "markdown"
-        root = "a"
-        [providers.b]
-        kind = "markdown"
-        root = "b"
-        [personalities.elsewhere]
-        provider = "b"
-    "#;
-    let config = Config::parse(text, &dir.path().join("memory.toml")).unwrap();
-    Fixture::from_arc(Arc::new(Memory::new(config))).with_guard(dir)
+    let memory = roots_a_and_b(
+        dir.path(),
+        "default_provider = \"a\"",
+        "[personalities.elsewhere]\nprovider = \"b\"",
+    );
+    Fixture::from_arc(Arc::new(memory)).with_guard(dir)
 }
 
 memory_conformance::conformance_suite!(setup);
@@ -539,18 +533,9 @@ mod documents_apart {
 
     async fn setup() -> Fixture<Memory> {
         let dir = tempfile::tempdir().unwrap();
-        let text = r#"
-            default_provider = "b"
-            users_provider = "a"
-            [providers.a]
-            kind = "markdown"
-            root = "a"
-            [providers.b]
-            kind = "markdown"
-            root = "b"
-        "#;
-        let config = Config::parse(text, &dir.path().join("memory.toml")).unwrap();
-        Fixture::from_arc(Arc::new(Memory::new(config))).with_guard(dir)
+        let top = "default_provider = \"b\"\nusers_provider = \"a\"";
+        let memory = roots_a_and_b(dir.path(), top, "");
+        Fixture::from_arc(Arc::new(memory)).with_guard(dir)
     }
 
     memory_conformance::conformance_suite!(setup);
