@@ -306,8 +306,7 @@ impl VectorProvider {
             .collect();
         let known: HashSet<String> = documents.iter().map(DocumentId::relative_path).collect();
         {
-            let _turn = indexer.updating.lock().await;
-            let _lock = indexer.coverage.lock().await?;
+            let _writing = indexer.writing().await?;
             // Records first, rows second: a query never trusts a record of cleared rows.
             let mut record = indexer.coverage.read();
             record.documents.retain(|scope, _| known.contains(scope));
@@ -320,8 +319,7 @@ impl VectorProvider {
         }
         progress(0, documents.len());
         for (done, document) in documents.iter().enumerate() {
-            let _turn = indexer.updating.lock().await;
-            let _lock = indexer.coverage.lock().await?;
+            let _writing = indexer.writing().await?;
             indexer.catch_up_locked(document, true).await?;
             progress(done + 1, documents.len());
         }
@@ -331,8 +329,7 @@ impl VectorProvider {
     /// Brings the index of `document` up to what the source holds now, waiting as long as it
     /// takes (queries wait at most [`RecallConfig::catch_up_ms`]).
     pub async fn catch_up(&self, document: &DocumentId) -> Result<(), MemoryError> {
-        let _turn = self.indexer.updating.lock().await;
-        let _lock = self.indexer.coverage.lock().await?;
+        let _writing = self.indexer.writing().await?;
         self.indexer.catch_up_locked(document, false).await?;
         Ok(())
     }
@@ -359,8 +356,7 @@ impl VectorProvider {
     /// writes (of any process) have added 16 table versions since the last time; call it after
     /// a bulk load.
     pub async fn optimize(&self) -> Result<(), MemoryError> {
-        let _turn = self.indexer.updating.lock().await;
-        let _lock = self.indexer.coverage.lock().await?;
+        let _writing = self.indexer.writing().await?;
         self.indexer.housekeep().await
     }
 
@@ -447,6 +443,13 @@ impl VectorProvider {
     }
 }
 
+/// What every index write holds: this process's turn, then the lock every process takes, always
+/// in that order, so writers within and across processes never wait on each other in a cycle.
+struct Writing<'a> {
+    _turn: tokio::sync::MutexGuard<'a, ()>,
+    _lock: coverage::IndexLock,
+}
+
 /// Counts a catch-up task for [`VectorProvider::settle`] from its spawning to its end, however
 /// it ends (done, failed, or dropped with its runtime), and takes its document off the queue if
 /// it never got to start.
@@ -464,8 +467,8 @@ impl Running {
         }
     }
 
-    /// The task reads the source from here on, after any write that lands: later writes need
-    /// a catch-up of their own.
+    /// The task holds the index and reads the source from here on, after any write that lands:
+    /// later writes need a catch-up of their own.
     fn started(&mut self) {
         if let Some(document) = self.queued.take() {
             self.indexer.queued().remove(&document);
@@ -485,6 +488,16 @@ impl Drop for Running {
 impl Indexer {
     fn model(&self) -> &str {
         self.embedder.id()
+    }
+
+    /// Waits for this process's turn at the index, then for the index lock.
+    async fn writing(&self) -> Result<Writing<'_>, MemoryError> {
+        let turn = self.updating.lock().await;
+        let lock = self.coverage.lock().await?;
+        Ok(Writing {
+            _turn: turn,
+            _lock: lock,
+        })
     }
 
     fn queued(&self) -> MutexGuard<'_, HashSet<DocumentId>> {
@@ -514,9 +527,8 @@ impl Indexer {
         let indexer = Arc::clone(self);
         tokio::spawn(async move {
             let result = async {
-                let _turn = indexer.updating.lock().await;
+                let _writing = indexer.writing().await?;
                 running.started();
-                let _lock = indexer.coverage.lock().await?;
                 indexer.catch_up_locked(&document, false).await
             }
             .await;
@@ -559,16 +571,19 @@ impl Indexer {
         let budget = Duration::from_millis(self.recall.catch_up_ms);
         let catching_up = self.spawn_catch_up(document.clone(), false);
         let behind = match tokio::time::timeout(budget, catching_up).await {
-            Ok(Ok(Ok(caught_up))) => {
-                return Ok(Snapshot {
-                    document: caught_up,
-                    behind: None,
-                });
-            }
-            Ok(Ok(Err(err))) => {
-                format!("the recall index could not catch up with {document} ({err})")
-            }
-            Ok(Err(err)) => format!("the recall index could not catch up with {document} ({err})"),
+            // Finished: caught up, failed, or its task did (a panic, a runtime shutting down).
+            Ok(joined) => match joined
+                .map_err(|err| err.to_string())
+                .and_then(|caught_up| caught_up.map_err(|err| err.to_string()))
+            {
+                Ok(caught_up) => {
+                    return Ok(Snapshot {
+                        document: caught_up,
+                        behind: None,
+                    });
+                }
+                Err(err) => format!("the recall index could not catch up with {document} ({err})"),
+            },
             Err(_) => format!(
                 "the recall index is still catching up with {document} (past its {} ms budget)",
                 self.recall.catch_up_ms
