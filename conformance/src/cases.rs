@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memory_core::{
-    Budgets, Caps, DocumentId, EVENT_BUFFER, IfMatch, MemoryContext, MemoryError, MemoryEvent,
-    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, SyncReport, UserId,
-    sha256_hex,
+    Budgets, Caps, DocumentId, EVENT_BUFFER, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
+    MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, RECEIPTS_KEPT, Store,
+    SyncReport, UserId, sha256_hex,
 };
 
 const M: Store = Store::Memory;
@@ -1160,4 +1160,101 @@ pub async fn modified_follows_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
         "{user:?} is not within {SLACK:?} of the write"
     );
     assert_eq!(p.read(&c.document(U)).await.unwrap().modified, Some(user));
+}
+
+fn keyed(ctx: &MemoryContext, key: &str) -> MemoryContext {
+    ctx.clone()
+        .with_idempotency_key(IdempotencyKey::new(key).expect("valid key"))
+}
+
+/// A call repeated with its idempotency key (after a lost reply, a crash) writes nothing more,
+/// announces nothing and reports what the first call did; another key is another call.
+pub async fn a_repeated_key_applies_once<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let call = [
+        MemoryUpdate::add(M, "Booked the train."),
+        MemoryUpdate::add(U, "Likes trains."),
+    ];
+    let first = sync(&*p, &keyed(&c, "turn-1"), &call).await;
+    let before = state(&*p, &c).await;
+    let mut events = p.subscribe();
+    let again = sync(&*p, &keyed(&c, "turn-1"), &call).await;
+    assert_eq!(
+        again.documents, first.documents,
+        "the first call's report, again"
+    );
+    assert_eq!(state(&*p, &c).await, before, "the repeat wrote nothing");
+    assert!(events.try_recv().is_none(), "the repeat announced nothing");
+
+    sync(&*p, &keyed(&c, "turn-2"), &call[..1]).await;
+    assert_eq!(
+        text(&*p, &c, M).await.matches("Booked the train.").count(),
+        2
+    );
+    sync(&*p, &c, &call[..1]).await;
+    assert_eq!(
+        text(&*p, &c, M).await.matches("Booked the train.").count(),
+        3,
+        "a call without a key always applies"
+    );
+}
+
+/// A receipt outlives other writers' changes to the document: the repeat still writes nothing,
+/// and what the others wrote stays.
+pub async fn a_key_survives_other_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let call = [MemoryUpdate::add(M, "Paid the deposit.")];
+    let first = sync(&*p, &keyed(&c, "pay-1"), &call).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Another writer's note.")]).await;
+    let again = sync(&*p, &keyed(&c, "pay-1"), &call).await;
+    assert_eq!(again.documents, first.documents);
+    assert_eq!(
+        text(&*p, &c, M).await,
+        "Paid the deposit.\n\nAnother writer's note.\n"
+    );
+}
+
+/// Several copies of one keyed call racing each other land once.
+pub async fn concurrent_repeats_of_a_key_land_once<P: MemoryProvider + ?Sized + 'static>(
+    p: Arc<P>,
+) {
+    let c = keyed(&ctx("ada", "u1"), "raced");
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let (p, c) = (Arc::clone(&p), c.clone());
+            tokio::spawn(async move { sync(&*p, &c, &[MemoryUpdate::add(M, "Once.")]).await })
+        })
+        .collect();
+    let mut reports = Vec::new();
+    for racer in racers {
+        reports.push(racer.await.expect("racer task").documents);
+    }
+    assert!(
+        reports.windows(2).all(|w| w[0] == w[1]),
+        "one report for all: {reports:?}"
+    );
+    assert_eq!(text(&*p, &c, M).await, "Once.\n");
+}
+
+/// Each document keeps the keys of its last [`RECEIPTS_KEPT`] keyed writes: a key older than
+/// that applies again, a newer one does not.
+pub async fn keys_are_kept_for_the_last_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    for n in 0..=RECEIPTS_KEPT {
+        sync(
+            &*p,
+            &keyed(&c, &format!("k{n}")),
+            &[MemoryUpdate::add(M, format!("e{n}"))],
+        )
+        .await;
+    }
+    let count = |text: &str, entry: &str| text.lines().filter(|l| *l == entry).count();
+    sync(&*p, &keyed(&c, "k1"), &[MemoryUpdate::add(M, "e1")]).await;
+    assert_eq!(count(&text(&*p, &c, M).await, "e1"), 1, "k1 is still kept");
+    sync(&*p, &keyed(&c, "k0"), &[MemoryUpdate::add(M, "e0")]).await;
+    assert_eq!(
+        count(&text(&*p, &c, M).await, "e0"),
+        2,
+        "k0 was pushed out by {RECEIPTS_KEPT} later keys"
+    );
 }

@@ -145,6 +145,10 @@ macro_rules! conformance_suite {
             events_follow_writes,
             read_and_list_show_what_was_written,
             modified_follows_writes,
+            a_repeated_key_applies_once,
+            a_key_survives_other_writes,
+            concurrent_repeats_of_a_key_land_once,
+            keys_are_kept_for_the_last_writes,
         );
 
         #[test]

@@ -1,5 +1,22 @@
 //! `memory`: look at, edit, move and rebuild agent memory without writing code.
 
+/// `print!` and `println!` that end the program quietly when stdout is closed early
+/// (`memory show | head`): std's own panic there (exit 101).
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))
+    };
+}
+
+macro_rules! println {
+    () => {
+        $crate::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod demo;
 mod mcp;
 mod migrate;
@@ -12,8 +29,8 @@ use std::time::SystemTime;
 
 use clap::{Parser, Subcommand};
 use memory_core::{
-    DocumentId, DocumentMeta, Identity, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
-    PersonalityId, UserId, Version,
+    DocumentId, DocumentMeta, IdempotencyKey, Identity, IfMatch, MemoryError, MemoryProvider,
+    MemoryUpdate, PersonalityId, UserId, Version, sync_exactly_once,
 };
 use memory_wiring::{Config, Memory, ProviderConfig};
 
@@ -22,7 +39,10 @@ use memory_wiring::{Config, Memory, ProviderConfig};
 /// With no --config and no MEMORY_CONFIG, the memory is plain markdown files under
 /// $MEMORY_ROOT, or ~/.agent-memory.
 ///
-/// Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 cap exceeded, 1 anything else.
+/// Exit codes: 0 ok, 1 a failure outside memory, 2 invalid input or configuration, 3 conflict
+/// (read again), 4 refused (text to edit not found or found twice, a hard cap), 5 busy or
+/// unavailable (retry later), 6 outcome unknown (read before repeating), 7 partially applied,
+/// 8 corrupt stored data.
 #[derive(Parser)]
 #[command(name = "memory", version)]
 struct Cli {
@@ -91,6 +111,10 @@ enum Command {
         /// Refuse (exit 3) unless USER.md is still at this version.
         #[arg(long, value_name = "VERSION")]
         if_match_user: Option<String>,
+        /// Name this call: repeating it with the same key (after a crash or a lost reply)
+        /// never applies it twice. Without it the command makes one key for its own retries.
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
     },
     /// Link platform accounts to users, and look them up.
     #[command(subcommand)]
@@ -231,24 +255,38 @@ impl Failure {
 impl From<MemoryError> for Failure {
     fn from(err: MemoryError) -> Failure {
         Failure {
-            code: exit_code(&err),
+            code: err.kind().exit_code(),
             message: err.to_string(),
         }
     }
 }
 
-/// 2 invalid input, 3 conflict, 4 cap exceeded, 1 anything else.
-fn exit_code(err: &MemoryError) -> u8 {
-    match err {
-        MemoryError::InvalidId { .. }
-        | MemoryError::InvalidUpdate { .. }
-        | MemoryError::NoMatch { .. }
-        | MemoryError::AmbiguousMatch { .. }
-        | MemoryError::Config { .. } => 2,
-        MemoryError::Conflict { .. } | MemoryError::IdentityTaken { .. } => 3,
-        MemoryError::HardCapExceeded { .. } => 4,
-        _ => 1,
+/// Writes to stdout; a closed stdout ends the program quietly, as a pipe reader that has
+/// seen enough (`head`) expects.
+fn write_stdout(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(err) = std::io::stdout().lock().write_fmt(text) {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {err}");
+        std::process::exit(1);
     }
+}
+
+/// clap's error as one line that keeps what it names: the first line alone of "the following
+/// required arguments were not provided:" would drop the arguments.
+fn one_line(err: &clap::Error) -> String {
+    let rendered = err.to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|line| !line.trim().is_empty() && !line.starts_with("Usage:"))
+        .map(str::trim)
+        .collect();
+    if message.is_empty() {
+        return "error: invalid arguments".to_owned();
+    }
+    message.join(" ")
 }
 
 fn main() -> ExitCode {
@@ -260,9 +298,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(err) => {
-            let rendered = err.to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{first} (see memory --help)");
+            eprintln!("{} (see memory --help)", one_line(&err));
             return ExitCode::from(2);
         }
     };
@@ -341,14 +377,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             file,
             if_match_memory,
             if_match_user,
+            idempotency_key,
         } => {
-            let ctx = memory.context(PersonalityId::new(personality)?, UserId::new(user)?);
+            let mut ctx = memory.context(PersonalityId::new(personality)?, UserId::new(user)?);
+            if let Some(key) = idempotency_key {
+                ctx = ctx.with_idempotency_key(IdempotencyKey::new(key)?);
+            }
             let updates = read_updates(file)?;
             let if_match = IfMatch {
                 memory: if_match_memory.map(Version::new),
                 user: if_match_user.map(Version::new),
             };
-            let report = memory.sync(&ctx, &updates, &if_match).await?;
+            let report = sync_exactly_once(&memory, &ctx, &updates, &if_match).await?;
             print_json(&report)?;
             settle(&memory).await;
         }
@@ -480,8 +520,17 @@ fn describe(meta: &DocumentMeta) -> String {
     )
 }
 
+/// RFC 3339 in UTC, or "unknown" for a stored time RFC 3339 cannot show (before 1970, past
+/// year 9999): a hand-set clock must not crash a command.
 fn format_time(time: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(time).to_string()
+    /// 10000-01-01T00:00:00Z.
+    const YEAR_10000: u64 = 253_402_300_800;
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) if since.as_secs() < YEAR_10000 => {
+            humantime::format_rfc3339_seconds(time).to_string()
+        }
+        _ => "unknown (out of range)".to_owned(),
+    }
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {

@@ -211,7 +211,8 @@ fn bad_input_exits_2_and_writes_nothing() {
     let blank = r#"[{"action":"add","store":"memory","content":"ok"},{"action":"add","store":"user","content":"  "}]"#;
     assert_fails(sync(root, "ada", "grace", blank), 2, "update #1");
     let missing = r#"[{"action":"edit","store":"memory","old":"absent","new":"x"}]"#;
-    assert_fails(sync(root, "ada", "grace", missing), 2, "was not found");
+    // Well-formed, but it does not fit what the document holds: refused, not invalid.
+    assert_fails(sync(root, "ada", "grace", missing), 4, "was not found");
     let show = ["show", "--personality", "ada", "--user", "gr/ace"];
     assert_fails(run(memory(root).args(show)), 2, "invalid user id");
     assert_fails(

@@ -3,15 +3,29 @@
 //! version is unchanged, else read again, with jittered backoff, a bounded number of times.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::{Mutex, MutexGuard};
+use tokio::time::Instant;
 
 use crate::{
-    Backoff, Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryUpdate,
-    Prefetch, Store, SyncReport, Version, plan_sync,
+    Backoff, Document, DocumentBatch, DocumentId, DocumentReport, EventBus, IfMatch, MemoryContext,
+    MemoryError, MemoryUpdate, Planned, Prefetch, Receipts, Store, SyncReport, Version, plan_sync,
 };
+
+/// One document as [`CompareAndSwap::fetch`] read it.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The document; its `version` is the counter in decimal.
+    pub document: Document,
+    /// Its version counter: 0 for a document never written.
+    pub version: u64,
+    /// Its idempotency receipts as stored (see [`Receipts`]), when they were asked for; `None`
+    /// when not asked for or never written.
+    pub receipts: Option<String>,
+}
 
 /// One document of a compare-and-swap: lands only if the document is still at `expected`,
 /// and then is at `expected + 1`.
@@ -23,37 +37,53 @@ pub struct CasWrite<'a> {
     pub text: &'a str,
     /// The version it was read at: 0 for a document never written.
     pub expected: u64,
+    /// Its idempotency receipts to store with the text in the same step, or `None` to leave
+    /// the stored ones as they are.
+    pub receipts: Option<&'a str>,
 }
 
 /// The two round trips a versioned backend provides; [`CasWriter::sync`] does the rest.
 #[async_trait]
 pub trait CompareAndSwap: Send + Sync {
     /// Reads `ids` as one consistent snapshot, in order, each with its version counter (0 and
-    /// empty text for a document never written). The document's `version` is the counter in
-    /// decimal.
-    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError>;
+    /// empty text for a document never written), and with its stored receipts if `receipts`.
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError>;
 
     /// Writes every one of `writes` if each document is still at its expected version, as one
     /// atomic step. `Ok(None)` when they all landed; `Ok(Some(id))` naming a document another
-    /// writer changed first, and then nothing was written.
+    /// writer changed first, or whose lock another writer held past `lock_wait`, and then
+    /// nothing was written.
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
+        lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError>;
 
     /// [`crate::MemoryProvider::prefetch`] from one [`CompareAndSwap::fetch`] of both documents.
     async fn prefetch_by_fetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
         let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-        let mut documents = self.fetch(&ids).await?.into_iter().map(|(doc, _)| doc);
-        let mut next = || documents.next().expect("fetch returns one document per id");
+        let mut documents = self.fetch(&ids, false).await?.into_iter();
+        let mut next = || {
+            documents
+                .next()
+                .expect("fetch returns one document per id")
+                .document
+        };
         let (memory, user) = (next(), next());
         Ok(Prefetch::from_documents(ctx, &memory, &user))
     }
 
+    /// [`crate::MemoryProvider::receipts`] by [`CompareAndSwap::fetch`].
+    async fn receipts_by_fetch(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        let fetched = self.fetch(std::slice::from_ref(document), true).await?;
+        let fetched = &fetched[0];
+        Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())
+    }
+
     /// [`crate::MemoryProvider::read`] by [`CompareAndSwap::fetch`].
     async fn read_by_fetch(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let mut documents = self.fetch(std::slice::from_ref(document)).await?;
-        Ok(documents.remove(0).0)
+        let mut documents = self.fetch(std::slice::from_ref(document), false).await?;
+        Ok(documents.remove(0).document)
     }
 }
 
@@ -63,26 +93,50 @@ const LOCAL_QUEUES: usize = 64;
 const BACKOFF_FIRST: Duration = Duration::from_millis(1);
 /// The longest step between attempts (a pause is up to twice this).
 const BACKOFF_CEILING: Duration = Duration::from_millis(32);
+/// The deadline of one `sync` call unless set with [`CasWriter::with_deadline`].
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
+/// Kept free at the end of the deadline when waiting for a lock, so that a lock wait that runs
+/// out is reported as contention before the deadline cuts the call off mid-write.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
 
 /// Runs `sync` over a [`CompareAndSwap`] store.
 ///
 /// Writers in this process queue per document (striped, FIFO) instead of racing each other's
 /// compare-and-swap, so only writers in other processes or hosts can make an attempt fail;
 /// those are retried with jittered backoff up to `max_attempts`, then
-/// [`MemoryError::Contention`].
+/// [`MemoryError::Contention`]. The whole call, queueing included, ends within its deadline.
 #[derive(Debug)]
 pub struct CasWriter {
     local_queues: LocalQueues,
     max_attempts: u32,
+    deadline: Duration,
+}
+
+/// How far a call got, for the error its deadline gives.
+#[derive(Default)]
+struct Progress {
+    writing: AtomicBool,
+    lost: AtomicU32,
 }
 
 impl CasWriter {
-    /// A writer that makes at most `max_attempts` attempts per call (at least 1).
+    /// A writer that makes at most `max_attempts` attempts per call (at least 1), within
+    /// [`DEFAULT_DEADLINE`].
     pub fn new(max_attempts: u32) -> Self {
         CasWriter {
             local_queues: LocalQueues::default(),
             max_attempts: max_attempts.max(1),
+            deadline: DEFAULT_DEADLINE,
         }
+    }
+
+    /// Sets how long one call may take in all: waiting for its turn, reads, lock waits,
+    /// backoff and writes. Past it the call fails with [`MemoryError::Contention`] (other
+    /// writers held the document), [`MemoryError::Unavailable`] (no reply, nothing sent) or
+    /// [`MemoryError::OutcomeUnknown`] (no reply to a write).
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// The bound on attempts per call.
@@ -101,71 +155,155 @@ impl CasWriter {
         if_match: &IfMatch,
     ) -> Result<SyncReport, MemoryError> {
         let batches = plan_sync(ctx, updates, if_match)?;
-        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
-        let Some(first) = ids.first() else {
+        let Some(first) = batches.first().map(|b| b.document().clone()) else {
             return Ok(SyncReport::default());
         };
+        let deadline = Instant::now() + self.deadline;
+        let progress = Progress::default();
+        let attempts = self.attempts(store, events, &batches, deadline, &progress);
+        match tokio::time::timeout_at(deadline, attempts).await {
+            Ok(result) => result,
+            Err(_) => {
+                let message = format!(
+                    "no reply within the call's deadline of {} ms",
+                    self.deadline.as_millis()
+                );
+                Err(if progress.writing.load(Ordering::SeqCst) {
+                    MemoryError::OutcomeUnknown {
+                        document: first,
+                        message,
+                        source: None,
+                    }
+                } else if progress.lost.load(Ordering::SeqCst) > 0 {
+                    MemoryError::Contention {
+                        document: first,
+                        attempts: progress.lost.load(Ordering::SeqCst),
+                    }
+                } else {
+                    MemoryError::Unavailable {
+                        what: first.to_string(),
+                        message,
+                        source: None,
+                    }
+                })
+            }
+        }
+    }
+
+    async fn attempts<S: CompareAndSwap + ?Sized>(
+        &self,
+        store: &S,
+        events: &EventBus,
+        batches: &[DocumentBatch],
+        deadline: Instant,
+        progress: &Progress,
+    ) -> Result<SyncReport, MemoryError> {
+        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
+        let keyed = batches.iter().any(|b| b.key().is_some());
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
-        let mut busy = first.clone();
+        let mut busy = ids[0].clone();
         for attempt in 1..=self.max_attempts {
             let my_turn = self.local_queues.turn(&ids).await;
             // Every batch is checked against one fresh snapshot before anything is written,
             // so a refusal or a failed precondition writes nothing.
-            let planned = batches
+            let mut steps = Vec::with_capacity(batches.len());
+            for (batch, fetched) in batches.iter().zip(store.fetch(&ids, keyed).await?) {
+                let mut receipts =
+                    Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
+                let planned = batch.plan(fetched.document, &receipts)?;
+                // The receipt goes into the same compare-and-swap as the text it describes.
+                let receipts = match (&planned, batch.key()) {
+                    (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
+                        let after = Version::new((fetched.version + 1).to_string());
+                        receipts.record(key, write.report(after));
+                        Some(receipts.to_json())
+                    }
+                    _ => None,
+                };
+                steps.push((planned, fetched.version, receipts));
+            }
+            let writes: Vec<CasWrite<'_>> = steps
                 .iter()
-                .zip(store.fetch(&ids).await?)
-                .map(|(batch, (current, version))| Ok((batch.apply(current)?, version)))
-                .collect::<Result<Vec<_>, MemoryError>>()?;
-            let writes: Vec<CasWrite<'_>> = planned
-                .iter()
-                .filter_map(|(write, expected)| {
-                    write.new_text().map(|text| CasWrite {
+                .filter_map(|(planned, version, receipts)| match planned {
+                    Planned::Write(write) => write.new_text().map(|text| CasWrite {
                         id: &write.before().id,
                         text,
-                        expected: *expected,
-                    })
+                        expected: *version,
+                        receipts: receipts.as_deref(),
+                    }),
+                    Planned::Replayed(_) => None,
                 })
                 .collect();
             let lost_on = if writes.is_empty() {
                 None
             } else {
-                match store.compare_and_swap(&writes).await {
+                let lock_wait = deadline
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(DEADLINE_MARGIN);
+                progress.writing.store(true, Ordering::SeqCst);
+                let outcome = store.compare_and_swap(&writes, lock_wait).await;
+                progress.writing.store(false, Ordering::SeqCst);
+                match outcome {
                     Ok(lost_on) => lost_on,
                     // The reply was lost: if the write landed, one read shows it, and the call
-                    // succeeded. If that cannot be told, the caller must hear the error: a
-                    // retry here could apply the updates twice.
-                    Err(err @ MemoryError::Unavailable { .. }) => {
+                    // succeeded. If that cannot be told, the caller must hear so: a retry here
+                    // could apply the updates twice.
+                    Err(MemoryError::Unavailable {
+                        message, source, ..
+                    }) => {
                         if landed(store, &writes).await {
                             None
                         } else {
-                            return Err(err);
+                            return Err(MemoryError::OutcomeUnknown {
+                                document: writes[0].id.clone(),
+                                message,
+                                source,
+                            });
                         }
                     }
                     Err(err) => return Err(err),
                 }
             };
             let Some(lost_on) = lost_on else {
-                let report = SyncReport {
-                    documents: planned
-                        .iter()
-                        .map(|(write, version)| {
+                let documents: Vec<(bool, DocumentReport)> = steps
+                    .into_iter()
+                    .map(|(planned, version, _)| match planned {
+                        Planned::Replayed(report) => (false, report),
+                        Planned::Write(write) => {
                             let after = version + u64::from(write.new_text().is_some());
-                            write.report(Version::new(after.to_string()))
-                        })
+                            (true, write.report(Version::new(after.to_string())))
+                        }
+                    })
+                    .collect();
+                // Published in our turn, so events of one document come in write order. A
+                // replayed document was announced by the call that wrote it.
+                events.publish(&SyncReport {
+                    documents: documents
+                        .iter()
+                        .filter(|(applied, _)| *applied)
+                        .map(|(_, report)| report.clone())
                         .collect(),
+                    ..SyncReport::default()
+                });
+                return Ok(SyncReport {
+                    documents: documents.into_iter().map(|(_, report)| report).collect(),
                     retries: attempt - 1,
                     ..SyncReport::default()
-                };
-                // Published in our turn, so events of one document come in write order.
-                events.publish(&report);
-                return Ok(report);
+                });
             };
             busy = lost_on;
+            progress.lost.store(attempt, Ordering::SeqCst);
             // The turn is not held while backing off: local writers of other documents in the
             // same queue go on meanwhile.
             drop(my_turn);
-            if attempt < self.max_attempts {
-                tokio::time::sleep(backoff.next_pause()).await;
+            let pause = backoff.next_pause();
+            if attempt < self.max_attempts && Instant::now() + pause < deadline {
+                tokio::time::sleep(pause).await;
+            } else {
+                return Err(MemoryError::Contention {
+                    document: busy,
+                    attempts: attempt,
+                });
             }
         }
         Err(MemoryError::Contention {
@@ -180,13 +318,10 @@ impl CasWriter {
 /// same text would leave the same document, which is the outcome the caller asked for.)
 async fn landed<S: CompareAndSwap + ?Sized>(store: &S, writes: &[CasWrite<'_>]) -> bool {
     let ids: Vec<DocumentId> = writes.iter().map(|write| write.id.clone()).collect();
-    store.fetch(&ids).await.is_ok_and(|current| {
-        current
-            .iter()
-            .zip(writes)
-            .all(|((document, version), write)| {
-                *version == write.expected + 1 && document.text == write.text
-            })
+    store.fetch(&ids, false).await.is_ok_and(|current| {
+        current.iter().zip(writes).all(|(fetched, write)| {
+            fetched.version == write.expected + 1 && fetched.document.text == write.text
+        })
     })
 }
 
@@ -239,7 +374,7 @@ mod tests {
     /// host had written first.
     #[derive(Default)]
     struct FlakyStore {
-        documents: StdMutex<BTreeMap<DocumentId, (String, u64)>>,
+        documents: StdMutex<BTreeMap<DocumentId, (String, u64, Option<String>)>>,
         lose: AtomicU32,
         attempts: AtomicU32,
         /// Reply `Unavailable` to the next compare-and-swap, after writing (true) or before.
@@ -248,12 +383,16 @@ mod tests {
 
     #[async_trait]
     impl CompareAndSwap for FlakyStore {
-        async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError> {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
             let documents = self.documents.lock().unwrap();
             Ok(ids
                 .iter()
                 .map(|id| {
-                    let (text, version) = documents.get(id).cloned().unwrap_or_default();
+                    let (text, version, stored) = documents.get(id).cloned().unwrap_or_default();
                     let document = Document {
                         id: id.clone(),
                         text,
@@ -261,7 +400,11 @@ mod tests {
                         location: String::new(),
                         modified: None,
                     };
-                    (document, version)
+                    Fetched {
+                        document,
+                        version,
+                        receipts: stored.filter(|_| receipts),
+                    }
                 })
                 .collect())
         }
@@ -269,6 +412,7 @@ mod tests {
         async fn compare_and_swap(
             &self,
             writes: &[CasWrite<'_>],
+            _lock_wait: Duration,
         ) -> Result<Option<DocumentId>, MemoryError> {
             self.attempts.fetch_add(1, Ordering::SeqCst);
             let lost = self
@@ -285,9 +429,13 @@ mod tests {
             }
             let mut documents = self.documents.lock().unwrap();
             for write in writes {
-                let current = documents.get(write.id).map_or(0, |(_, v)| *v);
+                let (_, current, receipts) = documents.get(write.id).cloned().unwrap_or_default();
                 assert_eq!(current, write.expected, "fetched under the same queue");
-                documents.insert(write.id.clone(), (write.text.to_owned(), current + 1));
+                let receipts = write.receipts.map(str::to_owned).or(receipts);
+                documents.insert(
+                    write.id.clone(),
+                    (write.text.to_owned(), current + 1, receipts),
+                );
             }
             match drop_reply {
                 Some(true) => Err(dropped()),
@@ -333,13 +481,13 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(store.attempts.load(Ordering::SeqCst), 5);
-        let (document, version) = store
-            .fetch(&[ctx().document(Store::Memory)])
+        let fetched = store
+            .fetch(&[ctx().document(Store::Memory)], false)
             .await
             .unwrap()
             .remove(0);
         assert_eq!(
-            (document.text.as_str(), version),
+            (fetched.document.text.as_str(), fetched.version),
             ("kept\n", 1),
             "nothing more landed"
         );
@@ -377,15 +525,114 @@ mod tests {
             .sync(&store, &events, &ctx(), &add("lost"), &IfMatch::NONE)
             .await
             .unwrap_err();
-        assert!(matches!(err, MemoryError::Unavailable { .. }), "{err:?}");
-        let (document, _) = store
-            .fetch(&[ctx().document(Store::Memory)])
+        assert!(matches!(err, MemoryError::OutcomeUnknown { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("may or may not have landed"),
+            "{err}"
+        );
+        let memory = store
+            .read_by_fetch(&ctx().document(Store::Memory))
             .await
-            .unwrap()
-            .remove(0);
+            .unwrap();
         assert_eq!(
-            document.text, "landed\n",
+            memory.text, "landed\n",
             "no retry applied it behind the caller's back"
         );
+    }
+
+    #[tokio::test]
+    async fn a_keyed_call_repeated_after_a_lost_reply_applies_once() {
+        let store = FlakyStore::default();
+        let writer = CasWriter::new(3);
+        let events = EventBus::new();
+        let keyed = ctx().with_idempotency_key(crate::IdempotencyKey::new("turn-1").unwrap());
+        let add = [
+            MemoryUpdate::add(Store::Memory, "once"),
+            MemoryUpdate::add(Store::User, "also once"),
+        ];
+
+        // The write lands and its reply is lost; the caller repeats the call all the same.
+        *store.drop_reply.lock().unwrap() = Some(true);
+        let first = writer
+            .sync(&store, &events, &keyed, &add, &IfMatch::NONE)
+            .await;
+        let first = match first {
+            Ok(report) => report,
+            Err(err) => panic!("the re-read shows the write: {err:?}"),
+        };
+        let mut seen = events.subscribe();
+        let again = writer
+            .sync(&store, &events, &keyed, &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(again.documents, first.documents, "the first call's report");
+        assert!(seen.try_recv().is_none(), "a replay announces nothing");
+        for store_ in [Store::Memory, Store::User] {
+            let (text, version, _) =
+                store.documents.lock().unwrap()[&ctx().document(store_)].clone();
+            assert_eq!(version, 1, "written once");
+            assert_eq!(text.matches("once").count(), 1, "{text}");
+        }
+
+        // Another key is another call.
+        let other = ctx().with_idempotency_key(crate::IdempotencyKey::new("turn-2").unwrap());
+        let report = writer
+            .sync(&store, &events, &other, &add[..1], &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(report.documents[0].version_after, Version::new("2"));
+    }
+
+    /// A store whose compare-and-swap never answers, as behind a proxy that stopped forwarding.
+    struct StalledStore(FlakyStore);
+
+    #[async_trait]
+    impl CompareAndSwap for StalledStore {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
+            self.0.fetch(ids, receipts).await
+        }
+
+        async fn compare_and_swap(
+            &self,
+            _writes: &[CasWrite<'_>],
+            lock_wait: Duration,
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            assert!(lock_wait < Duration::from_secs(2), "{lock_wait:?}");
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_ends_within_its_deadline() {
+        let writer = CasWriter::new(64).with_deadline(Duration::from_secs(2));
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        let started = Instant::now();
+        let err = writer
+            .sync(
+                &StalledStore(FlakyStore::default()),
+                &EventBus::new(),
+                &ctx(),
+                &add,
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        assert!(matches!(err, MemoryError::OutcomeUnknown { .. }), "{err:?}");
+
+        // Lost races are retried only while the deadline allows, then reported as contention.
+        let store = FlakyStore::default();
+        store.lose.store(u32::MAX, Ordering::SeqCst);
+        let started = Instant::now();
+        let err = writer
+            .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() <= Duration::from_secs(2));
+        assert!(matches!(err, MemoryError::Contention { .. }), "{err:?}");
     }
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Budgets, DocumentId, MemoryScope, PersonalityId, Store, UserId};
+use crate::{Budgets, DocumentId, IdempotencyKey, MemoryScope, PersonalityId, Store, UserId};
 
 /// The prefetch budget used when none is set, in chars of the rendered text.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
@@ -40,6 +40,11 @@ pub struct MemoryContext {
     /// Prefetch budget in chars of the whole rendered text, headings included.
     #[serde(default = "default_max_chars")]
     pub max_chars: usize,
+    /// The name of this `sync` call, the same on every retry of it: a document that a call
+    /// with this key already wrote is not written again, and the call reports what the first
+    /// one did. `None`: every call applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<IdempotencyKey>,
 }
 
 impl MemoryContext {
@@ -52,7 +57,16 @@ impl MemoryContext {
             query: None,
             budgets: Budgets::default(),
             max_chars: DEFAULT_MAX_CHARS,
+            idempotency_key: None,
         }
+    }
+
+    /// Names the next `sync` call made with this context: repeating it with the same key
+    /// never applies it twice. Use a fresh key per logical call
+    /// ([`IdempotencyKey::generate`]) and keep it across that call's retries.
+    pub fn with_idempotency_key(mut self, key: IdempotencyKey) -> Self {
+        self.idempotency_key = Some(key);
+        self
     }
 
     /// Sets the memory scope.

@@ -102,16 +102,30 @@ pub enum MemoryError {
         attempts: u32,
     },
 
-    /// The backend cannot be reached or failed to do I/O; retry later.
-    ///
-    /// A `sync` that fails this way wrote nothing, unless the connection broke after the
-    /// server applied the write and before its reply arrived. Backends check for that with one
-    /// read and report success when the write shows, so this error means the outcome could not
-    /// be told: read the document before repeating an `add`.
+    /// The backend cannot be reached or failed to do I/O before anything was written; retry
+    /// later.
     #[error("{what} is unavailable: {message}; retry later")]
     Unavailable {
         /// What could not be reached: a document, a path, a server.
         what: String,
+        /// What went wrong.
+        message: String,
+        /// The driver's error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// A write was sent and no reply told whether it landed (the connection broke, or the call's
+    /// deadline passed, after the request left). Backends check with one read and report
+    /// success when the write shows; this error means even that could not tell. Read the
+    /// document before repeating an `add`, or repeat the call with the same idempotency key
+    /// ([`crate::MemoryContext::with_idempotency_key`]), which never applies it twice.
+    #[error(
+        "the write to {document} may or may not have landed: {message}; read it before repeating the change, or retry with the same idempotency key"
+    )]
+    OutcomeUnknown {
+        /// The document whose write went unanswered (the first, when the call wrote two).
+        document: DocumentId,
         /// What went wrong.
         message: String,
         /// The driver's error, if any.
@@ -170,7 +184,113 @@ fn describe_landed(landed: &[DocumentReport]) -> String {
         .join(", ")
 }
 
+/// What kind of failure a [`MemoryError`] is, and so what a caller can do about it: the one
+/// classification behind the CLI's exit codes, the web API's status codes and the texts the
+/// tools give the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The call is malformed whatever memory holds (a bad id or key, a malformed update): fix
+    /// the call. Nothing was written.
+    InvalidInput,
+    /// The call does not fit what the document holds now (text to edit not found or found
+    /// twice, a hard cap): read the document and redo the change. Nothing was written.
+    Refused,
+    /// Someone else got there first (a failed `if_match`, an identity linked elsewhere): read
+    /// again and decide. Nothing was written.
+    Conflict,
+    /// Other writers kept the document busy: nothing was written, a retry can succeed.
+    Busy,
+    /// The backend could not be reached: nothing was written, a retry can succeed.
+    Unavailable,
+    /// The write may have landed: read before repeating it, or retry with the same key.
+    OutcomeUnknown,
+    /// Part of the call landed, the rest did not: read both documents before retrying.
+    PartiallyApplied,
+    /// Stored bytes are not ours: a person must fix or move them.
+    Corrupt,
+    /// The configuration is wrong: fix it.
+    Config,
+}
+
+impl ErrorKind {
+    /// The kind's stable name, as the web API's `kind` field and the tools' texts give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid-input",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::OutcomeUnknown => "outcome-unknown",
+            ErrorKind::PartiallyApplied => "partially-applied",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Config => "config",
+        }
+    }
+
+    /// Whether repeating the same call unchanged can succeed: only when nothing was written and
+    /// the cause was passing. (An [`ErrorKind::OutcomeUnknown`] call can be repeated safely
+    /// with the same idempotency key, and only so.)
+    pub fn retry_can_help(self) -> bool {
+        matches!(self, ErrorKind::Busy | ErrorKind::Unavailable)
+    }
+
+    /// The `memory` CLI's exit status for the kind (0 is success, 1 a failure outside memory).
+    /// A command's configuration is its user's own input, so a configuration error is the
+    /// invalid-input status there; a server's is its operator's, so it is a 500 there.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::InvalidInput | ErrorKind::Config => 2,
+            ErrorKind::Conflict => 3,
+            ErrorKind::Refused => 4,
+            ErrorKind::Busy | ErrorKind::Unavailable => 5,
+            ErrorKind::OutcomeUnknown => 6,
+            ErrorKind::PartiallyApplied => 7,
+            ErrorKind::Corrupt => 8,
+        }
+    }
+
+    /// The HTTP status for the kind: a caller's mistake is 4xx, what the server or its storage
+    /// must fix is 5xx, and a retry-later is 503.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::InvalidInput => 400,
+            ErrorKind::Conflict => 409,
+            ErrorKind::Refused => 422,
+            ErrorKind::Busy | ErrorKind::Unavailable => 503,
+            ErrorKind::OutcomeUnknown => 504,
+            ErrorKind::PartiallyApplied | ErrorKind::Corrupt | ErrorKind::Config => 500,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl MemoryError {
+    /// What kind of failure this is; see [`ErrorKind`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            MemoryError::InvalidId { .. } | MemoryError::InvalidUpdate { .. } => {
+                ErrorKind::InvalidInput
+            }
+            MemoryError::NoMatch { .. }
+            | MemoryError::AmbiguousMatch { .. }
+            | MemoryError::HardCapExceeded { .. } => ErrorKind::Refused,
+            MemoryError::Conflict { .. } | MemoryError::IdentityTaken { .. } => ErrorKind::Conflict,
+            MemoryError::Contention { .. } => ErrorKind::Busy,
+            MemoryError::Unavailable { .. } => ErrorKind::Unavailable,
+            MemoryError::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            MemoryError::PartiallyApplied { .. } => ErrorKind::PartiallyApplied,
+            MemoryError::Corrupt { .. } => ErrorKind::Corrupt,
+            MemoryError::Config { .. } => ErrorKind::Config,
+        }
+    }
+
     /// An [`MemoryError::Unavailable`] for an I/O failure on `what`.
     pub fn unavailable(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
         let source = source.into();
@@ -179,5 +299,81 @@ impl MemoryError {
             message: source.to_string(),
             source: Some(source),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_surface_reads_one_classification() {
+        let document = DocumentId::GlobalMemory;
+        let cases = [
+            (
+                MemoryError::Config {
+                    message: "x".into(),
+                },
+                ErrorKind::Config,
+                2,
+                500,
+            ),
+            (
+                MemoryError::NoMatch {
+                    index: 0,
+                    document: document.clone(),
+                    old: "x".into(),
+                },
+                ErrorKind::Refused,
+                4,
+                422,
+            ),
+            (
+                MemoryError::Contention {
+                    document: document.clone(),
+                    attempts: 3,
+                },
+                ErrorKind::Busy,
+                5,
+                503,
+            ),
+            (
+                MemoryError::OutcomeUnknown {
+                    document: document.clone(),
+                    message: "reset".into(),
+                    source: None,
+                },
+                ErrorKind::OutcomeUnknown,
+                6,
+                504,
+            ),
+            (
+                MemoryError::Corrupt {
+                    location: "here".into(),
+                    reason: "x".into(),
+                },
+                ErrorKind::Corrupt,
+                8,
+                500,
+            ),
+        ];
+        for (err, kind, exit, status) in cases {
+            assert_eq!(err.kind(), kind, "{err}");
+            assert_eq!(
+                (kind.exit_code(), kind.http_status()),
+                (exit, status),
+                "{kind}"
+            );
+            // A retry-later is a 503 everywhere, and only a retry-later is.
+            assert_eq!(kind.retry_can_help(), kind.http_status() == 503, "{kind}");
+        }
+        let lost = MemoryError::OutcomeUnknown {
+            document,
+            message: "connection reset".into(),
+            source: None,
+        };
+        let text = lost.to_string();
+        assert!(text.contains("may or may not have landed"), "{text}");
+        assert!(text.contains("same idempotency key"), "{text}");
     }
 }

@@ -25,6 +25,8 @@ pub enum IdKind {
     Platform,
     /// A platform's own user id in an [`crate::Identity`].
     PlatformUser,
+    /// An [`crate::IdempotencyKey`].
+    IdempotencyKey,
 }
 
 impl IdKind {
@@ -33,6 +35,9 @@ impl IdKind {
         match self {
             IdKind::PlatformUser => {
                 "platform user ids are 1 to 256 bytes, with no control characters and no leading or trailing whitespace"
+            }
+            IdKind::IdempotencyKey => {
+                "idempotency keys are 1 to 128 visible ASCII characters (no spaces)"
             }
             _ => "ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them",
         }
@@ -46,6 +51,7 @@ impl fmt::Display for IdKind {
             IdKind::User => "user id",
             IdKind::Platform => "platform",
             IdKind::PlatformUser => "platform user id",
+            IdKind::IdempotencyKey => "idempotency key",
         })
     }
 }

@@ -6,6 +6,7 @@ mod context;
 mod document;
 mod error;
 mod id;
+mod idempotency;
 mod identity;
 mod plan;
 mod prefetch;
@@ -17,13 +18,16 @@ mod report;
 mod update;
 
 pub use backoff::Backoff;
-pub use cas::{CasWrite, CasWriter, CompareAndSwap, LocalQueues};
+pub use cas::{CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, LocalQueues};
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
-pub use error::{BoxError, MemoryError};
+pub use error::{BoxError, ErrorKind, MemoryError};
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
+pub use idempotency::{
+    IdempotencyKey, MAX_KEY_LEN, RECEIPTS_KEPT, Receipts, SYNC_SENDS, sync_exactly_once,
+};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
-pub use plan::{DocumentBatch, PlannedWrite, plan_sync};
+pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
 pub use prefetch::{Prefetch, render, truncate_keeping_tail};
 pub use provider::MemoryProvider;
 pub use recall::{Recall, Recalled};

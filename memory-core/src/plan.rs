@@ -24,8 +24,8 @@
 
 use crate::update::{Applied, apply_batch};
 use crate::{
-    Caps, Document, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryUpdate,
-    Store, Version, sha256_hex,
+    Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
+    MemoryError, MemoryUpdate, Receipts, Store, Version, sha256_hex,
 };
 
 /// The updates of one call that target one document, with the call's precondition and caps.
@@ -36,6 +36,7 @@ pub struct DocumentBatch {
     updates: Vec<(usize, MemoryUpdate)>,
     if_match: Option<Version>,
     caps: Caps,
+    key: Option<IdempotencyKey>,
 }
 
 /// Splits a call into one batch per document touched, memory first, after refusing malformed
@@ -75,6 +76,7 @@ pub fn plan_sync(
                 updates: mine,
                 if_match: if_match.for_store(store).cloned(),
                 caps: ctx.budgets.for_store(store),
+                key: ctx.idempotency_key.clone(),
             })
         })
         .collect())
@@ -84,6 +86,25 @@ impl DocumentBatch {
     /// The document this batch targets.
     pub fn document(&self) -> &DocumentId {
         &self.document
+    }
+
+    /// The call's idempotency key, if it has one: a backend reads the document's [`Receipts`]
+    /// only then.
+    pub fn key(&self) -> Option<&IdempotencyKey> {
+        self.key.as_ref()
+    }
+
+    /// What the batch comes to against `current` (the document as read now) and `receipts` (its
+    /// idempotency log, read in the same step): [`Planned::Replayed`] when a call with this
+    /// call's key already wrote the document, else [`DocumentBatch::apply`].
+    ///
+    /// # Errors
+    /// As [`DocumentBatch::apply`].
+    pub fn plan(&self, current: Document, receipts: &Receipts) -> Result<Planned, MemoryError> {
+        match self.key.as_ref().and_then(|key| receipts.find(key)) {
+            Some(report) => Ok(Planned::Replayed(report.clone())),
+            None => self.apply(current).map(Planned::Write),
+        }
     }
 
     /// Checks the precondition against `current` (the document as read now), then applies the
@@ -114,6 +135,16 @@ impl DocumentBatch {
             applied,
         })
     }
+}
+
+/// What one batch of a call comes to.
+#[derive(Debug, Clone)]
+pub enum Planned {
+    /// The call's idempotency key shows it already wrote this document: report what it did
+    /// then, write nothing and announce nothing.
+    Replayed(DocumentReport),
+    /// Write this (or nothing, when it leaves the text unchanged).
+    Write(PlannedWrite),
 }
 
 /// A batch applied to the current text, ready to be written (or not, when unchanged).

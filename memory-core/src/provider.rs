@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryUpdate, Prefetch,
+    Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryUpdate, Prefetch, Receipts,
     Subscription, SyncReport,
 };
 
@@ -64,6 +64,18 @@ pub trait MemoryProvider: Send + Sync {
     /// - Stored bytes that are not valid UTF-8 or not ours are [`MemoryError::Corrupt`].
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError>;
 
+    /// The idempotency receipts of `document`: which keyed calls wrote it lately (see
+    /// [`MemoryContext::with_idempotency_key`]). For a caller that splits one call over
+    /// several providers and checks the parts before sending them.
+    ///
+    /// # Behavior
+    /// - Every provider that honours idempotency keys returns what its `sync` checks; the
+    ///   default, an empty log, is for providers that keep none.
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        let _ = document;
+        Ok(Receipts::default())
+    }
+
     /// Every document this provider holds, sorted.
     ///
     /// # Behavior
@@ -97,6 +109,10 @@ macro_rules! forward_provider {
 
             async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
                 (**self).read(document).await
+            }
+
+            async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+                (**self).receipts(document).await
             }
 
             async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

@@ -9,11 +9,11 @@ use async_trait::async_trait;
 
 use crate::{
     Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Store, Subscription, SyncReport, Version, plan_sync,
+    MemoryUpdate, Planned, Prefetch, Receipts, Store, Subscription, SyncReport, Version, plan_sync,
 };
 
-/// A document's text, version counter and write time.
-type Stored = (String, u64, SystemTime);
+/// A document's text, version counter, write time and idempotency receipts.
+type Stored = (String, u64, SystemTime, Receipts);
 
 /// Keeps documents in a map behind one mutex. Versions are per-document counters (`"0"` for a
 /// document never written), unlike markdown's content hashes: the suite must pass with both.
@@ -33,7 +33,7 @@ impl InMemoryProvider {
 
     fn snapshot(documents: &BTreeMap<DocumentId, Stored>, id: &DocumentId) -> Document {
         let (text, version, modified) = match documents.get(id) {
-            Some((text, version, modified)) => (text.clone(), *version, Some(*modified)),
+            Some((text, version, modified, _)) => (text.clone(), *version, Some(*modified)),
             None => (String::new(), 0, None),
         };
         Document {
@@ -71,29 +71,58 @@ impl MemoryProvider for InMemoryProvider {
     ) -> Result<SyncReport, MemoryError> {
         let batches = plan_sync(ctx, updates, if_match)?;
         let mut documents = self.lock();
+        let receipts_of = |documents: &BTreeMap<DocumentId, Stored>, id: &DocumentId| {
+            documents
+                .get(id)
+                .map(|stored| stored.3.clone())
+                .unwrap_or_default()
+        };
         let planned = batches
             .iter()
-            .map(|batch| batch.apply(Self::snapshot(&documents, batch.document())))
+            .map(|batch| {
+                let id = batch.document();
+                batch.plan(Self::snapshot(&documents, id), &receipts_of(&documents, id))
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut report = SyncReport::default();
-        for write in planned {
+        let (mut report, mut written) = (SyncReport::default(), SyncReport::default());
+        for (batch, planned) in batches.iter().zip(planned) {
+            let write = match planned {
+                Planned::Replayed(replayed) => {
+                    report.documents.push(replayed);
+                    continue;
+                }
+                Planned::Write(write) => write,
+            };
             let id = &write.before().id;
-            let next = documents.get(id).map_or(1, |(_, v, _)| v + 1);
+            let next = documents.get(id).map_or(1, |stored| stored.1 + 1);
+            let document_report = write.report(Version::new(next.to_string()));
             if let Some(text) = write.new_text() {
-                documents.insert(id.clone(), (text.to_owned(), next, SystemTime::now()));
+                let mut receipts = receipts_of(&documents, id);
+                if let Some(key) = batch.key() {
+                    receipts.record(key, document_report.clone());
+                }
+                let stored = (text.to_owned(), next, SystemTime::now(), receipts);
+                documents.insert(id.clone(), stored);
             }
-            report
-                .documents
-                .push(write.report(Version::new(next.to_string())));
+            written.documents.push(document_report.clone());
+            report.documents.push(document_report);
         }
         // Published under the lock, so subscribers see events in the order the writes landed.
-        self.events.publish(&report);
+        self.events.publish(&written);
         drop(documents);
         Ok(report)
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
         Ok(Self::snapshot(&self.lock(), document))
+    }
+
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        Ok(self
+            .lock()
+            .get(document)
+            .map(|stored| stored.3.clone())
+            .unwrap_or_default())
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

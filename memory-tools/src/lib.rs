@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use memory_core::{
     Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Recall, Store, Version, is_blank, render,
+    MemoryUpdate, Prefetch, Recall, Store, Version, is_blank, render, sync_exactly_once,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -365,11 +365,15 @@ impl MemoryTools {
     ) -> Result<DocumentReport, String> {
         let store = update.store();
         let guard = IfMatch::only(store, if_match);
-        let report = self
-            .provider
-            .sync(&self.ctx, std::slice::from_ref(&update), &guard)
-            .await
-            .map_err(|e| refusal(&e))?;
+        // Resent with one key when the reply is lost: the model's call lands exactly once.
+        let report = sync_exactly_once(
+            &*self.provider,
+            &self.ctx,
+            std::slice::from_ref(&update),
+            &guard,
+        )
+        .await
+        .map_err(|e| refusal(&e))?;
         let report = report
             .get(store)
             .cloned()
@@ -479,7 +483,51 @@ fn refusal(error: &MemoryError) -> String {
         MemoryError::InvalidUpdate { reason, .. } => {
             format!("Not written: {reason}. Nothing was written.")
         }
-        other => format!("The memory call failed: {other}."),
+        other => format!(
+            "The memory call failed ({}): {}.",
+            other.kind(),
+            without_paths(&other.to_string())
+        ),
+    }
+}
+
+/// `text` with every absolute path cut to its place in the memory layout
+/// (`personalities/ada/MEMORY.md`), or to "(a file of the memory)" outside it: the model needs
+/// to know which document, never where the host keeps it.
+fn without_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('/') {
+        let at_word_start = rest[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || "\"'(`".contains(c));
+        let end = rest[start..]
+            .find(|c: char| c.is_whitespace() || "\"'`);,".contains(c))
+            .map_or(rest.len(), |len| start + len);
+        out.push_str(&rest[..start]);
+        let token = &rest[start..end];
+        if at_word_start && token.len() > 1 {
+            out.push_str(in_layout(token));
+        } else {
+            out.push_str(token);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The layout part of an absolute path.
+fn in_layout(path: &str) -> &str {
+    for dir in ["/personalities/", "/users/"] {
+        if let Some(at) = path.rfind(dir) {
+            return &path[at + 1..];
+        }
+    }
+    match path.rsplit_once('/') {
+        Some((_, "MEMORY.md")) => "MEMORY.md",
+        _ => "(a file of the memory)",
     }
 }
 
@@ -559,4 +607,37 @@ struct ConsolidateArgs {
 struct SearchArgs {
     query: String,
     k: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_is_told_which_document_never_where_the_host_keeps_it() {
+        let err = MemoryError::unavailable(
+            "/home/grace/.agent-memory/personalities/ada/MEMORY.md",
+            std::io::Error::other("Permission denied (os error 13)"),
+        );
+        let text = refusal(&err);
+        assert_eq!(
+            text,
+            "The memory call failed (unavailable): personalities/ada/MEMORY.md is unavailable: \
+             Permission denied (os error 13); retry later."
+        );
+        let corrupt = MemoryError::Corrupt {
+            location: "/srv/memory/users/u1/USER.md".into(),
+            reason: "/srv/memory/users is a file, where a directory should be".into(),
+        };
+        let text = refusal(&corrupt);
+        assert!(!text.contains("/srv"), "{text}");
+        assert!(
+            text.contains("(corrupt): users/u1/USER.md is corrupt"),
+            "{text}"
+        );
+        assert_eq!(
+            without_paths("and/or /etc/passwd"),
+            "and/or (a file of the memory)"
+        );
+    }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Recall, Recalled, Store, Subscription, SyncReport, render,
+    Prefetch, Recall, Recalled, Receipts, Store, Subscription, SyncReport, render,
 };
 use serde::Deserialize;
 
@@ -902,6 +902,10 @@ impl MemoryProvider for VectorProvider {
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
         self.indexer.source.read(document).await
+    }
+
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        self.indexer.source.receipts(document).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

@@ -23,10 +23,20 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 ///   points its own domain at 127.0.0.1 (DNS rebinding) is refused.
 /// - With a token, every API request must carry `Authorization: Bearer <token>`. The page
 ///   itself (HTML, script, style) holds no memory and is served to anyone who may connect.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Access {
     loopback: bool,
     token: Option<String>,
+}
+
+/// Shows whether a token is set, never the token: `Debug` output ends up in logs.
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("loopback", &self.loopback)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 impl Access {

@@ -10,7 +10,7 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use memory_core::{
     Caps, Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope,
-    MemoryUpdate, PersonalityId, Store, UserId, Version,
+    MemoryUpdate, PersonalityId, Store, UserId, Version, sync_exactly_once,
 };
 use memory_wiring::{Memory, ProviderConfig};
 use serde::{Deserialize, Serialize};
@@ -201,7 +201,7 @@ async fn save(
     let ctx = context(&memory, &save.personality, &save.user)?;
     let if_match = IfMatch::only(save.store, Some(save.version));
     let update = MemoryUpdate::replace(save.store, save.text);
-    let report = memory.sync(&ctx, &[update], &if_match).await?;
+    let report = sync_exactly_once(&memory, &ctx, &[update], &if_match).await?;
     let written = report.get(save.store);
     let document = memory.read(&ctx.document(save.store)).await?;
     Ok(Json(Saved {
@@ -240,20 +240,10 @@ impl ApiError {
 
 impl From<MemoryError> for ApiError {
     fn from(err: MemoryError) -> Self {
-        let (status, kind) = match &err {
-            MemoryError::InvalidId { .. } | MemoryError::InvalidUpdate { .. } => {
-                (StatusCode::BAD_REQUEST, "invalid-input")
-            }
-            MemoryError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
-            MemoryError::HardCapExceeded { .. } => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "hard-cap-exceeded")
-            }
-            MemoryError::Contention { .. } | MemoryError::Unavailable { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
-            }
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        ApiError::new(status, kind, err.to_string())
+        let kind = err.kind();
+        let status =
+            StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError::new(status, kind.name(), err.to_string())
     }
 }
 

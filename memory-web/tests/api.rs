@@ -284,7 +284,7 @@ async fn caps_apply_to_saves_as_to_the_agent() {
     )
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert_eq!(body["kind"], "hard-cap-exceeded");
+    assert_eq!(body["kind"], "refused");
     assert!(body["error"].as_str().unwrap().contains("hard cap of 80"));
     assert_eq!(text_of(&memory, ada_memory()).await, "");
 

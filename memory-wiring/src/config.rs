@@ -431,14 +431,19 @@ fn resolve_path(base: &Path, value: &str) -> PathBuf {
     }
 }
 
-/// Replaces every `${VAR}` with the variable's value.
+/// Replaces every `${VAR}` with the variable's value. Errors never quote the value: it is often
+/// a URL with a password in it.
 fn expand_env(value: &str) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let Some(len) = rest[start + 2..].find('}') else {
-            return Err(format!("unclosed \"${{\" in {value:?}"));
+            let at = value.len() - rest.len() + start;
+            return Err(format!(
+                "\"${{\" at character {} has no closing \"}}\"",
+                value[..at].chars().count() + 1
+            ));
         };
         let name = &rest[start + 2..start + 2 + len];
         match std::env::var(name) {

@@ -44,8 +44,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, DocumentReport, EventBus, Identity, IdentityMap, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Store, Subscription,
-    SyncReport, UserId, is_blank, plan_sync,
+    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Receipts, Store,
+    Subscription, SyncReport, UserId, is_blank, plan_sync,
 };
 use memory_markdown::MarkdownProvider;
 use memory_postgres::PostgresProvider;
@@ -321,7 +321,8 @@ impl Memory {
     /// checked against what they hold now before anything is written; then each provider
     /// writes its own, `MEMORY.md` first. Only a writer changing a document between the check
     /// and its write can fail the second after the first landed: that is
-    /// [`MemoryError::PartiallyApplied`].
+    /// [`MemoryError::PartiallyApplied`], and repeating the call with the same idempotency key
+    /// completes it (the part that landed is not checked or written again).
     async fn sync_apart(
         &self,
         route: &Route<'_>,
@@ -333,7 +334,11 @@ impl Memory {
         for batch in &batches {
             let store = batch.document().store();
             let provider = self.provider(route.provider_of(store)).await?;
-            batch.apply(provider.read(batch.document()).await?)?;
+            let receipts = match batch.key() {
+                Some(_) => provider.receipts(batch.document()).await?,
+                None => Receipts::default(),
+            };
+            batch.plan(provider.read(batch.document()).await?, &receipts)?;
             parts.push((store, provider));
         }
         let mut report = SyncReport::default();
@@ -529,6 +534,12 @@ impl MemoryProvider for Memory {
         let config = &self.inner.config;
         let storage = config.storage_of(config.home_of(document));
         self.provider(storage).await?.read(document).await
+    }
+
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        let config = &self.inner.config;
+        let storage = config.storage_of(config.home_of(document));
+        self.provider(storage).await?.receipts(document).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

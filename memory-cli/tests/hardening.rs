@@ -1,0 +1,144 @@
+//! The `memory` command under what a new user's machine throws at it: a missing argument, a
+//! closed pipe, a clock before 1970, a command repeated after a crash.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, UNIX_EPOCH};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn memory(root: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("memory").unwrap();
+    cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
+    cmd
+}
+
+#[test]
+fn a_missing_argument_is_named_on_the_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = memory(dir.path())
+        .args(["sync", "--personality", "ok"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--user"),
+        "the line names what is missing: {stderr}"
+    );
+    assert!(stderr.contains("see memory --help"), "{stderr}");
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    // Larger than a pipe's buffer, so the write meets the closed pipe whenever it happens.
+    let big = "A line of memory that goes on for a while.\n".repeat(4_000);
+    let file = dir.path().join("personalities/ada/MEMORY.md");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, &big).unwrap();
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .args(["cat", "personalities/ada/MEMORY.md"])
+        .env("MEMORY_ROOT", dir.path())
+        .env_remove("MEMORY_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn a_file_time_before_1970_is_shown_as_unknown_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("personalities/ada/MEMORY.md");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "Likes tea.\n").unwrap();
+    let before_1970 = UNIX_EPOCH - Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(before_1970)
+        .unwrap();
+
+    for args in [
+        &["show", "--personality", "ada", "--user", "grace"][..],
+        &["show", "--personality", "ada", "--user", "grace", "--json"],
+        &["cat", "personalities/ada/MEMORY.md"],
+        &["cat", "personalities/ada/MEMORY.md", "--json"],
+    ] {
+        let out = memory(dir.path()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    let out = memory(dir.path())
+        .args(["cat", "personalities/ada/MEMORY.md"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("modified unknown"), "{stderr}");
+}
+
+#[test]
+fn a_sync_repeated_with_its_key_applies_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let sync = |key: &str| {
+        let out = memory(dir.path())
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .args(["--idempotency-key", key])
+            .write_stdin(r#"[{"action":"add","store":"memory","content":"Paid the deposit."}]"#)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let first = sync("booking-7");
+    let again = sync("booking-7");
+    assert_eq!(
+        first["documents"], again["documents"],
+        "the first call's report"
+    );
+    let text = std::fs::read_to_string(dir.path().join("personalities/ada/MEMORY.md")).unwrap();
+    assert_eq!(text, "Paid the deposit.\n");
+    sync("booking-8");
+    let text = std::fs::read_to_string(dir.path().join("personalities/ada/MEMORY.md")).unwrap();
+    assert_eq!(
+        text.matches("Paid the deposit.").count(),
+        2,
+        "another key, another call"
+    );
+
+    let out = memory(dir.path())
+        .args(["sync", "--personality", "ada", "--user", "grace"])
+        .args(["--idempotency-key", "has space"])
+        .write_stdin("[]")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("invalid idempotency key"), "{stderr}");
+}

@@ -1,0 +1,415 @@
+//! Exactly-once writes: a `sync` made with an idempotency key applies at most once per
+//! document, however often it is repeated after a lost reply or a crash.
+//!
+//! Each document keeps a bounded log of the keys of the calls that wrote it, with the report
+//! each one returned ([`Receipts`]). The log is stored with the document in the same atomic
+//! step as the write (the Postgres row, the Redis hash, a sidecar file under the markdown lock),
+//! so a write and its receipt land together or not at all. A call whose key a document's log
+//! holds does not touch that document again and reports what the first call did.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    DocumentReport, ErrorKind, IdKind, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, SyncReport, Version,
+};
+
+/// How many receipts a document keeps: the keys of its last 64 keyed writes. A retry comes
+/// seconds after its first try; 64 later keyed writes to the same document push a key out.
+pub const RECEIPTS_KEPT: usize = 64;
+
+/// The longest idempotency key, in bytes.
+pub const MAX_KEY_LEN: usize = 128;
+
+/// A caller's name for one logical `sync` call, the same on every retry of it.
+///
+/// ```
+/// # use memory_core::*;
+/// let key = IdempotencyKey::new("turn-42:memory_add")?;
+/// assert!(IdempotencyKey::new("has space").is_err());
+/// assert_ne!(IdempotencyKey::generate(), IdempotencyKey::generate());
+/// # Ok::<(), MemoryError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Validates `value`: 1 to [`MAX_KEY_LEN`] visible ASCII characters.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidId`] of kind [`IdKind::IdempotencyKey`].
+    pub fn new(value: impl Into<String>) -> Result<Self, MemoryError> {
+        let value = value.into();
+        let reason = if value.is_empty() {
+            "it is empty".to_owned()
+        } else if value.len() > MAX_KEY_LEN {
+            format!(
+                "it is {} bytes long, the limit is {MAX_KEY_LEN}",
+                value.len()
+            )
+        } else if let Some(bad) = value.chars().find(|c| !c.is_ascii_graphic()) {
+            format!("it contains {bad:?}")
+        } else {
+            return Ok(IdempotencyKey(value));
+        };
+        Err(MemoryError::InvalidId {
+            kind: IdKind::IdempotencyKey,
+            value,
+            reason,
+        })
+    }
+
+    /// A fresh key, unique across processes and hosts for any practical purpose (time, process
+    /// id, a per-process counter and a per-process random seed), for a caller that makes one
+    /// key per call and repeats the call with it.
+    pub fn generate() -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        // RandomState is seeded from the OS once per process: no dependency needed for the bits
+        // that tell two hosts (or two processes with one pid) apart.
+        let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+        random.write_u128(nanos);
+        random.write_u32(std::process::id());
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        IdempotencyKey(format!("{nanos:x}-{:x}-{n:x}", random.finish()))
+    }
+
+    /// The key as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for IdempotencyKey {
+    type Error = MemoryError;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        IdempotencyKey::new(value)
+    }
+}
+
+impl From<IdempotencyKey> for String {
+    fn from(key: IdempotencyKey) -> String {
+        key.0
+    }
+}
+
+/// How many times [`sync_exactly_once`] sends one call at most.
+pub const SYNC_SENDS: u32 = 3;
+
+/// The pause before the second send of [`sync_exactly_once`]; it doubles for each later one.
+const FIRST_RESEND_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// `provider.sync` for a caller that can neither lose a write nor make it twice (a tool call,
+/// a command): the call carries an idempotency key (the context's, else a fresh one), and when
+/// its outcome is unknown, its backend unavailable or only part of it landed, it is sent again
+/// with the same key, at most [`SYNC_SENDS`] times in all. A document the call already wrote
+/// is not written again, so the call lands exactly once, or fails with the last error.
+///
+/// # Errors
+/// The last send's error; any refusal (a bad update, a conflict, a cap) at once.
+pub async fn sync_exactly_once<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+    updates: &[MemoryUpdate],
+    if_match: &IfMatch,
+) -> Result<SyncReport, MemoryError> {
+    let keyed;
+    let ctx = if ctx.idempotency_key.is_some() {
+        ctx
+    } else {
+        keyed = ctx.clone().with_idempotency_key(IdempotencyKey::generate());
+        &keyed
+    };
+    let mut pause = FIRST_RESEND_PAUSE;
+    for send in 1.. {
+        match provider.sync(ctx, updates, if_match).await {
+            Err(err) if send < SYNC_SENDS && resending_can_help(&err) => {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+            outcome => return outcome,
+        }
+    }
+    unreachable!("the loop returns by its last send")
+}
+
+/// Whether sending a keyed call again can complete it without applying anything twice.
+fn resending_can_help(err: &MemoryError) -> bool {
+    err.kind().retry_can_help()
+        || matches!(
+            err.kind(),
+            ErrorKind::OutcomeUnknown | ErrorKind::PartiallyApplied
+        )
+}
+
+/// One document's log of the keyed calls that wrote it, oldest first, at most
+/// [`RECEIPTS_KEPT`] of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipts {
+    entries: Vec<Receipt>,
+}
+
+/// That the call with `key` wrote the document, and what it reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Receipt {
+    key: IdempotencyKey,
+    report: DocumentReport,
+    /// Recorded before the write it describes was known to land: only a store that cannot
+    /// write the log and the document in one step (files) records such a receipt, and the next
+    /// writer settles it ([`Receipts::settle`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unsettled: bool,
+}
+
+impl Receipts {
+    /// The log as stored at `location` (a path or a key): `None` or blank is an empty log.
+    ///
+    /// # Errors
+    /// [`MemoryError::Corrupt`] naming `location` when the stored text is not a log.
+    pub fn parse(location: &str, stored: Option<&str>) -> Result<Receipts, MemoryError> {
+        match stored.map(str::trim) {
+            None | Some("") => Ok(Receipts::default()),
+            Some(json) => serde_json::from_str(json).map_err(|err| MemoryError::Corrupt {
+                location: location.to_owned(),
+                reason: format!("its idempotency receipts are not readable ({err})"),
+            }),
+        }
+    }
+
+    /// The log as stored: compact JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("receipts are plain data")
+    }
+
+    /// The report the call with `key` returned for this document, if it wrote it.
+    pub fn find(&self, key: &IdempotencyKey) -> Option<&DocumentReport> {
+        self.entries
+            .iter()
+            .find(|entry| entry.key == *key && !entry.unsettled)
+            .map(|entry| &entry.report)
+    }
+
+    /// Records that the call with `key` wrote the document, reporting `report`; drops the
+    /// oldest receipts past [`RECEIPTS_KEPT`].
+    pub fn record(&mut self, key: &IdempotencyKey, report: DocumentReport) {
+        self.push(key, report, false);
+    }
+
+    /// Records `report` for `key` before the write is known to land, for a store that writes
+    /// the log first and the document second: [`Receipts::settle`] keeps or drops it.
+    pub fn record_unsettled(&mut self, key: &IdempotencyKey, report: DocumentReport) {
+        self.push(key, report, true);
+    }
+
+    /// Keeps an unsettled receipt if the document is at the version it reports (its write
+    /// landed) and drops it otherwise (the writer stopped between the log and the document).
+    /// Returns whether the log changed. Call it holding the document's lock, before the
+    /// document changes again.
+    pub fn settle(&mut self, current: &Version) -> bool {
+        let before = self.entries.len();
+        self.entries
+            .retain(|entry| !entry.unsettled || entry.report.version_after == *current);
+        let mut changed = self.entries.len() != before;
+        for entry in self.entries.iter_mut().filter(|entry| entry.unsettled) {
+            entry.unsettled = false;
+            changed = true;
+        }
+        changed
+    }
+
+    /// Whether the log holds no receipt.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn push(&mut self, key: &IdempotencyKey, report: DocumentReport, unsettled: bool) {
+        self.entries.retain(|entry| entry.key != *key);
+        self.entries.push(Receipt {
+            key: key.clone(),
+            report,
+            unsettled,
+        });
+        let excess = self.entries.len().saturating_sub(RECEIPTS_KEPT);
+        self.entries.drain(..excess);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Document, DocumentId, InMemoryProvider, Prefetch, Store, Subscription};
+    use std::sync::atomic::AtomicU32;
+
+    fn report(version_after: &str) -> DocumentReport {
+        DocumentReport {
+            store: Store::Memory,
+            document: DocumentId::GlobalMemory,
+            location: "mem://MEMORY.md".into(),
+            written: true,
+            version_before: Version::new("0"),
+            version_after: Version::new(version_after),
+            sha256_before: String::new(),
+            sha256_after: String::new(),
+            bytes_before: 0,
+            bytes_after: 1,
+            lines_removed: 0,
+            over_soft_cap: false,
+        }
+    }
+
+    fn key(n: usize) -> IdempotencyKey {
+        IdempotencyKey::new(format!("k{n}")).unwrap()
+    }
+
+    #[test]
+    fn the_log_keeps_the_last_receipts_and_survives_its_stored_form() {
+        let mut receipts = Receipts::default();
+        for n in 0..RECEIPTS_KEPT + 3 {
+            receipts.record(&key(n), report(&n.to_string()));
+        }
+        let stored = Receipts::parse("here", Some(&receipts.to_json())).unwrap();
+        assert_eq!(stored, receipts);
+        assert_eq!(stored.entries.len(), RECEIPTS_KEPT);
+        assert!(stored.find(&key(2)).is_none(), "the oldest were dropped");
+        assert_eq!(
+            stored.find(&key(RECEIPTS_KEPT + 2)).unwrap().version_after,
+            Version::new((RECEIPTS_KEPT + 2).to_string())
+        );
+    }
+
+    #[test]
+    fn an_unsettled_receipt_counts_only_once_its_write_shows() {
+        let mut receipts = Receipts::default();
+        receipts.record_unsettled(&key(1), report("v1"));
+        assert!(
+            receipts.find(&key(1)).is_none(),
+            "not yet known to have landed"
+        );
+        assert!(receipts.clone().settle(&Version::new("v0")));
+        let mut dropped = receipts.clone();
+        dropped.settle(&Version::new("v0"));
+        assert!(
+            dropped.is_empty(),
+            "the write never landed: a retry applies it"
+        );
+        assert!(receipts.settle(&Version::new("v1")));
+        assert!(
+            receipts.find(&key(1)).is_some(),
+            "it landed: a retry replays it"
+        );
+        assert!(
+            !receipts.settle(&Version::new("v2")),
+            "settled receipts stay"
+        );
+    }
+
+    #[test]
+    fn unreadable_logs_are_corrupt_and_keys_are_checked() {
+        let err = Receipts::parse("users/u1/.USER.md.receipts.json", Some("{")).unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(".receipts")),
+            "{err:?}"
+        );
+        assert!(Receipts::parse("x", Some("  ")).unwrap().is_empty());
+        for bad in ["", "a b", "é", &"k".repeat(MAX_KEY_LEN + 1)] {
+            let err = IdempotencyKey::new(bad).unwrap_err();
+            assert!(err.to_string().contains("idempotency key"), "{err}");
+        }
+    }
+
+    /// A provider that applies every call and then, for the first `lose` calls, loses the
+    /// reply.
+    struct LosesReplies {
+        inner: InMemoryProvider,
+        lose: AtomicU32,
+    }
+
+    #[async_trait::async_trait]
+    impl MemoryProvider for LosesReplies {
+        async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+            self.inner.prefetch(ctx).await
+        }
+
+        async fn sync(
+            &self,
+            ctx: &MemoryContext,
+            updates: &[MemoryUpdate],
+            if_match: &IfMatch,
+        ) -> Result<SyncReport, MemoryError> {
+            let report = self.inner.sync(ctx, updates, if_match).await?;
+            let lost = self
+                .lose
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            match lost {
+                true => Err(MemoryError::OutcomeUnknown {
+                    document: report.documents[0].document.clone(),
+                    message: "connection reset".into(),
+                    source: None,
+                }),
+                false => Ok(report),
+            }
+        }
+
+        async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+            self.inner.read(document).await
+        }
+
+        async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+            self.inner.list().await
+        }
+
+        fn subscribe(&self) -> Subscription {
+            self.inner.subscribe()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lost_replies_are_resent_and_apply_once() {
+        let provider = LosesReplies {
+            inner: InMemoryProvider::new(),
+            lose: AtomicU32::new(SYNC_SENDS - 1),
+        };
+        let ctx = MemoryContext::new(
+            crate::PersonalityId::new("ada").unwrap(),
+            crate::UserId::new("u1").unwrap(),
+        );
+        let add = [crate::MemoryUpdate::add(Store::Memory, "Paid.")];
+        let report = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(report.documents[0].version_after, Version::new("1"));
+        let memory = provider.read(&ctx.document(Store::Memory)).await.unwrap();
+        assert_eq!(memory.text, "Paid.\n", "three sends, one write");
+
+        provider.lose.store(SYNC_SENDS, Ordering::SeqCst);
+        let err = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            ErrorKind::OutcomeUnknown,
+            "the last error: {err}"
+        );
+        let memory = provider.read(&ctx.document(Store::Memory)).await.unwrap();
+        assert_eq!(
+            memory.text, "Paid.\n\nPaid.\n",
+            "still once for the second call"
+        );
+    }
+}
