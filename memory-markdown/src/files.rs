@@ -1,14 +1,18 @@
 //! The blocking file work behind the provider: reading, locking, atomic replacement, listing.
 
+use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions, TryLockError};
+use std::hash::{BuildHasher, Hasher};
 use std::io::{self, ErrorKind, Read, Write};
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use memory_core::{
-    Backoff, Document, DocumentBatch, DocumentId, EventBus, MemoryError, PersonalityId, SyncReport,
-    UserId, Version, sha256_hex,
+    Backoff, Document, DocumentBatch, DocumentId, EventBus, IdKind, MemoryError, PersonalityId,
+    SyncReport, UserId, Version, sha256_hex,
 };
 
 /// `root` joined with the document's layout path, one component at a time so that the `/` of
@@ -41,7 +45,7 @@ fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
             (bytes, Some(modified))
         }
         Err(err) if err.kind() == ErrorKind::NotFound => (Vec::new(), None),
-        Err(err) => return Err(io_error(&path, err)),
+        Err(err) => return Err(read_error(&path, err)),
     };
     let text = String::from_utf8(bytes).map_err(|err| MemoryError::Corrupt {
         location: location.clone(),
@@ -72,6 +76,10 @@ pub(crate) fn sync(
         .iter()
         .map(|batch| document_path(root, batch.document()))
         .collect();
+    // Before the locks, because taking a lock creates the document's directory.
+    for batch in batches {
+        refuse_case_twin(root, batch.document())?;
+    }
 
     // One fixed order for every caller, so two calls that touch the same two documents cannot
     // each hold the lock the other waits for.
@@ -92,12 +100,22 @@ pub(crate) fn sync(
         .zip(&paths)
         .map(|(batch, path)| batch.apply(read_at(path.clone(), batch.document().clone())?))
         .collect::<Result<Vec<_>, _>>()?;
+    // Where each change goes, found for all of them before anything is written: a dangling
+    // link at the second document must not leave the first one written.
+    let changes = planned
+        .iter()
+        .zip(&paths)
+        .map(|(write, path)| {
+            let change = |text| Ok::<_, MemoryError>((write_target(path)?, text));
+            write.new_text().map(change).transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
 
     let mut report = SyncReport::default();
-    for (write, path) in planned.iter().zip(&paths) {
-        let version = match write.new_text() {
-            Some(text) => {
-                replace(path, text).map_err(|err| after_landed(err, &report))?;
+    for (write, change) in planned.iter().zip(&changes) {
+        let version = match change {
+            Some((target, text)) => {
+                replace_target(target, text).map_err(|err| after_landed(err, &report))?;
                 Version::new(sha256_hex(text))
             }
             None => write.before().version.clone(),
@@ -109,7 +127,8 @@ pub(crate) fn sync(
 }
 
 /// An exclusive lock on `.<FILE>.lock` beside `target` (a document, the identity map),
-/// creating its directory if needed.
+/// creating its directory if needed. The lock file is beside the path as given, even when that
+/// is a symbolic link, so that every writer of the document agrees on one lock.
 ///
 /// The lock is on a file of its own because the target itself is replaced by rename on every
 /// write: a lock on it would stay with the old, unlinked file. flock locks belong to the open
@@ -128,13 +147,7 @@ pub(crate) fn lock(
     let (dir, name) = split(target);
     create_dirs(dir).map_err(|err| io_error(target, err))?;
     let path = dir.join(format!(".{name}.lock"));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|err| io_error(&path, err))?;
+    let file = open_lock(&path)?;
     let deadline = Instant::now() + timeout;
     let mut backoff = Backoff::new(Duration::from_micros(100), Duration::from_millis(5));
     for attempt in 1u32.. {
@@ -152,6 +165,35 @@ pub(crate) fn lock(
     unreachable!("the attempt counter ends only by returning")
 }
 
+/// Opens the lock file, creating it (empty, 0600) if it is missing.
+///
+/// Write access is asked for because some network file systems (NFSv4) grant an exclusive
+/// flock only on a file open for writing; where it is refused (a lock file root created), the
+/// file is opened read-only, which local flock accepts, rather than locking out every user who
+/// may write the document itself.
+fn open_lock(path: &Path) -> Result<File, MemoryError> {
+    let opened = private_file()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path);
+    let opened = match opened {
+        Err(err) if err.kind() == ErrorKind::PermissionDenied => File::open(path).map_err(|_| err),
+        opened => opened,
+    };
+    opened.map_err(|err| match err.kind() {
+        ErrorKind::PermissionDenied => MemoryError::Unavailable {
+            what: path.display().to_string(),
+            message: format!(
+                "{err}: this user may neither read the lock file nor create it; make it (or its directory) accessible to this user, or remove it while no writer runs; nothing was written"
+            ),
+            source: Some(err.into()),
+        },
+        _ => io_error(path, err),
+    })
+}
+
 fn contention(document: &DocumentId, attempts: u32) -> MemoryError {
     MemoryError::Contention {
         document: document.clone(),
@@ -159,44 +201,191 @@ fn contention(document: &DocumentId, attempts: u32) -> MemoryError {
     }
 }
 
-/// Replaces the file `document` (a document, the identity map) with `text` so that readers, and
-/// the disk after a crash, see either the old text or the new one, never a mix: write a
-/// temporary file beside it, flush it, rename it over the file, then flush the directory so the
-/// rename itself is durable.
+/// Replaces the file `document` (a document, the identity map) with `text`, writing through
+/// symbolic links (see [`write_target`]) and otherwise as [`replace_target`] does.
 pub(crate) fn replace(document: &Path, text: &str) -> Result<(), MemoryError> {
-    // Unique among the processes and threads that may write the same directory at once.
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let (dir, name) = split(document);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+    replace_target(&write_target(document)?, text)
+}
+
+/// The file a write to `document` must replace: `document` itself, or, when it is a symbolic
+/// link (into a dotfiles repository, say), the file at the end of its chain of links. Renaming
+/// over the link would turn it into a plain file and leave its target silently behind.
+///
+/// A link to nothing, or a loop, is `Corrupt`: writing a new file where the link points could
+/// create it in a place nobody chose.
+fn write_target(document: &Path) -> Result<PathBuf, MemoryError> {
+    // Linux gives up on a path after 40 links; so does this.
+    const MAX_LINKS: usize = 40;
+    let corrupt = |reason: String| MemoryError::Corrupt {
+        location: document.display().to_string(),
+        reason,
+    };
+    let mut target = document.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&target) {
+            Ok(meta) if meta.file_type().is_symlink() => {}
+            Ok(_) => return Ok(target),
+            // A new document: it is created where it belongs.
+            Err(err) if err.kind() == ErrorKind::NotFound && target == document => {
+                return Ok(target);
+            }
+            Err(err) if err.kind() == ErrorKind::NotFound => {
+                return Err(corrupt(format!(
+                    "it is a symbolic link to {}, which does not exist; point the link at a file or remove it; nothing was written",
+                    target.display()
+                )));
+            }
+            Err(err) => return Err(io_error(&target, err)),
+        }
+        let next = fs::read_link(&target).map_err(|err| io_error(&target, err))?;
+        // A relative link is relative to the directory that holds it.
+        target = split(&target).0.join(next);
+    }
+    Err(corrupt(format!(
+        "it is a symbolic link that leads to itself (or through more than {MAX_LINKS} links); point it at a file; nothing was written"
+    )))
+}
+
+/// Replaces the file `target` (no symbolic link) with `text` so that readers, and the disk
+/// after a crash, see either the old text or the new one, never a mix: write a temporary file
+/// beside it, flush it, rename it over the file, then flush the directory so the rename itself
+/// is durable. The caller holds the document's lock.
+fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
+    let (dir, name) = split(target);
+    remove_stale_temps(dir, &name)?;
+    let temp = dir.join(temp_name(&name));
 
     let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        // A hand-tightened mode (a private USER.md) must survive the replacement.
-        match fs::metadata(document) {
+        let mut file = private_file().write(true).create_new(true).open(&temp)?;
+        // A mode set by hand (a USER.md shared with a group) must survive the replacement.
+        match fs::metadata(target) {
             Ok(meta) => file.set_permissions(meta.permissions())?,
             Err(err) if err.kind() == ErrorKind::NotFound => {}
             Err(err) => return Err(err),
         }
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        fs::rename(&temp, document)
+        fs::rename(&temp, target)
     })();
     if let Err(err) = written {
         let _ = fs::remove_file(&temp);
-        return Err(MemoryError::unavailable(
-            document.display().to_string(),
-            err,
-        ));
+        return Err(MemoryError::unavailable(target.display().to_string(), err));
     }
     sync_dir(dir).map_err(|err| MemoryError::Unavailable {
-        what: document.display().to_string(),
+        what: target.display().to_string(),
         message: format!("{err} (its new text is in place but may not survive a crash)"),
         source: Some(err.into()),
     })
+}
+
+/// `.<name>.<pid>.<nanos>.<n>.<random>.tmp`: no other writer, in this process or any other,
+/// uses the same name, not even a process with the same pid as one killed mid-write (pid 1 in
+/// containers) whose file was left behind.
+fn temp_name(name: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    // Hashing nothing with fresh random keys: a random number without a dependency.
+    let random = RandomState::new().build_hasher().finish();
+    format!(
+        ".{name}.{}.{nanos}.{n}.{random:016x}.tmp",
+        std::process::id()
+    )
+}
+
+/// Removes the temporary files of `name` in `dir` that writers killed mid-write left behind:
+/// each is a whole copy of some earlier text, perhaps of entries removed since. Under the
+/// document's lock no writer of it is using one.
+fn remove_stale_temps(dir: &Path, name: &str) -> Result<(), MemoryError> {
+    let prefix = format!(".{name}.");
+    let entries = fs::read_dir(dir).map_err(|err| io_error(dir, err))?;
+    for entry in entries {
+        let entry = entry.map_err(|err| io_error(dir, err))?;
+        let file = entry.file_name();
+        let is_temp = file
+            .to_str()
+            .is_some_and(|file| file.starts_with(&prefix) && file.ends_with(".tmp"));
+        if is_temp && entry.file_type().is_ok_and(|kind| !kind.is_dir()) {
+            match fs::remove_file(entry.path()) {
+                Err(err) if err.kind() != ErrorKind::NotFound => {
+                    return Err(io_error(&entry.path(), err));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Options for a new file only its owner may read or write: memory is personal.
+fn private_file() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    options.mode(0o600);
+    options
+}
+
+/// Refuses a write to a personality's or user's document when it has no directory under its
+/// exact id but one differs from it only in case (`ada` beside `Ada`): on a case-insensitive
+/// file system (macOS, Windows) the two ids would share one file.
+fn refuse_case_twin(root: &Path, document: &DocumentId) -> Result<(), MemoryError> {
+    let (kind, noun, dir, id) = match document {
+        DocumentId::GlobalMemory => return Ok(()),
+        DocumentId::PersonalityMemory { personality } => (
+            IdKind::Personality,
+            "personality",
+            "personalities",
+            personality.as_str(),
+        ),
+        DocumentId::UserProfile { user } => (IdKind::User, "user", "users", user.as_str()),
+    };
+    let parent = root.join(dir);
+    // The directory listing is needed only when the id's directory is missing (a case-sensitive
+    // file system may hold a twin) or when the file system finds it under another case too
+    // (a case-insensitive one finds the twin under either name). Otherwise two stats do.
+    let swapped: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_uppercase() {
+                c.to_ascii_lowercase()
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect();
+    if parent.join(id).exists() && (swapped == id || !parent.join(&swapped).exists()) {
+        return Ok(());
+    }
+    let entries = match fs::read_dir(&parent) {
+        Ok(entries) => entries,
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(());
+        }
+        Err(err) => return Err(io_error(&parent, err)),
+    };
+    let mut twin = None;
+    for entry in entries {
+        let file = entry.map_err(|err| io_error(&parent, err))?.file_name();
+        match file.to_str() {
+            // Its own directory exists under exactly its name: it is the one it always used.
+            Some(file) if file == id => return Ok(()),
+            Some(file) if file.eq_ignore_ascii_case(id) => twin = Some(file.to_owned()),
+            _ => {}
+        }
+    }
+    match twin {
+        None => Ok(()),
+        Some(twin) => Err(MemoryError::InvalidId {
+            kind,
+            value: id.to_owned(),
+            reason: format!(
+                "it differs only in case from the existing {noun} '{twin}' in {}; on a case-insensitive file system they would share one file; nothing was written",
+                parent.display()
+            ),
+        }),
+    }
 }
 
 /// Every document of the layout under `root`, sorted; stray files and bad ids are skipped.
@@ -261,7 +450,11 @@ fn create_dirs(dir: &Path) -> io::Result<()> {
     if let Some(parent) = parent {
         create_dirs(parent)?;
     }
-    match fs::create_dir(dir) {
+    // Private, like the files: memory is personal.
+    let mut builder = fs::DirBuilder::new();
+    #[cfg(unix)]
+    builder.mode(0o700);
+    match builder.create(dir) {
         Ok(()) => sync_dir(parent.unwrap_or(Path::new("."))),
         // Another writer created it first.
         Err(err) if err.kind() == ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
@@ -282,6 +475,14 @@ fn split(document: &Path) -> (&Path, String) {
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     (dir, name)
+}
+
+/// Maps an error opening `path` to read it: a loop of symbolic links is `Corrupt`, as a write
+/// would find (the kind of error that says so is not stable Rust), the rest as [`io_error`].
+pub(crate) fn read_error(path: &Path, err: io::Error) -> MemoryError {
+    write_target(path)
+        .err()
+        .unwrap_or_else(|| io_error(path, err))
 }
 
 /// Maps an I/O error on `path`: something of the wrong type where the layout needs a file or a

@@ -25,7 +25,7 @@ pub(crate) fn read(path: &Path) -> Result<Links, MemoryError> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Links::new()),
-        Err(err) => return Err(files::io_error(path, err)),
+        Err(err) => return Err(files::read_error(path, err)),
     };
     let corrupt = |reason: String| MemoryError::Corrupt {
         location: path.display().to_string(),
