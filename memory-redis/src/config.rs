@@ -9,6 +9,9 @@ use serde::Deserialize;
 /// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
 
+/// The longest `deadline_ms` accepted: a day. Longer is a typo, and would overflow clocks.
+pub const MAX_DEADLINE_MS: u64 = 86_400_000;
+
 /// Where the memory lives and how the provider behaves under contention.
 ///
 /// Deserializes from the wiring file with every field but `url` optional. Its `Debug` never
@@ -27,10 +30,19 @@ pub struct RedisConfig {
     /// default 5,000.
     #[serde(default = "defaults::timeout_ms")]
     pub connect_timeout_ms: u64,
-    /// How long to wait for a reply before the call is `Unavailable`, in milliseconds;
-    /// default 5,000.
+    /// How long to wait for the reply to one command before it is `Unavailable`, in
+    /// milliseconds; default 5,000. A call's deadline (`deadline_ms`) bounds the whole call
+    /// whatever this says; keep this shorter, so that after a write's reply is lost there is
+    /// time left to read whether it landed.
     #[serde(default = "defaults::timeout_ms")]
     pub response_timeout_ms: u64,
+    /// How long one call may take in all, in milliseconds; default 10,000, at most
+    /// 86,400,000 (a day). A `sync` counts its reads, retries, backoff and write; any other
+    /// call its one round trip. Past it the call fails with `Unavailable` (nothing was
+    /// written), or `OutcomeUnknown` for a `sync` whose write went unanswered, or `Contention`
+    /// for one that kept losing races.
+    #[serde(default = "defaults::deadline_ms")]
+    pub deadline_ms: u64,
     /// Compare-and-swap attempts per `sync` before it gives up with `Contention`; default 64.
     #[serde(default = "defaults::max_attempts")]
     pub max_attempts: u32,
@@ -42,6 +54,9 @@ mod defaults {
     }
     pub fn timeout_ms() -> u64 {
         5_000
+    }
+    pub fn deadline_ms() -> u64 {
+        u64::try_from(memory_core::DEFAULT_DEADLINE.as_millis()).unwrap_or(10_000)
     }
     pub fn max_attempts() -> u32 {
         super::DEFAULT_MAX_ATTEMPTS
@@ -56,6 +71,7 @@ impl RedisConfig {
             prefix: defaults::prefix(),
             connect_timeout_ms: defaults::timeout_ms(),
             response_timeout_ms: defaults::timeout_ms(),
+            deadline_ms: defaults::deadline_ms(),
             max_attempts: defaults::max_attempts(),
         }
     }
@@ -74,6 +90,24 @@ impl RedisConfig {
     /// The response timeout as a duration.
     pub fn response_timeout(&self) -> Duration {
         Duration::from_millis(self.response_timeout_ms)
+    }
+
+    /// The per-call deadline as a duration.
+    pub fn deadline(&self) -> Duration {
+        Duration::from_millis(self.deadline_ms)
+    }
+
+    /// Checks the settings that are not checked elsewhere: the deadline's range.
+    pub(crate) fn validate(&self) -> Result<(), MemoryError> {
+        if !(1..=MAX_DEADLINE_MS).contains(&self.deadline_ms) {
+            return Err(MemoryError::Config {
+                message: format!(
+                    "deadline_ms is {}: give the milliseconds one call may take, 1 to {MAX_DEADLINE_MS}",
+                    self.deadline_ms
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The client for the URL, or a `Config` error that says what is wrong without the
@@ -95,6 +129,7 @@ impl fmt::Debug for RedisConfig {
             .field("prefix", &self.prefix)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("response_timeout_ms", &self.response_timeout_ms)
+            .field("deadline_ms", &self.deadline_ms)
             .field("max_attempts", &self.max_attempts)
             .finish()
     }
@@ -129,10 +164,38 @@ mod tests {
     }
 
     #[test]
+    fn a_deadline_out_of_range_is_a_config_error() {
+        for deadline_ms in [0, MAX_DEADLINE_MS + 1, u64::MAX] {
+            let config = RedisConfig {
+                deadline_ms,
+                ..RedisConfig::new("redis://cache")
+            };
+            let err = config.validate().unwrap_err();
+            assert!(matches!(err, MemoryError::Config { .. }), "{err:?}");
+            assert!(err.to_string().contains("deadline_ms"), "{err}");
+        }
+        for deadline_ms in [1, MAX_DEADLINE_MS] {
+            RedisConfig {
+                deadline_ms,
+                ..RedisConfig::new("redis://cache")
+            }
+            .validate()
+            .unwrap();
+        }
+    }
+
+    #[test]
     fn defaults_fill_everything_but_the_url() {
         let config: RedisConfig = serde_json::from_str(r#"{"url": "redis://cache"}"#).unwrap();
         assert_eq!(config.prefix, "agent-memory");
         assert_eq!(config.response_timeout(), Duration::from_secs(5));
+        assert_eq!(config.deadline(), memory_core::DEFAULT_DEADLINE);
+        assert_eq!(config.deadline_ms, 10_000);
+        config.validate().unwrap();
+        let set: RedisConfig =
+            serde_json::from_str(r#"{"url": "redis://cache", "deadline_ms": 2500}"#).unwrap();
+        assert_eq!(set.deadline(), Duration::from_millis(2500));
+        assert!(format!("{set:?}").contains("deadline_ms: 2500"), "{set:?}");
         let unknown = serde_json::from_str::<RedisConfig>(r#"{"url": "x", "db": 3}"#);
         assert!(unknown.unwrap_err().to_string().contains("db"));
     }

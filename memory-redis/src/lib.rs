@@ -3,22 +3,31 @@
 mod config;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, Identity, IdentityMap,
-    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Subscription,
-    SyncReport, UserId, Version, sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
+    Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    Prefetch, Receipts, Store, Subscription, SyncReport, UserId, Version, hide_password_of,
+    sha256_hex,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, RedisError, Script};
 
-pub use config::{DEFAULT_MAX_ATTEMPTS, RedisConfig};
+pub use config::{DEFAULT_MAX_ATTEMPTS, MAX_DEADLINE_MS, RedisConfig};
 
-/// Reads documents atomically. Per key: `{"ok", content, version, updated_at_ms}` (the time empty
-/// for a hash written without it), `{"none"}` for a key never written, or `{reason}` for a key
-/// that is not one of our documents.
+/// The largest version the write script counts exactly: Lua numbers are doubles.
+const MAX_VERSION: u64 = (1 << 53) - 1;
+
+/// The last millisecond of the year 9999: a later `updated_at_ms` is no clock's reading.
+const LAST_MILLISECOND: u64 = 253_402_300_799_999;
+
+/// Reads documents atomically. ARGV[1]: `1` to read the idempotency receipts too. Per key:
+/// `{"ok", content, version, updated_at_ms, receipts}` (the time empty for a hash written
+/// without it, the receipts empty when not asked for or never written), `{"none"}` for a key
+/// never written, or `{reason}` for a key that is not one of our documents.
 const READ_SCRIPT: &str = r#"
 local out = {}
 for i, key in ipairs(KEYS) do
@@ -28,10 +37,12 @@ for i, key in ipairs(KEYS) do
   elseif kind ~= 'hash' then
     out[i] = {'it holds a ' .. kind .. ', not a hash'}
   else
-    local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms')
+    local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms', 'receipts')
     local version = tonumber(f[2])
     if f[1] and version and version >= 1 and version == math.floor(version) then
-      out[i] = {'ok', f[1], f[2], f[3] or ''}
+      local receipts = ''
+      if ARGV[1] == '1' then receipts = f[4] or '' end
+      out[i] = {'ok', f[1], f[2], f[3] or '', receipts}
     else
       out[i] = {'its hash lacks a content field and a positive integer version'}
     end
@@ -41,10 +52,11 @@ return out
 "#;
 
 /// Writes documents if each is still at its expected version, atomically. KEYS: the documents,
-/// then the index set. ARGV: per document its expected version, content, SHA-256 and relative
-/// path, then the time in ms. Returns 0 when all landed, else the 1-based position of a
-/// document another writer changed (nothing written). A document or index key that is not ours
-/// is an error starting with CORRUPT, checked before anything is written, and left untouched.
+/// then the index set. ARGV: per document its expected version, content, SHA-256, relative path
+/// and idempotency receipts (empty: leave them as they are), then the time in ms. Returns 0
+/// when all landed, else the 1-based position of a document another writer changed (nothing
+/// written). A document or index key that is not ours is an error starting with CORRUPT,
+/// checked before anything is written, and left untouched.
 const WRITE_SCRIPT: &str = r#"
 local n = #KEYS - 1
 local index_kind = redis.call('TYPE', KEYS[n + 1]).ok
@@ -63,17 +75,20 @@ for i = 1, n do
   if current == nil then
     return redis.error_reply('CORRUPT ' .. key)
   end
-  if current ~= tonumber(ARGV[(i - 1) * 4 + 1]) then
+  if current ~= tonumber(ARGV[(i - 1) * 5 + 1]) then
     return i
   end
 end
 for i = 1, n do
-  local at = (i - 1) * 4
+  local at = (i - 1) * 5
   redis.call('HSET', KEYS[i],
     'content', ARGV[at + 2],
     'version', string.format('%d', tonumber(ARGV[at + 1]) + 1),
     'sha256', ARGV[at + 3],
     'updated_at_ms', ARGV[#ARGV])
+  if ARGV[at + 5] ~= '' then
+    redis.call('HSET', KEYS[i], 'receipts', ARGV[at + 5])
+  end
   redis.call('SADD', KEYS[n + 1], ARGV[at + 4])
 end
 return 0
@@ -110,6 +125,9 @@ pub struct RedisProvider {
     write_script: Script,
     link_script: Script,
     writer: CasWriter,
+    max_attempts: u32,
+    /// How long one call may take; `sync` passes it to its [`CasWriter`].
+    deadline: Duration,
     events: EventBus,
 }
 
@@ -119,6 +137,7 @@ impl std::fmt::Debug for RedisProvider {
             .field("server", &self.server)
             .field("prefix", &self.prefix)
             .field("max_attempts", &self.writer.max_attempts())
+            .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
 }
@@ -128,10 +147,11 @@ impl RedisProvider {
     /// was in flight then fails with `Unavailable` and the next one goes through.
     ///
     /// # Errors
-    /// [`MemoryError::Config`] for a bad URL or prefix (never echoing the password);
+    /// [`MemoryError::Config`] for a bad URL, prefix or deadline (never echoing the password);
     /// [`MemoryError::Unavailable`] when no connection is made within the connect timeout.
     pub async fn connect(config: &RedisConfig) -> Result<Self, MemoryError> {
         validate_prefix(&config.prefix)?;
+        config.validate()?;
         let client = config.client()?;
         let info = client.get_connection_info();
         let server = format!("redis://{}/{}", info.addr(), info.redis_settings().db());
@@ -143,7 +163,17 @@ impl RedisProvider {
         // The outer bound covers the manager's own retries of the first connect.
         let bound = config.connect_timeout() * 3 + Duration::from_secs(1);
         let connection = match tokio::time::timeout(bound, connecting).await {
-            Ok(connected) => connected.map_err(|err| MemoryError::unavailable(&server, err))?,
+            Ok(connected) => connected.map_err(|err| {
+                // The driver's message names the server, never (as far as we know) the
+                // password; it is checked all the same, and then the source is not kept.
+                let message = hide_password_of(&config.url, &err.to_string());
+                let source = (message == err.to_string()).then(|| err.into());
+                MemoryError::Unavailable {
+                    what: server.clone(),
+                    message,
+                    source,
+                }
+            })?,
             Err(_) => {
                 return Err(MemoryError::Unavailable {
                     what: server,
@@ -153,7 +183,8 @@ impl RedisProvider {
             }
         };
         Ok(Self::from_connection(connection, &config.prefix, server)?
-            .with_max_attempts(config.max_attempts))
+            .with_max_attempts(config.max_attempts)
+            .with_deadline(config.deadline()))
     }
 
     /// A provider on an existing connection manager, with its keys under `{prefix}:`. `server`
@@ -175,13 +206,28 @@ impl RedisProvider {
             write_script: Script::new(WRITE_SCRIPT),
             link_script: Script::new(LINK_SCRIPT),
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            deadline: DEFAULT_DEADLINE,
             events: EventBus::new(),
         })
     }
 
     /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.writer = CasWriter::new(max_attempts);
+        self.max_attempts = max_attempts;
+        self.writer = CasWriter::new(max_attempts).with_deadline(self.deadline);
+        self
+    }
+
+    /// Sets how long one call may take in all (default [`DEFAULT_DEADLINE`]), kept between
+    /// 1 ms and [`MAX_DEADLINE_MS`]: a `sync` its reads, retries and write, any other call its
+    /// round trip. See [`RedisConfig::deadline_ms`] for the errors it gives.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline.clamp(
+            Duration::from_millis(1),
+            Duration::from_millis(MAX_DEADLINE_MS),
+        );
+        self.writer = CasWriter::new(self.max_attempts).with_deadline(self.deadline);
         self
     }
 
@@ -213,6 +259,39 @@ impl RedisProvider {
         MemoryError::unavailable(&self.server, err)
     }
 
+    /// `call` bounded by the deadline: past it, `Unavailable` for `what`, with `after` appended
+    /// to the message (for a call that may have written).
+    async fn within_deadline<T>(
+        &self,
+        what: impl FnOnce() -> String,
+        after: &str,
+        call: impl Future<Output = Result<T, MemoryError>>,
+    ) -> Result<T, MemoryError> {
+        match tokio::time::timeout(self.deadline, call).await {
+            Ok(result) => result,
+            Err(_) => Err(MemoryError::Unavailable {
+                what: what(),
+                message: format!(
+                    "no reply from {} within the call's deadline of {} ms{after}",
+                    self.server,
+                    self.deadline.as_millis()
+                ),
+                source: None,
+            }),
+        }
+    }
+
+    /// An error on the index set: a key of another type is `Corrupt`.
+    fn index_error(&self, err: RedisError) -> MemoryError {
+        match err.code() {
+            Some("WRONGTYPE") => MemoryError::Corrupt {
+                location: self.location(&self.index_key()),
+                reason: "it is not a set".to_owned(),
+            },
+            _ => self.error(err),
+        }
+    }
+
     /// An error on the identity map: a key of another type (`WRONGTYPE`) or content the link
     /// script refused (`CORRUPT`) is `Corrupt`.
     fn identity_error(&self, err: RedisError) -> MemoryError {
@@ -231,11 +310,14 @@ impl RedisProvider {
     }
 
     /// A user id as stored in the map: anything but a valid id was not written by us.
-    fn stored_user(&self, field: &str, user: String) -> Result<UserId, MemoryError> {
-        UserId::new(user).map_err(|err| MemoryError::Corrupt {
+    fn stored_user(&self, field: &str, user: Vec<u8>) -> Result<UserId, MemoryError> {
+        let corrupt = |reason: String| MemoryError::Corrupt {
             location: self.location(&self.identity_map_key()),
-            reason: format!("field {field:?}: {err}"),
-        })
+            reason: format!("field {field:?}: {reason}"),
+        };
+        let user = String::from_utf8(user)
+            .map_err(|err| corrupt(format!("its user id is not UTF-8 ({})", err.utf8_error())))?;
+        UserId::new(user).map_err(|err| corrupt(err.to_string()))
     }
 
     /// Sends a read of the identity map, once more if the connection had dropped since the
@@ -255,10 +337,10 @@ impl RedisProvider {
 #[async_trait]
 impl CompareAndSwap for RedisProvider {
     /// One script run: one round trip, one atomic snapshot.
-    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError> {
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
         let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
         let mut invocation = self.read_script.prepare_invoke();
-        invocation.key(&keys);
+        invocation.key(&keys).arg(if receipts { "1" } else { "0" });
         let mut replies = invocation.invoke_async(&mut self.connection.clone()).await;
         // A connection dropped since the last call (a server restart, an idle kill) fails the
         // first command on it while the manager reconnects; a read is safe to send again.
@@ -268,7 +350,20 @@ impl CompareAndSwap for RedisProvider {
         {
             replies = invocation.invoke_async(&mut self.connection.clone()).await;
         }
-        let replies: Vec<Vec<String>> = replies.map_err(|err| self.error(err))?;
+        // As bytes: the fields are whatever the key holds, and a field that is not UTF-8 is
+        // the key's fault (Corrupt, naming it), not the server's.
+        let replies: Vec<Vec<Vec<u8>>> = replies.map_err(|err| self.error(err))?;
+        if replies.len() != keys.len() {
+            return Err(MemoryError::Unavailable {
+                what: self.server.clone(),
+                message: format!(
+                    "the read script answered {} documents for {} keys",
+                    replies.len(),
+                    keys.len()
+                ),
+                source: None,
+            });
+        }
         ids.iter()
             .zip(keys)
             .zip(replies)
@@ -277,25 +372,30 @@ impl CompareAndSwap for RedisProvider {
                     location: self.location(&key),
                     reason: reason.to_owned(),
                 };
-                let (text, version, modified) = match reply.as_slice() {
-                    [state] if state == "none" => (String::new(), 0, None),
-                    [state, text, version, millis] if state == "ok" => {
-                        let version = version
-                            .parse()
-                            .map_err(|_| corrupt("its version is not a plain integer"))?;
-                        // Written by hand without a time: known to be written, not when.
-                        let modified = match millis.as_str() {
-                            "" => None,
-                            millis => Some(
-                                UNIX_EPOCH
-                                    + Duration::from_millis(millis.parse().map_err(|_| {
-                                        corrupt("its updated_at_ms is not a plain integer")
-                                    })?),
-                            ),
-                        };
-                        (text.clone(), version, modified)
+                let utf8 = |field: &str, bytes: &[u8]| {
+                    String::from_utf8(bytes.to_vec()).map_err(|err| {
+                        corrupt(&format!("its {field} is not UTF-8 ({})", err.utf8_error()))
+                    })
+                };
+                let (text, version, modified, receipts) = match reply.as_slice() {
+                    [state] if state == b"none" => (String::new(), 0, None, None),
+                    [state, text, version, millis, receipts] if state == b"ok" => {
+                        let version = std::str::from_utf8(version)
+                            .ok()
+                            .and_then(|version| version.parse::<u64>().ok())
+                            .ok_or_else(|| corrupt("its version is not a plain integer"))?;
+                        if version > MAX_VERSION {
+                            return Err(corrupt(&format!(
+                                "its version is past {MAX_VERSION}, more than the write script \
+                                 counts exactly"
+                            )));
+                        }
+                        let modified = modified_at(millis).map_err(&corrupt)?;
+                        let receipts = Some(utf8("receipts field", receipts)?)
+                            .filter(|receipts| !receipts.is_empty());
+                        (utf8("content", text)?, version, modified, receipts)
                     }
-                    [reason] => return Err(corrupt(reason)),
+                    [reason] => return Err(corrupt(&String::from_utf8_lossy(reason))),
                     _ => return Err(corrupt("the read script answered in an unknown shape")),
                 };
                 let document = Document {
@@ -305,15 +405,21 @@ impl CompareAndSwap for RedisProvider {
                     location: self.location(&key),
                     modified,
                 };
-                Ok((document, version))
+                Ok(Fetched {
+                    document,
+                    version,
+                    receipts,
+                })
             })
             .collect()
     }
 
     /// One script run: checks every version, then writes every document, atomically.
+    /// Scripts run whole and never wait for a lock, so `lock_wait` has nothing to bound.
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
+        _lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError> {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -325,7 +431,8 @@ impl CompareAndSwap for RedisProvider {
                 .arg(write.expected)
                 .arg(write.text)
                 .arg(sha256_hex(write.text))
-                .arg(write.id.relative_path());
+                .arg(write.id.relative_path())
+                .arg(write.receipts.unwrap_or_default());
         }
         invocation.key(self.index_key()).arg(now_ms.to_string());
         let lost_at: usize = invocation
@@ -348,7 +455,15 @@ impl CompareAndSwap for RedisProvider {
 #[async_trait]
 impl MemoryProvider for RedisProvider {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        self.prefetch_by_fetch(ctx).await
+        let what = || {
+            format!(
+                "{} and {}",
+                ctx.document(Store::Memory),
+                ctx.document(Store::User)
+            )
+        };
+        self.within_deadline(what, "", self.prefetch_by_fetch(ctx))
+            .await
     }
 
     async fn sync(
@@ -363,18 +478,35 @@ impl MemoryProvider for RedisProvider {
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        self.read_by_fetch(document).await
+        self.within_deadline(|| document.to_string(), "", self.read_by_fetch(document))
+            .await
+    }
+
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        self.within_deadline(
+            || document.to_string(),
+            "",
+            self.receipts_by_fetch(document),
+        )
+        .await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        let paths: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(self.index_key())
-            .query_async(&mut self.connection.clone())
-            .await
-            .map_err(|err| self.error(err))?;
+        let members = async {
+            redis::cmd("SMEMBERS")
+                .arg(self.index_key())
+                .query_async(&mut self.connection.clone())
+                .await
+                .map_err(|err| self.index_error(err))
+        };
+        let paths: Vec<Vec<u8>> = self
+            .within_deadline(|| self.location(&self.index_key()), "", members)
+            .await?;
+        // Like a path outside the layout, a member that is not UTF-8 names no document.
         let mut ids: Vec<DocumentId> = paths
             .iter()
-            .filter_map(|path| DocumentId::from_relative_path(path))
+            .filter_map(|path| std::str::from_utf8(path).ok())
+            .filter_map(DocumentId::from_relative_path)
             .collect();
         ids.sort();
         Ok(ids)
@@ -391,8 +523,12 @@ impl MemoryProvider for RedisProvider {
 impl IdentityMap for RedisProvider {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let field = identity.to_string();
-        let user: Option<String> = self
-            .read_identity_map(redis::cmd("HGET").arg(self.identity_map_key()).arg(&field))
+        let user: Option<Vec<u8>> = self
+            .within_deadline(
+                || self.location(&self.identity_map_key()),
+                "",
+                self.read_identity_map(redis::cmd("HGET").arg(self.identity_map_key()).arg(&field)),
+            )
             .await?;
         user.map(|user| self.stored_user(&field, user)).transpose()
     }
@@ -404,15 +540,24 @@ impl IdentityMap for RedisProvider {
         relink: bool,
     ) -> Result<Option<UserId>, MemoryError> {
         let field = identity.to_string();
-        let previous: Option<String> = self
-            .link_script
-            .key(self.identity_map_key())
-            .arg(&field)
-            .arg(user.as_str())
-            .arg(if relink { "1" } else { "0" })
-            .invoke_async(&mut self.connection.clone())
-            .await
-            .map_err(|err| self.identity_error(err))?;
+        let linking = async {
+            self.link_script
+                .key(self.identity_map_key())
+                .arg(&field)
+                .arg(user.as_str())
+                .arg(if relink { "1" } else { "0" })
+                .invoke_async(&mut self.connection.clone())
+                .await
+                .map_err(|err| self.identity_error(err))
+        };
+        // A link repeated after it landed finds the same user and changes nothing.
+        let previous: Option<Vec<u8>> = self
+            .within_deadline(
+                || self.location(&self.identity_map_key()),
+                "; the link may or may not have landed, and linking again is safe",
+                linking,
+            )
+            .await?;
         let previous = previous
             .map(|previous| self.stored_user(&field, previous))
             .transpose()?;
@@ -422,12 +567,24 @@ impl IdentityMap for RedisProvider {
     }
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
-        let fields: HashMap<String, String> = self
-            .read_identity_map(redis::cmd("HGETALL").arg(self.identity_map_key()))
+        let fields: HashMap<Vec<u8>, Vec<u8>> = self
+            .within_deadline(
+                || self.location(&self.identity_map_key()),
+                "",
+                self.read_identity_map(redis::cmd("HGETALL").arg(self.identity_map_key())),
+            )
             .await?;
         let mut links = fields
             .into_iter()
             .map(|(field, user)| {
+                let field = String::from_utf8(field).map_err(|err| MemoryError::Corrupt {
+                    location: self.location(&self.identity_map_key()),
+                    reason: format!(
+                        "field {:?} is not UTF-8 ({})",
+                        String::from_utf8_lossy(err.as_bytes()),
+                        err.utf8_error()
+                    ),
+                })?;
                 let identity = field
                     .parse()
                     .map_err(|err: MemoryError| MemoryError::Corrupt {
@@ -441,6 +598,32 @@ impl IdentityMap for RedisProvider {
         links.sort();
         Ok(links)
     }
+}
+
+/// A document's `updated_at_ms` as its `modified` time. Empty (a hash written by hand) is
+/// unknown; so is an integer no clock gives, before 1970 or after the year 9999, rather than a
+/// time that overflows or breaks whoever formats it. Anything but an integer is corrupt.
+fn modified_at(millis: &[u8]) -> Result<Option<SystemTime>, &'static str> {
+    let not_an_integer = "its updated_at_ms is not a plain integer";
+    let millis = std::str::from_utf8(millis).map_err(|_| not_an_integer)?;
+    if millis.is_empty() {
+        return Ok(None);
+    }
+    let (negative, digits) = match millis.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, millis),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(not_an_integer);
+    }
+    if negative {
+        return Ok(None);
+    }
+    Ok(digits
+        .parse::<u64>()
+        .ok()
+        .filter(|millis| *millis <= LAST_MILLISECOND)
+        .and_then(|millis| UNIX_EPOCH.checked_add(Duration::from_millis(millis))))
 }
 
 /// Prefixes become part of every key; braces would break the hash tag that keeps a

@@ -1,0 +1,431 @@
+//! A server that stops answering, without closing the connection: every call ends within its
+//! deadline with an error that says so (and never shows the password), a write whose reply
+//! never came says its outcome is unknown, and calls go through again once the server answers.
+//!
+//! The server is the real test server behind a proxy of the test's own, which can stop
+//! forwarding (holding what it has read, as a stalled network would) and start again.
+
+mod common;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use memory_conformance::cases::ctx;
+use memory_core::{
+    IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
+    Store, UserId,
+};
+use memory_redis::{RedisConfig, RedisProvider};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// The password of the test's own ACL user: no error may show it.
+const PASSWORD: &str = "hunter2-deadline";
+/// How late past its deadline a call may end on a busy test machine.
+const SLACK: Duration = Duration::from_secs(2);
+
+/// A TCP proxy to the test server that forwards each way only while that way is open.
+struct Proxy {
+    addr: SocketAddr,
+    requests: Arc<watch::Sender<bool>>,
+    replies: Arc<watch::Sender<bool>>,
+    trip: Arc<Trip>,
+}
+
+/// Bytes that, once seen in a request, close the replies (before the request is forwarded).
+struct Trip {
+    needle: Mutex<Option<Vec<u8>>>,
+    replies: Arc<watch::Sender<bool>>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(watch::Sender::new(true));
+        let replies = Arc::new(watch::Sender::new(true));
+        let trip = Arc::new(Trip {
+            needle: Mutex::new(None),
+            replies: replies.clone(),
+        });
+        tokio::spawn({
+            let (requests, replies, trip) = (requests.clone(), replies.clone(), trip.clone());
+            async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let Ok(server) = TcpStream::connect(&upstream).await else {
+                        continue;
+                    };
+                    let (from_client, to_client) = client.into_split();
+                    let (from_server, to_server) = server.into_split();
+                    tokio::spawn(pump(
+                        from_client,
+                        to_server,
+                        requests.subscribe(),
+                        Some(trip.clone()),
+                    ));
+                    tokio::spawn(pump(from_server, to_client, replies.subscribe(), None));
+                }
+            }
+        });
+        Proxy {
+            addr,
+            requests,
+            replies,
+            trip,
+        }
+    }
+
+    /// Stops forwarding either way; nothing is closed or dropped.
+    fn stall(&self) {
+        self.requests.send_replace(false);
+        self.replies.send_replace(false);
+    }
+
+    /// Forwards again, what was held first.
+    fn resume(&self) {
+        *self.trip.needle.lock().unwrap() = None;
+        self.requests.send_replace(true);
+        self.replies.send_replace(true);
+    }
+
+    /// Goes on forwarding requests, but holds every reply from the first request that
+    /// contains `needle` on.
+    fn hold_replies_from_request_with(&self, needle: &[u8]) {
+        *self.trip.needle.lock().unwrap() = Some(needle.to_vec());
+    }
+}
+
+/// Copies `from` to `to` while `open`, holding what it read meanwhile.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut open: watch::Receiver<bool>,
+    trip: Option<Arc<Trip>>,
+) {
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        let forwarding = open.wait_for(|open| *open).await.is_ok();
+        if !forwarding {
+            return;
+        }
+        let n = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let forwarding = open.wait_for(|open| *open).await.is_ok();
+        if !forwarding {
+            return;
+        }
+        if let Some(trip) = &trip {
+            let mut needle = trip.needle.lock().unwrap();
+            let tripped = needle.as_ref().is_some_and(|needle| {
+                buffer[..n]
+                    .windows(needle.len())
+                    .any(|window| window == needle)
+            });
+            if tripped {
+                *needle = None;
+                trip.replies.send_replace(false);
+            }
+        }
+        if to.write_all(&buffer[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `host:port` of a `redis://` URL.
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = rest.split('/').next().unwrap();
+    if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:6379")
+    }
+}
+
+/// `url` with its host and port replaced by `addr`.
+fn through(url: &str, addr: SocketAddr) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (user, rest) = rest
+        .rsplit_once('@')
+        .map_or(("", rest), |(user, rest)| (user, rest));
+    let path = rest.find('/').map_or("", |at| &rest[at..]);
+    let at = if user.is_empty() { "" } else { "@" };
+    format!("{scheme}://{user}{at}{addr}{path}")
+}
+
+/// An ACL user of the test's own with [`PASSWORD`], deleted when dropped.
+struct AclUser {
+    server: String,
+    name: String,
+}
+
+impl AclUser {
+    async fn create(server: &str, prefix: &str) -> Self {
+        let name = format!("deadline-{prefix}");
+        let mut admin = redis::Client::open(server)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let password = format!(">{PASSWORD}");
+        let () = redis::cmd("ACL")
+            .arg(vec!["SETUSER", &name, "on", &password, "~*", "&*", "+@all"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        AclUser {
+            server: server.to_owned(),
+            name,
+        }
+    }
+
+    /// The URL of the server through `proxy`, as this user.
+    fn url_through(&self, proxy: &Proxy) -> String {
+        let host = host_of(&self.server);
+        let url = format!("redis://{}:{PASSWORD}@{host}", self.name);
+        through(&url, proxy.addr)
+    }
+}
+
+impl Drop for AclUser {
+    fn drop(&mut self) {
+        let deleted = redis::Client::open(self.server.as_str())
+            .and_then(|client| client.get_connection())
+            .and_then(|mut connection| {
+                redis::cmd("ACL")
+                    .arg(vec!["DELUSER", &self.name])
+                    .exec(&mut connection)
+            });
+        if let Err(err) = deleted {
+            eprintln!("could not delete ACL user {}: {err}", self.name);
+        }
+    }
+}
+
+/// A provider under a fresh prefix, connected through a fresh proxy as a fresh ACL user. Keep
+/// it whole: its guards delete the keys and the user (which disconnects the provider).
+struct Setup {
+    provider: RedisProvider,
+    proxy: Proxy,
+    keys: common::PrefixGuard,
+    _user: AclUser,
+}
+
+async fn setup(configure: impl FnOnce(RedisConfig) -> RedisConfig) -> Option<Setup> {
+    let url = common::url()?;
+    let prefix = common::unique_prefix();
+    let user = AclUser::create(&url, &prefix).await;
+    let proxy = Proxy::start(host_of(&url)).await;
+    let config = configure(RedisConfig::new(user.url_through(&proxy)).with_prefix(&prefix));
+    let provider = RedisProvider::connect(&config).await.unwrap();
+    Some(Setup {
+        provider,
+        proxy,
+        keys: common::PrefixGuard { url, prefix },
+        _user: user,
+    })
+}
+
+/// The error's text, its debug form and its sources', none with the password.
+fn assert_no_password(err: &MemoryError) {
+    let mut shown = vec![err.to_string(), format!("{err:?}")];
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        shown.push(cause.to_string());
+        source = cause.source();
+    }
+    for text in shown {
+        assert!(!text.contains(PASSWORD), "{text}");
+    }
+}
+
+type Call<'a> = Pin<Box<dyn Future<Output = Result<(), MemoryError>> + 'a>>;
+
+/// With the proxy stalled, each call fails `Unavailable` at its deadline (1 s, well before the
+/// 5 s response timeout that bounded calls before), saying so and naming no password; nothing
+/// of the stalled sync lands; once the proxy forwards again the same provider works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
+    let Some(setup) = setup(|config| RedisConfig {
+        deadline_ms: 1000,
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let (p, proxy) = (&setup.provider, &setup.proxy);
+    let c = ctx("ada", "u1");
+    let add = |text: &str| [MemoryUpdate::add(Store::Memory, text)];
+    p.sync(&c, &add("before"), &IfMatch::NONE).await.unwrap();
+    let identity: Identity = "telegram:1".parse().unwrap();
+    let grace = UserId::new("grace").unwrap();
+
+    proxy.stall();
+    let calls: Vec<(&str, Call<'_>)> = vec![
+        (
+            "sync",
+            Box::pin(async { p.sync(&c, &add("during"), &IfMatch::NONE).await.map(drop) }),
+        ),
+        (
+            "read",
+            Box::pin(async { p.read(&c.document(Store::Memory)).await.map(drop) }),
+        ),
+        (
+            "prefetch",
+            Box::pin(async { p.prefetch(&c).await.map(drop) }),
+        ),
+        ("list", Box::pin(async { p.list().await.map(drop) })),
+        (
+            "resolve",
+            Box::pin(async { p.resolve(&identity).await.map(drop) }),
+        ),
+        (
+            "identities",
+            Box::pin(async { p.identities().await.map(drop) }),
+        ),
+        (
+            "link",
+            Box::pin(async { p.link(&identity, &grace, false).await.map(drop) }),
+        ),
+    ];
+    for (name, call) in calls {
+        let started = Instant::now();
+        let err = call.await.expect_err(name);
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(1) + SLACK,
+            "{name} ended after {elapsed:?}"
+        );
+        assert!(
+            matches!(err, MemoryError::Unavailable { .. }),
+            "{name}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("deadline of 1000 ms"), "{name}: {message}");
+        assert_no_password(&err);
+        if name == "link" {
+            assert!(message.contains("linking again is safe"), "{message}");
+        }
+    }
+
+    proxy.resume();
+    p.sync(&c, &add("after"), &IfMatch::NONE)
+        .await
+        .expect("the server answers again");
+    let text = p.read(&c.document(Store::Memory)).await.unwrap().text;
+    assert_eq!(text, "before\n\nafter\n", "the stalled sync wrote nothing");
+    // The stalled link may have landed once the proxy forwarded it; linking again is fine
+    // either way.
+    p.link(&identity, &grace, false)
+        .await
+        .expect("linking again is safe");
+    assert_eq!(p.resolve(&identity).await.unwrap(), Some(grace));
+}
+
+/// A response timeout shorter than the deadline ends a call first, as `Unavailable`.
+#[tokio::test]
+async fn a_response_timeout_shorter_than_the_deadline_ends_the_call_first() {
+    let Some(setup) = setup(|config| RedisConfig {
+        response_timeout_ms: 200,
+        deadline_ms: 5000,
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let (p, proxy) = (&setup.provider, &setup.proxy);
+    let document = ctx("ada", "u1").document(Store::User);
+    p.read(&document).await.unwrap();
+    proxy.stall();
+    let started = Instant::now();
+    let err = p.read(&document).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(200) + SLACK);
+    assert!(matches!(err, MemoryError::Unavailable { .. }), "{err:?}");
+    assert_no_password(&err);
+    proxy.resume();
+    p.read(&document).await.expect("the server answers again");
+}
+
+/// The write reaches the server but its reply never comes back, nor that of the read that
+/// would show it landed: `OutcomeUnknown`, within the deadline. The write did land; the same
+/// call repeated with its idempotency key then reports it without applying it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_reply_never_comes_is_outcome_unknown_and_a_keyed_retry_applies_once() {
+    let Some(setup) = setup(|config| RedisConfig {
+        response_timeout_ms: 300,
+        deadline_ms: 3000,
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let (p, proxy, keys) = (&setup.provider, &setup.proxy, &setup.keys);
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    // Loads the write script into the server's cache, so the write is one request.
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "first")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+
+    let keyed = c
+        .clone()
+        .with_idempotency_key(IdempotencyKey::new("turn-7").unwrap());
+    let add = [MemoryUpdate::add(Store::Memory, "once")];
+    // Only the write script is sent the index key.
+    proxy.hold_replies_from_request_with(p.index_key().as_bytes());
+    let started = Instant::now();
+    let err = p.sync(&keyed, &add, &IfMatch::NONE).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3) + SLACK);
+    assert!(
+        matches!(&err, MemoryError::OutcomeUnknown { document: d, .. } if *d == document),
+        "{err:?}"
+    );
+    assert_no_password(&err);
+
+    proxy.resume();
+    let direct = RedisProvider::connect(&RedisConfig::new(&keys.url).with_prefix(&keys.prefix))
+        .await
+        .unwrap();
+    let landed = direct.read(&document).await.unwrap();
+    assert_eq!(landed.text, "first\n\nonce\n", "the write had landed");
+    let again = p.sync(&keyed, &add, &IfMatch::NONE).await.unwrap();
+    assert_eq!(again.documents[0].version_after, landed.version);
+    assert_eq!(
+        direct.read(&document).await.unwrap().text,
+        "first\n\nonce\n",
+        "applied once"
+    );
+}
+
+/// A deadline of 0 or past a day is refused when connecting, before any connection is tried.
+#[tokio::test]
+async fn deadlines_out_of_range_are_refused() {
+    for deadline_ms in [0, memory_redis::MAX_DEADLINE_MS + 1, u64::MAX] {
+        let config = RedisConfig {
+            deadline_ms,
+            ..RedisConfig::new("redis://agent:hunter2@127.0.0.1:1")
+        };
+        let err = RedisProvider::connect(&config).await.unwrap_err();
+        assert!(
+            matches!(err, MemoryError::Config { .. }),
+            "{deadline_ms}: {err:?}"
+        );
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+}
