@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memory_core::{
-    Budgets, Caps, DocumentId, EVENT_BUFFER, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
-    MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, RECEIPTS_KEPT, Store,
-    SyncReport, UserId, sha256_hex,
+    Budgets, Caps, DocumentId, DocumentReport, EVENT_BUFFER, IdempotencyKey, IfMatch,
+    MemoryContext, MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate,
+    PersonalityId, RECEIPTS_KEPT, Store, SyncReport, UserId, sha256_hex,
 };
 
 const M: Store = Store::Memory;
@@ -1162,6 +1162,17 @@ pub async fn modified_follows_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     assert_eq!(p.read(&c.document(U)).await.unwrap().modified, Some(user));
 }
 
+/// `reports` as first made: without the mark a replay puts on them.
+fn unmarked(reports: &[DocumentReport]) -> Vec<DocumentReport> {
+    reports
+        .iter()
+        .map(|report| DocumentReport {
+            replayed: false,
+            ..report.clone()
+        })
+        .collect()
+}
+
 fn keyed(ctx: &MemoryContext, key: &str) -> MemoryContext {
     ctx.clone()
         .with_idempotency_key(IdempotencyKey::new(key).expect("valid key"))
@@ -1179,8 +1190,11 @@ pub async fn a_repeated_key_applies_once<P: MemoryProvider + ?Sized>(p: Arc<P>) 
     let before = state(&*p, &c).await;
     let mut events = p.subscribe();
     let again = sync(&*p, &keyed(&c, "turn-1"), &call).await;
+    assert!(again.documents.iter().all(|d| d.replayed), "{again:?}");
+    assert!(first.documents.iter().all(|d| !d.replayed), "{first:?}");
     assert_eq!(
-        again.documents, first.documents,
+        unmarked(&again.documents),
+        first.documents,
         "the first call's report, again"
     );
     assert_eq!(state(&*p, &c).await, before, "the repeat wrote nothing");
@@ -1207,7 +1221,7 @@ pub async fn a_key_survives_other_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) 
     let first = sync(&*p, &keyed(&c, "pay-1"), &call).await;
     sync(&*p, &c, &[MemoryUpdate::add(M, "Another writer's note.")]).await;
     let again = sync(&*p, &keyed(&c, "pay-1"), &call).await;
-    assert_eq!(again.documents, first.documents);
+    assert_eq!(unmarked(&again.documents), first.documents);
     assert_eq!(
         text(&*p, &c, M).await,
         "Paid the deposit.\n\nAnother writer's note.\n"
@@ -1227,7 +1241,7 @@ pub async fn concurrent_repeats_of_a_key_land_once<P: MemoryProvider + ?Sized + 
         .collect();
     let mut reports = Vec::new();
     for racer in racers {
-        reports.push(racer.await.expect("racer task").documents);
+        reports.push(unmarked(&racer.await.expect("racer task").documents));
     }
     assert!(
         reports.windows(2).all(|w| w[0] == w[1]),

@@ -11,8 +11,8 @@ use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
 
 use crate::{
-    Backoff, Document, DocumentBatch, DocumentId, DocumentReport, EventBus, IfMatch, MemoryContext,
-    MemoryError, MemoryUpdate, Planned, Prefetch, Receipts, Store, SyncReport, Version, plan_sync,
+    Backoff, Document, DocumentBatch, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError,
+    MemoryUpdate, Planned, Prefetch, Receipts, Store, SyncReport, Version, plan_sync,
 };
 
 /// One document as [`CompareAndSwap::fetch`] read it.
@@ -135,7 +135,9 @@ impl CasWriter {
     /// writers held the document), [`MemoryError::Unavailable`] (no reply, nothing sent) or
     /// [`MemoryError::OutcomeUnknown`] (no reply to a write).
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
+        // Longer than any call should wait, and short enough to add to a clock without overflow.
+        const LONGEST: Duration = Duration::from_secs(24 * 3600);
+        self.deadline = deadline.min(LONGEST);
         self
     }
 
@@ -240,10 +242,10 @@ impl CasWriter {
                 let lock_wait = deadline
                     .saturating_duration_since(Instant::now())
                     .saturating_sub(DEADLINE_MARGIN);
+                // Until the outcome is known (the reply, or the read that checks for a lost
+                // one), a deadline passing here leaves it unknown.
                 progress.writing.store(true, Ordering::SeqCst);
-                let outcome = store.compare_and_swap(&writes, lock_wait).await;
-                progress.writing.store(false, Ordering::SeqCst);
-                match outcome {
+                let lost_on = match store.compare_and_swap(&writes, lock_wait).await {
                     Ok(lost_on) => lost_on,
                     // The reply was lost: if the write landed, one read shows it, and the call
                     // succeeded. If that cannot be told, the caller must hear so: a retry here
@@ -262,34 +264,28 @@ impl CasWriter {
                         }
                     }
                     Err(err) => return Err(err),
-                }
+                };
+                progress.writing.store(false, Ordering::SeqCst);
+                lost_on
             };
             let Some(lost_on) = lost_on else {
-                let documents: Vec<(bool, DocumentReport)> = steps
-                    .into_iter()
-                    .map(|(planned, version, _)| match planned {
-                        Planned::Replayed(report) => (false, report),
-                        Planned::Write(write) => {
-                            let after = version + u64::from(write.new_text().is_some());
-                            (true, write.report(Version::new(after.to_string())))
-                        }
-                    })
-                    .collect();
-                // Published in our turn, so events of one document come in write order. A
-                // replayed document was announced by the call that wrote it.
-                events.publish(&SyncReport {
-                    documents: documents
-                        .iter()
-                        .filter(|(applied, _)| *applied)
-                        .map(|(_, report)| report.clone())
+                let report = SyncReport {
+                    documents: steps
+                        .into_iter()
+                        .map(|(planned, version, _)| match planned {
+                            Planned::Replayed(report) => report,
+                            Planned::Write(write) => {
+                                let after = version + u64::from(write.new_text().is_some());
+                                write.report(Version::new(after.to_string()))
+                            }
+                        })
                         .collect(),
-                    ..SyncReport::default()
-                });
-                return Ok(SyncReport {
-                    documents: documents.into_iter().map(|(_, report)| report).collect(),
                     retries: attempt - 1,
                     ..SyncReport::default()
-                });
+                };
+                // Published in our turn, so events of one document come in write order.
+                events.publish(&report);
+                return Ok(report);
             };
             busy = lost_on;
             progress.lost.store(attempt, Ordering::SeqCst);
@@ -368,7 +364,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
-    use crate::{PersonalityId, UserId};
+    use crate::{DocumentReport, PersonalityId, UserId};
 
     /// An in-memory versioned store whose next `lose` compare-and-swaps fail, as if another
     /// host had written first.
@@ -565,7 +561,16 @@ mod tests {
             .sync(&store, &events, &keyed, &add, &IfMatch::NONE)
             .await
             .unwrap();
-        assert_eq!(again.documents, first.documents, "the first call's report");
+        assert!(again.documents.iter().all(|d| d.replayed));
+        let as_first: Vec<_> = again
+            .documents
+            .iter()
+            .map(|d| DocumentReport {
+                replayed: false,
+                ..d.clone()
+            })
+            .collect();
+        assert_eq!(as_first, first.documents, "the first call's report");
         assert!(seen.try_recv().is_none(), "a replay announces nothing");
         for store_ in [Store::Memory, Store::User] {
             let (text, version, _) =

@@ -269,6 +269,7 @@ mod tests {
             bytes_after: 1,
             lines_removed: 0,
             over_soft_cap: false,
+            replayed: false,
         }
     }
 

@@ -102,7 +102,10 @@ impl DocumentBatch {
     /// As [`DocumentBatch::apply`].
     pub fn plan(&self, current: Document, receipts: &Receipts) -> Result<Planned, MemoryError> {
         match self.key.as_ref().and_then(|key| receipts.find(key)) {
-            Some(report) => Ok(Planned::Replayed(report.clone())),
+            Some(report) => Ok(Planned::Replayed(DocumentReport {
+                replayed: true,
+                ..report.clone()
+            })),
             None => self.apply(current).map(Planned::Write),
         }
     }
@@ -141,7 +144,7 @@ impl DocumentBatch {
 #[derive(Debug, Clone)]
 pub enum Planned {
     /// The call's idempotency key shows it already wrote this document: report what it did
-    /// then, write nothing and announce nothing.
+    /// then (marked [`DocumentReport::replayed`]), write nothing and announce nothing.
     Replayed(DocumentReport),
     /// Write this (or nothing, when it leaves the text unchanged).
     Write(PlannedWrite),
@@ -188,6 +191,7 @@ impl PlannedWrite {
             bytes_after: self.applied.text.len(),
             lines_removed: self.applied.lines_removed,
             over_soft_cap: self.applied.over_soft_cap,
+            replayed: false,
         }
     }
 }

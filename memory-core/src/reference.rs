@@ -84,7 +84,7 @@ impl MemoryProvider for InMemoryProvider {
                 batch.plan(Self::snapshot(&documents, id), &receipts_of(&documents, id))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (mut report, mut written) = (SyncReport::default(), SyncReport::default());
+        let mut report = SyncReport::default();
         for (batch, planned) in batches.iter().zip(planned) {
             let write = match planned {
                 Planned::Replayed(replayed) => {
@@ -104,11 +104,10 @@ impl MemoryProvider for InMemoryProvider {
                 let stored = (text.to_owned(), next, SystemTime::now(), receipts);
                 documents.insert(id.clone(), stored);
             }
-            written.documents.push(document_report.clone());
             report.documents.push(document_report);
         }
         // Published under the lock, so subscribers see events in the order the writes landed.
-        self.events.publish(&written);
+        self.events.publish(&report);
         drop(documents);
         Ok(report)
     }

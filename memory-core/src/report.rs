@@ -70,6 +70,11 @@ pub struct DocumentReport {
     pub lines_removed: usize,
     /// Whether the document is over its soft cap after the call: time to consolidate.
     pub over_soft_cap: bool,
+    /// Whether this is the report of an earlier call with the same idempotency key, returned
+    /// again instead of applying the updates twice: the document was not touched now, and no
+    /// event is published for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// The result of a `sync` call: one report per document touched, memory first.
@@ -163,7 +168,7 @@ impl EventBus {
     /// Emits `memory.updated` for every written document of `report`, and `memory.eviction` for
     /// those left over their soft cap.
     pub fn publish(&self, report: &SyncReport) {
-        for document in report.documents.iter().filter(|d| d.written) {
+        for document in report.documents.iter().filter(|d| d.written && !d.replayed) {
             // An error only means nobody is listening.
             let _ = self.sender.send(MemoryEvent::Updated(document.clone()));
             if document.over_soft_cap {
@@ -243,6 +248,7 @@ mod tests {
                 bytes_after: n,
                 lines_removed: 0,
                 over_soft_cap,
+                replayed: false,
             }],
             ..SyncReport::default()
         }

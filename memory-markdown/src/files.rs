@@ -12,8 +12,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use memory_core::{
     Backoff, Document, DocumentBatch, DocumentId, EventBus, IdKind, MemoryError, PersonalityId,
-    SyncReport, UserId, Version, sha256_hex,
+    Planned, SyncReport, UserId, Version, sha256_hex,
 };
+
+use crate::receipts;
 
 /// `root` joined with the document's layout path, one component at a time so that the `/` of
 /// [`DocumentId::relative_path`] becomes the platform's separator.
@@ -94,33 +96,63 @@ pub(crate) fn sync(
         .collect::<Result<Vec<File>, _>>()?;
 
     // Every batch is checked against what is on disk now, before anything is written: a
-    // refusal (or a corrupt document) anywhere writes nothing anywhere.
-    let planned = batches
-        .iter()
-        .zip(&paths)
-        .map(|(batch, path)| batch.apply(read_at(path.clone(), batch.document().clone())?))
-        .collect::<Result<Vec<_>, _>>()?;
+    // refusal (or a corrupt document) anywhere writes nothing anywhere. A receipt left
+    // unsettled by a writer killed mid-call is settled first, while the document still shows
+    // whether that write landed.
+    let mut logs = Vec::with_capacity(batches.len());
+    let mut planned = Vec::with_capacity(batches.len());
+    for (batch, path) in batches.iter().zip(&paths) {
+        let current = read_at(path.clone(), batch.document().clone())?;
+        let mut log = receipts::read(path)?;
+        let settled = log.settle(&current.version);
+        planned.push(batch.plan(current, &log)?);
+        logs.push((log, settled));
+    }
     // Where each change goes, found for all of them before anything is written: a dangling
     // link at the second document must not leave the first one written.
     let changes = planned
         .iter()
         .zip(&paths)
-        .map(|(write, path)| {
-            let change = |text| Ok::<_, MemoryError>((write_target(path)?, text));
-            write.new_text().map(change).transpose()
+        .map(|(planned, path)| match planned {
+            Planned::Write(write) => write
+                .new_text()
+                .map(|text| Ok::<_, MemoryError>((write_target(path)?, text)))
+                .transpose(),
+            Planned::Replayed(_) => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut report = SyncReport::default();
-    for (write, change) in planned.iter().zip(&changes) {
-        let version = match change {
-            Some((target, text)) => {
-                replace_target(target, text).map_err(|err| after_landed(err, &report))?;
-                Version::new(sha256_hex(text))
+    let steps = planned
+        .iter()
+        .zip(changes)
+        .zip(logs)
+        .zip(batches.iter().zip(&paths));
+    for (((planned, change), (mut log, settled)), (batch, path)) in steps {
+        let write = match planned {
+            Planned::Replayed(replayed) => {
+                report.documents.push(replayed.clone());
+                continue;
             }
-            None => write.before().version.clone(),
+            Planned::Write(write) => write,
         };
-        report.documents.push(write.report(version));
+        let landed = |err| after_landed(err, &report);
+        let document_report = match change {
+            Some((target, text)) => {
+                let document_report = write.report(Version::new(sha256_hex(text)));
+                // The receipt goes down before the text it describes (see `receipts`).
+                if let Some(key) = batch.key() {
+                    log.record_unsettled(key, document_report.clone());
+                    receipts::write(path, &log).map_err(landed)?;
+                } else if settled {
+                    receipts::write(path, &log).map_err(landed)?;
+                }
+                replace_target(&target, text).map_err(landed)?;
+                document_report
+            }
+            None => write.report(write.before().version.clone()),
+        };
+        report.documents.push(document_report);
     }
     events.publish(&report);
     Ok(report)
@@ -521,7 +553,7 @@ fn after_landed(err: MemoryError, report: &SyncReport) -> MemoryError {
     let landed: Vec<_> = report
         .documents
         .iter()
-        .filter(|d| d.written)
+        .filter(|d| d.written && !d.replayed)
         .cloned()
         .collect();
     if landed.is_empty() {

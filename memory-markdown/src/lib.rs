@@ -2,6 +2,7 @@
 
 mod files;
 mod identities;
+mod receipts;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, EventBus, Identity, IdentityMap, IfMatch, LocalQueues, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, UserId,
-    plan_sync,
+    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Receipts, Store, Subscription, SyncReport,
+    UserId, plan_sync,
 };
 
 /// How long a write waits for another writer's lock on a document before giving up with
@@ -112,6 +113,19 @@ impl MemoryProvider for MarkdownProvider {
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
         let (root, document) = (self.root.clone(), document.clone());
         blocking(move || files::read(&root, document)).await
+    }
+
+    /// Read without the lock: a receipt its writer has not settled yet is judged against the
+    /// document as read, as the next writer will judge it.
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        let (root, document) = (self.root.clone(), document.clone());
+        blocking(move || {
+            let path = files::document_path(&root, &document);
+            let mut log = receipts::read(&path)?;
+            log.settle(&files::read(&root, document)?.version);
+            Ok(log)
+        })
+        .await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
