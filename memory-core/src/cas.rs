@@ -366,11 +366,14 @@ mod tests {
     use super::*;
     use crate::{DocumentReport, PersonalityId, UserId};
 
+    /// A document's text, version and receipts.
+    type Stored = (String, u64, Option<String>);
+
     /// An in-memory versioned store whose next `lose` compare-and-swaps fail, as if another
     /// host had written first.
     #[derive(Default)]
     struct FlakyStore {
-        documents: StdMutex<BTreeMap<DocumentId, (String, u64, Option<String>)>>,
+        documents: StdMutex<BTreeMap<DocumentId, Stored>>,
         lose: AtomicU32,
         attempts: AtomicU32,
         /// Reply `Unavailable` to the next compare-and-swap, after writing (true) or before.
