@@ -1,0 +1,443 @@
+//! Issue 19: whatever bytes are on disk where a document or the identity map should be.
+//!
+//! Arbitrary bytes are written as `MEMORY.md` (global or a personality's), `USER.md` or
+//! `users/identity-map.json` under a fresh root, then read, prefetched, listed, synced and
+//! resolved through `MarkdownProvider`. Nothing may panic; bytes that are not UTF-8 (or not an
+//! identity map) are `MemoryError::Corrupt` naming the path and are left byte for byte as they
+//! were, by every call, including a `sync` whose other document is fine; text that is valid
+//! works, by the contract's rules.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use memory_core::{
+    DocumentId, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, render,
+};
+use memory_markdown::MarkdownProvider;
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+
+/// A fixed seed per test: the same cases on every run, so a failure reproduces.
+fn run<S: Strategy>(
+    cases: u32,
+    seed: u64,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
+    let mut runner = TestRunner::new(Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    if let Err(err) = runner.run(&strategy, test) {
+        panic!("{err}");
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bytes.
+
+const TEXTS: &[&str] = &[
+    "",
+    " \n\t",
+    "\n",
+    "Prefers metric units.\n",
+    "a\n\nb\n",
+    "no newline at the end",
+    "日本語 🙂 e\u{301}\n",
+    "\u{feff}BOM first\n",
+    "a\u{0}b\n",
+    "\r\nwindows\r\n",
+    "[...truncated 5 chars]\n",
+];
+
+/// Not UTF-8: a lone continuation byte, a truncated sequence, an overlong NUL, a surrogate,
+/// a byte past the range.
+const INVALID: &[&[u8]] = &[
+    b"\x80",
+    b"\xc3",
+    b"\xe6\x97",
+    b"\xc0\x80",
+    b"\xed\xa0\x80",
+    b"\xf5\x80\x80\x80",
+    b"\xff\xfe",
+];
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => select(TEXTS).prop_map(str::to_owned),
+        2 => any::<String>(),
+        1 => prop::collection::vec(select(TEXTS), 0..5).prop_map(|t| t.concat()),
+    ]
+}
+
+/// Bytes for a document: valid text, text with invalid bytes spliced in, or anything.
+fn document_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        3 => text().prop_map(String::into_bytes),
+        3 => (text(), any::<prop::sample::Index>(), select(INVALID)).prop_map(|(t, i, bad)| {
+            let at = i.index(t.len() + 1);
+            let mut bytes = t.into_bytes();
+            bytes.splice(at..at, bad.iter().copied());
+            bytes
+        }),
+        2 => prop::collection::vec(any::<u8>(), 0..300),
+    ]
+}
+
+/// A map of the stored form, `{"<platform>": {"<platform user id>": "<user id>"}}`, with good
+/// and bad ids and values of the wrong type.
+fn identity_map_json() -> BoxedStrategy<Vec<u8>> {
+    let platform = prop_oneof![
+        4 => select(&["telegram", "slack", "matrix"][..]).prop_map(str::to_owned),
+        1 => select(&["", "a b", "tele:gram", "日本"][..]).prop_map(str::to_owned),
+    ];
+    let platform_user = prop_oneof![
+        4 => select(&["12345", "U024BE7LH", "@a:matrix.org", "grace@example.com"][..])
+            .prop_map(str::to_owned),
+        1 => select(&["", " padded", "tab\there", "nul\u{0}"][..]).prop_map(str::to_owned),
+        1 => Just("x".repeat(300)),
+        1 => any::<String>(),
+    ];
+    let user = prop_oneof![
+        4 => select(&["grace", "u1", "ada-l"][..]).prop_map(|u| serde_json::json!(u)),
+        1 => select(&["", "../etc", "a b"][..]).prop_map(|u| serde_json::json!(u)),
+        1 => Just(serde_json::json!(5)),
+        1 => Just(serde_json::json!(null)),
+        1 => Just(serde_json::json!(["grace"])),
+    ];
+    prop::collection::btree_map(
+        platform,
+        prop::collection::btree_map(platform_user, user, 0..3),
+        0..3,
+    )
+    .prop_map(|m| serde_json::to_vec_pretty(&m).unwrap())
+    .boxed()
+}
+
+/// A map of the stored form with good ids only, often linking the identities probed.
+fn good_identity_map_json() -> BoxedStrategy<Vec<u8>> {
+    prop::collection::btree_map(
+        select(&["telegram", "slack", "matrix", "irc_2"][..]),
+        prop::collection::btree_map(
+            select(
+                &[
+                    "12345",
+                    "U024BE7LH",
+                    "@a:matrix.org",
+                    "Grace Hopper",
+                    "日本",
+                ][..],
+            ),
+            select(&["grace", "u1", "ada-l"][..]),
+            1..4,
+        ),
+        1..4,
+    )
+    .prop_map(|m| serde_json::to_vec_pretty(&m).unwrap())
+    .boxed()
+}
+
+/// Bytes for the identity map: maps with good and bad ids, other JSON, mutated JSON, anything.
+fn identity_map_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => good_identity_map_json(),
+        3 => identity_map_json(),
+        2 => (good_identity_map_json(), any::<prop::sample::Index>(), 1usize..4).prop_map(|(mut b, i, n)| {
+            // Cut a few bytes out: often a broken map, sometimes broken UTF-8.
+            let at = i.index(b.len() + 1);
+            b.drain(at..(at + n).min(b.len()));
+            b
+        }),
+        1 => select(&[
+            "[]", "null", "\"grace\"", "5", "{}", "{\"telegram\": []}",
+            "{\"telegram\": {\"1\": \"grace\"}, \"telegram\": {\"2\": \"ada\"}}",
+            "{\"telegram\": {\"1\": \"grace\"}} trailing",
+        ][..])
+        .prop_map(|s| s.as_bytes().to_vec()),
+        1 => (1usize..3).prop_map(|n| "{\"a\":".repeat(n * 10_000).into_bytes()),
+        1 => document_bytes(),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the bytes go.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    GlobalMemory,
+    PersonalityMemory,
+    UserProfile,
+    IdentityMap,
+}
+
+fn ctx_for(target: Target) -> MemoryContext {
+    let ctx = MemoryContext::new(
+        PersonalityId::new("ada").unwrap(),
+        UserId::new("u1").unwrap(),
+    );
+    match target {
+        Target::GlobalMemory => ctx.with_scope(MemoryScope::Global),
+        _ => ctx,
+    }
+}
+
+fn document_of(target: Target) -> Option<DocumentId> {
+    let ctx = ctx_for(target);
+    match target {
+        Target::GlobalMemory | Target::PersonalityMemory => Some(ctx.document(Store::Memory)),
+        Target::UserProfile => Some(ctx.document(Store::User)),
+        Target::IdentityMap => None,
+    }
+}
+
+fn path_of(provider: &MarkdownProvider, target: Target) -> PathBuf {
+    match document_of(target) {
+        Some(document) => provider.path(&document),
+        None => provider.identity_map_path(),
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn on_disk(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
+}
+
+/// `err` is `Corrupt` at `path`, saying so in its message.
+fn check_corrupt(err: &MemoryError, path: &Path) -> Result<(), TestCaseError> {
+    let location = path.display().to_string();
+    prop_assert!(
+        matches!(err, MemoryError::Corrupt { location: l, reason } if *l == location && !reason.trim().is_empty()),
+        "expected Corrupt at {location}, got {err:?}"
+    );
+    prop_assert!(err.to_string().contains(&location), "{err}");
+    Ok(())
+}
+
+/// The contract's `add`.
+fn added(text: &str, entry: &str) -> String {
+    if text.trim().is_empty() {
+        format!("{}\n", entry.trim())
+    } else {
+        format!("{}\n\n{}\n", text.trim_end(), entry.trim())
+    }
+}
+
+const ENTRY: &str = "Fuzzed entry 🙂";
+
+// ---------------------------------------------------------------------------------------------
+// The documents.
+
+async fn check_document(target: Target, bytes: Vec<u8>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path());
+    let ctx = ctx_for(target);
+    let document = document_of(target).unwrap();
+    let path = path_of(&provider, target);
+    write(&path, &bytes);
+    let other = if document.store() == Store::Memory {
+        ctx.document(Store::User)
+    } else {
+        ctx.document(Store::Memory)
+    };
+    let other_path = provider.path(&other);
+    let valid = String::from_utf8(bytes.clone()).ok();
+
+    // read
+    match (provider.read(&document).await, &valid) {
+        (Ok(read), Some(text)) => {
+            prop_assert_eq!(&read.text, text);
+            prop_assert_eq!(&read.location, &path.display().to_string());
+            prop_assert!(read.modified.is_some());
+        }
+        (Err(err), None) => check_corrupt(&err, &path)?,
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "read of {bytes:?} gave {result:?}"
+            )));
+        }
+    }
+
+    // prefetch
+    match (provider.prefetch(&ctx).await, &valid) {
+        (Ok(prefetch), Some(text)) => {
+            let (memory, user) = if document.store() == Store::Memory {
+                (text.as_str(), "")
+            } else {
+                ("", text.as_str())
+            };
+            prop_assert_eq!(prefetch.context, render(user, memory, ctx.max_chars));
+        }
+        (Err(err), None) => check_corrupt(&err, &path)?,
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "prefetch of {bytes:?} gave {result:?}"
+            )));
+        }
+    }
+
+    // list: the file is a document, whatever its bytes.
+    let listed = provider.list().await;
+    prop_assert!(
+        matches!(&listed, Ok(ids) if *ids == vec![document.clone()]),
+        "{listed:?}"
+    );
+
+    // sync, to both documents: all or nothing.
+    let updates = [
+        MemoryUpdate::add(Store::Memory, ENTRY),
+        MemoryUpdate::add(Store::User, ENTRY),
+    ];
+    match (provider.sync(&ctx, &updates, &IfMatch::NONE).await, &valid) {
+        (Ok(report), Some(text)) => {
+            prop_assert_eq!(report.documents.len(), 2);
+            let after = on_disk(&path).unwrap();
+            let after = String::from_utf8(after);
+            prop_assert!(after.is_ok(), "the written document is not UTF-8");
+            prop_assert_eq!(after.unwrap(), added(text, ENTRY));
+            prop_assert_eq!(on_disk(&other_path), Some(added("", ENTRY).into_bytes()));
+        }
+        (Err(err), None) => {
+            check_corrupt(&err, &path)?;
+            prop_assert_eq!(on_disk(&other_path), None, "the other document was written");
+        }
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "sync over {bytes:?} gave {result:?}"
+            )));
+        }
+    }
+    if valid.is_none() {
+        prop_assert_eq!(
+            on_disk(&path),
+            Some(bytes),
+            "a corrupt document was touched"
+        );
+    }
+
+    // No identity map: nothing resolves, nothing is corrupt.
+    let telegram = Identity::new("telegram", "12345").unwrap();
+    prop_assert!(matches!(provider.resolve(&telegram).await, Ok(None)));
+    Ok(())
+}
+
+#[test]
+fn any_bytes_in_a_document_are_read_or_corrupt_and_never_touched() {
+    let runtime = runtime();
+    let target = select(
+        &[
+            Target::GlobalMemory,
+            Target::PersonalityMemory,
+            Target::UserProfile,
+        ][..],
+    );
+    run(240, 19, (target, document_bytes()), |(target, bytes)| {
+        runtime.block_on(check_document(target, bytes))
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The identity map.
+
+/// What the map holds, read the way the contract describes it, or `None` when it is not a map.
+fn expected_links(bytes: &[u8]) -> Option<BTreeMap<Identity, UserId>> {
+    let platforms: BTreeMap<String, BTreeMap<String, String>> =
+        serde_json::from_slice(bytes).ok()?;
+    let mut links = BTreeMap::new();
+    for (platform, users) in platforms {
+        for (platform_user, user) in users {
+            let identity = Identity::new(platform.clone(), platform_user).ok()?;
+            links.insert(identity, UserId::new(user).ok()?);
+        }
+    }
+    Some(links)
+}
+
+async fn check_identity_map(bytes: Vec<u8>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path());
+    let path = provider.identity_map_path();
+    write(&path, &bytes);
+    let expected = expected_links(&bytes);
+    let probes = [
+        Identity::new("telegram", "12345").unwrap(),
+        Identity::new("matrix", "@a:matrix.org").unwrap(),
+        Identity::new("slack", "U024BE7LH").unwrap(),
+    ];
+
+    for probe in &probes {
+        match (provider.resolve(probe).await, &expected) {
+            (Ok(user), Some(links)) => prop_assert_eq!(user.as_ref(), links.get(probe)),
+            (Err(err), None) => check_corrupt(&err, &path)?,
+            (result, _) => {
+                return Err(TestCaseError::fail(format!(
+                    "resolve over {:?} gave {result:?}, expected {expected:?}",
+                    String::from_utf8_lossy(&bytes)
+                )));
+            }
+        }
+    }
+    match (provider.identities().await, &expected) {
+        (Ok(all), Some(links)) => {
+            let all: BTreeMap<Identity, UserId> = all.into_iter().collect();
+            prop_assert_eq!(&all, links);
+        }
+        (Err(err), None) => check_corrupt(&err, &path)?,
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "identities over {:?} gave {result:?}",
+                String::from_utf8_lossy(&bytes)
+            )));
+        }
+    }
+
+    // The documents do not depend on the map.
+    let ctx = ctx_for(Target::IdentityMap);
+    prop_assert!(provider.prefetch(&ctx).await.is_ok());
+    prop_assert!(matches!(provider.list().await, Ok(ids) if ids.is_empty()));
+
+    // A link over a corrupt map is refused and leaves it as it was.
+    let grace = UserId::new("grace").unwrap();
+    match (provider.link(&probes[0], &grace, true).await, &expected) {
+        (Ok(previous), Some(links)) => {
+            prop_assert_eq!(previous.as_ref(), links.get(&probes[0]));
+            let mut links = links.clone();
+            links.insert(probes[0].clone(), grace.clone());
+            let now = on_disk(&path).unwrap();
+            prop_assert_eq!(expected_links(&now), Some(links));
+        }
+        (Err(err), None) => {
+            check_corrupt(&err, &path)?;
+            prop_assert_eq!(on_disk(&path), Some(bytes), "a corrupt map was touched");
+        }
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "link over {:?} gave {result:?}",
+                String::from_utf8_lossy(&bytes)
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn any_bytes_in_the_identity_map_resolve_or_are_corrupt_and_never_touched() {
+    let runtime = runtime();
+    run(240, 1919, identity_map_bytes(), |bytes| {
+        runtime.block_on(check_identity_map(bytes))
+    });
+}
