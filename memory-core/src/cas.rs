@@ -203,8 +203,7 @@ impl CasWriter {
         let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
         let keyed = batches.iter().any(|b| b.key().is_some());
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
-        let mut busy = ids[0].clone();
-        for attempt in 1..=self.max_attempts {
+        for attempt in 1u32.. {
             let my_turn = self.local_queues.turn(&ids).await;
             // Every batch is checked against one fresh snapshot before anything is written,
             // so a refusal or a failed precondition writes nothing.
@@ -287,7 +286,6 @@ impl CasWriter {
                 events.publish(&report);
                 return Ok(report);
             };
-            busy = lost_on;
             progress.lost.store(attempt, Ordering::SeqCst);
             // The turn is not held while backing off: local writers of other documents in the
             // same queue go on meanwhile.
@@ -297,15 +295,12 @@ impl CasWriter {
                 tokio::time::sleep(pause).await;
             } else {
                 return Err(MemoryError::Contention {
-                    document: busy,
+                    document: lost_on,
                     attempts: attempt,
                 });
             }
         }
-        Err(MemoryError::Contention {
-            document: busy,
-            attempts: self.max_attempts,
-        })
+        unreachable!("the attempts end only by returning")
     }
 }
 

@@ -202,9 +202,9 @@ impl Config {
                             return Err(at.error(
                                 Some(span.clone()),
                                 &format!(
-                                    "{} names {:?}, which is not a configured provider ({})",
+                                    "{} names {}, which is not a configured provider ({})",
                                     field("source"),
-                                    vector.source,
+                                    shown_name(&vector.source),
                                     names(&raw.providers)
                                 ),
                             ));
@@ -415,6 +415,17 @@ fn is_name(name: &str) -> bool {
     PersonalityId::new(name).is_ok()
 }
 
+/// A value given where a provider name belongs, fit for an error: quoted when it could be a
+/// name, not at all when it could not (a URL pasted there may carry its password).
+fn shown_name(value: &str) -> String {
+    if is_name(value) {
+        format!("{value:?}")
+    } else {
+        "a value that is not a provider name (names use only A-Z, a-z, 0-9, '_' and '-')"
+            .to_owned()
+    }
+}
+
 fn names(providers: &BTreeMap<String, Spanned<RawProvider>>) -> String {
     if providers.is_empty() {
         return "none is configured".to_owned();
@@ -490,8 +501,8 @@ impl Locator<'_> {
         Err(self.error(
             Some(name.span()),
             &format!(
-                "{key} names {:?}, which is not a configured provider ({})",
-                name.get_ref(),
+                "{key} names {}, which is not a configured provider ({})",
+                shown_name(name.get_ref()),
                 names(providers)
             ),
         ))

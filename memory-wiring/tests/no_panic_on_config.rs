@@ -688,7 +688,6 @@ fn an_unclosed_variable_in_a_url_does_not_show_its_password() {
 /// personality's `provider`, a vector provider's `source`): a plausible slip, and the message
 /// that says the name names nothing must not quote the password along with it.
 #[test]
-#[ignore = "issue 19: a URL given where a provider name belongs is quoted whole, password included, in the \"names ..., which is not a configured provider\" error"]
 fn a_url_given_as_a_provider_name_does_not_show_its_password() {
     let keys = select(&["default_provider", "users_provider", "provider", "source"][..]);
     run(100, 19_190, (secret(), keys), |(secret, key)| {
