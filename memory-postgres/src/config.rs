@@ -4,12 +4,15 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use memory_core::{MemoryError, hide_password_of, redact_url};
+use memory_core::{DEFAULT_DEADLINE, MemoryError, hide_password_of, redact_url};
 use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
 /// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
+
+/// The longest timeout PostgreSQL takes, in milliseconds.
+const MAX_TIMEOUT_MS: u64 = i32::MAX as u64;
 
 /// Where the memory lives and how the provider behaves under contention.
 ///
@@ -34,10 +37,21 @@ pub struct PostgresConfig {
     #[serde(default = "defaults::connect_timeout_ms")]
     pub connect_timeout_ms: u64,
     /// How long a write waits on a row another session holds locked before the attempt counts
-    /// as a lost race, in milliseconds; default 5,000. Set on the connections this config
-    /// opens (a pool given to `from_pool` keeps its own settings).
+    /// as a lost race, in milliseconds; default 5,000. At most half of `deadline_ms` is used
+    /// (and 0 means that half), so that a first lock wait leaves time for another attempt; a
+    /// later attempt waits only as long as the deadline still allows. Set on the connections
+    /// this config opens (a pool given to `from_pool` keeps its own settings).
     #[serde(default = "defaults::lock_timeout_ms")]
     pub lock_timeout_ms: u64,
+    /// How long one call may take in all, in milliseconds; default 10,000. A `sync` that runs
+    /// out of it fails with `Contention` (other writers held the document), `Unavailable` (no
+    /// reply, nothing written) or `OutcomeUnknown` (a write went unanswered); any other call
+    /// fails with `Unavailable`. A connection left without a reply is closed, never reused.
+    /// It is also the connections' `statement_timeout` and
+    /// `idle_in_transaction_session_timeout`, so that the server gives up on what the client
+    /// gave up on. From 1 to 2,147,483,647 (the server's limit).
+    #[serde(default = "defaults::deadline_ms")]
+    pub deadline_ms: u64,
     /// Whether [`crate::PostgresProvider::connect`] applies the migrations; default true.
     #[serde(default = "defaults::migrate")]
     pub migrate: bool,
@@ -59,6 +73,12 @@ mod defaults {
     pub fn lock_timeout_ms() -> u64 {
         5_000
     }
+    pub fn deadline_ms() -> u64 {
+        super::DEFAULT_DEADLINE
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX)
+    }
     pub fn migrate() -> bool {
         true
     }
@@ -76,6 +96,7 @@ impl PostgresConfig {
             max_connections: defaults::max_connections(),
             connect_timeout_ms: defaults::connect_timeout_ms(),
             lock_timeout_ms: defaults::lock_timeout_ms(),
+            deadline_ms: defaults::deadline_ms(),
             migrate: defaults::migrate(),
             max_attempts: defaults::max_attempts(),
         }
@@ -92,15 +113,49 @@ impl PostgresConfig {
         Duration::from_millis(self.connect_timeout_ms)
     }
 
-    /// The URL parsed, or a `Config` error that says what is wrong without the password.
+    /// The deadline of one call as a duration.
+    pub fn deadline(&self) -> Duration {
+        Duration::from_millis(self.deadline_ms)
+    }
+
+    /// The `lock_timeout` the connections get: `lock_timeout_ms`, at most half the deadline.
+    pub(crate) fn lock_timeout(&self) -> Duration {
+        let half = (self.deadline_ms / 2).max(1);
+        Duration::from_millis(match self.lock_timeout_ms {
+            0 => half,
+            configured => configured.min(half),
+        })
+    }
+
+    /// The URL parsed, with the session settings the provider relies on, or a `Config` error
+    /// that says what is wrong without the password.
     pub(crate) fn connect_options(&self) -> Result<PgConnectOptions, MemoryError> {
+        // The server takes timeouts up to i32::MAX milliseconds (24.8 days).
+        if !(1..=MAX_TIMEOUT_MS).contains(&self.deadline_ms) {
+            return Err(MemoryError::Config {
+                message: format!(
+                    "deadline_ms is {}: give each call from 1 to {MAX_TIMEOUT_MS} ms (default 10000)",
+                    self.deadline_ms
+                ),
+            });
+        }
         let options = PgConnectOptions::from_str(&self.url).map_err(|err| MemoryError::Config {
             message: hide_password_of(
                 &self.url,
                 &format!("invalid PostgreSQL URL {}: {err}", redact_url(&self.url)),
             ),
         })?;
-        Ok(options.options([("lock_timeout", format!("{}ms", self.lock_timeout_ms))]))
+        // sqlx 0.9 cannot turn on TCP keepalive (launchbadge/sqlx#3540): the client's bound is
+        // the deadline each call runs under; these are the server's.
+        let deadline = format!("{}ms", self.deadline_ms);
+        Ok(options.options([
+            (
+                "lock_timeout",
+                format!("{}ms", self.lock_timeout().as_millis()),
+            ),
+            ("statement_timeout", deadline.clone()),
+            ("idle_in_transaction_session_timeout", deadline),
+        ]))
     }
 }
 
@@ -112,6 +167,7 @@ impl fmt::Debug for PostgresConfig {
             .field("max_connections", &self.max_connections)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("lock_timeout_ms", &self.lock_timeout_ms)
+            .field("deadline_ms", &self.deadline_ms)
             .field("migrate", &self.migrate)
             .field("max_attempts", &self.max_attempts)
             .finish()
@@ -156,8 +212,45 @@ mod tests {
             serde_json::from_str(r#"{"url": "postgres://localhost/memory"}"#).unwrap();
         assert_eq!(config.schema, "agent_memory");
         assert_eq!(config.connect_timeout(), Duration::from_secs(5));
+        assert_eq!(config.deadline(), Duration::from_secs(10));
+        assert_eq!(config.lock_timeout(), Duration::from_secs(5));
         assert!(config.migrate);
         let unknown = serde_json::from_str::<PostgresConfig>(r#"{"url": "x", "pool": 3}"#);
         assert!(unknown.unwrap_err().to_string().contains("pool"));
+    }
+
+    #[test]
+    fn the_deadline_is_shown_and_bounds_the_lock_timeout() {
+        let config: PostgresConfig =
+            serde_json::from_str(r#"{"url": "postgres://localhost/memory", "deadline_ms": 2000}"#)
+                .unwrap();
+        assert!(format!("{config:?}").contains("deadline_ms: 2000"));
+        assert_eq!(
+            config.lock_timeout(),
+            Duration::from_secs(1),
+            "half the deadline"
+        );
+        let options = config.connect_options().unwrap();
+        let session = options.get_options().unwrap_or_default();
+        for setting in [
+            "lock_timeout=1000ms",
+            "statement_timeout=2000ms",
+            "idle_in_transaction_session_timeout=2000ms",
+        ] {
+            assert!(session.contains(setting), "{setting} in {session}");
+        }
+
+        for deadline_ms in [0, u64::MAX] {
+            let config = PostgresConfig {
+                deadline_ms,
+                ..PostgresConfig::new("postgres://agent:hunter2@localhost/memory")
+            };
+            let err = config.connect_options().unwrap_err();
+            assert!(
+                matches!(&err, MemoryError::Config { message }
+                    if message.contains("deadline_ms") && !message.contains("hunter2")),
+                "{err:?}"
+            );
+        }
     }
 }

@@ -7,6 +7,10 @@
 //! again and retries with jittered backoff, up to `max_attempts`, then reports `Contention`.
 //! A call that touches both documents commits both in one transaction, or neither.
 //!
+//! Every call ends within its deadline (`deadline_ms`, default 10 s): a write never waits on
+//! another session's row lock past it, and a connection that stops answering fails the call
+//! with `Unavailable` (or `OutcomeUnknown` for an unanswered write) and is closed, not reused.
+//!
 //! The identity map is the table `memory_identities` beside the documents, one row per
 //! (platform, platform user id); a link runs in a transaction that holds the row's lock.
 //!
@@ -23,18 +27,22 @@
 
 mod config;
 
+use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, Document, DocumentId, EventBus, Identity, IdentityMap,
-    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch,
-    Subscription, SyncReport, UserId, Version, sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
+    Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    PersonalityId, Prefetch, Receipts, Subscription, SyncReport, UserId, Version, sha256_hex,
 };
 use sqlx::migrate::MigrateError;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::query::QueryAs;
+use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, PostgresConfig};
 
@@ -51,6 +59,12 @@ pub struct PostgresProvider {
     /// `postgres://host:port/database/schema`: where documents are, without credentials.
     location: String,
     writer: CasWriter,
+    max_attempts: u32,
+    /// How long one call may take; `writer` has the same.
+    deadline: Duration,
+    /// The `lock_timeout` the pool's connections were opened with, when this provider opened
+    /// them; `None` for a pool given to `from_pool`, whose setting is unknown.
+    lock_timeout: Option<Duration>,
     events: EventBus,
 }
 
@@ -58,16 +72,34 @@ impl PostgresProvider {
     /// Connects with `config`, and applies the migrations unless `config.migrate` is false.
     ///
     /// # Errors
-    /// [`MemoryError::Config`] for a bad URL or schema name (never echoing the password);
-    /// [`MemoryError::Unavailable`] when no connection is made within the connect timeout.
+    /// [`MemoryError::Config`] for a bad URL, schema name or deadline (never echoing the
+    /// password); [`MemoryError::Unavailable`] when no connection is made within the connect
+    /// timeout.
     pub async fn connect(config: &PostgresConfig) -> Result<Self, MemoryError> {
         validate_schema(&config.schema)?;
         let options = config.connect_options()?;
         let server = server_name(&options);
         let timeout = config.connect_timeout();
+        let deadline = config.deadline();
         let connecting = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(timeout)
+            // sqlx pings every connection that comes back to the pool, with no time bound: one
+            // whose path stalls would hold its pool slot until TCP gives up, minutes later (or
+            // never, behind a proxy that keeps the socket open). A first ping bounded by the
+            // deadline closes such a connection instead; one that answers is pinged again by
+            // sqlx, in the background of the call that used it.
+            .after_release(move |connection, _| {
+                Box::pin(async move {
+                    match tokio::time::timeout(deadline, connection.ping()).await {
+                        Ok(answered) => answered.map(|()| true),
+                        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no reply to a ping on release within the deadline",
+                        ))),
+                    }
+                })
+            })
             .connect_with(options);
         // The pool bounds the wait already; the outer bound is for a TCP connect that the
         // pool's own timeout does not interrupt.
@@ -81,8 +113,10 @@ impl PostgresProvider {
                 });
             }
         };
-        let provider =
-            Self::from_pool(pool, &config.schema)?.with_max_attempts(config.max_attempts);
+        let mut provider = Self::from_pool(pool, &config.schema)?
+            .with_max_attempts(config.max_attempts)
+            .with_deadline(config.deadline());
+        provider.lock_timeout = Some(config.lock_timeout());
         if config.migrate {
             provider.migrate().await?;
         }
@@ -90,7 +124,9 @@ impl PostgresProvider {
     }
 
     /// A provider on an existing pool, using the tables in `schema`. Does no I/O: call
-    /// [`PostgresProvider::migrate`] if the tables may not exist yet.
+    /// [`PostgresProvider::migrate`] if the tables may not exist yet. Its calls have the
+    /// default deadline of 10 s (see [`PostgresProvider::with_deadline`]); since the pool's
+    /// `lock_timeout` is not known, every write sets its own in its transaction.
     ///
     /// # Errors
     /// [`MemoryError::Config`] when `schema` is not 1 to 63 lowercase letters, digits and `_`,
@@ -113,13 +149,24 @@ impl PostgresProvider {
             location,
             pool,
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            deadline: DEFAULT_DEADLINE,
+            lock_timeout: None,
             events: EventBus::new(),
         })
     }
 
     /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.writer = CasWriter::new(max_attempts);
+        self.max_attempts = max_attempts;
+        self.writer = CasWriter::new(max_attempts).with_deadline(self.deadline);
+        self
+    }
+
+    /// Sets how long one call may take in all (see [`PostgresConfig::deadline_ms`]).
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self.writer = CasWriter::new(self.max_attempts).with_deadline(deadline);
         self
     }
 
@@ -131,9 +178,12 @@ impl PostgresProvider {
     pub async fn migrate(&self) -> Result<(), MemoryError> {
         // The migrations name their tables without a schema, so they run on a connection of
         // their own whose search_path is the provider's schema; the pool is left untouched.
-        let options = (*self.pool.connect_options())
-            .clone()
-            .options([("search_path", self.schema.as_str())]);
+        // A migration may wait for another process's (on an advisory lock) longer than a call's
+        // deadline: the statement timeout is lifted for it.
+        let options = (*self.pool.connect_options()).clone().options([
+            ("search_path", self.schema.as_str()),
+            ("statement_timeout", "0"),
+        ]);
         let timeout = self.pool.options().get_acquire_timeout();
         let mut connection = tokio::time::timeout(timeout, PgConnection::connect_with(&options))
             .await
@@ -181,105 +231,37 @@ impl PostgresProvider {
         MemoryError::unavailable(&self.location, err)
     }
 
-    /// An error on the documents' table.
-    fn db_error(&self, err: sqlx::Error) -> MemoryError {
-        self.table_error(&self.table, err)
-    }
-
-    /// An error on the identity map's table.
-    fn identity_error(&self, err: sqlx::Error) -> MemoryError {
-        self.table_error(&self.identities, err)
-    }
-
-    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
-    fn table_error(&self, table: &str, err: sqlx::Error) -> MemoryError {
-        if let sqlx::Error::Database(db) = &err
-            && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
-        {
-            return MemoryError::Config {
-                message: format!(
-                    "{table} does not exist in {}: call migrate() or connect with migrate on",
-                    self.location
-                ),
-            };
-        }
-        self.unavailable(err)
-    }
-
-    /// The user id of a stored link: anything but a valid id was not written by us.
-    fn stored_user(&self, identity: &Identity, user: String) -> Result<UserId, MemoryError> {
-        UserId::new(user).map_err(|err| MemoryError::Corrupt {
-            location: format!("{}/memory_identities/{identity}", self.location),
-            reason: err.to_string(),
-        })
-    }
-}
-
-#[async_trait]
-impl MemoryProvider for PostgresProvider {
-    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        self.prefetch_by_fetch(ctx).await
-    }
-
-    async fn sync(
+    /// `call` bounded by the deadline: past it, `Unavailable` (the connection it was waiting
+    /// on is closed by its [`Lease`]). `sync` has the same bound from its [`CasWriter`].
+    async fn within_deadline<T>(
         &self,
-        ctx: &MemoryContext,
-        updates: &[MemoryUpdate],
-        if_match: &IfMatch,
-    ) -> Result<SyncReport, MemoryError> {
-        self.writer
-            .sync(self, &self.events, ctx, updates, if_match)
+        call: impl Future<Output = Result<T, MemoryError>>,
+    ) -> Result<T, MemoryError> {
+        tokio::time::timeout(self.deadline, call)
             .await
+            .unwrap_or_else(|_| {
+                Err(MemoryError::Unavailable {
+                    what: self.location.clone(),
+                    message: format!(
+                        "no reply within the call's deadline of {} ms",
+                        self.deadline.as_millis()
+                    ),
+                    source: None,
+                })
+            })
     }
 
-    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        self.read_by_fetch(document).await
-    }
-
-    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        let rows: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|err| self.db_error(err))?;
-        let mut ids: Vec<DocumentId> = rows
-            .iter()
-            .filter_map(|(kind, owner)| document_id(kind, owner))
-            .collect();
-        ids.sort();
-        Ok(ids)
-    }
-
-    fn subscribe(&self) -> Subscription {
-        self.events.subscribe()
-    }
-}
-
-#[async_trait]
-impl IdentityMap for PostgresProvider {
-    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
-        let user: Option<String> = sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
-            .bind(identity.platform())
-            .bind(identity.platform_user())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|err| self.identity_error(err))?;
-        user.map(|user| self.stored_user(identity, user))
-            .transpose()
-    }
-
-    /// One transaction: a first link inserts the row; any other link locks the row, decides
-    /// with [`Identity::check_link`] and updates it only if that says so. Concurrent first
-    /// links of one identity queue on the primary key, so exactly one inserts and the others
-    /// then see its row.
-    async fn link(
+    /// [`IdentityMap::link`] on `connection`.
+    async fn link_on(
         &self,
+        connection: &mut PgConnection,
         identity: &Identity,
         user: &UserId,
         relink: bool,
     ) -> Result<Option<UserId>, MemoryError> {
         let failed = |err| self.identity_error(err);
         let key = (identity.platform(), identity.platform_user());
-        let mut transaction = self.pool.begin().await.map_err(failed)?;
+        let mut transaction = connection.begin().await.map_err(failed)?;
         loop {
             let inserted = sqlx::query(AssertSqlSafe(self.sql.link_first.clone()))
                 .bind(key.0)
@@ -319,12 +301,152 @@ impl IdentityMap for PostgresProvider {
         }
     }
 
+    /// A connection from the pool for one call.
+    async fn lease(&self) -> Result<Lease, MemoryError> {
+        let connection = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|err| self.db_error(err))?;
+        Ok(Lease {
+            connection,
+            answered: false,
+        })
+    }
+
+    /// An error on the documents' table.
+    fn db_error(&self, err: sqlx::Error) -> MemoryError {
+        self.table_error(&self.table, err)
+    }
+
+    /// An error on the identity map's table.
+    fn identity_error(&self, err: sqlx::Error) -> MemoryError {
+        self.table_error(&self.identities, err)
+    }
+
+    /// A missing table is a setup mistake with a fix to name; anything else is `Unavailable`.
+    fn table_error(&self, table: &str, err: sqlx::Error) -> MemoryError {
+        if let sqlx::Error::Database(db) = &err
+            && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
+        {
+            return MemoryError::Config {
+                message: format!(
+                    "{table} does not exist in {}: call migrate() or connect with migrate on",
+                    self.location
+                ),
+            };
+        }
+        self.unavailable(err)
+    }
+
+    /// The user id of a stored link: anything but a valid id was not written by us.
+    fn stored_user(&self, identity: &Identity, user: String) -> Result<UserId, MemoryError> {
+        UserId::new(user).map_err(|err| MemoryError::Corrupt {
+            location: format!("{}/memory_identities/{identity}", self.location),
+            reason: err.to_string(),
+        })
+    }
+}
+
+#[async_trait]
+impl MemoryProvider for PostgresProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        self.within_deadline(self.prefetch_by_fetch(ctx)).await
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        self.writer
+            .sync(self, &self.events, ctx, updates, if_match)
+            .await
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        self.within_deadline(self.read_by_fetch(document)).await
+    }
+
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        self.within_deadline(self.receipts_by_fetch(document)).await
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let rows: Vec<(String, String)> = self
+            .within_deadline(async {
+                let mut lease = self.lease().await?;
+                let rows = sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
+                    .fetch_all(&mut *lease)
+                    .await;
+                lease.answered();
+                rows.map_err(|err| self.db_error(err))
+            })
+            .await?;
+        let mut ids: Vec<DocumentId> = rows
+            .iter()
+            .filter_map(|(kind, owner)| document_id(kind, owner))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+}
+
+#[async_trait]
+impl IdentityMap for PostgresProvider {
+    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        let user: Option<String> = self
+            .within_deadline(async {
+                let mut lease = self.lease().await?;
+                let user = sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
+                    .bind(identity.platform())
+                    .bind(identity.platform_user())
+                    .fetch_optional(&mut *lease)
+                    .await;
+                lease.answered();
+                user.map_err(|err| self.identity_error(err))
+            })
+            .await?;
+        user.map(|user| self.stored_user(identity, user))
+            .transpose()
+    }
+
+    /// One transaction: a first link inserts the row; any other link locks the row, decides
+    /// with [`Identity::check_link`] and updates it only if that says so. Concurrent first
+    /// links of one identity queue on the primary key, so exactly one inserts and the others
+    /// then see its row. Past the deadline the call is `Unavailable`, whether or not its commit
+    /// landed: repeating a link is safe.
+    async fn link(
+        &self,
+        identity: &Identity,
+        user: &UserId,
+        relink: bool,
+    ) -> Result<Option<UserId>, MemoryError> {
+        self.within_deadline(async {
+            let mut lease = self.lease().await?;
+            let linked = self.link_on(&mut lease, identity, user, relink).await;
+            lease.answered();
+            linked
+        })
+        .await
+    }
+
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|err| self.identity_error(err))?;
+        let rows: Vec<(String, String, String)> = self
+            .within_deadline(async {
+                let mut lease = self.lease().await?;
+                let rows = sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
+                    .fetch_all(&mut *lease)
+                    .await;
+                lease.answered();
+                rows.map_err(|err| self.identity_error(err))
+            })
+            .await?;
         let mut links = rows
             .into_iter()
             .map(|(platform, platform_user, user)| {
@@ -347,30 +469,37 @@ impl IdentityMap for PostgresProvider {
 #[async_trait]
 impl CompareAndSwap for PostgresProvider {
     /// Reads `ids` in one statement, so they are one consistent snapshot.
-    async fn fetch(&self, ids: &[DocumentId]) -> Result<Vec<(Document, u64)>, MemoryError> {
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
-        let rows: Vec<(String, String, String, i64, i64)> =
+        let mut lease = self.lease().await?;
+        let rows: Result<Vec<(String, String, String, i64, i64, Option<String>)>, _> =
             sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
                 .bind(&kinds)
                 .bind(&owners)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|err| self.db_error(err))?;
+                .bind(receipts)
+                .fetch_all(&mut *lease)
+                .await;
+        lease.answered();
+        let rows = rows.map_err(|err| self.db_error(err))?;
         Ok(ids
             .iter()
             .map(|id| {
                 let key = row_key(id);
-                let (text, version, modified) = rows
+                let (text, version, modified, receipts) = rows
                     .iter()
                     .find(|(kind, owner, ..)| (kind.as_str(), owner.as_str()) == key)
                     // The table's CHECK keeps versions positive.
-                    .map_or((String::new(), 0, None), |(.., text, version, millis)| {
-                        (
-                            text.clone(),
-                            version.unsigned_abs(),
-                            Some(unix_millis(*millis)),
-                        )
-                    });
+                    .map_or(
+                        (String::new(), 0, None, None),
+                        |(.., text, version, millis, receipts)| {
+                            (
+                                text.clone(),
+                                version.unsigned_abs(),
+                                Some(unix_millis(*millis)),
+                                receipts.clone(),
+                            )
+                        },
+                    );
                 let document = Document {
                     id: id.clone(),
                     text,
@@ -378,17 +507,33 @@ impl CompareAndSwap for PostgresProvider {
                     location: format!("{}/{}", self.location, id.relative_path()),
                     modified,
                 };
-                (document, version)
+                Fetched {
+                    document,
+                    version,
+                    receipts,
+                }
             })
             .collect())
     }
 
-    /// One statement for all writes; two documents run it in a transaction that commits only
-    /// if both rows landed.
+    /// One statement for all writes. It runs alone when the connections' `lock_timeout`
+    /// keeps its lock waits within `lock_wait`; otherwise (and for two documents, which commit
+    /// only if both rows landed) in a transaction, which first lowers `lock_timeout` to fit.
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
+        lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError> {
+        let Some(first) = writes.first() else {
+            return Ok(None);
+        };
+        // Each row may wait its own `lock_timeout`, so they share what is left.
+        let rows = u32::try_from(writes.len()).unwrap_or(u32::MAX);
+        let per_row = lock_wait / rows;
+        // No time left to wait for anything: whoever holds the rows has won the race.
+        if per_row < Duration::from_millis(1) {
+            return Ok(Some(first.id.clone()));
+        }
         let (kinds, owners): (Vec<&str>, Vec<&str>) =
             writes.iter().map(|write| row_key(write.id)).unzip();
         let texts: Vec<&str> = writes.iter().map(|write| write.text).collect();
@@ -397,29 +542,27 @@ impl CompareAndSwap for PostgresProvider {
             .map(|write| write.expected.try_into().unwrap_or(i64::MAX))
             .collect();
         let hashes: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
+        let receipts: Vec<Option<&str>> = writes.iter().map(|write| write.receipts).collect();
         let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.upsert.clone()))
             .bind(&kinds)
             .bind(&owners)
             .bind(&texts)
             .bind(&expected)
-            .bind(&hashes);
-        let landed = if writes.len() == 1 {
-            query.fetch_all(&self.pool).await
+            .bind(&hashes)
+            .bind(&receipts);
+        let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
+        let mut lease = self.lease().await?;
+        let landed = if writes.len() == 1 && bounded {
+            query.fetch_all(&mut *lease).await
         } else {
-            let mut transaction = self.pool.begin().await.map_err(|err| self.db_error(err))?;
-            let landed = query.fetch_all(&mut *transaction).await;
-            if landed.as_ref().is_ok_and(|rows| rows.len() == writes.len()) {
-                transaction
-                    .commit()
-                    .await
-                    .map_err(|err| self.db_error(err))?;
-            }
-            // Otherwise dropping the transaction rolls it back.
-            landed
+            let lower_to = (!bounded).then_some(per_row);
+            write_in_transaction(&mut lease, query, writes.len(), lower_to).await
         };
+        lease.answered();
         let landed = match landed {
             Ok(rows) => rows,
-            // Two writers locking the same rows in a different order: a lost race too.
+            // A lock held past `lock_timeout`, or two writers locking the same rows in a
+            // different order: a lost race too.
             Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
             Err(err) => return Err(self.db_error(err)),
         };
@@ -433,6 +576,72 @@ impl CompareAndSwap for PostgresProvider {
                     .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
             })
             .cloned())
+    }
+}
+
+/// The upsert of `rows` rows in a transaction on `connection`, committed only if every row
+/// landed; with the transaction's `lock_timeout` lowered to `lower_to` first, if given.
+async fn write_in_transaction<'q>(
+    connection: &mut PgConnection,
+    query: QueryAs<'q, Postgres, (String, String), PgArguments>,
+    rows: usize,
+    lower_to: Option<Duration>,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    let mut transaction = connection.begin().await?;
+    if let Some(lock_wait) = lower_to {
+        // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
+        sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+            .bind(format!("{}ms", lock_wait.as_millis().max(1)))
+            .execute(&mut *transaction)
+            .await?;
+    }
+    let landed = query.fetch_all(&mut *transaction).await;
+    if landed.as_ref().is_ok_and(|landed| landed.len() == rows) {
+        transaction.commit().await?;
+    } else {
+        // Answered here, not when the connection next goes out. A rollback that fails leaves
+        // a broken connection, which the pool closes on return.
+        let _ = transaction.rollback().await;
+    }
+    landed
+}
+
+/// A pooled connection in use by one call. Unless the call marks it answered, it is closed
+/// instead of going back to the pool: a call dropped at its deadline may have left it waiting
+/// for a reply, and the pool would test it on return with no time bound, so one that stalled
+/// would hold its pool slot for good.
+struct Lease {
+    connection: PoolConnection<Postgres>,
+    answered: bool,
+}
+
+impl Lease {
+    /// Every statement sent on the connection was answered (with rows or an error): it may go
+    /// back to the pool.
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.connection.close_on_drop();
+        }
+    }
+}
+
+impl Deref for Lease {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        &self.connection
+    }
+}
+
+impl DerefMut for Lease {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        &mut self.connection
     }
 }
 
@@ -455,21 +664,24 @@ impl Statements {
             // The time as epoch milliseconds: sqlx decodes TIMESTAMPTZ only with a time crate.
             select: format!(
                 "SELECT kind, owner, content, version, \
-                   (extract(epoch FROM updated_at) * 1000)::int8 FROM {table} \
+                   (extract(epoch FROM updated_at) * 1000)::int8, \
+                   CASE WHEN $3 THEN receipts END FROM {table} \
                  WHERE (kind, owner) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
             )
             .into(),
             // A new document is inserted at version 1; an existing one is updated only where
             // its version is still the expected one. A row another writer got to first is
-            // neither, and is missing from RETURNING.
+            // neither, and is missing from RETURNING. A NULL receipts value keeps the stored one.
             upsert: format!(
-                "INSERT INTO {table} AS d (kind, owner, content, version, sha256) \
-                 SELECT kind, owner, content, expected + 1, sha256 \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[]) \
-                   AS w(kind, owner, content, expected, sha256) \
+                "INSERT INTO {table} AS d (kind, owner, content, version, sha256, receipts) \
+                 SELECT kind, owner, content, expected + 1, sha256, receipts \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], \
+                             $6::text[]) \
+                   AS w(kind, owner, content, expected, sha256, receipts) \
                  ON CONFLICT (kind, owner) DO UPDATE \
                    SET content = excluded.content, version = excluded.version, \
-                       sha256 = excluded.sha256, updated_at = now() \
+                       sha256 = excluded.sha256, updated_at = now(), \
+                       receipts = COALESCE(excluded.receipts, d.receipts) \
                    WHERE d.version = excluded.version - 1 \
                  RETURNING kind, owner"
             )

@@ -142,7 +142,8 @@ async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
 }
 
 /// A connection killed while its write waits on a row lock leaves both documents at the old
-/// version (a two-document call is one transaction), and the pool recovers for the next call.
+/// version (a two-document call is one transaction), the caller hears that the write went
+/// unanswered (`OutcomeUnknown`), and the pool recovers for the next call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_terminated_mid_sync_leaves_old_or_new_never_between() {
     let Some((setup, schema)) = common::provider().await else {
@@ -204,7 +205,7 @@ async fn connection_terminated_mid_sync_leaves_old_or_new_never_between() {
             .unwrap()
             .expect_err("the sync's connection was killed");
         assert!(
-            matches!(err, MemoryError::Unavailable { .. }),
+            matches!(err, MemoryError::OutcomeUnknown { .. }),
             "{case}: {err:?}"
         );
         blocker.execute("ROLLBACK").await.unwrap();

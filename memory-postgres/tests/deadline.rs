@@ -1,0 +1,461 @@
+//! Every call ends within its deadline, against a real server: a row lock another session
+//! holds, and a connection that stops answering (through a proxy that stops forwarding), fail
+//! the call in time with an error that says what happened and never shows the password; the
+//! pool keeps working afterwards.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use memory_conformance::cases::ctx;
+use memory_core::{
+    ErrorKind, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Store, UserId,
+};
+use memory_postgres::{PostgresConfig, PostgresProvider};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// What a call may take beyond its deadline: scheduling, and the reply to the last statement.
+const SLACK: Duration = Duration::from_secs(1);
+
+fn both(text: &str) -> Vec<MemoryUpdate> {
+    vec![
+        MemoryUpdate::add(Store::Memory, text),
+        MemoryUpdate::add(Store::User, text),
+    ]
+}
+
+/// The text and version of both documents of `c`.
+async fn documents(p: &PostgresProvider, c: &MemoryContext) -> Vec<(String, String)> {
+    let mut documents = Vec::new();
+    for store in [Store::Memory, Store::User] {
+        let document = p.read(&c.document(store)).await.unwrap();
+        documents.push((document.text, document.version.to_string()));
+    }
+    documents
+}
+
+/// Another session holds the row of `kind` locked (`SELECT ... FOR UPDATE`, then idle in its
+/// transaction) while one sync writes it. With the default 64 attempts each waiting out the
+/// 5 s `lock_timeout`, that call used to take over five minutes; now it gives up within its
+/// deadline (2 s here) as `Contention`, writes nothing (also the unlocked document of a
+/// two-document call), and a sync after the lock is released lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let deadline = Duration::from_secs(2);
+    let config = PostgresConfig {
+        migrate: false,
+        max_connections: 2,
+        deadline_ms: 2_000,
+        ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
+    };
+    let configured = PostgresProvider::connect(&config).await.unwrap();
+    // A pool of the application's own, whose connections have no lock_timeout at all.
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&schema.url)
+        .await
+        .unwrap();
+    let own_pool = PostgresProvider::from_pool(pool, &schema.schema)
+        .unwrap()
+        .with_deadline(deadline);
+    let c = ctx("ada", "u1");
+    configured
+        .sync(&c, &both("old"), &IfMatch::NONE)
+        .await
+        .unwrap();
+
+    for (case, p, updates, locked) in [
+        (
+            "one document",
+            &configured,
+            vec![MemoryUpdate::add(Store::Memory, "new")],
+            "personality_memory",
+        ),
+        // The memory row is free and written first; the user row is the one held.
+        ("both documents", &configured, both("new"), "user_profile"),
+        (
+            "a pool without lock_timeout",
+            &own_pool,
+            vec![MemoryUpdate::add(Store::Memory, "new")],
+            "personality_memory",
+        ),
+    ] {
+        let before = documents(p, &c).await;
+        let mut blocker = PgConnection::connect(&schema.url).await.unwrap();
+        blocker.execute("BEGIN").await.unwrap();
+        blocker
+            .execute(AssertSqlSafe(format!(
+                "SELECT 1 FROM \"{}\".memory_documents WHERE kind = '{locked}' FOR UPDATE",
+                schema.schema
+            )))
+            .await
+            .unwrap();
+
+        let started = Instant::now();
+        let outcome = p.sync(&c, &updates, &IfMatch::NONE).await;
+        let took = started.elapsed();
+        println!("{case}: a sync blocked by a row lock ended after {took:?}: {outcome:?}");
+        let err = outcome.expect_err("the row stays locked past the deadline");
+        assert!(took <= deadline + SLACK, "{case}: took {took:?}");
+        assert!(
+            matches!(err.kind(), ErrorKind::Busy | ErrorKind::Unavailable),
+            "{case}: {err:?}"
+        );
+        assert_eq!(
+            documents(p, &c).await,
+            before,
+            "{case}: nothing was written"
+        );
+
+        blocker.execute("ROLLBACK").await.unwrap();
+        let report = p.sync(&c, &updates, &IfMatch::NONE).await;
+        assert!(
+            report.is_ok(),
+            "{case}: lands once the lock is gone: {report:?}"
+        );
+    }
+    let memory = configured.read(&c.document(Store::Memory)).await.unwrap();
+    assert_eq!(memory.text, "old\n\nnew\n\nnew\n\nnew\n");
+}
+
+/// A TCP proxy to the test server whose forwarding can be stopped without closing anything,
+/// as a network path that silently drops everything would.
+struct Proxy {
+    addr: SocketAddr,
+    /// The state connections accepted from now on start in.
+    new_connections: Arc<Mutex<Budget>>,
+    /// The state of every connection accepted so far.
+    connections: Arc<Mutex<Vec<Arc<watch::Sender<Budget>>>>>,
+    /// Accepts connections; aborting it drops every connection's tasks, and so their sockets.
+    accepting: JoinHandle<()>,
+}
+
+/// What a connection of the proxy forwards.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Budget {
+    /// Everything.
+    All,
+    /// This many more reads from the client, and whatever the server sends.
+    Requests(usize),
+    /// Nothing, either way.
+    Nothing,
+}
+
+impl Budget {
+    fn lets_through(self, from_client: bool) -> bool {
+        match self {
+            Budget::All => true,
+            Budget::Requests(left) => left > 0 || !from_client,
+            Budget::Nothing => false,
+        }
+    }
+}
+
+impl Proxy {
+    async fn start(upstream: (String, u16)) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let new_connections = Arc::new(Mutex::new(Budget::All));
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let accepting = tokio::spawn({
+            let (new_connections, connections) = (new_connections.clone(), connections.clone());
+            async move {
+                let mut pumps = JoinSet::new();
+                while let Ok((client, _)) = listener.accept().await {
+                    let Ok(server) = TcpStream::connect(&upstream).await else {
+                        continue;
+                    };
+                    let budget = *new_connections.lock().unwrap();
+                    let switch = Arc::new(watch::Sender::new(budget));
+                    connections.lock().unwrap().push(switch.clone());
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    pumps.spawn(pump(client_read, server_write, switch.clone(), true));
+                    pumps.spawn(pump(server_read, client_write, switch, false));
+                }
+            }
+        });
+        Proxy {
+            addr,
+            new_connections,
+            connections,
+            accepting,
+        }
+    }
+
+    /// Every connection, open or opened from now on, stops forwarding.
+    fn stall(&self) {
+        *self.new_connections.lock().unwrap() = Budget::Nothing;
+        self.set_open(Budget::Nothing);
+    }
+
+    /// Every open connection forwards `requests` more reads from the client (and whatever the
+    /// server answers meanwhile), then stops forwarding.
+    fn stall_after(&self, requests: usize) {
+        self.set_open(Budget::Requests(requests));
+    }
+
+    /// Connections opened from now on forward; those open now stay as they are.
+    fn let_new_through(&self) {
+        *self.new_connections.lock().unwrap() = Budget::All;
+    }
+
+    /// Every connection forwards again.
+    fn resume(&self) {
+        *self.new_connections.lock().unwrap() = Budget::All;
+        self.set_open(Budget::All);
+    }
+
+    fn set_open(&self, budget: Budget) {
+        for switch in self.connections.lock().unwrap().iter() {
+            switch.send_replace(budget);
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
+}
+
+/// Copies `from` to `to` while the connection's budget lets it through; whatever arrives
+/// meanwhile (bytes, or the end of the stream) waits until it does.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    switch: Arc<watch::Sender<Budget>>,
+    from_client: bool,
+) {
+    let mut forwarding = switch.subscribe();
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        let read = from.read(&mut buffer).await;
+        let through = forwarding.wait_for(|budget| budget.lets_through(from_client));
+        if through.await.is_err() {
+            return;
+        }
+        if from_client {
+            switch.send_if_modified(|budget| match budget {
+                Budget::Requests(left) => {
+                    *left -= 1;
+                    true
+                }
+                _ => false,
+            });
+        }
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if to.write_all(&buffer[..n]).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+/// The test server's URL pointed at `proxy`, with a password in it (the test server trusts
+/// local connections, so any will do) unless it has one: returned too, to look for in errors.
+fn through(url: &str, proxy: SocketAddr) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (user_info, server) = rest.rsplit_once('@').unwrap_or(("", rest));
+    let (user, password) = user_info
+        .split_once(':')
+        .unwrap_or((user_info, "hunter2-in-the-url"));
+    let path = &server[server.find(['/', '?']).unwrap_or(server.len())..];
+    (
+        format!("{scheme}://{user}:{password}@{proxy}{path}"),
+        password.to_owned(),
+    )
+}
+
+/// The calls of the contract that talk to the server.
+const CALLS: [&str; 7] = [
+    "sync",
+    "read",
+    "prefetch",
+    "list",
+    "resolve",
+    "link",
+    "identities",
+];
+
+async fn call(p: &PostgresProvider, name: &str) -> Result<(), MemoryError> {
+    let c = ctx("ada", "u1");
+    let identity: Identity = "telegram:1".parse().unwrap();
+    let user = UserId::new("u1").unwrap();
+    match name {
+        "sync" => {
+            let updates = [MemoryUpdate::add(Store::Memory, "during the stall")];
+            p.sync(&c, &updates, &IfMatch::NONE).await.map(drop)
+        }
+        "read" => p.read(&c.document(Store::Memory)).await.map(drop),
+        "prefetch" => p.prefetch(&c).await.map(drop),
+        "list" => p.list().await.map(drop),
+        "resolve" => p.resolve(&identity).await.map(drop),
+        "link" => p.link(&identity, &user, false).await.map(drop),
+        "identities" => p.identities().await.map(drop),
+        _ => unreachable!("{name}"),
+    }
+}
+
+/// `name` on `p` fails within `deadline` and the slack, as `Unavailable` or `OutcomeUnknown`
+/// naming the deadline, and shows `password` nowhere (message, debug form, sources).
+async fn assert_fails_in_time(
+    p: &PostgresProvider,
+    name: &str,
+    deadline: Duration,
+    password: &str,
+) {
+    let started = Instant::now();
+    let outcome = call(p, name).await;
+    let took = started.elapsed();
+    println!("{name} on a stalled connection ended after {took:?}: {outcome:?}");
+    let err = outcome.expect_err("nothing answers");
+    assert!(took <= deadline + SLACK, "{name}: took {took:?}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Unavailable | ErrorKind::OutcomeUnknown
+        ),
+        "{name}: {err:?}"
+    );
+    assert!(err.to_string().contains("deadline"), "{name}: {err}");
+    assert_no_password(&err, password);
+}
+
+fn assert_no_password(err: &MemoryError, password: &str) {
+    let mut shown = format!("{err} {err:?}");
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        shown += &format!(" {cause} {cause:?}");
+        source = cause.source();
+    }
+    assert!(!shown.contains(password), "{shown}");
+}
+
+/// Waits until the pool of `p` holds an idle connection, sqlx's tests of it on release done.
+async fn until_idle(p: &PostgresProvider) {
+    let started = Instant::now();
+    while p.pool().num_idle() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "never back in the pool"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A connection that stops answering after it was acquired (the proxy in between stops
+/// forwarding, closing nothing) used to hang the call forever. Now every call fails within
+/// its deadline (1 s here) as `Unavailable` or `OutcomeUnknown`, with no password in sight,
+/// and the pool keeps working: the stalled connection is closed rather than returned to the
+/// pool, where sqlx would test it with no time bound and hold its pool slot for good, so the
+/// next call works on a new connection while the old one stays stalled. The same for a
+/// connection that stalls as it goes back to the pool, and for `connect` itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reused() {
+    let Some((direct, schema)) = common::provider().await else {
+        return;
+    };
+    let deadline = Duration::from_secs(1);
+    let upstream = PgConnectOptions::from_str(&schema.url).unwrap();
+    let proxy = Proxy::start((upstream.get_host().to_owned(), upstream.get_port())).await;
+    let (url, password) = through(&schema.url, proxy.addr);
+    // One connection, so every call below runs on the one the proxy stalls.
+    let config = PostgresConfig {
+        migrate: false,
+        max_connections: 1,
+        deadline_ms: 1_000,
+        ..PostgresConfig::new(&url).with_schema(&schema.schema)
+    };
+    let p = PostgresProvider::connect(&config).await.unwrap();
+    let c = ctx("ada", "u1");
+    p.sync(&c, &both("before"), &IfMatch::NONE).await.unwrap();
+
+    for name in CALLS {
+        // The connection answers a call, and is back in the pool; then it answers sqlx's
+        // test when the next call takes it, and stalls under that call's statement.
+        proxy.resume();
+        p.list().await.unwrap();
+        until_idle(&p).await;
+        proxy.stall_after(1);
+        assert_fails_in_time(&p, name, deadline, &password).await;
+    }
+
+    // That connection stays stalled; new ones get through, if the pool has room for them.
+    proxy.let_new_through();
+    let report = p.sync(&c, &both("after"), &IfMatch::NONE).await;
+    assert!(
+        report.is_ok(),
+        "the stalled connection was not kept: {report:?}"
+    );
+
+    // A connection that answers a call and then stalls, as sqlx tests it on its way back to
+    // the pool: closed within the deadline, and the calls after it get a new one. (The
+    // statement is prepared by then, so the call is two reads: sqlx's test and the query.)
+    p.list().await.unwrap();
+    until_idle(&p).await;
+    proxy.stall_after(2);
+    p.list().await.unwrap();
+    proxy.let_new_through();
+    let started = Instant::now();
+    loop {
+        match p.list().await {
+            Ok(_) => break,
+            Err(err) => assert!(
+                started.elapsed() < 2 * deadline + SLACK,
+                "the pool did not recover: {err:?}"
+            ),
+        }
+    }
+    println!(
+        "the pool recovered from a stall on release after {:?}",
+        started.elapsed()
+    );
+
+    assert_eq!(
+        documents(&direct, &c).await,
+        [
+            ("before\n\nafter\n".to_owned(), "2".to_owned()),
+            ("before\n\nafter\n".to_owned(), "2".to_owned())
+        ],
+        "nothing of the stalled calls landed"
+    );
+
+    // No connection at all: `connect` is `Unavailable` within its connect timeout (and the
+    // second more it allows a TCP connect), without the password.
+    proxy.stall();
+    let started = Instant::now();
+    let connecting = PostgresConfig {
+        connect_timeout_ms: 500,
+        ..config.clone()
+    };
+    let err = PostgresProvider::connect(&connecting).await.unwrap_err();
+    assert!(
+        started.elapsed() <= Duration::from_millis(1_500) + SLACK,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, MemoryError::Unavailable { .. }), "{err:?}");
+    assert_no_password(&err, &password);
+
+    proxy.resume();
+    let report = p.sync(&c, &both("resumed"), &IfMatch::NONE).await;
+    assert!(report.is_ok(), "works once the path is back: {report:?}");
+}
