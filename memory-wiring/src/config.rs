@@ -421,8 +421,7 @@ fn shown_name(value: &str) -> String {
     if is_name(value) {
         format!("{value:?}")
     } else {
-        "a value that is not a provider name (names use only A-Z, a-z, 0-9, '_' and '-')"
-            .to_owned()
+        "a value that is not a provider name (names use only A-Z, a-z, 0-9, '_' and '-')".to_owned()
     }
 }
 
