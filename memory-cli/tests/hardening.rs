@@ -117,10 +117,15 @@ fn a_sync_repeated_with_its_key_applies_once() {
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
     let first = sync("booking-7");
-    let again = sync("booking-7");
+    let mut again = sync("booking-7");
+    let replayed = again["documents"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("replayed");
+    assert_eq!(replayed, Some(Value::Bool(true)), "marked as a replay");
     assert_eq!(
         first["documents"], again["documents"],
-        "the first call's report"
+        "otherwise the first call's report"
     );
     let text = std::fs::read_to_string(dir.path().join("personalities/ada/MEMORY.md")).unwrap();
     assert_eq!(text, "Paid the deposit.\n");
