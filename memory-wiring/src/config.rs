@@ -161,8 +161,8 @@ impl Config {
     /// types, provider names that name nothing, unset variables and caps out of order.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, MemoryError> {
         let at = Locator { text, origin };
-        let raw: RawConfig =
-            toml::from_str(text).map_err(|err| at.error(err.span(), err.message()))?;
+        let raw: RawConfig = toml::from_str(text)
+            .map_err(|err| at.error(err.span(), &urls_hidden(err.message())))?;
         let base = origin.parent().unwrap_or(Path::new("."));
 
         let mut providers = BTreeMap::new();
@@ -413,6 +413,24 @@ fn home() -> PathBuf {
 
 fn is_name(name: &str) -> bool {
     PersonalityId::new(name).is_ok()
+}
+
+/// A parser's message with the password of any URL it quotes (a URL written where a `kind`
+/// belongs: "unknown variant `postgres://user:pw@...`") replaced by `***`.
+fn urls_hidden(message: &str) -> String {
+    message
+        .split_inclusive(['`', '"'])
+        .map(|part| match part.find("://") {
+            Some(_) => {
+                let (quoted, end) = part.split_at(part.len() - 1);
+                let closed = matches!(end, "`" | "\"");
+                let url = if closed { quoted } else { part };
+                let shown = memory_core::redact_url(url);
+                if closed { shown + end } else { shown }
+            }
+            None => part.to_owned(),
+        })
+        .collect()
 }
 
 /// A value given where a provider name belongs, fit for an error: quoted when it could be a

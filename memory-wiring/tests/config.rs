@@ -262,3 +262,16 @@ fn the_mcp_table_names_who_memory_mcp_serves() {
     );
     assert!(message.contains("user id"), "{message}");
 }
+
+#[test]
+fn a_url_written_where_a_kind_belongs_is_not_echoed_with_its_password() {
+    let text = "[providers.shared]\nkind = \"postgres://agent:Secret123@db.example/m\"\n";
+    let err = Config::parse(text, Path::new("/etc/agent/memory.toml")).unwrap_err();
+    let message = err.to_string();
+    assert!(!message.contains("Secret123"), "{message}");
+    assert!(
+        message.contains("unknown variant"),
+        "still says what is wrong: {message}"
+    );
+    assert!(message.contains("/etc/agent/memory.toml:2"), "{message}");
+}
