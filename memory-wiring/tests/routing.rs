@@ -366,6 +366,45 @@ async fn a_second_write_that_fails_after_the_first_landed_is_partially_applied()
     assert_eq!(event.report().document, bob.document(Store::Memory));
 }
 
+/// A keyed call that ended `PartiallyApplied` is completed by repeating it with its key once
+/// the fault is gone: the part that landed is replayed, not written twice, and only the rest
+/// is applied.
+#[tokio::test]
+async fn a_partially_applied_call_repeated_with_its_key_completes_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = wiring(dir.path(), "kind = \"markdown\"\nroot = \"b\"");
+    let bob = memory
+        .context(id("bob"), grace())
+        .with_idempotency_key(memory_core::IdempotencyKey::new("turn-9").unwrap());
+    let blocker = dir.path().join("a/users/grace/.USER.md.lock");
+    std::fs::create_dir_all(&blocker).unwrap();
+    let updates = [
+        MemoryUpdate::add(Store::User, "Likes jazz."),
+        MemoryUpdate::add(Store::Memory, "bob's note"),
+    ];
+    let err = memory
+        .sync(&bob, &updates, &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::PartiallyApplied { .. }), "{err}");
+
+    std::fs::remove_dir(&blocker).unwrap();
+    let report = memory.sync(&bob, &updates, &IfMatch::NONE).await.unwrap();
+    let replayed: Vec<(Store, bool)> = report
+        .documents
+        .iter()
+        .map(|d| (d.store, d.replayed))
+        .collect();
+    assert_eq!(replayed, [(Store::Memory, true), (Store::User, false)]);
+    for (store, expected) in [
+        (Store::Memory, "bob's note\n"),
+        (Store::User, "Likes jazz.\n"),
+    ] {
+        let document = memory.read(&bob.document(store)).await.unwrap();
+        assert_eq!(document.text, expected, "each part once");
+    }
+}
+
 /// A USER.md left in a personality's own provider (written there before profiles had one
 /// home) is not read, but never hidden silently: the prefetch says where it is and how to
 /// merge it.
