@@ -176,9 +176,8 @@ pub(crate) fn lock(
     timeout: Duration,
     busy: impl FnOnce(u32) -> MemoryError,
 ) -> Result<File, MemoryError> {
-    let (dir, name) = split(target);
-    create_dirs(dir).map_err(|err| io_error(target, err))?;
-    let path = dir.join(format!(".{name}.lock"));
+    create_dirs(split(target).0).map_err(|err| io_error(target, err))?;
+    let path = beside(target, "lock");
     let file = open_lock(&path)?;
     let deadline = Instant::now() + timeout;
     let mut backoff = Backoff::new(Duration::from_micros(100), Duration::from_millis(5));
@@ -496,6 +495,13 @@ fn create_dirs(dir: &Path) -> io::Result<()> {
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// The hidden file `.<NAME>.<suffix>` beside `document` (its lock, its receipts): one place
+/// names them, so every writer finds the same file and `list` never takes one for a document.
+pub(crate) fn beside(document: &Path, suffix: &str) -> PathBuf {
+    let (dir, name) = split(document);
+    dir.join(format!(".{name}.{suffix}"))
 }
 
 /// The document's directory and file name. Document paths always have both: they are the

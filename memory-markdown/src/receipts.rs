@@ -15,14 +15,9 @@ use memory_core::{MemoryError, Receipts};
 
 use crate::files;
 
-/// The sidecar of the document at `document`: hidden, beside it, so `list` never takes it for
-/// a document and it moves with the document's directory.
+/// The sidecar of the document at `document`.
 pub(crate) fn path(document: &Path) -> PathBuf {
-    let name = document
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    document.with_file_name(format!(".{name}.receipts.json"))
+    files::beside(document, "receipts.json")
 }
 
 /// The document's receipts as stored; none when the sidecar does not exist.
