@@ -1,9 +1,13 @@
 //! `memory-bench`: every provider side by side in one run (prefetch, sync, contention against a
 //! naive baseline, the storage floor, recall and growth), written to `<out>/benchmarks.md` with
 //! SVG charts in `<out>/benchmarks/`. Prints figures; asserts nothing about speed.
+//!
+//! `memory-bench recall-eval --data DIR` instead measures recall@k of the vector provider on
+//! LoCoMo-style conversations (see `src/recall_eval.rs`).
 
 mod backends;
 mod chart;
+mod recall_eval;
 mod stats;
 mod workloads;
 
@@ -24,9 +28,15 @@ use workloads::{Contention, RecallRound};
 ///
 /// Needs the services of ./scripts/bench (PostgreSQL, Redis) and the embedding model; a
 /// provider that cannot be opened is skipped, loudly, and the report says so.
+///
+/// `memory-bench recall-eval` measures recall on conversations instead; the flags here are the
+/// benchmark's only.
 #[derive(Parser, Debug)]
-#[command(name = "memory-bench", version)]
+#[command(name = "memory-bench", version, args_conflicts_with_subcommands = true)]
 struct Args {
+    /// Another measurement instead of the benchmark.
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Where benchmarks.md and the charts (benchmarks/*.svg) go.
     #[arg(long, default_value = "docs")]
     out: PathBuf,
@@ -75,6 +85,15 @@ struct Args {
     redis_url: String,
 }
 
+/// Measurements other than the whole benchmark.
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Recall@k of the vector provider on LoCoMo-style conversations (turns.jsonl,
+    /// observations.jsonl, queries.jsonl), one fresh index per conversation; prints a markdown
+    /// table per question category.
+    RecallEval(recall_eval::EvalArgs),
+}
+
 /// Everything measured on one provider.
 struct Measured {
     backend: Backend,
@@ -87,7 +106,12 @@ struct Measured {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    match run(Args::parse()).await {
+    let mut args = Args::parse();
+    let result = match args.command.take() {
+        Some(Command::RecallEval(eval)) => recall_eval::run(eval).await,
+        None => run(args).await,
+    };
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err}");
