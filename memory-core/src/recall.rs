@@ -4,8 +4,9 @@ use async_trait::async_trait;
 
 use crate::{DocumentId, MemoryError};
 
-/// A provider that can search a document's entries (its blank-line-separated paragraphs) by
-/// relevance to a query: what an agent's `memory_search` tool needs.
+/// A provider that can search a document's entries (its list items, paragraphs and
+/// `§`-separated notes, each as written) by relevance to a query: what an agent's
+/// `memory_search` tool needs.
 ///
 /// Separate from [`crate::MemoryProvider`] because most providers cannot do it; callers that
 /// can use it take an `Option<Arc<dyn Recall>>`.

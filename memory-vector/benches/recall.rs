@@ -164,25 +164,27 @@ async fn print_query_latency(
     Ok(())
 }
 
-/// The recall table of the labelled set, and the sweep of fusion parameters on its tuning half
-/// (mean of recall@5 and @10), from which the defaults were chosen.
+/// The recall table of the labelled set, and hybrid recall on it (mean of recall@5 and @10,
+/// held-out half and all) for each vector weight of the sweep.
 async fn print_recall(embedder: Arc<Embedder>) {
     let config = RecallConfig::default();
-    let evaluation = labelled::evaluate(embedder, config).await;
+    let evaluation = labelled::evaluate(embedder.clone(), config).await;
     println!("labelled set indexed in {:.1?}", evaluation.indexing);
     labelled::print_table(&evaluation, &config);
-    println!(
-        "fusion sweep, tuning half, mean of recall@5 and @10 (rows rrf_k, columns text weight):"
-    );
-    let sweep = evaluation.sweep(labelled::Split::Tune);
-    let weights = labelled::SWEEP_TEXT_WEIGHT.map(|w| format!("{w}"));
-    println!("| rrf_k | {} |", weights.join(" | "));
-    println!("| --- |{}", " --- |".repeat(weights.len()));
-    for row in sweep.chunks(weights.len()) {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|(_, _, r)| format!("{:.3}", r.mean()))
-            .collect();
-        println!("| {} | {} |", row[0].0, cells.join(" | "));
+    println!("vector weight sweep, hybrid, mean of recall@5 and @10:");
+    println!("| vector weight | held-out | all |");
+    println!("| --- | --- | --- |");
+    for vector_weight in labelled::SWEEP_VECTOR_WEIGHT {
+        let config = RecallConfig {
+            vector_weight,
+            ..RecallConfig::default()
+        };
+        let evaluation = labelled::evaluate(embedder.clone(), config).await;
+        let mean = |split| evaluation.table(split)[2].1.mean();
+        println!(
+            "| {vector_weight} | {:.3} | {:.3} |",
+            mean(labelled::Split::HeldOut),
+            mean(labelled::Split::All)
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arrow_array::types::Float32Type;
-use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{Array, FixedSizeListArray, Float32Array, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::index::Index as IndexKind;
@@ -249,13 +249,14 @@ impl EntryTable {
         self.delete_where(scope_filter(scope)).await
     }
 
-    /// The hashes of the `limit` entries of `scope` nearest to `vector` (cosine), best first.
+    /// The hashes of the `limit` entries of `scope` nearest to `vector`, best first, with their
+    /// cosine similarity to it.
     pub async fn nearest(
         &self,
         scope: &str,
         vector: &[f32],
         limit: usize,
-    ) -> Result<Vec<String>, MemoryError> {
+    ) -> Result<Vec<(String, f32)>, MemoryError> {
         let batches = self
             .run(
                 self.table
@@ -268,7 +269,20 @@ impl EntryTable {
                     .limit(limit),
             )
             .await?;
-        Ok(hashes(&batches))
+        Ok(batches
+            .iter()
+            .flat_map(|batch| {
+                let hashes = strings(batch, "hash");
+                let distances = batch
+                    .column_by_name("_distance")
+                    .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+                    .expect("a vector query returns the _distance column");
+                (0..batch.num_rows())
+                    // LanceDB's cosine distance is 1 - cosine similarity.
+                    .map(|i| (hashes.value(i).to_owned(), 1.0 - distances.value(i)))
+                    .collect::<Vec<_>>()
+            })
+            .collect())
     }
 
     /// The hashes of the `limit` entries of `scope` that best match `query` by BM25, best
@@ -391,7 +405,8 @@ fn batch(
                 added.iter().map(|(entry, _)| entry.hash.as_str()),
             )),
             Arc::new(StringArray::from_iter_values(
-                added.iter().map(|(entry, _)| entry.text.as_str()),
+                // The heading with the text: what the full-text index matches a query against.
+                added.iter().map(|(entry, _)| entry.indexed()),
             )),
             Arc::new(vectors),
             repeat(model),

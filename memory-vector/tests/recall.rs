@@ -696,3 +696,120 @@ async fn search_returns_the_current_text_of_the_best_entries_of_one_document() {
         "{after:?}"
     );
 }
+
+/// `MEMORY.md` as `text`, written at its markdown path as an editor would, never through a
+/// provider.
+fn write_by_hand(dir: &Path, c: &MemoryContext, text: &str) {
+    let file = dir
+        .join("memory")
+        .join(c.document(Store::Memory).relative_path());
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, text).unwrap();
+}
+
+const BULLETS: &str = "# Memory
+
+## Travel
+- Window seat on trains.
+- Aisle seat on flights longer than two hours.
+- Passport expires in March 2027.
+- Hotel in Alfama booked for the Lisbon trip, 12 to 19 May.
+- Always packs a plug adapter.
+
+## Health
+- Dentist appointment with Dr. Okafor on Tuesday at 14:30.
+- Allergic to shellfish: no shrimp, crab or lobster.
+- Takes vitamin D through the winter.
+- Runs 5 km on Saturday mornings along the canal.
+- Physiotherapy for the left knee every other Friday.
+
+## Money
+- Files the tax return every April with an accountant.
+- Car insurance renews on 1 July with Allianz.
+- Pays the rent on the first of the month.
+- Saving for a new bicycle.
+
+## Home
+* Bakes sourdough bread on Sundays.
+* The boiler is serviced every October.
+* Waters the ferns on Wednesdays.
+* The spare key is under the third flowerpot.
+* Recycling goes out on Thursday night.
+";
+
+/// A bullet list, as people write MEMORY.md by hand: each bullet is an entry, so a query gets
+/// the one bullet it is about (not its whole list), rendered under its heading.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_gets_one_bullet_of_a_list_under_its_heading() {
+    use memory_core::Recall;
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    write_by_hand(dir.path(), &c, BULLETS);
+    assert_eq!(entries(BULLETS).len(), 19);
+    let p = open(dir.path(), embedder(), 3).await;
+    let query = "which seat do I want on the train?";
+
+    let found = p
+        .search(&c.document(Store::Memory), query, 3)
+        .await
+        .unwrap();
+    assert_eq!(found.ranked[0], "- Window seat on trains.", "{found:?}");
+    assert!(
+        found.ranked.iter().all(|entry| !entry.contains('\n')),
+        "one bullet per entry: {found:?}"
+    );
+
+    let (memory, warnings) = recalled(&p, &c, query).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The first bullet of the first section: in document order it comes first, with its heading.
+    assert!(
+        memory.starts_with("## Travel\n- Window seat on trains.\n"),
+        "{memory}"
+    );
+    let bullets = memory
+        .lines()
+        .filter(|line| line.starts_with("- ") || line.starts_with("* "))
+        .count();
+    assert_eq!(bullets, 3, "k bullets, not the list: {memory}");
+    assert_eq!(entries(&memory).len(), 3, "{memory}");
+}
+
+/// A Hermes-style file, its entries separated by lines `§`: a query gets the one entry it is
+/// about.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_gets_one_entry_of_a_section_sign_file() {
+    use memory_core::Recall;
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let notes = [
+        "Prefers a window seat on trains.",
+        "Dentist appointment with Dr. Okafor on Tuesday at 14:30.",
+        "Files the tax return every April with an accountant.",
+        "Bakes sourdough bread on Sundays.",
+        "The boiler is serviced every October.",
+        "Piano lessons for Maya every Thursday at 17:00.",
+        "Car insurance renews on 1 July with Allianz.",
+        "Runs 5 km on Saturday mornings along the canal.",
+    ];
+    write_by_hand(dir.path(), &c, &(notes.join("\n§\n") + "\n"));
+    let p = open(dir.path(), embedder(), 2).await;
+    let query = "when do I see the dentist?";
+
+    let found = p
+        .search(&c.document(Store::Memory), query, 2)
+        .await
+        .unwrap();
+    assert_eq!(found.ranked[0], notes[1], "{found:?}");
+    assert!(
+        found
+            .ranked
+            .iter()
+            .all(|entry| notes.contains(&entry.as_str()))
+    );
+
+    let (memory, warnings) = recalled(&p, &c, query).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(memory.contains(notes[1]), "{memory}");
+    assert!(!memory.contains('§'), "{memory}");
+    assert_eq!(entries(&memory).len(), 2, "{memory}");
+}

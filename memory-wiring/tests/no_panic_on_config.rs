@@ -97,7 +97,7 @@ const SMALL: &[&str] = &[
     "[providers.only]\nkind = \"markdown\"\nroot = \"/m\"\n",
     "[providers.pg]\nkind = \"postgres\"\nurl = \"postgres://agent:hunter2@db/m?sslmode=require\"\nmax_connections = 4\nconnect_timeout_ms = 100\nlock_timeout_ms = 100\nmigrate = false\nmax_attempts = 3\n",
     "[providers.r]\nkind = \"redis\"\nurl = \"redis://:hunter2@cache:6379/0\"\nprefix = \"p\"\nresponse_timeout_ms = 10\n",
-    "default_provider = \"a\"\n[providers.a]\nkind = \"redis\"\nurl = \"redis://x\"\n[providers.v]\nkind = \"vector\"\nsource = \"a\"\nindex_dir = \"idx\"\nort_library = \"/lib/libonnxruntime.so\"\nrecall = { k = 3, candidates = 9, rrf_k = 5.0, vector_weight = 1.0, text_weight = 0.5, ann_index_rows = 10, catch_up_ms = 0 }\n",
+    "default_provider = \"a\"\n[providers.a]\nkind = \"redis\"\nurl = \"redis://x\"\n[providers.v]\nkind = \"vector\"\nsource = \"a\"\nindex_dir = \"idx\"\nort_library = \"/lib/libonnxruntime.so\"\nrecall = { k = 3, candidates = 9, vector_weight = 0.7, ann_index_rows = 10, catch_up_ms = 0 }\n",
     "[personalities.ada]\nmax_chars = 10\nmemory_scope = \"per-personality\"\ncaps.memory = { soft = 1, hard = 2 }\ncaps.user = { soft = 1 }\n",
     "[mcp]\npersonality = \"coder\"\nuser = \"ada\"\n",
 ];

@@ -1,9 +1,9 @@
 //! The labelled recall set in `tests/data/recall.json`, indexed and scored. Shared by the
 //! recall test (which asserts) and the benchmark (which prints).
 //!
-//! Each query's vector and full-text rankings are fetched once; hybrid rankings for any fusion
-//! parameters are then computed with [`RecallConfig::fuse`], the function `recall` itself uses,
-//! so a parameter sweep needs no further queries.
+//! Each query's vector, full-text and hybrid rankings are fetched through
+//! [`VectorProvider::recall`] under one configuration; a sweep evaluates the set once per
+//! configuration.
 
 // The test and the benchmark each use part of this.
 #![allow(dead_code)]
@@ -18,10 +18,8 @@ use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, Ranking, RecallConfig, VectorProvider, entries};
 use serde::Deserialize;
 
-/// The rrf_k values of the fusion sweep.
-pub const SWEEP_RRF_K: [f32; 6] = [1.0, 2.0, 5.0, 10.0, 20.0, 60.0];
-/// The text weights of the fusion sweep (the vector weight stays 1).
-pub const SWEEP_TEXT_WEIGHT: [f32; 8] = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0];
+/// The vector weights of the fusion sweep.
+pub const SWEEP_VECTOR_WEIGHT: [f32; 6] = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 
 #[derive(Deserialize)]
 pub struct LabelledSet {
@@ -67,7 +65,7 @@ pub enum Split {
 }
 
 impl Split {
-    fn holds(self, query: &LabelledQuery) -> bool {
+    pub fn holds(self, query: &LabelledQuery) -> bool {
         match self {
             Split::Tune => query.split == Half::Tune,
             Split::HeldOut => query.split == Half::HeldOut,
@@ -200,34 +198,13 @@ impl Evaluation {
         }
     }
 
-    /// Recall of vector only, full text only and hybrid fused with `config`, in that order.
-    pub fn table(&self, split: Split, config: &RecallConfig) -> [(Ranking, Recall); 3] {
+    /// Recall of vector only, full text only and hybrid, in that order.
+    pub fn table(&self, split: Split) -> [(Ranking, Recall); 3] {
         [
             (Ranking::Vector, self.recall(split, |r| r.vector.clone())),
             (Ranking::FullText, self.recall(split, |r| r.text.clone())),
-            (
-                Ranking::Hybrid,
-                self.recall(split, |r| config.fuse(&r.vector, &r.text, 10)),
-            ),
+            (Ranking::Hybrid, self.recall(split, |r| r.hybrid.clone())),
         ]
-    }
-
-    /// Hybrid recall over `split` for every point of the sweep grid.
-    pub fn sweep(&self, split: Split) -> Vec<(f32, f32, Recall)> {
-        let mut points = Vec::new();
-        for rrf_k in SWEEP_RRF_K {
-            for text_weight in SWEEP_TEXT_WEIGHT {
-                let config = RecallConfig {
-                    rrf_k,
-                    text_weight,
-                    vector_weight: 1.0,
-                    ..RecallConfig::default()
-                };
-                let recall = self.recall(split, |r| config.fuse(&r.vector, &r.text, 10));
-                points.push((rrf_k, text_weight, recall));
-            }
-        }
-        points
     }
 
     /// Every returned id that is out of its query's scope or its trap, as "query: id" lines.
@@ -253,8 +230,8 @@ impl Evaluation {
 /// Prints a recall table: one row per ranking, recall@5 and @10 on the held-out half and on
 /// every query.
 pub fn print_table(evaluation: &Evaluation, config: &RecallConfig) {
-    let held_out = evaluation.table(Split::HeldOut, config);
-    let all = evaluation.table(Split::All, config);
+    let held_out = evaluation.table(Split::HeldOut);
+    let all = evaluation.table(Split::All);
     let count = |split: Split| {
         evaluation
             .set
@@ -264,12 +241,11 @@ pub fn print_table(evaluation: &Evaluation, config: &RecallConfig) {
             .count()
     };
     println!(
-        "recall on {} entries: {} held-out queries, {} in all (rrf_k {}, text weight {})",
+        "recall on {} entries: {} held-out queries, {} in all (vector weight {})",
         evaluation.set.entries.len(),
         count(Split::HeldOut),
         count(Split::All),
-        config.rrf_k,
-        config.text_weight,
+        config.vector_weight,
     );
     println!("| ranking | held-out recall@5 | held-out recall@10 | all recall@5 | all recall@10 |");
     println!("| --- | --- | --- | --- | --- |");
