@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memory_core::{MemoryContext, PersonalityId, Recall, Store, UserId};
+use memory_core::{MemoryContext, PersonalityId, Recall, Recalled, Store, UserId};
 use memory_markdown::MarkdownProvider;
-use memory_vector::{Embedder, ModelConfig, RecallConfig, VectorProvider};
+use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -48,6 +48,33 @@ pub struct EvalArgs {
     /// has entries, in file order.
     #[arg(long, value_delimiter = ',')]
     pub conversations: Vec<String>,
+    /// Which ranking is measured: `hybrid` is what agents get (`Recall::search`); `vector` and
+    /// `full-text` (LanceDB's BM25, stemmed, stop words dropped) are its two halves alone, as
+    /// baselines.
+    #[arg(long, value_enum, default_value_t = Measured::Hybrid)]
+    pub ranking: Measured,
+}
+
+/// A ranking `recall-eval` can measure.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measured {
+    /// The fused ranking, through `Recall::search` as an agent's `memory_search` calls it.
+    Hybrid,
+    /// Nearest embeddings alone.
+    Vector,
+    /// The full-text index's BM25 alone.
+    FullText,
+}
+
+impl Measured {
+    /// The flag's value.
+    fn name(self) -> &'static str {
+        match self {
+            Measured::Hybrid => "hybrid",
+            Measured::Vector => "vector",
+            Measured::FullText => "full-text",
+        }
+    }
 }
 
 /// What one entry of the indexed MEMORY.md is.
@@ -358,6 +385,12 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
         provider.reindex().await?;
         let took = started.elapsed();
         indexing += took;
+        // The halves alone return entry hashes, not texts.
+        let text_of_hash: HashMap<String, String> =
+            memory_vector::entries(&std::fs::read_to_string(&file)?)
+                .into_iter()
+                .map(|entry| (entry.hash, entry.text))
+                .collect();
         eprintln!(
             "== {conv}: {} entries ({} distinct) indexed in {took:.1?}; {} questions",
             mine.len(),
@@ -371,9 +404,30 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
                 skipped += 1;
                 continue;
             }
-            let recalled = latency
-                .time(provider.search(&document, &q.question, args.k))
-                .await?;
+            let recalled = match args.ranking {
+                Measured::Hybrid => {
+                    latency
+                        .time(provider.search(&document, &q.question, args.k))
+                        .await?
+                }
+                Measured::Vector | Measured::FullText => {
+                    let ranking = if args.ranking == Measured::Vector {
+                        Ranking::Vector
+                    } else {
+                        Ranking::FullText
+                    };
+                    let hashes = latency
+                        .time(provider.recall(&document, &q.question, ranking, args.k))
+                        .await?;
+                    Recalled {
+                        ranked: hashes
+                            .iter()
+                            .filter_map(|hash| text_of_hash.get(hash.as_str()).cloned())
+                            .collect(),
+                        ..Recalled::default()
+                    }
+                }
+            };
             // Unranked entries or a lagging index would measure the catch-up, not the ranking.
             if let Some(behind) = &recalled.behind {
                 return Err(format!("{}: the index is behind: {behind}", q.qid).into());
@@ -414,10 +468,11 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
     }
 
     println!(
-        "recall-eval: data {}, unit {}, conversations {}, {entry_count} entries ({distinct} \
-         distinct texts), {} questions, k {}{}",
+        "recall-eval: data {}, unit {}, ranking {}, conversations {}, {entry_count} entries \
+         ({distinct} distinct texts), {} questions, k {}{}",
         args.data.display(),
         args.unit.name(),
+        args.ranking.name(),
         conversations.join(", "),
         scored.len(),
         args.k,
@@ -431,7 +486,7 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
     print!("{}", table(&scored, &at));
     println!();
     println!(
-        "search latency ({} build, Recall::search, k {}): p50 {} ms, p95 {} ms over {} \
+        "search latency ({} build, {} ranking, k {}): p50 {} ms, p95 {} ms over {} \
          searches; indexing (reindex: embedding and LanceDB writes): {:.1?} for {entry_count} \
          entries",
         if cfg!(debug_assertions) {
@@ -439,6 +494,7 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
         } else {
             "release"
         },
+        args.ranking.name(),
         args.k,
         ms(latency.quantile_ms(0.5)),
         ms(latency.quantile_ms(0.95)),

@@ -45,19 +45,23 @@ fn recall_eval(args: &[&str]) -> Output {
 }
 
 #[test]
-fn a_tiny_conversation_is_scored_per_category_for_both_units() {
+fn a_tiny_conversation_is_scored_per_category_for_both_units_and_each_ranking() {
     let data = tempfile::tempdir().unwrap();
     write_data(data.path(), QUERIES);
     let dir = data.path().to_str().unwrap();
-    for (unit, entries) in [
-        ("turn", "4 entries (3 distinct texts)"),
-        ("observation", "2 entries"),
+    for (unit, ranking, entries) in [
+        ("turn", "hybrid", "4 entries (3 distinct texts)"),
+        ("observation", "hybrid", "2 entries"),
+        ("turn", "vector", "4 entries (3 distinct texts)"),
+        ("turn", "full-text", "4 entries (3 distinct texts)"),
     ] {
         let run = recall_eval(&[
             "--data",
             dir,
             "--unit",
             unit,
+            "--ranking",
+            ranking,
             "--k",
             "8",
             "--conversations",
@@ -69,7 +73,9 @@ fn a_tiny_conversation_is_scored_per_category_for_both_units() {
         );
         assert!(run.status.success(), "{unit}: {stderr}");
         assert!(
-            stdout.contains(&format!("unit {unit}, conversations conv-1, {entries}")),
+            stdout.contains(&format!(
+                "unit {unit}, ranking {ranking}, conversations conv-1, {entries}"
+            )),
             "{stdout}"
         );
         assert!(
@@ -81,9 +87,16 @@ fn a_tiny_conversation_is_scored_per_category_for_both_units() {
         assert!(stdout.contains("| 4 single-hop | 1 | "), "{stdout}");
         assert!(!stdout.contains("adversarial"), "{stdout}");
         // With k above the entry count, everything is returned: the duplicated "Good luck!"
-        // counts for both its turns, an observation for every turn it was drawn from.
+        // counts for both its turns, an observation for every turn it was drawn from. BM25
+        // alone returns only entries sharing a word with the question, and "Good luck!" (the
+        // second evidence turn of the temporal question) shares none.
+        let expected = if ranking == "full-text" {
+            "| 0.750 |"
+        } else {
+            "| 1.000 |"
+        };
         let all = stdout.lines().find(|l| l.starts_with("| all | 2 |"));
-        assert!(all.is_some_and(|l| l.ends_with("| 1.000 |")), "{stdout}");
+        assert!(all.is_some_and(|l| l.ends_with(expected)), "{stdout}");
         assert!(stdout.contains("search latency") && stdout.contains("indexing"));
     }
 }
