@@ -69,6 +69,11 @@ struct Args {
     /// Queries per recall size.
     #[arg(long, default_value_t = 50)]
     recall_queries: usize,
+    /// LoCoMo-style conversations for the recall quality section (`recall-eval` on turns and
+    /// observations, hybrid and each half alone); skipped, loudly, when the directory is
+    /// missing. The data stays outside the repository (CC BY-NC).
+    #[arg(long, default_value = "../shared/data/locomo-dev")]
+    recall_data: PathBuf,
     /// PostgreSQL (default: $MEMORY_TEST_POSTGRES_URL, else the local test database).
     #[arg(
         long,
@@ -203,10 +208,24 @@ async fn run(args: Args) -> Result<(), BoxError> {
         _ => Vec::new(),
     };
 
+    let quality = match &embedder {
+        Some(embedder) if args.recall_data.is_dir() => {
+            progress("vector", "recall quality on the LoCoMo conversations");
+            recall_quality(&args.recall_data, embedder).await?
+        }
+        Some(_) => {
+            let reason = format!("no conversations at {}", args.recall_data.display());
+            skip(&mut skipped, "recall quality", &reason);
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+
     let report = Report {
         args: &args,
         measured: &measured,
         recall: &recall,
+        quality: &quality,
         skipped: &skipped,
         took: started.elapsed(),
     };
@@ -223,6 +242,28 @@ async fn run(args: Args) -> Result<(), BoxError> {
         started.elapsed()
     );
     Ok(())
+}
+
+/// `recall-eval` on `data` for each unit and ranking, k 25.
+async fn recall_quality(
+    data: &std::path::Path,
+    embedder: &Arc<Embedder>,
+) -> Result<Vec<recall_eval::Evaluated>, BoxError> {
+    use recall_eval::{EvalArgs, Measured, Unit};
+    let mut found = Vec::new();
+    for unit in [Unit::Turn, Unit::Observation] {
+        for ranking in [Measured::Hybrid, Measured::FullText, Measured::Vector] {
+            let args = EvalArgs {
+                data: data.to_owned(),
+                unit,
+                k: 25,
+                conversations: Vec::new(),
+                ranking,
+            };
+            found.push(recall_eval::evaluate(&args, Some(embedder.clone())).await?);
+        }
+    }
+    Ok(found)
 }
 
 fn skip(skipped: &mut Vec<(String, String)>, name: &str, reason: &str) {
@@ -285,6 +326,7 @@ struct Report<'a> {
     args: &'a Args,
     measured: &'a [Measured],
     recall: &'a [RecallRound],
+    quality: &'a [recall_eval::Evaluated],
     skipped: &'a [(String, String)],
     took: Duration,
 }
@@ -484,6 +526,25 @@ impl Report<'_> {
                 );
             }
             let _ = writeln!(md, "\n![recall query latency](benchmarks/recall.svg)\n");
+        }
+
+        if !self.quality.is_empty() {
+            let _ = writeln!(md, "## Recall quality (LoCoMo)\n");
+            let _ = writeln!(
+                md,
+                "`memory-bench recall-eval` on the conversations in `{}` (the protocol is in \
+                 that directory's README): one MEMORY.md per conversation, one entry per dialog \
+                 turn or per observation, each question the query; recall@k is the share of \
+                 the question's evidence turns among the top k. `hybrid` is what an agent's \
+                 `memory_search` returns; `full-text` (LanceDB's BM25, stemmed, stop words \
+                 dropped) and `vector` are its two halves alone.\n",
+                self.args.recall_data.display()
+            );
+            for evaluated in self.quality {
+                let _ = writeln!(md, "{}\n", evaluated.summary);
+                let _ = writeln!(md, "{}", evaluated.table);
+                let _ = writeln!(md, "{}\n", evaluated.timing);
+            }
         }
 
         let _ = writeln!(md, "## Growth\n");

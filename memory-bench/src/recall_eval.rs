@@ -306,6 +306,29 @@ fn select_conversations(entries: &[Entry], asked: &[String]) -> Result<Vec<Strin
 
 /// Runs the evaluation and prints the table, with the figures around it, to stdout.
 pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
+    let evaluated = evaluate(&args, None).await?;
+    println!("{}\n", evaluated.summary);
+    print!("{}", evaluated.table);
+    println!("\n{}", evaluated.timing);
+    Ok(())
+}
+
+/// What one evaluation found, as printed.
+pub struct Evaluated {
+    /// One line: the data, unit, ranking, conversations, entries and questions.
+    pub summary: String,
+    /// The markdown table of recall per category.
+    pub table: String,
+    /// One line: search latency and indexing time.
+    pub timing: String,
+}
+
+/// Runs the protocol of `args`, with `embedder` if given (else the model is loaded once the
+/// data has parsed).
+pub async fn evaluate(
+    args: &EvalArgs,
+    embedder: Option<Arc<Embedder>>,
+) -> Result<Evaluated, BoxError> {
     if args.k == 0 {
         return Err("--k must be at least 1".into());
     }
@@ -345,7 +368,10 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
         eprintln!("!!! {blank} blank entries in {} left out", args.unit.file());
     }
 
-    let embedder = Arc::new(Embedder::load(&ModelConfig::from_env())?);
+    let embedder = match embedder {
+        Some(embedder) => embedder,
+        None => Arc::new(Embedder::load(&ModelConfig::from_env())?),
+    };
     let ctx = MemoryContext::new(PersonalityId::new("eval")?, UserId::new("eval")?);
     let document = ctx.document(Store::Memory);
     let at = cutoffs(args.k);
@@ -467,7 +493,7 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
         }
     }
 
-    println!(
+    let summary = format!(
         "recall-eval: data {}, unit {}, ranking {}, conversations {}, {entry_count} entries \
          ({distinct} distinct texts), {} questions, k {}{}",
         args.data.display(),
@@ -482,10 +508,7 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
             String::new()
         },
     );
-    println!();
-    print!("{}", table(&scored, &at));
-    println!();
-    println!(
+    let timing = format!(
         "search latency ({} build, {} ranking, k {}): p50 {} ms, p95 {} ms over {} \
          searches; indexing (reindex: embedding and LanceDB writes): {:.1?} for {entry_count} \
          entries",
@@ -501,7 +524,11 @@ pub async fn run(args: EvalArgs) -> Result<(), BoxError> {
         latency.samples().len(),
         indexing,
     );
-    Ok(())
+    Ok(Evaluated {
+        summary,
+        table: table(&scored, &at),
+        timing,
+    })
 }
 
 #[cfg(test)]

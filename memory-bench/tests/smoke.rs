@@ -57,13 +57,53 @@ fn a_small_run_writes_the_report_and_the_charts() {
 #[test]
 fn a_small_vector_run_reports_recall_at_each_size() {
     let out = tempfile::tempdir().unwrap();
+    // A two-turn conversation in the LoCoMo format, for the recall quality section.
+    let data = out.path().join("locomo");
+    std::fs::create_dir_all(&data).unwrap();
+    let turn = |id: &str, text: &str| {
+        format!(r#"{{"conv_id": "c", "dia_id": "{id}", "speaker": "Ann", "text": "{text}"}}"#)
+    };
+    let files = [
+        (
+            "turns.jsonl",
+            [turn("D1:1", "My cat is called Pixel."), turn("D1:2", "I run on Mondays.")].join("\n"),
+        ),
+        (
+            "observations.jsonl",
+            r#"{"conv_id": "c", "text": "Ann has a cat named Pixel.", "dia_ids": ["D1:1"]}"#
+                .to_owned(),
+        ),
+        (
+            "queries.jsonl",
+            r#"{"conv_id": "c", "qid": "q0", "question": "What is the cat called?", "category": 4, "category_name": "single-hop", "evidence": ["D1:1"]}"#
+                .to_owned(),
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(data.join(name), text + "\n").unwrap();
+    }
     let report = run_bench(
-        "--providers vector --samples 3 --prefetch-kib 1 --writers 1,2 --contention-adds 4 \
-         --growth-cap 600 --recall-entries 20,60 --recall-queries 3",
+        &format!(
+            "--providers vector --samples 3 --prefetch-kib 1 --writers 1,2 --contention-adds 4 \
+             --growth-cap 600 --recall-entries 20,60 --recall-queries 3 --recall-data {}",
+            data.display()
+        ),
         out.path(),
     );
     assert!(report.contains("## Recall (vector)"), "{report}");
     assert!(!report.contains("was not measured"), "{report}");
+    assert!(report.contains("## Recall quality (LoCoMo)"), "{report}");
+    for unit in ["turn", "observation"] {
+        for ranking in ["hybrid", "full-text", "vector"] {
+            let summary = format!("unit {unit}, ranking {ranking}, conversations c,");
+            assert!(report.contains(&summary), "{summary}\n{report}");
+        }
+    }
+    assert_eq!(
+        report.matches("| 4 single-hop | 1 |").count(),
+        6,
+        "{report}"
+    );
     // One row per size: entries, ingest, then search and index-only query p50 and p95.
     for size in ["20", "60"] {
         let row = report
