@@ -5,6 +5,7 @@
 //! drop English stop words, fold to ASCII), so the entries the index finds by BM25 and the
 //! coverage computed here agree on what a word is.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use lance_tokenizer::{
@@ -28,18 +29,22 @@ fn analyzer() -> TextAnalyzer {
     builder.filter_dynamic(AsciiFoldingFilter).build()
 }
 
-/// The distinct terms of `text`.
-pub(crate) fn terms(text: &str) -> HashSet<String> {
-    terms_with(&mut analyzer(), text)
+thread_local! {
+    /// One analyzer per thread: building one (its stemmer, its stop-word set) costs more than
+    /// analysing a short entry, and a query analyses a hundred.
+    static ANALYZER: RefCell<TextAnalyzer> = RefCell::new(analyzer());
 }
 
-fn terms_with(analyzer: &mut TextAnalyzer, text: &str) -> HashSet<String> {
-    let mut stream = analyzer.token_stream(text);
-    let mut found = HashSet::new();
-    while let Some(token) = stream.next() {
-        found.insert(token.text.clone());
-    }
-    found
+/// The distinct terms of `text`.
+pub(crate) fn terms(text: &str) -> HashSet<String> {
+    ANALYZER.with_borrow_mut(|analyzer| {
+        let mut stream = analyzer.token_stream(text);
+        let mut found = HashSet::new();
+        while let Some(token) = stream.next() {
+            found.insert(token.text.clone());
+        }
+        found
+    })
 }
 
 /// How many entries of a document hold each term: what a term's weight is computed from.
@@ -52,11 +57,10 @@ pub(crate) struct TermStats {
 impl TermStats {
     /// The statistics of a document's entries (their indexed texts).
     pub fn of(texts: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
-        let mut analyzer = analyzer();
         let mut stats = TermStats::default();
         for text in texts {
             stats.entries += 1;
-            for term in terms_with(&mut analyzer, text.as_ref()) {
+            for term in terms(text.as_ref()) {
                 *stats.holding.entry(term).or_default() += 1;
             }
         }
