@@ -259,6 +259,7 @@ async fn recall_quality(
                 k: 25,
                 conversations: Vec::new(),
                 ranking,
+                vector_weight: None,
             };
             found.push(recall_eval::evaluate(&args, Some(embedder.clone())).await?);
         }

@@ -53,6 +53,10 @@ pub struct EvalArgs {
     /// baselines.
     #[arg(long, value_enum, default_value_t = Measured::Hybrid)]
     pub ranking: Measured,
+    /// The hybrid ranking's `vector_weight` (see memory-vector's `RecallConfig`); default: the
+    /// provider's default. For tuning: sweep it here, on these conversations, not on the rest.
+    #[arg(long)]
+    pub vector_weight: Option<f32>,
 }
 
 /// A ranking `recall-eval` can measure.
@@ -375,6 +379,11 @@ pub async fn evaluate(
     let ctx = MemoryContext::new(PersonalityId::new("eval")?, UserId::new("eval")?);
     let document = ctx.document(Store::Memory);
     let at = cutoffs(args.k);
+    let defaults = RecallConfig::default();
+    let recall = RecallConfig {
+        vector_weight: args.vector_weight.unwrap_or(defaults.vector_weight),
+        ..defaults
+    };
 
     let mut scored = Vec::new();
     let mut latency = Samples::default();
@@ -400,13 +409,9 @@ pub async fn evaluate(
         let texts: Vec<&str> = mine.iter().map(|e| e.text.as_str()).collect();
         std::fs::write(&file, texts.join("\n\n") + "\n")?;
         let source = Arc::new(MarkdownProvider::new(root));
-        let provider = VectorProvider::open(
-            source,
-            &dir.path().join("index"),
-            embedder.clone(),
-            RecallConfig::default(),
-        )
-        .await?;
+        let provider =
+            VectorProvider::open(source, &dir.path().join("index"), embedder.clone(), recall)
+                .await?;
         let started = Instant::now();
         provider.reindex().await?;
         let took = started.elapsed();
@@ -494,11 +499,15 @@ pub async fn evaluate(
     }
 
     let summary = format!(
-        "recall-eval: data {}, unit {}, ranking {}, conversations {}, {entry_count} entries \
+        "recall-eval: data {}, unit {}, ranking {}{}, conversations {}, {entry_count} entries \
          ({distinct} distinct texts), {} questions, k {}{}",
         args.data.display(),
         args.unit.name(),
         args.ranking.name(),
+        match args.ranking {
+            Measured::Hybrid => format!(" (vector weight {})", recall.vector_weight),
+            Measured::Vector | Measured::FullText => String::new(),
+        },
         conversations.join(", "),
         scored.len(),
         args.k,

@@ -49,13 +49,19 @@ fn a_tiny_conversation_is_scored_per_category_for_both_units_and_each_ranking() 
     let data = tempfile::tempdir().unwrap();
     write_data(data.path(), QUERIES);
     let dir = data.path().to_str().unwrap();
-    for (unit, ranking, entries) in [
-        ("turn", "hybrid", "4 entries (3 distinct texts)"),
-        ("observation", "hybrid", "2 entries"),
-        ("turn", "vector", "4 entries (3 distinct texts)"),
-        ("turn", "full-text", "4 entries (3 distinct texts)"),
+    for (unit, ranking, vector_weight, entries) in [
+        ("turn", "hybrid", None, "4 entries (3 distinct texts)"),
+        ("observation", "hybrid", None, "2 entries"),
+        (
+            "turn",
+            "hybrid",
+            Some("0.25"),
+            "4 entries (3 distinct texts)",
+        ),
+        ("turn", "vector", None, "4 entries (3 distinct texts)"),
+        ("turn", "full-text", None, "4 entries (3 distinct texts)"),
     ] {
-        let run = recall_eval(&[
+        let mut args = vec![
             "--data",
             dir,
             "--unit",
@@ -66,7 +72,14 @@ fn a_tiny_conversation_is_scored_per_category_for_both_units_and_each_ranking() 
             "8",
             "--conversations",
             "conv-1",
-        ]);
+        ];
+        args.extend(vector_weight.iter().flat_map(|w| ["--vector-weight", *w]));
+        let run = recall_eval(&args);
+        let weight = match (ranking, vector_weight) {
+            ("hybrid", Some(w)) => format!(" (vector weight {w})"),
+            ("hybrid", None) => " (vector weight 0.7)".to_owned(),
+            _ => String::new(),
+        };
         let (stdout, stderr) = (
             String::from_utf8_lossy(&run.stdout),
             String::from_utf8_lossy(&run.stderr),
@@ -74,7 +87,7 @@ fn a_tiny_conversation_is_scored_per_category_for_both_units_and_each_ranking() 
         assert!(run.status.success(), "{unit}: {stderr}");
         assert!(
             stdout.contains(&format!(
-                "unit {unit}, ranking {ranking}, conversations conv-1, {entries}"
+                "unit {unit}, ranking {ranking}{weight}, conversations conv-1, {entries}"
             )),
             "{stdout}"
         );
@@ -130,6 +143,10 @@ fn bad_input_is_named_by_file_and_line_without_a_panic() {
     );
     let run = recall_eval(&["--data", dir, "--k", "0"]);
     assert!(String::from_utf8_lossy(&run.stderr).contains("--k must be at least 1"));
+    let run = recall_eval(&["--data", dir, "--vector-weight", "2"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(stderr.contains("recall.vector_weight is 2"), "{stderr}");
 }
 
 #[test]

@@ -95,7 +95,12 @@ fn a_small_vector_run_reports_recall_at_each_size() {
     assert!(report.contains("## Recall quality (LoCoMo)"), "{report}");
     for unit in ["turn", "observation"] {
         for ranking in ["hybrid", "full-text", "vector"] {
-            let summary = format!("unit {unit}, ranking {ranking}, conversations c,");
+            let weight = if ranking == "hybrid" {
+                " (vector weight 0.7)"
+            } else {
+                ""
+            };
+            let summary = format!("unit {unit}, ranking {ranking}{weight}, conversations c,");
             assert!(report.contains(&summary), "{summary}\n{report}");
         }
     }
