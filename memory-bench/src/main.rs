@@ -505,9 +505,10 @@ impl Report<'_> {
                 md,
                 "One MEMORY.md grown to each size in turn; ingest counts the entries added since \
                  the previous size (embedding, LanceDB writes, index optimisation). A query is \
-                 `memory_search`, k 8: the index query (embedding the query, hybrid vector + \
-                 BM25 search, fusion), then the entries' text from the source document. The \
-                 index query is also timed alone.\n"
+                 `memory_search`, k 8: the index query (embedding the query, vector and BM25 \
+                 candidates, fusion by similarity and query-word coverage), then the entries' \
+                 text from the source document. The index query is also timed alone; it reads \
+                 the source document too, whose entries weigh the query's words.\n"
             );
             let _ = writeln!(
                 md,

@@ -235,8 +235,9 @@ pub struct RecallRound {
     pub ingest_per_second: f64,
     /// `memory_search` latency: the index query, then the entries' text from the source.
     pub queries: Samples,
-    /// The index query alone (embedding the query, hybrid search, fusion): what
-    /// `memory_search` adds on top of it is reading and splitting the document.
+    /// The index query alone (embedding the query, hybrid search, fusion; the source document
+    /// is read to weigh the query's words): what `memory_search` adds on top of it is the
+    /// catch-up check and mapping the ranked entries back to their text.
     pub index_queries: Samples,
 }
 
