@@ -301,17 +301,25 @@ impl PostgresProvider {
         }
     }
 
-    /// A connection from the pool for one call.
-    async fn lease(&self) -> Result<Lease, MemoryError> {
+    /// `work` on a connection from the pool, returning what it returned. The connection goes
+    /// back to the pool only when `work` ran to its end: a call dropped while it waits (its
+    /// deadline passed) closes it, see [`Lease`].
+    async fn leased<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut PgConnection) -> T,
+    ) -> Result<T, MemoryError> {
         let connection = self
             .pool
             .acquire()
             .await
             .map_err(|err| self.db_error(err))?;
-        Ok(Lease {
+        let mut lease = Lease {
             connection,
             answered: false,
-        })
+        };
+        let answer = work(&mut lease).await;
+        lease.answered();
+        Ok(answer)
     }
 
     /// An error on the documents' table.
@@ -376,12 +384,13 @@ impl MemoryProvider for PostgresProvider {
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         let rows: Vec<(String, String)> = self
             .within_deadline(async {
-                let mut lease = self.lease().await?;
-                let rows = sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
-                    .fetch_all(&mut *lease)
-                    .await;
-                lease.answered();
-                rows.map_err(|err| self.db_error(err))
+                self.leased(async |connection| {
+                    sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
+                        .fetch_all(connection)
+                        .await
+                })
+                .await?
+                .map_err(|err| self.db_error(err))
             })
             .await?;
         let mut ids: Vec<DocumentId> = rows
@@ -402,14 +411,15 @@ impl IdentityMap for PostgresProvider {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let user: Option<String> = self
             .within_deadline(async {
-                let mut lease = self.lease().await?;
-                let user = sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
-                    .bind(identity.platform())
-                    .bind(identity.platform_user())
-                    .fetch_optional(&mut *lease)
-                    .await;
-                lease.answered();
-                user.map_err(|err| self.identity_error(err))
+                self.leased(async |connection| {
+                    sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
+                        .bind(identity.platform())
+                        .bind(identity.platform_user())
+                        .fetch_optional(connection)
+                        .await
+                })
+                .await?
+                .map_err(|err| self.identity_error(err))
             })
             .await?;
         user.map(|user| self.stored_user(identity, user))
@@ -428,10 +438,8 @@ impl IdentityMap for PostgresProvider {
         relink: bool,
     ) -> Result<Option<UserId>, MemoryError> {
         self.within_deadline(async {
-            let mut lease = self.lease().await?;
-            let linked = self.link_on(&mut lease, identity, user, relink).await;
-            lease.answered();
-            linked
+            self.leased(async |connection| self.link_on(connection, identity, user, relink).await)
+                .await?
         })
         .await
     }
@@ -439,12 +447,13 @@ impl IdentityMap for PostgresProvider {
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
         let rows: Vec<(String, String, String)> = self
             .within_deadline(async {
-                let mut lease = self.lease().await?;
-                let rows = sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
-                    .fetch_all(&mut *lease)
-                    .await;
-                lease.answered();
-                rows.map_err(|err| self.identity_error(err))
+                self.leased(async |connection| {
+                    sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
+                        .fetch_all(connection)
+                        .await
+                })
+                .await?
+                .map_err(|err| self.identity_error(err))
             })
             .await?;
         let mut links = rows
@@ -471,16 +480,17 @@ impl CompareAndSwap for PostgresProvider {
     /// Reads `ids` in one statement, so they are one consistent snapshot.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
-        let mut lease = self.lease().await?;
-        let rows: Result<Vec<(String, String, String, i64, i64, Option<String>)>, _> =
-            sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
-                .bind(&kinds)
-                .bind(&owners)
-                .bind(receipts)
-                .fetch_all(&mut *lease)
-                .await;
-        lease.answered();
-        let rows = rows.map_err(|err| self.db_error(err))?;
+        let rows: Vec<(String, String, String, i64, i64, Option<String>)> = self
+            .leased(async |connection| {
+                sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
+                    .bind(&kinds)
+                    .bind(&owners)
+                    .bind(receipts)
+                    .fetch_all(connection)
+                    .await
+            })
+            .await?
+            .map_err(|err| self.db_error(err))?;
         Ok(ids
             .iter()
             .map(|id| {
@@ -551,14 +561,16 @@ impl CompareAndSwap for PostgresProvider {
             .bind(&hashes)
             .bind(&receipts);
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
-        let mut lease = self.lease().await?;
-        let landed = if writes.len() == 1 && bounded {
-            query.fetch_all(&mut *lease).await
-        } else {
-            let lower_to = (!bounded).then_some(per_row);
-            write_in_transaction(&mut lease, query, writes.len(), lower_to).await
-        };
-        lease.answered();
+        let landed = self
+            .leased(async |connection| {
+                if writes.len() == 1 && bounded {
+                    query.fetch_all(connection).await
+                } else {
+                    let lower_to = (!bounded).then_some(per_row);
+                    write_in_transaction(connection, query, writes.len(), lower_to).await
+                }
+            })
+            .await?;
         let landed = match landed {
             Ok(rows) => rows,
             // A lock held past `lock_timeout`, or two writers locking the same rows in a
