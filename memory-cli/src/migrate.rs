@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use memory_core::{
-    Caps, Document, DocumentId, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, apply_batch, sha256_hex,
+    Caps, Document, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    Surface, apply_batch, sha256_hex,
 };
 use memory_wiring::Memory;
 
@@ -129,7 +129,8 @@ async fn copy(
 ) -> Result<Outcome, MemoryError> {
     // Providers write only through updates, and every write leaves its text trimmed and
     // newline-terminated: a hand-edited source in another form is copied in that form.
-    let (ctx, store) = writer_of(&document.id);
+    let (ctx, store) = MemoryContext::writing(&document.id);
+    let ctx = ctx.with_surface(Surface::Cli);
     let replace = [MemoryUpdate::replace(store, document.text.clone())];
     let text = apply_batch(&document.id, "", [(0, &replace[0])], Caps::default())?.text;
     let existing = target.read(&document.id).await?;
@@ -186,26 +187,6 @@ async fn copy_links(
         }
     }
     Ok(links)
-}
-
-/// A context whose `store` document is `id`. The ids it does not need are placeholders: the
-/// update touches only `store`.
-fn writer_of(id: &DocumentId) -> (MemoryContext, Store) {
-    let placeholder_personality = || PersonalityId::new("migrate").expect("a valid id");
-    let placeholder_user = || UserId::new("migrate").expect("a valid id");
-    let ctx = match id {
-        DocumentId::GlobalMemory => {
-            MemoryContext::new(placeholder_personality(), placeholder_user())
-                .with_scope(MemoryScope::Global)
-        }
-        DocumentId::PersonalityMemory { personality } => {
-            MemoryContext::new(personality.clone(), placeholder_user())
-        }
-        DocumentId::UserProfile { user } => {
-            MemoryContext::new(placeholder_personality(), user.clone())
-        }
-    };
-    (ctx, id.store())
 }
 
 #[cfg(test)]

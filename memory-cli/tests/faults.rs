@@ -627,6 +627,22 @@ impl MemoryProvider for Counted {
         self.inner.list().await
     }
 
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        self.inner.history(document, limit).await
+    }
+
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: memory_core::Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        self.inner.purge(document, surface).await
+    }
+
     fn subscribe(&self) -> Subscription {
         self.inner.subscribe()
     }

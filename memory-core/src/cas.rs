@@ -4,7 +4,7 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use tokio::sync::{Mutex, MutexGuard};
@@ -12,7 +12,8 @@ use tokio::time::Instant;
 
 use crate::{
     Backoff, Document, DocumentBatch, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError,
-    MemoryUpdate, Planned, Prefetch, Receipts, Store, SyncReport, Version, plan_sync,
+    MemoryUpdate, Planned, Prefetch, Receipts, Revision, RevisionTip, Store, SyncReport, Version,
+    plan_sync,
 };
 
 /// One document as [`CompareAndSwap::fetch`] read it.
@@ -25,6 +26,9 @@ pub struct Fetched {
     /// Its idempotency receipts as stored (see [`Receipts`]), when they were asked for; `None`
     /// when not asked for or never written.
     pub receipts: Option<String>,
+    /// Its newest recorded revision, read in the same snapshot ([`RevisionTip::empty`] at
+    /// version `"0"` when none was ever recorded).
+    pub tip: RevisionTip,
 }
 
 /// One document of a compare-and-swap: lands only if the document is still at `expected`,
@@ -40,9 +44,18 @@ pub struct CasWrite<'a> {
     /// Its idempotency receipts to store with the text in the same step, or `None` to leave
     /// the stored ones as they are.
     pub receipts: Option<&'a str>,
+    /// The revisions to record with the text in the same step, oldest first (an external one
+    /// for an unrecorded hand edit, then the write's own; none when history is off). Their
+    /// `time` is this process's clock: a store with a server records its own instead. The
+    /// store prunes what its retention no longer keeps in the same step.
+    pub revisions: &'a [Revision],
 }
 
 /// The two round trips a versioned backend provides; [`CasWriter::sync`] does the rest.
+///
+/// The store keeps each document's history beside it ([`crate::MemoryProvider::history`]):
+/// `fetch` reads the newest revision's [`RevisionTip`] in its snapshot, `compare_and_swap`
+/// records the [`CasWrite::revisions`] it is given, atomically with the text.
 #[async_trait]
 pub trait CompareAndSwap: Send + Sync {
     /// Reads `ids` as one consistent snapshot, in order, each with its version counter (0 and
@@ -110,6 +123,8 @@ pub struct CasWriter {
     local_queues: LocalQueues,
     max_attempts: u32,
     deadline: Duration,
+    /// Whether writes record revisions (the store's retention keeps any).
+    history: bool,
 }
 
 /// How far a call got, for the error its deadline gives.
@@ -127,7 +142,15 @@ impl CasWriter {
             local_queues: LocalQueues::default(),
             max_attempts: max_attempts.max(1),
             deadline: DEFAULT_DEADLINE,
+            history: true,
         }
+    }
+
+    /// Sets whether writes record revisions: off when the store's retention keeps none
+    /// ([`crate::Retention::OFF`]), which spares computing them.
+    pub fn with_history(mut self, history: bool) -> Self {
+        self.history = history;
+        self
     }
 
     /// Sets how long one call may take in all: waiting for its turn, reads, lock waits,
@@ -221,16 +244,24 @@ impl CasWriter {
                     }
                     _ => None,
                 };
-                steps.push((planned, fetched.version, receipts));
+                let revisions = match (&planned, self.history) {
+                    (Planned::Write(write), true) => {
+                        let after = Version::new((fetched.version + 1).to_string());
+                        write.revisions(&fetched.tip, after, SystemTime::now())
+                    }
+                    _ => Vec::new(),
+                };
+                steps.push((planned, fetched.version, receipts, revisions));
             }
             let writes: Vec<CasWrite<'_>> = steps
                 .iter()
-                .filter_map(|(planned, version, receipts)| match planned {
+                .filter_map(|(planned, version, receipts, revisions)| match planned {
                     Planned::Write(write) => write.new_text().map(|text| CasWrite {
                         id: &write.before().id,
                         text,
                         expected: *version,
                         receipts: receipts.as_deref(),
+                        revisions,
                     }),
                     Planned::Replayed(_) => None,
                 })
@@ -271,7 +302,7 @@ impl CasWriter {
                 let report = SyncReport {
                     documents: steps
                         .into_iter()
-                        .map(|(planned, version, _)| match planned {
+                        .map(|(planned, version, ..)| match planned {
                             Planned::Replayed(report) => report,
                             Planned::Write(write) => {
                                 let after = version + u64::from(write.new_text().is_some());
@@ -398,6 +429,7 @@ mod tests {
                         document,
                         version,
                         receipts: stored.filter(|_| receipts),
+                        tip: crate::RevisionTip::empty(Version::new("0")),
                     }
                 })
                 .collect())

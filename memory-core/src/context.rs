@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Budgets, DocumentId, IdempotencyKey, MemoryScope, PersonalityId, Store, UserId};
+use crate::{
+    Budgets, DocumentId, IdempotencyKey, MemoryScope, PersonalityId, Store, Surface, UserId,
+};
 
 /// The prefetch budget used when none is set, in chars of the rendered text.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
@@ -10,6 +12,10 @@ pub const DEFAULT_MAX_CHARS: usize = 20_000;
 fn default_max_chars() -> usize {
     DEFAULT_MAX_CHARS
 }
+
+/// The id [`MemoryContext::writing`] gives the personality or user it does not need; revisions
+/// do not record it as who wrote.
+pub(crate) const PLACEHOLDER: &str = "_";
 
 /// The personality and user a call is made for, with that personality's settings.
 ///
@@ -45,6 +51,13 @@ pub struct MemoryContext {
     /// one did. `None`: every call applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<IdempotencyKey>,
+    /// Where the call comes from, as the revisions it makes record it (default `api`).
+    #[serde(default)]
+    pub surface: Surface,
+    /// The caller's session (a conversation, a request id), recorded in the revisions the
+    /// call makes so a log can be read per session. `None`: not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 impl MemoryContext {
@@ -58,7 +71,42 @@ impl MemoryContext {
             budgets: Budgets::default(),
             max_chars: DEFAULT_MAX_CHARS,
             idempotency_key: None,
+            surface: Surface::default(),
+            session: None,
         }
+    }
+
+    /// A context whose `store` document is `document`, for writing one document named by its
+    /// path (the command line, the Memory page, `migrate`). The ids it does not need are
+    /// placeholders: `sync` reads only the document of the store an update names.
+    pub fn writing(document: &DocumentId) -> (MemoryContext, Store) {
+        let placeholder_personality = || PersonalityId::new(PLACEHOLDER).expect("a valid id");
+        let placeholder_user = || UserId::new(PLACEHOLDER).expect("a valid id");
+        let ctx = match document {
+            DocumentId::GlobalMemory => {
+                MemoryContext::new(placeholder_personality(), placeholder_user())
+                    .with_scope(MemoryScope::Global)
+            }
+            DocumentId::PersonalityMemory { personality } => {
+                MemoryContext::new(personality.clone(), placeholder_user())
+            }
+            DocumentId::UserProfile { user } => {
+                MemoryContext::new(placeholder_personality(), user.clone())
+            }
+        };
+        (ctx, document.store())
+    }
+
+    /// Records `surface` as where this context's writes come from.
+    pub fn with_surface(mut self, surface: Surface) -> Self {
+        self.surface = surface;
+        self
+    }
+
+    /// Records `session` in the revisions this context's writes make.
+    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into());
+        self
     }
 
     /// Names the next `sync` call made with this context: repeating it with the same key

@@ -196,6 +196,22 @@ impl Document {
     }
 }
 
+/// `SystemTime` as whole milliseconds since the Unix epoch, the form JSON clients read.
+pub(crate) mod unix_millis_required {
+    use std::time::SystemTime;
+
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        super::unix_millis::serialize(&Some(*time), s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        super::unix_millis::deserialize(d)?
+            .ok_or_else(|| serde::de::Error::custom("a time in milliseconds since the Unix epoch"))
+    }
+}
+
 /// `Option<SystemTime>` as whole milliseconds since the Unix epoch, the form JSON clients read.
 mod unix_millis {
     use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -168,6 +168,20 @@ pub enum MemoryError {
         requested: UserId,
     },
 
+    /// A revert named a revision the document's history does not keep (never made, pruned, or
+    /// a purge's tombstone). Nothing was written.
+    #[error(
+        "{document} has no revision {number} to revert to: {reason}; see its history for the revisions kept; nothing was written"
+    )]
+    RevisionNotFound {
+        /// The document.
+        document: DocumentId,
+        /// The revision asked for.
+        number: u64,
+        /// Why it cannot be restored, and what is kept.
+        reason: String,
+    },
+
     /// A provider was configured wrongly.
     #[error("configuration error: {message}")]
     Config {
@@ -288,6 +302,7 @@ impl MemoryError {
             MemoryError::PartiallyApplied { .. } => ErrorKind::PartiallyApplied,
             MemoryError::Corrupt { .. } => ErrorKind::Corrupt,
             MemoryError::Config { .. } => ErrorKind::Config,
+            MemoryError::RevisionNotFound { .. } => ErrorKind::InvalidInput,
         }
     }
 

@@ -375,6 +375,22 @@ mod tests {
             self.inner.list().await
         }
 
+        async fn history(
+            &self,
+            document: &DocumentId,
+            limit: usize,
+        ) -> Result<Vec<crate::Revision>, MemoryError> {
+            self.inner.history(document, limit).await
+        }
+
+        async fn purge(
+            &self,
+            document: &DocumentId,
+            surface: crate::Surface,
+        ) -> Result<crate::Purged, MemoryError> {
+            self.inner.purge(document, surface).await
+        }
+
         fn subscribe(&self) -> Subscription {
             self.inner.subscribe()
         }

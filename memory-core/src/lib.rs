@@ -5,6 +5,7 @@ mod cas;
 mod context;
 mod document;
 mod error;
+mod history;
 mod id;
 mod idempotency;
 mod identity;
@@ -22,6 +23,10 @@ pub use cas::{CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, Lo
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
 pub use error::{BoxError, ErrorKind, MemoryError};
+pub use history::{
+    DEFAULT_KEEP, Purged, Retention, Revision, RevisionTip, Surface, history_view,
+    revision_to_restore, unified_diff,
+};
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::{
     IdempotencyKey, MAX_KEY_LEN, RECEIPTS_KEPT, Receipts, SYNC_SENDS, sync_exactly_once,

@@ -22,10 +22,15 @@
 //! # Ok::<(), MemoryError>(())
 //! ```
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::context::PLACEHOLDER;
 use crate::update::{Applied, apply_batch};
 use crate::{
     Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
-    MemoryError, MemoryUpdate, Receipts, Store, Version, sha256_hex,
+    MemoryError, MemoryUpdate, PersonalityId, Receipts, Revision, RevisionTip, Store, Surface,
+    UserId, Version, sha256_hex,
 };
 
 /// The updates of one call that target one document, with the call's precondition and caps.
@@ -37,6 +42,16 @@ pub struct DocumentBatch {
     if_match: Option<Version>,
     caps: Caps,
     key: Option<IdempotencyKey>,
+    origin: Arc<Origin>,
+}
+
+/// Who makes a call, as its revisions record it.
+#[derive(Debug)]
+struct Origin {
+    personality: Option<PersonalityId>,
+    user: Option<UserId>,
+    surface: Surface,
+    session: Option<String>,
 }
 
 /// Splits a call into one batch per document touched, memory first, after refusing malformed
@@ -61,6 +76,12 @@ pub fn plan_sync(
             reason: reason.to_owned(),
         });
     }
+    let origin = Arc::new(Origin {
+        personality: Some(ctx.personality.clone()).filter(|id| id.as_str() != PLACEHOLDER),
+        user: Some(ctx.user.clone()).filter(|id| id.as_str() != PLACEHOLDER),
+        surface: ctx.surface,
+        session: ctx.session.clone(),
+    });
     Ok([Store::Memory, Store::User]
         .into_iter()
         .filter_map(|store| {
@@ -77,6 +98,7 @@ pub fn plan_sync(
                 if_match: if_match.for_store(store).cloned(),
                 caps: ctx.budgets.for_store(store),
                 key: ctx.idempotency_key.clone(),
+                origin: Arc::clone(&origin),
             })
         })
         .collect())
@@ -136,6 +158,9 @@ impl DocumentBatch {
             store: self.store,
             before: current,
             applied,
+            updates: self.updates.iter().map(|(_, u)| u.clone()).collect(),
+            key: self.key.clone(),
+            origin: Arc::clone(&self.origin),
         })
     }
 }
@@ -156,6 +181,9 @@ pub struct PlannedWrite {
     store: Store,
     before: Document,
     applied: Applied,
+    updates: Vec<MemoryUpdate>,
+    key: Option<IdempotencyKey>,
+    origin: Arc<Origin>,
 }
 
 impl PlannedWrite {
@@ -193,5 +221,43 @@ impl PlannedWrite {
             over_soft_cap: self.applied.over_soft_cap,
             replayed: false,
         }
+    }
+
+    /// The revisions this write records after `tip` (the newest recorded revision, read in the
+    /// same step as the document): an external one first when the document was changed since
+    /// without being recorded (a hand edit), then the write's own. None when it writes nothing.
+    /// `version_after` is the version the write produces, `now` the time it is recorded at (a
+    /// backend with a server stamps its own).
+    pub fn revisions(
+        &self,
+        tip: &RevisionTip,
+        version_after: Version,
+        now: SystemTime,
+    ) -> Vec<Revision> {
+        let Some(text) = self.new_text() else {
+            return Vec::new();
+        };
+        let before = &self.before;
+        let external = tip.unrecorded(before, now);
+        let number = external.as_ref().map_or(tip.number, |r| r.number) + 1;
+        let write = Revision {
+            number,
+            document: before.id.clone(),
+            version_before: before.version.clone(),
+            version_after,
+            sha256_before: sha256_hex(&before.text),
+            sha256_after: sha256_hex(text),
+            bytes_before: before.text.len(),
+            bytes_after: text.len(),
+            time: now,
+            surface: self.origin.surface,
+            personality: self.origin.personality.clone(),
+            user: self.origin.user.clone(),
+            idempotency_key: self.key.clone(),
+            session: self.origin.session.clone(),
+            updates: self.updates.clone(),
+            text: Some(text.to_owned()),
+        };
+        external.into_iter().chain([write]).collect()
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryUpdate, Prefetch, Receipts,
-    Subscription, SyncReport,
+    Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryUpdate, Prefetch, Purged,
+    Receipts, Revision, Store, Subscription, Surface, SyncReport, Version, revision_to_restore,
 };
 
 /// Durable memory for agents: two markdown documents per conversation, read before a turn
@@ -83,6 +83,57 @@ pub trait MemoryProvider: Send + Sync {
     /// - Never includes anything that is not a document of the layout (stray files, bad ids).
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError>;
 
+    /// The revisions of `document`, newest first, at most `limit`.
+    ///
+    /// # Behavior
+    /// - Every write that changed the document made exactly one revision, in the same atomic
+    ///   step as the write; a batch that changed nothing made none.
+    /// - Numbers run from 1 without gaps among the kept revisions, one per change, never
+    ///   reused (a purge's tombstone is numbered too).
+    /// - A change made without the provider (a hand edit) and not yet recorded heads the list
+    ///   as an `external` revision with the number the next write records it under.
+    /// - Only the revisions the provider's retention keeps (default the newest 100).
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<Revision>, MemoryError>;
+
+    /// Puts `store`'s document back to the text it had after revision `number`: a `replace`
+    /// with that text through [`MemoryProvider::sync`], so it is a revision of its own (a
+    /// revert can be reverted) and recall follows it like any write.
+    ///
+    /// # Behavior
+    /// - With `if_match`, a document no longer at that version is [`MemoryError::Conflict`] and
+    ///   nothing is written.
+    /// - A revision not kept, or a purge's tombstone, is [`MemoryError::RevisionNotFound`].
+    /// - As with `replace`, the text is stored trimmed and newline-terminated: a hand-edited
+    ///   revision in another form comes back in that form.
+    async fn revert(
+        &self,
+        ctx: &MemoryContext,
+        store: Store,
+        number: u64,
+        if_match: Option<&Version>,
+    ) -> Result<SyncReport, MemoryError> {
+        let document = ctx.document(store);
+        let history = self.history(&document, usize::MAX).await?;
+        let text = revision_to_restore(&document, &history, number)?;
+        let if_match = IfMatch::only(store, if_match.cloned());
+        self.sync(ctx, &[MemoryUpdate::replace(store, text)], &if_match)
+            .await
+    }
+
+    /// Erases `document`, its history and its idempotency receipts (and a recall provider's
+    /// index rows): the right to be forgotten.
+    ///
+    /// # Behavior
+    /// - Afterwards the document reads as never written and `list` leaves it out.
+    /// - Its history is at most one tombstone revision without content, recording when and
+    ///   from which `surface` it was purged; later writes number on from it.
+    /// - Purging a document never written, or purged already, erases nothing and succeeds.
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError>;
+
     /// Subscribes to this provider's `memory.updated` and `memory.eviction` events.
     ///
     /// # Behavior
@@ -117,6 +168,32 @@ macro_rules! forward_provider {
 
             async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
                 (**self).list().await
+            }
+
+            async fn history(
+                &self,
+                document: &DocumentId,
+                limit: usize,
+            ) -> Result<Vec<Revision>, MemoryError> {
+                (**self).history(document, limit).await
+            }
+
+            async fn revert(
+                &self,
+                ctx: &MemoryContext,
+                store: Store,
+                number: u64,
+                if_match: Option<&Version>,
+            ) -> Result<SyncReport, MemoryError> {
+                (**self).revert(ctx, store, number, if_match).await
+            }
+
+            async fn purge(
+                &self,
+                document: &DocumentId,
+                surface: Surface,
+            ) -> Result<Purged, MemoryError> {
+                (**self).purge(document, surface).await
             }
 
             fn subscribe(&self) -> Subscription {

@@ -1,7 +1,7 @@
 //! The in-memory reference provider: the contract with nothing in the way, and the model the
 //! conformance suite compares every backend against.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -9,11 +9,42 @@ use async_trait::async_trait;
 
 use crate::{
     Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Planned, Prefetch, Receipts, Store, Subscription, SyncReport, Version, plan_sync,
+    MemoryUpdate, Planned, Prefetch, Purged, Receipts, Retention, Revision, RevisionTip, Store,
+    Subscription, Surface, SyncReport, Version, history_view, plan_sync,
 };
 
 /// A document's text, version counter, write time and idempotency receipts.
 type Stored = (String, u64, SystemTime, Receipts);
+
+/// What the provider holds: documents, and each document's revisions, oldest first.
+#[derive(Debug, Default)]
+struct State {
+    documents: BTreeMap<DocumentId, Stored>,
+    histories: BTreeMap<DocumentId, VecDeque<Revision>>,
+}
+
+impl State {
+    fn tip(&self, id: &DocumentId) -> RevisionTip {
+        self.histories
+            .get(id)
+            .and_then(VecDeque::back)
+            .map_or_else(|| RevisionTip::empty(Version::new("0")), RevisionTip::of)
+    }
+}
+
+impl std::ops::Deref for State {
+    type Target = BTreeMap<DocumentId, Stored>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.documents
+    }
+}
+
+impl std::ops::DerefMut for State {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.documents
+    }
+}
 
 /// Keeps documents in a map behind one mutex. Versions are per-document counters (`"0"` for a
 /// document never written), unlike markdown's content hashes: the suite must pass with both.
@@ -21,14 +52,34 @@ type Stored = (String, u64, SystemTime, Receipts);
 /// Useful in tests of agent code, and as the model the conformance suite checks backends against.
 #[derive(Debug, Default)]
 pub struct InMemoryProvider {
-    documents: Mutex<BTreeMap<DocumentId, Stored>>,
+    documents: Mutex<State>,
     events: EventBus,
+    retention: Retention,
 }
 
 impl InMemoryProvider {
     /// An empty provider.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Keeps `retention`'s share of each document's history (default: the newest 100).
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Drops what the retention no longer keeps from the old end of `history`.
+    fn prune(&self, history: &mut VecDeque<Revision>, now: SystemTime) {
+        let Some(tip) = history.back().map(|newest| newest.number) else {
+            return;
+        };
+        while history
+            .front()
+            .is_some_and(|oldest| self.retention.prunes(oldest.number, oldest.time, tip, now))
+        {
+            history.pop_front();
+        }
     }
 
     fn snapshot(documents: &BTreeMap<DocumentId, Stored>, id: &DocumentId) -> Document {
@@ -45,7 +96,7 @@ impl InMemoryProvider {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<DocumentId, Stored>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // The map is only mutated after every check passed, so a poisoned lock still guards
         // consistent data.
         self.documents
@@ -71,7 +122,7 @@ impl MemoryProvider for InMemoryProvider {
     ) -> Result<SyncReport, MemoryError> {
         let batches = plan_sync(ctx, updates, if_match)?;
         let mut documents = self.lock();
-        let receipts_of = |documents: &BTreeMap<DocumentId, Stored>, id: &DocumentId| {
+        let receipts_of = |documents: &State, id: &DocumentId| {
             documents
                 .get(id)
                 .map(|stored| stored.3.clone())
@@ -101,7 +152,15 @@ impl MemoryProvider for InMemoryProvider {
                 if let Some(key) = batch.key() {
                     receipts.record(key, document_report.clone());
                 }
-                let stored = (text.to_owned(), next, SystemTime::now(), receipts);
+                let now = SystemTime::now();
+                if self.retention.is_on() {
+                    let tip = documents.tip(id);
+                    let revisions = write.revisions(&tip, Version::new(next.to_string()), now);
+                    let history = documents.histories.entry(id.clone()).or_default();
+                    history.extend(revisions);
+                    self.prune(history, now);
+                }
+                let stored = (text.to_owned(), next, now, receipts);
                 documents.insert(id.clone(), stored);
             }
             report.documents.push(document_report);
@@ -126,6 +185,56 @@ impl MemoryProvider for InMemoryProvider {
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         Ok(self.lock().keys().cloned().collect())
+    }
+
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let state = self.lock();
+        let recorded = state
+            .histories
+            .get(document)
+            .map(|history| history.iter().rev().take(limit).cloned().collect())
+            .unwrap_or_default();
+        let current = Self::snapshot(&state, document);
+        Ok(history_view(
+            recorded,
+            &state.tip(document),
+            &current,
+            limit,
+            SystemTime::now(),
+        ))
+    }
+
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        let mut state = self.lock();
+        let erased = state.documents.remove(document);
+        let tip = state.tip(document);
+        let history = state.histories.remove(document).unwrap_or_default();
+        let tombstone =
+            (self.retention.is_on() && (erased.is_some() || !history.is_empty())).then(|| {
+                Revision::tombstone(
+                    document,
+                    &tip,
+                    Version::new("0"),
+                    surface,
+                    SystemTime::now(),
+                )
+            });
+        if let Some(tombstone) = &tombstone {
+            state
+                .histories
+                .insert(document.clone(), VecDeque::from([tombstone.clone()]));
+        }
+        Ok(Purged {
+            document: document.clone(),
+            location: format!("memory://{}", document.relative_path()),
+            bytes: erased.map_or(0, |stored| stored.0.len()),
+            revisions: history.len(),
+            tombstone,
+        })
     }
 
     fn subscribe(&self) -> Subscription {

@@ -133,6 +133,28 @@ impl MemoryProvider for MarkdownProvider {
         blocking(move || files::list(&root)).await
     }
 
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        let _ = (document, limit);
+        Err(MemoryError::Config {
+            message: "TODO(issue 21): history".into(),
+        })
+    }
+
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: memory_core::Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        let _ = (document, surface);
+        Err(MemoryError::Config {
+            message: "TODO(issue 21): purge".into(),
+        })
+    }
+
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
     }

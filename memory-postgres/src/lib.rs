@@ -401,6 +401,28 @@ impl MemoryProvider for PostgresProvider {
         Ok(ids)
     }
 
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        let _ = (document, limit);
+        Err(MemoryError::Config {
+            message: "TODO(issue 21): history".into(),
+        })
+    }
+
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: memory_core::Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        let _ = (document, surface);
+        Err(MemoryError::Config {
+            message: "TODO(issue 21): purge".into(),
+        })
+    }
+
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
     }
@@ -521,6 +543,7 @@ impl CompareAndSwap for PostgresProvider {
                     document,
                     version,
                     receipts,
+                    tip: memory_core::RevisionTip::empty(Version::new("0")),
                 }
             })
             .collect())

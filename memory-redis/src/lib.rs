@@ -409,6 +409,7 @@ impl CompareAndSwap for RedisProvider {
                     document,
                     version,
                     receipts,
+                    tip: memory_core::RevisionTip::empty(Version::new("0")),
                 })
             })
             .collect()
@@ -510,6 +511,28 @@ impl MemoryProvider for RedisProvider {
             .collect();
         ids.sort();
         Ok(ids)
+    }
+
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        let _ = (document, limit);
+        Err(MemoryError::Config {
+            message: "TODO(issue 21): history".into(),
+        })
+    }
+
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: memory_core::Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        let _ = (document, surface);
+        Err(MemoryError::Config {
+            message: "TODO(issue 21): purge".into(),
+        })
     }
 
     fn subscribe(&self) -> Subscription {

@@ -291,6 +291,7 @@ async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
                 text: "overwrite",
                 expected: 0,
                 receipts: None,
+                revisions: &[],
             }],
             Duration::from_secs(1),
         )

@@ -689,6 +689,21 @@ impl MemoryProvider for Down {
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         Err(down())
     }
+    async fn history(
+        &self,
+        _: &DocumentId,
+        _: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        Err(down())
+    }
+    async fn purge(
+        &self,
+        _: &DocumentId,
+        _: memory_core::Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        Err(down())
+    }
+
     fn subscribe(&self) -> Subscription {
         memory_core::EventBus::new().subscribe()
     }

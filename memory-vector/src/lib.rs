@@ -1018,6 +1018,22 @@ impl MemoryProvider for VectorProvider {
         self.indexer.source.list().await
     }
 
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        self.indexer.source.history(document, limit).await
+    }
+
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: memory_core::Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        self.indexer.source.purge(document, surface).await
+    }
+
     fn subscribe(&self) -> Subscription {
         self.indexer.source.subscribe()
     }

@@ -1,0 +1,481 @@
+//! History: every write a revision, recorded in the same atomic step as the write, so a bad
+//! rewrite can be seen, compared and undone. The rules are here, pure; backends only store them.
+//!
+//! A document's revisions are numbered from 1, one more per revision, never reused (a purge
+//! leaves a tombstone that the numbering continues from). Each revision holds the text the
+//! document had after it, so any kept revision can be shown, compared and reverted to.
+//!
+//! ```
+//! # use memory_core::*;
+//! # async fn demo() -> Result<(), MemoryError> {
+//! let memory = InMemoryProvider::new();
+//! let ctx = MemoryContext::new(PersonalityId::new("ada")?, UserId::new("u1")?)
+//!     .with_surface(Surface::Tool);
+//! memory.sync(&ctx, &[MemoryUpdate::add(Store::Memory, "Likes tea.")], &IfMatch::NONE).await?;
+//! memory.sync(&ctx, &[MemoryUpdate::replace(Store::Memory, "")], &IfMatch::NONE).await?;
+//! let log = memory.history(&ctx.document(Store::Memory), 10).await?;
+//! assert_eq!(log[0].number, 2, "newest first");
+//! // Undo the bad rewrite: itself a revision, so it can be undone too.
+//! memory.revert(&ctx, Store::Memory, 1, None).await?;
+//! assert_eq!(memory.read(&ctx.document(Store::Memory)).await?.text, "Likes tea.\n");
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Document, DocumentId, IdempotencyKey, MemoryError, MemoryUpdate, PersonalityId, UserId,
+    Version, sha256_hex,
+};
+
+/// Revisions kept per document unless a provider is configured otherwise.
+pub const DEFAULT_KEEP: usize = 100;
+
+/// Where a write came from, as its revision records it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Surface {
+    /// An agent's memory tool call (`memory_add`, `memory mcp`, ...).
+    Tool,
+    /// The `memory` command line.
+    Cli,
+    /// The Memory page.
+    Web,
+    /// Code calling the provider directly (the default).
+    #[default]
+    Api,
+    /// A change made outside agent-memory (an editor, another program), noticed afterwards.
+    External,
+}
+
+impl fmt::Display for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Surface::Tool => "tool",
+            Surface::Cli => "cli",
+            Surface::Web => "web",
+            Surface::Api => "api",
+            Surface::External => "external",
+        })
+    }
+}
+
+/// One change of one document: what it was before and after, when, and who made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revision {
+    /// Its place in the document's history: 1 for the first, one more for each after it.
+    pub number: u64,
+    /// The document changed.
+    pub document: DocumentId,
+    /// The document's version before the change.
+    pub version_before: Version,
+    /// The document's version after it (what `if_match` takes).
+    pub version_after: Version,
+    /// SHA-256 (lowercase hex) of the text before.
+    pub sha256_before: String,
+    /// SHA-256 (lowercase hex) of the text after.
+    pub sha256_after: String,
+    /// UTF-8 bytes before.
+    pub bytes_before: usize,
+    /// UTF-8 bytes after.
+    pub bytes_after: usize,
+    /// When it was recorded, by the backend's clock (the server's where there is one;
+    /// milliseconds since the Unix epoch on the wire). For an external change: when it was
+    /// made, where the backend can tell (a file's mtime), else when it was noticed.
+    #[serde(with = "crate::document::unix_millis_required")]
+    pub time: SystemTime,
+    /// Where the change came from.
+    pub surface: Surface,
+    /// The personality whose call made it; `None` for external changes and purges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub personality: Option<PersonalityId>,
+    /// The user of that call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserId>,
+    /// The call's idempotency key, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// The caller's session id, when it gave one ([`crate::MemoryContext::with_session`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The updates the call applied to this document, in order (their JSON form); empty for
+    /// external changes and purges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub updates: Vec<MemoryUpdate>,
+    /// The whole text after the change; `None` only for a purge's tombstone, which keeps no
+    /// content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl Revision {
+    /// Whether this is the tombstone a purge leaves: no content, nothing to revert to.
+    pub fn is_tombstone(&self) -> bool {
+        self.text.is_none()
+    }
+
+    /// The tombstone a purge of `document` leaves after `tip`: sizes and hashes of the erased
+    /// text (it is gone) and of the empty document, no content.
+    pub fn tombstone(
+        document: &DocumentId,
+        tip: &RevisionTip,
+        never_written: Version,
+        surface: Surface,
+        time: SystemTime,
+    ) -> Revision {
+        Revision {
+            number: tip.number + 1,
+            document: document.clone(),
+            version_before: tip.version_after.clone(),
+            version_after: never_written,
+            sha256_before: tip.sha256_after.clone(),
+            sha256_after: sha256_hex(""),
+            bytes_before: tip.bytes_after,
+            bytes_after: 0,
+            time,
+            surface,
+            personality: None,
+            user: None,
+            idempotency_key: None,
+            session: None,
+            updates: Vec::new(),
+            text: None,
+        }
+    }
+}
+
+/// What a purge erased.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Purged {
+    /// The document.
+    pub document: DocumentId,
+    /// Where the backend kept it.
+    pub location: String,
+    /// The size of the text erased (0 when there was none).
+    pub bytes: usize,
+    /// How many revisions were erased with it.
+    pub revisions: usize,
+    /// The tombstone left in its history; `None` when history is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tombstone: Option<Revision>,
+}
+
+/// What the newest recorded revision says a document holds: what the next revision builds on,
+/// and what tells a change nobody recorded (a hand edit) from the document as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisionTip {
+    /// Its number; 0 when nothing was ever recorded.
+    pub number: u64,
+    /// The version it left the document at.
+    pub version_after: Version,
+    /// The SHA-256 of the text it left.
+    pub sha256_after: String,
+    /// The size of the text it left.
+    pub bytes_after: usize,
+}
+
+impl RevisionTip {
+    /// The tip of a document with no recorded revision: the empty document, at the backend's
+    /// version for a document never written.
+    pub fn empty(never_written: Version) -> RevisionTip {
+        RevisionTip {
+            number: 0,
+            version_after: never_written,
+            sha256_after: sha256_hex(""),
+            bytes_after: 0,
+        }
+    }
+
+    /// The tip that `revision` makes.
+    pub fn of(revision: &Revision) -> RevisionTip {
+        RevisionTip {
+            number: revision.number,
+            version_after: revision.version_after.clone(),
+            sha256_after: revision.sha256_after.clone(),
+            bytes_after: revision.bytes_after,
+        }
+    }
+
+    /// The revision recording a change nobody reported: `Some` when `current` (the document as
+    /// read now) is not the text this tip recorded. Its time is the document's `modified`
+    /// (a file's mtime) where known, else `now`.
+    pub fn unrecorded(&self, current: &Document, now: SystemTime) -> Option<Revision> {
+        let sha256 = sha256_hex(&current.text);
+        (sha256 != self.sha256_after).then(|| Revision {
+            number: self.number + 1,
+            document: current.id.clone(),
+            version_before: self.version_after.clone(),
+            version_after: current.version.clone(),
+            sha256_before: self.sha256_after.clone(),
+            sha256_after: sha256,
+            bytes_before: self.bytes_after,
+            bytes_after: current.text.len(),
+            time: current.modified.unwrap_or(now),
+            surface: Surface::External,
+            personality: None,
+            user: None,
+            idempotency_key: None,
+            session: None,
+            updates: Vec::new(),
+            text: Some(current.text.clone()),
+        })
+    }
+}
+
+/// A document's recorded revisions as a reader should see them: newest first, at most
+/// `limit`, headed by an external revision for a change made since the newest one was recorded
+/// (numbered as the next write will record it), so the log has no silent gap.
+///
+/// `recorded` is newest first; `current` is the document read in the same step.
+pub fn history_view(
+    mut recorded: Vec<Revision>,
+    tip: &RevisionTip,
+    current: &Document,
+    limit: usize,
+    now: SystemTime,
+) -> Vec<Revision> {
+    if let Some(external) = tip.unrecorded(current, now) {
+        recorded.insert(0, external);
+    }
+    recorded.truncate(limit);
+    recorded
+}
+
+/// How much history a provider keeps per document: the newest `keep` revisions, and of those
+/// only the ones younger than `max_age` when it is set. `keep = 0` keeps none: history off.
+///
+/// In a provider's configuration: `history = { keep = 100, max_age_days = 90 }`, both optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RetentionConfig", into = "RetentionConfig")]
+pub struct Retention {
+    /// Revisions kept per document (default [`DEFAULT_KEEP`]); 0 records none.
+    pub keep: usize,
+    /// Revisions older than this are pruned too; `None` (the default) keeps them by count only.
+    pub max_age: Option<Duration>,
+}
+
+/// [`Retention`] as configuration files write it.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetentionConfig {
+    #[serde(default = "default_keep")]
+    keep: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_age_days: Option<u32>,
+}
+
+fn default_keep() -> usize {
+    DEFAULT_KEEP
+}
+
+impl From<RetentionConfig> for Retention {
+    fn from(config: RetentionConfig) -> Self {
+        Retention {
+            keep: config.keep,
+            max_age: config
+                .max_age_days
+                .map(|days| Duration::from_secs(u64::from(days) * 86_400)),
+        }
+    }
+}
+
+impl From<Retention> for RetentionConfig {
+    fn from(retention: Retention) -> Self {
+        RetentionConfig {
+            keep: retention.keep,
+            max_age_days: retention
+                .max_age
+                .map(|age| u32::try_from(age.as_secs().div_ceil(86_400)).unwrap_or(u32::MAX)),
+        }
+    }
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            keep: DEFAULT_KEEP,
+            max_age: None,
+        }
+    }
+}
+
+impl Retention {
+    /// Keeps nothing: writes record no revision.
+    pub const OFF: Retention = Retention {
+        keep: 0,
+        max_age: None,
+    };
+
+    /// Keeps the newest `keep` revisions of each document.
+    pub fn keep(keep: usize) -> Retention {
+        Retention {
+            keep,
+            max_age: None,
+        }
+    }
+
+    /// Also prunes revisions older than `max_age`.
+    pub fn with_max_age(mut self, max_age: Duration) -> Retention {
+        self.max_age = Some(max_age);
+        self
+    }
+
+    /// Whether writes record revisions at all.
+    pub fn is_on(&self) -> bool {
+        self.keep > 0
+    }
+
+    /// The lowest revision number kept once `tip` is the newest: older ones are pruned.
+    pub fn oldest_kept(&self, tip: u64) -> u64 {
+        let keep = u64::try_from(self.keep).unwrap_or(u64::MAX);
+        (tip + 1).saturating_sub(keep).max(1)
+    }
+
+    /// Whether a revision made at `time` is past the age limit at `now`. A time in the future
+    /// (a clock set back) is never past it.
+    pub fn too_old(&self, time: SystemTime, now: SystemTime) -> bool {
+        self.max_age
+            .is_some_and(|max_age| now.duration_since(time).is_ok_and(|age| age > max_age))
+    }
+
+    /// Whether revision `number`, made at `time`, is pruned once `tip` is the newest. The tip
+    /// itself is always kept, however old: it is what tells the next hand edit apart.
+    pub fn prunes(&self, number: u64, time: SystemTime, tip: u64, now: SystemTime) -> bool {
+        number < tip && (number < self.oldest_kept(tip) || self.too_old(time, now))
+    }
+}
+
+/// The revision numbered `number` among `history` (newest first, as
+/// [`crate::MemoryProvider::history`] gives it), with text to revert to.
+///
+/// # Errors
+/// [`MemoryError::RevisionNotFound`] when it is not kept (never made, or pruned) or is a
+/// purge's tombstone.
+pub fn revision_to_restore(
+    document: &DocumentId,
+    history: &[Revision],
+    number: u64,
+) -> Result<String, MemoryError> {
+    let not_found = |reason: String| MemoryError::RevisionNotFound {
+        document: document.clone(),
+        number,
+        reason,
+    };
+    let Some(revision) = history.iter().find(|revision| revision.number == number) else {
+        let kept = match (history.last(), history.first()) {
+            (Some(oldest), Some(newest)) => {
+                format!("revisions {} to {} are kept", oldest.number, newest.number)
+            }
+            _ => "it has no revisions".to_owned(),
+        };
+        return Err(not_found(kept));
+    };
+    revision.text.clone().ok_or_else(|| {
+        not_found("it is the tombstone of a purge, which keeps no content".to_owned())
+    })
+}
+
+/// A unified diff (`diff -u` form, 3 lines of context) from `old` to `new`, with the two
+/// labels as file names; empty when the texts are equal.
+pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_label, new_label)
+        .missing_newline_hint(true)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(text: &str, version: &str) -> Document {
+        Document {
+            id: DocumentId::GlobalMemory,
+            text: text.to_owned(),
+            version: Version::new(version),
+            location: String::new(),
+            modified: None,
+        }
+    }
+
+    #[test]
+    fn only_an_unrecorded_change_makes_an_external_revision() {
+        let empty = RevisionTip::empty(Version::new("0"));
+        assert_eq!(empty.unrecorded(&doc("", "0"), SystemTime::now()), None);
+        let now = SystemTime::now();
+        let found = empty.unrecorded(&doc("by hand\n", "1"), now).unwrap();
+        assert_eq!(
+            (found.number, found.surface, found.text.as_deref()),
+            (1, Surface::External, Some("by hand\n"))
+        );
+        assert_eq!(found.time, now);
+        let tip = RevisionTip::of(&found);
+        assert_eq!(tip.unrecorded(&doc("by hand\n", "1"), now), None);
+        let again = tip.unrecorded(&doc("edited\n", "2"), now).unwrap();
+        assert_eq!((again.number, again.bytes_before), (2, 8));
+    }
+
+    #[test]
+    fn retention_counts_from_the_tip_and_ages_by_the_clock() {
+        assert_eq!(Retention::keep(3).oldest_kept(10), 8);
+        assert_eq!(Retention::keep(3).oldest_kept(2), 1);
+        assert_eq!(Retention::keep(usize::MAX).oldest_kept(5), 1);
+        let day = Duration::from_secs(86_400);
+        let retention = Retention::default().with_max_age(day);
+        let now = SystemTime::now();
+        assert!(retention.too_old(now - 2 * day, now));
+        assert!(!retention.too_old(now + day, now), "a clock set back");
+        assert!(!Retention::default().too_old(now - 1000 * day, now));
+        assert!(retention.prunes(1, now - 2 * day, 2, now));
+        assert!(!retention.prunes(2, now - 2 * day, 2, now), "the tip stays");
+        assert!(Retention::keep(3).prunes(7, now, 10, now));
+        assert!(!Retention::keep(3).prunes(8, now, 10, now));
+    }
+
+    #[test]
+    fn a_tombstone_cannot_be_restored_and_missing_revisions_name_what_is_kept() {
+        let tip = RevisionTip::empty(Version::new("0"));
+        let dead = Revision::tombstone(
+            &DocumentId::GlobalMemory,
+            &tip,
+            Version::new("0"),
+            Surface::Cli,
+            SystemTime::now(),
+        );
+        let err = revision_to_restore(&DocumentId::GlobalMemory, &[dead], 1).unwrap_err();
+        assert!(err.to_string().contains("tombstone"), "{err}");
+        let err = revision_to_restore(&DocumentId::GlobalMemory, &[], 7).unwrap_err();
+        assert!(err.to_string().contains("no revisions"), "{err}");
+    }
+
+    #[test]
+    fn retention_reads_as_configured() {
+        let parsed: Retention = serde_json::from_str(r#"{"max_age_days": 2}"#).unwrap();
+        assert_eq!(
+            parsed,
+            Retention::default().with_max_age(Duration::from_secs(2 * 86_400))
+        );
+        assert_eq!(
+            serde_json::from_str::<Retention>(r#"{"keep": 0}"#).unwrap(),
+            Retention::OFF
+        );
+        let err = serde_json::from_str::<Retention>(r#"{"kept": 3}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn diffs_are_unified() {
+        let diff = unified_diff("a\nb\n", "a\nc\n", "#1", "#2");
+        assert!(diff.starts_with("--- #1\n+++ #2\n"), "{diff}");
+        assert!(diff.contains("-b\n+c\n"), "{diff}");
+        assert_eq!(unified_diff("same", "same", "a", "b"), "");
+    }
+}
