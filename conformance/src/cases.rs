@@ -11,6 +11,11 @@ use memory_core::{
     PersonalityId, RECEIPTS_KEPT, Store, SyncReport, UserId, sha256_hex,
 };
 
+pub use crate::history::{
+    concurrent_writes_have_one_revision_each, every_change_is_one_revision_newest_first,
+    purge_leaves_only_a_tombstone, revert_restores_a_revision_as_a_new_one,
+};
+
 const M: Store = Store::Memory;
 const U: Store = Store::User;
 

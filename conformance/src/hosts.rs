@@ -7,8 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use memory_core::{
-    DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Store, SyncReport, sha256_hex,
+    DEFAULT_KEEP, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Store, SyncReport, sha256_hex,
 };
 
 use crate::cases::ctx;
@@ -201,6 +201,23 @@ impl History {
                 sha256_hex(&text),
                 "{id}: the history ends at what is stored"
             );
+            // The provider's own history (default retention) is the newest of those writes,
+            // each once, in the order they landed.
+            let revisions = p.history(&id, usize::MAX).await.unwrap();
+            assert_eq!(revisions.len(), steps.len().min(DEFAULT_KEEP), "{id}");
+            assert_eq!(revisions[0].sha256_after, sha256_hex(&text), "{id}");
+            for pair in revisions.windows(2) {
+                assert_eq!(pair[0].number, pair[1].number + 1, "{id}");
+                assert_eq!(pair[0].sha256_before, pair[1].sha256_after, "{id}");
+            }
+            for revision in &revisions {
+                assert_eq!(
+                    steps.get(&revision.sha256_before),
+                    Some(&revision.sha256_after),
+                    "{id}: revision {} is an acknowledged write",
+                    revision.number
+                );
+            }
         }
     }
 }

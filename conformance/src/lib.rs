@@ -28,6 +28,7 @@ use std::sync::Arc;
 use memory_core::MemoryProvider;
 
 pub mod cases;
+pub mod history;
 pub mod hosts;
 pub mod identity;
 pub mod latency;
@@ -149,6 +150,10 @@ macro_rules! conformance_suite {
             a_key_survives_other_writes,
             concurrent_repeats_of_a_key_land_once,
             keys_are_kept_for_the_last_writes,
+            every_change_is_one_revision_newest_first,
+            revert_restores_a_revision_as_a_new_one,
+            purge_leaves_only_a_tombstone,
+            concurrent_writes_have_one_revision_each,
         );
 
         #[test]

@@ -39,3 +39,10 @@ mod identity_map {
 
     memory_conformance::identity_map_suite!(setup);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_keeps_only_its_retention() {
+    use memory_core::Retention;
+    let kept = InMemoryProvider::new().with_retention(Retention::keep(3));
+    memory_conformance::history::retention_keeps_the_newest(Arc::new(kept), 3).await;
+}

@@ -1,0 +1,384 @@
+//! History (`CONTRACT.md`, History): every change a revision, in order, revertible, and a purge
+//! that leaves only a tombstone. The cases stamped by [`crate::conformance_suite!`] run on a
+//! provider with the default retention; [`retention_keeps_the_newest`] and
+//! [`hand_edits_become_external_revisions`] need what only a backend's own tests can build (a
+//! provider with a small retention, a way to edit the stored bytes by hand) and are called
+//! from there.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use memory_core::{
+    DocumentId, IdempotencyKey, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Revision,
+    Store, Surface, SyncReport, sha256_hex,
+};
+
+use crate::cases::ctx;
+
+const M: Store = Store::Memory;
+const U: Store = Store::User;
+
+/// How far a backend's clock (a server's) may be from this process's.
+const CLOCK_SKEW: Duration = Duration::from_secs(300);
+
+async fn history<P: MemoryProvider + ?Sized>(p: &P, document: &DocumentId) -> Vec<Revision> {
+    p.history(document, usize::MAX)
+        .await
+        .unwrap_or_else(|err| panic!("history of {document}: {err}"))
+}
+
+async fn write<P: MemoryProvider + ?Sized>(
+    p: &P,
+    c: &memory_core::MemoryContext,
+    updates: &[MemoryUpdate],
+) -> SyncReport {
+    p.sync(c, updates, &IfMatch::NONE)
+        .await
+        .unwrap_or_else(|err| panic!("sync {updates:?}: {err}"))
+}
+
+/// Numbers run down by one from the newest, and each revision starts from what the one before
+/// it left.
+fn assert_chained(revisions: &[Revision]) {
+    for pair in revisions.windows(2) {
+        let (newer, older) = (&pair[0], &pair[1]);
+        assert_eq!(
+            newer.number,
+            older.number + 1,
+            "numbers run without gaps, newest first: {} after {}",
+            newer.number,
+            older.number
+        );
+        assert_eq!(
+            (&newer.sha256_before, newer.bytes_before),
+            (&older.sha256_after, older.bytes_after),
+            "revision {} starts where {} ended",
+            newer.number,
+            older.number
+        );
+        assert_eq!(newer.version_before, older.version_after);
+    }
+}
+
+/// Each write that changes a document is one revision recording it whole: versions, hashes,
+/// sizes, time, who (surface, personality, user, key, session), the updates and the text after;
+/// newest first, numbered from 1. A batch that changes nothing records nothing.
+pub async fn every_change_is_one_revision_newest_first<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let started = SystemTime::now();
+    let tool = ctx("ada", "u1")
+        .with_surface(Surface::Tool)
+        .with_session("conversation-7")
+        .with_idempotency_key(IdempotencyKey::new("turn-1").unwrap());
+    let cli = ctx("ada", "u1").with_surface(Surface::Cli);
+    let first = [
+        MemoryUpdate::add(M, "Likes tea."),
+        MemoryUpdate::add(M, "Flies Tuesday."),
+    ];
+    let reports = [
+        write(&*p, &tool, &first).await,
+        write(&*p, &cli, &[MemoryUpdate::remove(M, "absent")]).await,
+        write(&*p, &cli, &[MemoryUpdate::edit(M, "Tuesday", "Friday")]).await,
+    ];
+    assert!(!reports[1].documents[0].written);
+    let document = tool.document(M);
+    let log = history(&*p, &document).await;
+    assert_eq!(
+        log.iter().map(|r| r.number).collect::<Vec<_>>(),
+        [2, 1],
+        "one revision per change, newest first; the no-op made none"
+    );
+    assert_chained(&log);
+    for (revision, report) in log.iter().rev().zip([&reports[0], &reports[2]]) {
+        let report = &report.documents[0];
+        assert_eq!(revision.document, document);
+        assert_eq!(
+            (&revision.version_before, &revision.version_after),
+            (&report.version_before, &report.version_after),
+            "revision {} has the versions its write reported",
+            revision.number
+        );
+        assert_eq!(
+            (&revision.sha256_before, &revision.sha256_after),
+            (&report.sha256_before, &report.sha256_after)
+        );
+        assert_eq!(
+            (revision.bytes_before, revision.bytes_after),
+            (report.bytes_before, report.bytes_after)
+        );
+        let text = revision.text.as_deref().expect("a write keeps its text");
+        assert_eq!(sha256_hex(text), report.sha256_after);
+        let now = SystemTime::now();
+        assert!(
+            revision.time + CLOCK_SKEW >= started && revision.time <= now + CLOCK_SKEW,
+            "revision {} was made during the test, by the backend's clock",
+            revision.number
+        );
+    }
+    let (newest, oldest) = (&log[0], &log[1]);
+    assert_eq!(oldest.updates, first, "the updates applied, in order");
+    assert_eq!(
+        (oldest.surface, oldest.session.as_deref()),
+        (Surface::Tool, Some("conversation-7"))
+    );
+    assert_eq!(oldest.idempotency_key, tool.idempotency_key);
+    assert_eq!(
+        (oldest.personality.as_ref(), oldest.user.as_ref()),
+        (Some(&tool.personality), Some(&tool.user))
+    );
+    assert_eq!(
+        (
+            newest.surface,
+            newest.session.as_deref(),
+            &newest.idempotency_key
+        ),
+        (Surface::Cli, None, &None)
+    );
+    assert_eq!(
+        newest.text.as_deref(),
+        Some("Likes tea.\n\nFlies Friday.\n")
+    );
+    assert_eq!(p.history(&document, 1).await.unwrap(), log[..1], "limit");
+    assert!(
+        history(&*p, &tool.document(U)).await.is_empty(),
+        "a document never written has no history"
+    );
+}
+
+/// A revert puts back the text a revision left, as a `replace` that is a revision of its own
+/// (so a revert can be reverted); guarded by `if_match`, and refused for a revision not kept.
+pub async fn revert_restores_a_revision_as_a_new_one<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1").with_surface(Surface::Web);
+    write(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
+    write(&*p, &c, &[MemoryUpdate::add(M, "Flies Friday.")]).await;
+    let bad = write(&*p, &c, &[MemoryUpdate::replace(M, "Oops.")]).await;
+    let document = c.document(M);
+
+    let report = p.revert(&c, M, 2, None).await.expect("revert to 2");
+    assert_eq!(
+        p.read(&document).await.unwrap().text,
+        "Likes tea.\n\nFlies Friday.\n"
+    );
+    let log = history(&*p, &document).await;
+    assert_eq!(log.len(), 4, "the revert is a revision");
+    assert_chained(&log);
+    assert_eq!(log[0].version_after, report.documents[0].version_after);
+    assert_eq!(log[0].surface, Surface::Web);
+    assert_eq!(log[0].sha256_after, log[2].sha256_after, "back to 2's text");
+
+    p.revert(&c, M, 3, Some(&report.documents[0].version_after))
+        .await
+        .expect("a revert can be reverted");
+    assert_eq!(p.read(&document).await.unwrap().text, "Oops.\n");
+
+    let stale = bad.documents[0].version_after.clone();
+    let err = p.revert(&c, M, 1, Some(&stale)).await.unwrap_err();
+    assert!(matches!(err, MemoryError::Conflict { .. }), "{err}");
+    for missing in [0, 99] {
+        let err = p.revert(&c, M, missing, None).await.unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::RevisionNotFound { number, .. } if *number == missing),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        history(&*p, &document).await.len(),
+        5,
+        "refusals wrote nothing"
+    );
+    assert_eq!(p.read(&document).await.unwrap().text, "Oops.\n");
+}
+
+/// A purge erases the document and its history, leaving one tombstone without content; the
+/// document reads as never written, `list` leaves it out, other documents are untouched, and
+/// later writes number on from the tombstone.
+pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let never = p.read(&c.document(M)).await.unwrap().version;
+    write(
+        &*p,
+        &c,
+        &[
+            MemoryUpdate::add(M, "Secret."),
+            MemoryUpdate::add(U, "Kept."),
+        ],
+    )
+    .await;
+    write(&*p, &c, &[MemoryUpdate::add(M, "Also secret.")]).await;
+    let document = c.document(M);
+    let bytes = p.read(&document).await.unwrap().text.len();
+
+    let purged = p.purge(&document, Surface::Cli).await.expect("purge");
+    assert_eq!((purged.bytes, purged.revisions), (bytes, 2));
+    let tombstone = purged.tombstone.expect("history is on: a tombstone");
+    assert!(tombstone.is_tombstone() && tombstone.text.is_none());
+    assert_eq!((tombstone.number, tombstone.surface), (3, Surface::Cli));
+    assert_eq!((tombstone.bytes_before, tombstone.bytes_after), (bytes, 0));
+    let read = p.read(&document).await.unwrap();
+    assert_eq!(
+        (read.text.as_str(), &read.version, read.modified),
+        ("", &never, None)
+    );
+    assert!(!p.list().await.unwrap().contains(&document));
+    assert_eq!(history(&*p, &document).await, [tombstone.clone()]);
+    let log = format!("{:?}", history(&*p, &document).await);
+    assert!(!log.contains("ecret"), "no content survives: {log}");
+    assert_eq!(p.read(&c.document(U)).await.unwrap().text, "Kept.\n");
+    assert_eq!(history(&*p, &c.document(U)).await.len(), 1);
+    let err = p.revert(&c, M, 3, None).await.unwrap_err();
+    assert!(matches!(err, MemoryError::RevisionNotFound { .. }), "{err}");
+
+    write(&*p, &c, &[MemoryUpdate::add(M, "After.")]).await;
+    let log = history(&*p, &document).await;
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[0].number, 4, "numbers are never reused");
+    assert_eq!(
+        log[0].surface,
+        Surface::Api,
+        "no external revision: nothing was unrecorded"
+    );
+
+    let never_written = ctx("bob", "u2").document(M);
+    let nothing = p.purge(&never_written, Surface::Cli).await.unwrap();
+    assert_eq!(
+        (nothing.bytes, nothing.revisions, nothing.tombstone),
+        (0, 0, None)
+    );
+    assert!(history(&*p, &never_written).await.is_empty());
+}
+
+/// Concurrent writers: every acknowledged write has exactly one revision, and the revisions
+/// form one chain in the order the writes landed.
+pub async fn concurrent_writes_have_one_revision_each<P: MemoryProvider + ?Sized + 'static>(
+    p: Arc<P>,
+) {
+    const TASKS: usize = 8;
+    const ADDS: usize = 10;
+    let c = ctx("ada", "u1");
+    let writers: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let (p, c) = (Arc::clone(&p), c.clone());
+            tokio::spawn(async move {
+                let mut reports = Vec::new();
+                for i in 0..ADDS {
+                    let add = [MemoryUpdate::add(M, format!("task{t}-add{i}"))];
+                    reports.push(write(&*p, &c, &add).await.documents.remove(0));
+                }
+                reports
+            })
+        })
+        .collect();
+    let mut acknowledged = HashMap::new();
+    for writer in writers {
+        for report in writer.await.expect("writer task") {
+            acknowledged.insert(report.version_after.clone(), report);
+        }
+    }
+    let log = history(&*p, &c.document(M)).await;
+    assert_eq!(
+        log.len(),
+        TASKS * ADDS,
+        "one revision per acknowledged write"
+    );
+    assert_chained(&log);
+    assert_eq!(log.last().unwrap().number, 1);
+    for revision in &log {
+        let report = acknowledged
+            .remove(&revision.version_after)
+            .unwrap_or_else(|| panic!("revision {} matches no write", revision.number));
+        assert_eq!(revision.sha256_after, report.sha256_after);
+    }
+    assert!(acknowledged.is_empty());
+}
+
+/// With a retention of `keep`, history shows exactly the newest `keep` revisions, and an older
+/// one cannot be reverted to. `p` must be a provider configured to keep `keep` (at least 2).
+pub async fn retention_keeps_the_newest<P: MemoryProvider + ?Sized>(p: Arc<P>, keep: usize) {
+    let c = ctx("ada", "u1");
+    let writes = keep as u64 * 3 + 2;
+    for i in 0..writes {
+        write(&*p, &c, &[MemoryUpdate::add(M, format!("entry {i}"))]).await;
+    }
+    let log = history(&*p, &c.document(M)).await;
+    let numbers: Vec<u64> = log.iter().map(|r| r.number).collect();
+    let expected: Vec<u64> = (writes + 1 - keep as u64..=writes).rev().collect();
+    assert_eq!(numbers, expected, "the newest {keep}, newest first");
+    let oldest_kept = writes + 1 - keep as u64;
+    let err = p.revert(&c, M, oldest_kept - 1, None).await.unwrap_err();
+    assert!(matches!(err, MemoryError::RevisionNotFound { .. }), "{err}");
+    p.revert(&c, M, oldest_kept, None)
+        .await
+        .expect("the oldest kept revision can be reverted to");
+}
+
+/// A change made without the provider (an editor, another program) shows as an `external`
+/// revision at the head of the history, and the next write records it before its own, so the
+/// log has no gap. `edit(document, text)` replaces the stored text by hand, as a person would.
+pub async fn hand_edits_become_external_revisions<P, F, Fut>(p: Arc<P>, edit: F)
+where
+    P: MemoryProvider + ?Sized,
+    F: Fn(DocumentId, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    write(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
+    edit(
+        document.clone(),
+        "Likes tea.\n\nEdited by hand.\n".to_owned(),
+    )
+    .await;
+
+    let seen = history(&*p, &document).await;
+    assert_eq!(seen.len(), 2);
+    let external = &seen[0];
+    assert_eq!((external.number, external.surface), (2, Surface::External));
+    assert_eq!(
+        external.text.as_deref(),
+        Some("Likes tea.\n\nEdited by hand.\n")
+    );
+    assert_eq!(
+        external.version_after,
+        p.read(&document).await.unwrap().version
+    );
+    assert!(external.updates.is_empty() && external.personality.is_none());
+    assert_eq!(
+        history(&*p, &document).await,
+        seen,
+        "reading records nothing twice"
+    );
+
+    write(&*p, &c, &[MemoryUpdate::add(M, "Then the agent.")]).await;
+    let log = history(&*p, &document).await;
+    assert_eq!(
+        log.iter()
+            .map(|r| (r.number, r.surface))
+            .collect::<Vec<_>>(),
+        [(3, Surface::Api), (2, Surface::External), (1, Surface::Api)],
+        "the write recorded the hand edit before itself"
+    );
+    assert_chained(&log);
+    assert_eq!(log[1].text, external.text);
+    p.revert(&c, M, 2, None)
+        .await
+        .expect("a hand edit can be reverted to");
+    assert_eq!(
+        p.read(&document).await.unwrap().text,
+        "Likes tea.\n\nEdited by hand.\n"
+    );
+
+    // A document created by hand before any write through the provider.
+    let other = ctx("bob", "u2");
+    edit(other.document(U), "Made by hand.\n".to_owned()).await;
+    write(&*p, &other, &[MemoryUpdate::add(U, "Then the agent.")]).await;
+    let log = history(&*p, &other.document(U)).await;
+    assert_eq!(
+        log.iter()
+            .map(|r| (r.number, r.surface))
+            .collect::<Vec<_>>(),
+        [(2, Surface::Api), (1, Surface::External)]
+    );
+    assert_eq!(log[1].text.as_deref(), Some("Made by hand.\n"));
+    assert_eq!(log[1].bytes_before, 0);
+}
