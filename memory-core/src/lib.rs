@@ -34,7 +34,7 @@ pub use idempotency::{
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
 pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
 pub use prefetch::{Prefetch, render, truncate_keeping_tail};
-pub use provider::MemoryProvider;
+pub use provider::{MemoryProvider, revert_by_replace};
 pub use recall::{Recall, Recalled};
 pub use redact::{hide_password_of, redact_url};
 pub use reference::InMemoryProvider;

@@ -116,12 +116,7 @@ pub trait MemoryProvider: Send + Sync {
         number: u64,
         if_match: Option<&Version>,
     ) -> Result<SyncReport, MemoryError> {
-        let document = ctx.document(store);
-        let history = self.history(&document, usize::MAX).await?;
-        let text = revision_to_restore(&document, &history, number)?;
-        let if_match = IfMatch::only(store, if_match.cloned());
-        self.sync(ctx, &[MemoryUpdate::replace(store, text)], &if_match)
-            .await
+        revert_by_replace(self, ctx, store, number, if_match).await
     }
 
     /// Erases `document`, its history and its idempotency receipts (and a recall provider's
@@ -139,6 +134,25 @@ pub trait MemoryProvider: Send + Sync {
     /// # Behavior
     /// - Sees the events of writes made through this provider value after the call.
     fn subscribe(&self) -> Subscription;
+}
+
+/// [`MemoryProvider::revert`] as the contract states it: the revision's text from `provider`'s
+/// history, written back by a `replace` through its `sync`. For providers that override
+/// `revert` to adjust the context first.
+pub async fn revert_by_replace<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+    store: Store,
+    number: u64,
+    if_match: Option<&Version>,
+) -> Result<SyncReport, MemoryError> {
+    let document = ctx.document(store);
+    let history = provider.history(&document, usize::MAX).await?;
+    let text = revision_to_restore(&document, &history, number)?;
+    let if_match = IfMatch::only(store, if_match.cloned());
+    provider
+        .sync(ctx, &[MemoryUpdate::replace(store, text)], &if_match)
+        .await
 }
 
 macro_rules! forward_provider {
