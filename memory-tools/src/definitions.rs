@@ -29,18 +29,21 @@ pub enum Tool {
     Remove,
     /// `memory_consolidate`: rewrite a whole file, guarded by the last view.
     Consolidate,
+    /// `memory_history`: the file's recent revisions with their diffs, and undoing one.
+    History,
     /// `memory_search`: the entries most relevant to a query.
     Search,
 }
 
 impl Tool {
     /// Every tool, in the order they are offered.
-    pub const ALL: [Tool; 6] = [
+    pub const ALL: [Tool; 7] = [
         Tool::View,
         Tool::Add,
         Tool::Replace,
         Tool::Remove,
         Tool::Consolidate,
+        Tool::History,
         Tool::Search,
     ];
 
@@ -52,6 +55,7 @@ impl Tool {
             Tool::Replace => "memory_replace",
             Tool::Remove => "memory_remove",
             Tool::Consolidate => "memory_consolidate",
+            Tool::History => "memory_history",
             Tool::Search => "memory_search",
         }
     }
@@ -131,6 +135,26 @@ impl Tool {
                 }}),
                 &["file", "content"],
             ),
+            Tool::History => (
+                "List the latest changes to a file, newest first: when, from where (tool, cli, \
+                 web, api, or external for a hand edit) and a diff of each. With revert_to, put \
+                 the file back to the text it had after that revision: use it to undo a bad \
+                 rewrite (yours or another writer's). The revert is a change of its own, so it \
+                 can be undone the same way, and it is refused if the file changes meanwhile.",
+                json!({"file": file, "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_HISTORY_RESULTS,
+                    "default": DEFAULT_HISTORY_RESULTS,
+                    "description": "How many revisions to list, newest first."
+                }, "revert_to": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "A revision number from the list: the file gets back the \
+                                    text it had after that revision. Omit to only list."
+                }}),
+                &["file"],
+            ),
             Tool::Search => (
                 "Search MEMORY.md for the entries most relevant to a query, best first. Use it \
                  when what you need is not in the memory shown at the top of your prompt.",
@@ -161,6 +185,10 @@ impl Tool {
     }
 }
 
+/// Revisions `memory_history` lists when the call names no `limit`.
+pub const DEFAULT_HISTORY_RESULTS: usize = 5;
+/// The most revisions one `memory_history` call lists.
+pub const MAX_HISTORY_RESULTS: usize = 20;
 /// Entries `memory_search` returns when the call names no `k`.
 pub const DEFAULT_SEARCH_RESULTS: usize = 5;
 /// The most entries one `memory_search` may return.

@@ -5,13 +5,26 @@ mod definitions;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use memory_core::{
-    Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Recall, Store, Version, is_blank, render, sync_exactly_once,
+    Caps, Document, DocumentReport, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
+    MemoryProvider, MemoryUpdate, Prefetch, Recall, Revision, SYNC_SENDS, Store, Surface,
+    SyncReport, Version, is_blank, render, sync_exactly_once, unified_diff,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use definitions::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, Tool, ToolDefinition};
+pub use definitions::{
+    DEFAULT_HISTORY_RESULTS, DEFAULT_SEARCH_RESULTS, MAX_HISTORY_RESULTS, MAX_SEARCH_RESULTS, Tool,
+    ToolDefinition,
+};
+
+/// The most characters of one revision's diff that `memory_history` shows; the rest is cut,
+/// and the output says so.
+pub const MAX_DIFF_CHARS: usize = 2_000;
+
+/// The most characters one `memory_history` listing comes to: older revisions past it are left
+/// out, and the output says so. Enough for the default five revisions with short diffs, little
+/// enough not to crowd a model's context.
+pub const MAX_HISTORY_CHARS: usize = 12_000;
 
 /// What a tool call gives back to the model: text, and whether it is an error.
 ///
@@ -80,11 +93,12 @@ impl std::fmt::Debug for MemoryTools {
 
 impl MemoryTools {
     /// The tools over `provider` for the conversation of `ctx` (its personality, user, scope,
-    /// caps and prefetch budget).
+    /// caps, prefetch budget and session). Every write they make records the surface
+    /// [`Surface::Tool`], whatever `ctx` says: it is a tool call.
     pub fn new(provider: Arc<dyn MemoryProvider>, ctx: MemoryContext) -> Self {
         MemoryTools {
             provider,
-            ctx,
+            ctx: ctx.with_surface(Surface::Tool),
             recall: None,
             viewed: Mutex::default(),
         }
@@ -158,6 +172,14 @@ impl MemoryTools {
             Ok(Call::Consolidate(ConsolidateArgs { file, content })) => {
                 self.consolidate(file.0, content).await
             }
+            Ok(Call::History(HistoryArgs {
+                file,
+                limit,
+                revert_to,
+            })) => match revert_to {
+                Some(number) => self.revert(file.0, number).await,
+                None => self.history(file.0, limit).await,
+            },
             Ok(Call::Search(SearchArgs { query, k })) => self.search(query, k).await,
             Err(refusal) => Err(refusal),
         };
@@ -343,6 +365,123 @@ impl MemoryTools {
         Ok(text)
     }
 
+    /// `memory_history` without `revert_to`: the newest `limit` revisions, each with a diff
+    /// against the one before it, within [`MAX_HISTORY_CHARS`].
+    async fn history(&self, store: Store, limit: Option<usize>) -> Result<String, String> {
+        let limit = limit.unwrap_or(DEFAULT_HISTORY_RESULTS);
+        if !(1..=MAX_HISTORY_RESULTS).contains(&limit) {
+            return Err(format!(
+                "Invalid arguments for memory_history: limit is {limit}; it must be 1 to \
+                 {MAX_HISTORY_RESULTS}."
+            ));
+        }
+        let name = file_name(store);
+        // One more than shown: the oldest one shown is diffed against it.
+        let revisions = self
+            .provider
+            .history(&self.ctx.document(store), limit + 1)
+            .await
+            .map_err(|e| refusal(&e))?;
+        if revisions.is_empty() {
+            return Ok(format!(
+                "{name} has no revisions: it was never written, or this memory keeps no history."
+            ));
+        }
+        let shown = revisions.len().min(limit);
+        let mut text = format!("{name}, the latest changes first:");
+        let mut listed = 0;
+        for (at, revision) in revisions.iter().take(shown).enumerate() {
+            let before = text_before(revision, revisions.get(at + 1));
+            let entry = describe_revision(name, revision, before);
+            if listed > 0 && text.len() + entry.len() > MAX_HISTORY_CHARS {
+                break;
+            }
+            text.push_str("\n\n");
+            text.push_str(&entry);
+            listed += 1;
+        }
+        if listed < shown {
+            text.push_str(&format!(
+                "\n\n({} older revisions not shown, to keep this short: the diffs above are \
+                 long. Call with a smaller limit to see fewer.)",
+                shown - listed
+            ));
+        } else if revisions.len() > limit && limit < MAX_HISTORY_RESULTS {
+            text.push_str(&format!(
+                "\n\n(Older revisions are kept too: call with a larger limit, up to \
+                 {MAX_HISTORY_RESULTS}, to see them.)"
+            ));
+        }
+        text.push_str(&format!(
+            "\n\nTo undo a change, call memory_history with file {name:?} and revert_to set to \
+             the revision whose text you want back (the one before the change)."
+        ));
+        Ok(text)
+    }
+
+    /// `memory_history` with `revert_to`: `store`'s document back to the text revision
+    /// `number` left, guarded by the version read here, so a write landing meanwhile makes it
+    /// a refusal rather than a silent overwrite.
+    async fn revert(&self, store: Store, number: u64) -> Result<String, String> {
+        let name = file_name(store);
+        let current = self.read(store).await?;
+        let reverted = revert_exactly_once(
+            &*self.provider,
+            &self.ctx,
+            store,
+            number,
+            Some(&current.version),
+        )
+        .await;
+        let report = match reverted {
+            Ok(report) => report.get(store).cloned().ok_or_else(|| {
+                format!("The provider reported no write of {name}; nothing was reverted.")
+            })?,
+            Err(MemoryError::RevisionNotFound { reason, .. }) => {
+                return Err(format!(
+                    "Not reverted: {name} has no revision {number} to go back to: {reason}. Call \
+                     memory_history to see the revisions kept. Nothing was written."
+                ));
+            }
+            Err(MemoryError::Conflict { .. }) => {
+                return Err(format!(
+                    "Not reverted: {name} changed while reverting it (another writer wrote it). \
+                     Call memory_history again to see that change, then decide. Nothing was \
+                     written."
+                ));
+            }
+            Err(err) => return Err(refusal(&err)),
+        };
+        if !report.written {
+            return Ok(format!(
+                "{name} already reads as revision {number} left it; nothing changed."
+            ));
+        }
+        // The revert's own revision, to say how to undo it; another write landing just after
+        // it would be the newest instead, so it is named only when it is the revert.
+        let newest = self
+            .provider
+            .history(&self.ctx.document(store), 1)
+            .await
+            .ok()
+            .and_then(|revisions| revisions.into_iter().next())
+            .filter(|revision| revision.version_after == report.version_after);
+        let undo = match newest {
+            Some(revision) if revision.number > 1 => format!(
+                " This revert is revision {}; to undo it, revert_to {}.",
+                revision.number,
+                revision.number - 1
+            ),
+            _ => String::new(),
+        };
+        Ok(format!(
+            "Reverted {name} to the text of revision {number}: {} → {} bytes.{undo}{}",
+            report.bytes_before,
+            report.bytes_after,
+            self.size_after(&report)
+        ))
+    }
+
     /// One of the conversation's two documents, as the tools' provider holds it now: what an
     /// MCP server offers as a resource. Reading it does not count as a view.
     ///
@@ -414,6 +553,171 @@ impl MemoryTools {
 
     fn viewed(&self) -> std::sync::MutexGuard<'_, Viewed> {
         self.viewed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// [`MemoryProvider::revert`] for a caller that can neither lose a revert nor make it twice, as
+/// [`sync_exactly_once`] is for `sync`: the call carries an idempotency key (the context's,
+/// else a fresh one) and is sent again with it, at most [`SYNC_SENDS`] times in all, when its
+/// outcome is unknown or its backend busy or unavailable. A revert that landed is replayed, not
+/// applied again, even under `if_match` (the key is checked first).
+///
+/// # Errors
+/// The last send's error; any refusal (a revision not kept, a conflict, a cap) at once.
+pub async fn revert_exactly_once<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+    store: Store,
+    number: u64,
+    if_match: Option<&Version>,
+) -> Result<SyncReport, MemoryError> {
+    let keyed;
+    let ctx = if ctx.idempotency_key.is_some() {
+        ctx
+    } else {
+        keyed = ctx.clone().with_idempotency_key(IdempotencyKey::generate());
+        &keyed
+    };
+    let mut pause = std::time::Duration::from_millis(200);
+    let mut sends = 1;
+    loop {
+        match provider.revert(ctx, store, number, if_match).await {
+            Err(err) if sends < SYNC_SENDS && resending_can_help(&err) => {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                sends += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// Whether sending a keyed call again can complete it without applying anything twice.
+fn resending_can_help(err: &MemoryError) -> bool {
+    err.kind().retry_can_help()
+        || matches!(
+            err.kind(),
+            ErrorKind::OutcomeUnknown | ErrorKind::PartiallyApplied
+        )
+}
+
+/// The text `revision` started from, when it can be told: the empty document before the
+/// first, else the text of `older` (the next older revision kept) when it is the one just
+/// before. A purge's tombstone left the empty document.
+fn text_before<'a>(revision: &Revision, older: Option<&'a Revision>) -> Option<&'a str> {
+    if revision.number == 1 {
+        return Some("");
+    }
+    older
+        .filter(|older| older.number + 1 == revision.number)
+        .map(|older| older.text.as_deref().unwrap_or(""))
+}
+
+/// One revision for the model: a header line (number, time, surface, who, sizes, what), then
+/// its diff against `before`, cut to [`MAX_DIFF_CHARS`].
+fn describe_revision(name: &str, revision: &Revision, before: Option<&str>) -> String {
+    let mut who: Vec<String> = Vec::new();
+    if let Some(personality) = &revision.personality {
+        who.push(format!("personality {personality}"));
+    }
+    if let Some(user) = &revision.user {
+        who.push(format!("user {user}"));
+    }
+    if let Some(session) = &revision.session {
+        who.push(format!("session {session}"));
+    }
+    let who = if who.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", who.join(", "))
+    };
+    let mut text = format!(
+        "Revision {} · {} · from {}{who} · {} → {} bytes · {}",
+        revision.number,
+        utc(revision.time),
+        revision.surface,
+        revision.bytes_before,
+        revision.bytes_after,
+        what_changed(revision),
+    );
+    let diff = match (&revision.text, before) {
+        (None, _) => "(Purged: the text and the revisions before were erased; nothing to show \
+                      or revert to.)"
+            .to_owned(),
+        (Some(_), None) => {
+            "(The revision before it is no longer kept, so there is no diff.)".to_owned()
+        }
+        (Some(after), Some(before)) => {
+            let diff = unified_diff(
+                before,
+                after,
+                &format!("{name}@{}", revision.number.saturating_sub(1)),
+                &format!("{name}@{}", revision.number),
+            );
+            if diff.is_empty() {
+                "(No change in the text.)".to_owned()
+            } else {
+                cut_diff(diff)
+            }
+        }
+    };
+    text.push('\n');
+    text.push_str(diff.trim_end());
+    text
+}
+
+/// A diff cut at a line boundary to at most [`MAX_DIFF_CHARS`], saying how much was cut.
+fn cut_diff(diff: String) -> String {
+    if diff.len() <= MAX_DIFF_CHARS {
+        return diff;
+    }
+    let mut end = MAX_DIFF_CHARS;
+    while !diff.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = diff[..end].rfind('\n').map_or(end, |at| at + 1);
+    format!(
+        "{}(diff cut: {} more characters)",
+        &diff[..end],
+        diff.len() - end
+    )
+}
+
+/// What a revision did, in words: its updates' actions, a hand edit, or a purge.
+fn what_changed(revision: &Revision) -> String {
+    if revision.is_tombstone() {
+        return "purged".to_owned();
+    }
+    if revision.surface == Surface::External {
+        return "hand edit (made outside the memory)".to_owned();
+    }
+    if revision.updates.is_empty() {
+        return "no updates recorded".to_owned();
+    }
+    revision
+        .updates
+        .iter()
+        .map(|update| match update {
+            MemoryUpdate::Add { .. } => "add",
+            MemoryUpdate::Replace { .. } => "replace",
+            MemoryUpdate::Remove { .. } => "remove",
+            MemoryUpdate::Edit { .. } => "edit",
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `2025-06-01 10:00:02 UTC`, or "unknown time" for a stored time that cannot be shown
+/// (before 1970, past year 9999).
+fn utc(time: std::time::SystemTime) -> String {
+    /// 10000-01-01T00:00:00Z.
+    const YEAR_10000: u64 = 253_402_300_800;
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) if since.as_secs() < YEAR_10000 => {
+            let rfc3339 = humantime::format_rfc3339_seconds(time).to_string();
+            format!("{} UTC", rfc3339.replace('T', " ").trim_end_matches('Z'))
+        }
+        _ => "unknown time".to_owned(),
     }
 }
 
@@ -563,6 +867,8 @@ enum Call {
     Remove(RemoveArgs),
     #[serde(rename = "memory_consolidate")]
     Consolidate(ConsolidateArgs),
+    #[serde(rename = "memory_history")]
+    History(HistoryArgs),
     #[serde(rename = "memory_search")]
     Search(SearchArgs),
 }
@@ -600,6 +906,14 @@ struct RemoveArgs {
 struct ConsolidateArgs {
     file: File,
     content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryArgs {
+    file: File,
+    limit: Option<usize>,
+    revert_to: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use memory_core::{
     Budgets, Caps, Document, DocumentId, IfMatch, InMemoryProvider, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Recall, Recalled, Store, Subscription,
-    SyncReport, UserId,
+    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Recall, Recalled, Revision,
+    Store, Subscription, Surface, SyncReport, UserId,
 };
-use memory_tools::{MemoryTools, Tool, ToolOutput};
+use memory_tools::{MAX_DIFF_CHARS, MAX_HISTORY_CHARS, MemoryTools, Tool, ToolOutput};
 use serde_json::{Value, json};
 
 fn ctx() -> MemoryContext {
@@ -113,7 +115,8 @@ fn definitions_are_strict_json_schemas_and_search_needs_recall() {
             "memory_add",
             "memory_replace",
             "memory_remove",
-            "memory_consolidate"
+            "memory_consolidate",
+            "memory_history"
         ]
     );
     let recalling = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
@@ -146,6 +149,7 @@ fn valid_arguments(tool: Tool) -> Value {
         Tool::Replace => json!({"file": "MEMORY.md", "old": "x", "new": "y"}),
         Tool::Remove => json!({"file": "MEMORY.md", "substring": "x"}),
         Tool::Consolidate => json!({"file": "MEMORY.md", "content": "x"}),
+        Tool::History => json!({"file": "MEMORY.md", "limit": 2}),
         Tool::Search => json!({"query": "x", "k": 2}),
     }
 }
@@ -725,5 +729,367 @@ async fn a_backend_that_is_down_is_an_error_for_every_tool_never_a_success() {
             "{}: {text}",
             tool.name()
         );
+    }
+}
+
+async fn history_of(provider: &InMemoryProvider, store: Store) -> Vec<Revision> {
+    provider
+        .history(&ctx().document(store), usize::MAX)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn history_lists_the_latest_changes_with_diffs_and_a_revert_can_be_reverted() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    let empty = tools
+        .call("memory_history", json!({"file": "MEMORY.md"}))
+        .await;
+    assert!(ok(&empty).contains("no revisions"), "{}", empty.text);
+
+    for entry in ["Likes tea.", "Flies Tuesday."] {
+        ok(&tools
+            .call("memory_add", json!({"file": "MEMORY.md", "entry": entry}))
+            .await);
+    }
+    ok(&tools.call("memory_view", json!({})).await);
+    ok(&tools
+        .call(
+            "memory_consolidate",
+            json!({"file": "MEMORY.md", "content": "Tea."}),
+        )
+        .await);
+
+    let listed = tools
+        .call("memory_history", json!({"file": "MEMORY.md"}))
+        .await;
+    let text = ok(&listed);
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {text}"))
+    };
+    assert!(
+        at("Revision 3 ·") < at("Revision 2 ·") && at("Revision 2 ·") < at("Revision 1 ·"),
+        "newest first: {text}"
+    );
+    assert!(
+        text.contains("from tool (personality coder, user ada)"),
+        "{text}"
+    );
+    assert!(text.contains("27 → 5 bytes · replace"), "{text}");
+    assert!(text.contains("0 → 11 bytes · add"), "{text}");
+    assert!(
+        text.contains("--- MEMORY.md@2\n+++ MEMORY.md@3\n")
+            && text.contains("-Likes tea.\n")
+            && text.contains("+Tea.\n"),
+        "the consolidation's diff against revision 2: {text}"
+    );
+    assert!(
+        text.contains("--- MEMORY.md@0\n+++ MEMORY.md@1\n"),
+        "the first diffed against the empty file: {text}"
+    );
+    assert!(text.contains("revert_to"), "says how to undo: {text}");
+
+    // Undo the consolidation: back to what revision 2 left, as revision 4.
+    let reverted = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": 2}),
+        )
+        .await;
+    let text = ok(&reverted);
+    assert!(
+        text.contains("Reverted MEMORY.md to the text of revision 2: 5 → 27 bytes.")
+            && text.contains("This revert is revision 4; to undo it, revert_to 3."),
+        "{text}"
+    );
+    assert_eq!(
+        text_of(&provider, Store::Memory).await,
+        "Likes tea.\n\nFlies Tuesday.\n"
+    );
+    let history = history_of(&provider, Store::Memory).await;
+    assert_eq!(history.len(), 4);
+    assert_eq!(
+        (history[0].number, history[0].surface),
+        (4, Surface::Tool),
+        "a revert is a tool write of its own"
+    );
+
+    // A revert is a change like any other: revert it.
+    ok(&tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": 3}),
+        )
+        .await);
+    assert_eq!(text_of(&provider, Store::Memory).await, "Tea.\n");
+    let same = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": 3}),
+        )
+        .await;
+    assert!(ok(&same).contains("nothing changed"), "{}", same.text);
+    assert_eq!(history_of(&provider, Store::Memory).await.len(), 5);
+
+    let limited = tools
+        .call("memory_history", json!({"file": "MEMORY.md", "limit": 1}))
+        .await;
+    let text = ok(&limited);
+    assert!(
+        text.contains("Revision 5 ·") && !text.contains("Revision 4 ·"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--- MEMORY.md@4\n"),
+        "diffed against 4: {text}"
+    );
+    assert!(text.contains("larger limit"), "{text}");
+    for limit in [0, 21] {
+        let bad = tools
+            .call(
+                "memory_history",
+                json!({"file": "MEMORY.md", "limit": limit}),
+            )
+            .await;
+        assert!(refused(&bad).contains("limit is"), "{}", bad.text);
+    }
+    let user = tools
+        .call("memory_history", json!({"file": "USER.md"}))
+        .await;
+    assert!(
+        ok(&user).contains("USER.md has no revisions"),
+        "{}",
+        user.text
+    );
+}
+
+#[tokio::test]
+async fn reverting_to_a_revision_not_kept_or_purged_is_refused_and_writes_nothing() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    ok(&tools
+        .call(
+            "memory_add",
+            json!({"file": "MEMORY.md", "entry": "Likes tea."}),
+        )
+        .await);
+    let missing = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": 9}),
+        )
+        .await;
+    let text = refused(&missing);
+    assert!(
+        text.contains("no revision 9") && text.contains("revisions 1 to 1 are kept"),
+        "{text}"
+    );
+    assert!(text.contains("Nothing was written"), "{text}");
+
+    provider
+        .purge(&ctx().document(Store::Memory), Surface::Cli)
+        .await
+        .unwrap();
+    let listed = tools
+        .call("memory_history", json!({"file": "MEMORY.md"}))
+        .await;
+    let text = ok(&listed);
+    assert!(
+        text.contains("Revision 2 ·") && text.contains("from cli") && text.contains("purged"),
+        "{text}"
+    );
+    let dead = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": 2}),
+        )
+        .await;
+    assert!(refused(&dead).contains("tombstone"), "{}", dead.text);
+    let bad = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": "two"}),
+        )
+        .await;
+    assert!(refused(&bad).contains("Invalid arguments"), "{}", bad.text);
+    assert_eq!(text_of(&provider, Store::Memory).await, "");
+    assert_eq!(history_of(&provider, Store::Memory).await.len(), 1);
+}
+
+/// The reference provider, with another writer adding to MEMORY.md at the moment a revert
+/// reads the history it restores from: after the tool read the version to guard with.
+struct Meddler {
+    inner: Arc<InMemoryProvider>,
+    armed: AtomicBool,
+}
+
+#[async_trait]
+impl MemoryProvider for Meddler {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        self.inner.prefetch(ctx).await
+    }
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        self.inner.sync(ctx, updates, if_match).await
+    }
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        self.inner.read(document).await
+    }
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        self.inner.list().await
+    }
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            let add = [MemoryUpdate::add(Store::Memory, "Added meanwhile.")];
+            self.inner.sync(&ctx(), &add, &IfMatch::NONE).await?;
+        }
+        self.inner.history(document, limit).await
+    }
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        self.inner.purge(document, surface).await
+    }
+    fn subscribe(&self) -> Subscription {
+        self.inner.subscribe()
+    }
+}
+
+#[tokio::test]
+async fn a_revert_racing_another_writer_is_a_conflict_not_an_overwrite() {
+    let inner = Arc::new(InMemoryProvider::new());
+    let meddler = Arc::new(Meddler {
+        inner: inner.clone(),
+        armed: AtomicBool::new(false),
+    });
+    let tools = MemoryTools::new(meddler.clone(), ctx());
+    for entry in ["Likes tea.", "Flies Tuesday."] {
+        ok(&tools
+            .call("memory_add", json!({"file": "MEMORY.md", "entry": entry}))
+            .await);
+    }
+    meddler.armed.store(true, Ordering::SeqCst);
+    let raced = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "revert_to": 1}),
+        )
+        .await;
+    let text = refused(&raced);
+    assert!(
+        text.contains("Not reverted: MEMORY.md changed")
+            && text.contains("memory_history again")
+            && text.contains("Nothing was written"),
+        "{text}"
+    );
+    assert_eq!(
+        text_of(&inner, Store::Memory).await,
+        "Likes tea.\n\nFlies Tuesday.\n\nAdded meanwhile.\n",
+        "the other writer's entry stays"
+    );
+    assert_eq!(history_of(&inner, Store::Memory).await.len(), 3);
+}
+
+#[tokio::test]
+async fn every_tool_write_records_the_tool_surface_and_who_made_it() {
+    let provider = Arc::new(InMemoryProvider::new());
+    // Whatever the context says, a tool call is a tool write.
+    let tools = tools_over(
+        &provider,
+        ctx()
+            .with_surface(Surface::Cli)
+            .with_session("conversation-7"),
+    );
+    ok(&tools
+        .call("memory_add", json!({"file": "USER.md", "entry": "Ada."}))
+        .await);
+    ok(&tools
+        .call(
+            "memory_replace",
+            json!({"file": "USER.md", "old": "Ada.", "new": "Ada L."}),
+        )
+        .await);
+    ok(&tools
+        .call(
+            "memory_remove",
+            json!({"file": "USER.md", "substring": "Ada"}),
+        )
+        .await);
+    ok(&tools.call("memory_view", json!({})).await);
+    ok(&tools
+        .call(
+            "memory_consolidate",
+            json!({"file": "USER.md", "content": "Grace."}),
+        )
+        .await);
+    ok(&tools
+        .call("memory_history", json!({"file": "USER.md", "revert_to": 1}))
+        .await);
+    let history = history_of(&provider, Store::User).await;
+    assert_eq!(history.len(), 5);
+    for revision in &history {
+        assert_eq!(
+            revision.surface,
+            Surface::Tool,
+            "revision {}",
+            revision.number
+        );
+        assert_eq!(revision.personality.as_ref().unwrap().as_str(), "coder");
+        assert_eq!(revision.user.as_ref().unwrap().as_str(), "ada");
+        assert_eq!(revision.session.as_deref(), Some("conversation-7"));
+        assert!(
+            revision.idempotency_key.is_some(),
+            "sent with a key, so a lost reply is not applied twice"
+        );
+    }
+    let listed = tools
+        .call("memory_history", json!({"file": "USER.md"}))
+        .await;
+    assert!(
+        ok(&listed).contains("(personality coder, user ada, session conversation-7)"),
+        "{}",
+        listed.text
+    );
+}
+
+#[tokio::test]
+async fn long_histories_are_cut_and_say_so() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    for round in 0..8 {
+        let long: String = (0..400)
+            .map(|line| format!("round {round} line {line}\n"))
+            .collect();
+        provider
+            .sync(
+                &ctx(),
+                &[MemoryUpdate::replace(Store::Memory, long)],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+    }
+    let listed = tools
+        .call("memory_history", json!({"file": "MEMORY.md", "limit": 8}))
+        .await;
+    let text = ok(&listed);
+    assert!(text.contains("(diff cut: "), "{text}");
+    assert!(text.contains("older revisions not shown"), "{text}");
+    assert!(
+        text.len() <= MAX_HISTORY_CHARS + 1_000,
+        "{} chars: the cap holds, give or take the closing notes",
+        text.len()
+    );
+    // Each revision: a header line, its diff within the cap, and (the last) the closing notes.
+    for diff in text.split("Revision ").skip(1) {
+        assert!(diff.len() <= MAX_DIFF_CHARS + 600, "{diff}");
     }
 }
