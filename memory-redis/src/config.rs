@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use memory_core::{MemoryError, hide_password_of, redact_url};
+use memory_core::{MemoryError, Retention, hide_password_of, redact_url};
 use serde::Deserialize;
 
 /// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
@@ -46,6 +46,11 @@ pub struct RedisConfig {
     /// Compare-and-swap attempts per `sync` before it gives up with `Contention`; default 64.
     #[serde(default = "defaults::max_attempts")]
     pub max_attempts: u32,
+    /// How many revisions of each document to keep, and for how long:
+    /// `history = { keep = 100, max_age_days = 90 }`, both optional; default the newest 100 at
+    /// any age. `keep = 0` records none.
+    #[serde(default)]
+    pub history: Retention,
 }
 
 mod defaults {
@@ -73,6 +78,7 @@ impl RedisConfig {
             response_timeout_ms: defaults::timeout_ms(),
             deadline_ms: defaults::deadline_ms(),
             max_attempts: defaults::max_attempts(),
+            history: Retention::default(),
         }
     }
 
@@ -131,6 +137,7 @@ impl fmt::Debug for RedisConfig {
             .field("response_timeout_ms", &self.response_timeout_ms)
             .field("deadline_ms", &self.deadline_ms)
             .field("max_attempts", &self.max_attempts)
+            .field("history", &self.history)
             .finish()
     }
 }
@@ -196,6 +203,15 @@ mod tests {
             serde_json::from_str(r#"{"url": "redis://cache", "deadline_ms": 2500}"#).unwrap();
         assert_eq!(set.deadline(), Duration::from_millis(2500));
         assert!(format!("{set:?}").contains("deadline_ms: 2500"), "{set:?}");
+        assert_eq!(config.history, Retention::default());
+        let kept: RedisConfig = serde_json::from_str(
+            r#"{"url": "redis://cache", "history": {"keep": 3, "max_age_days": 2}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            kept.history,
+            Retention::keep(3).with_max_age(Duration::from_secs(2 * 86_400))
+        );
         let unknown = serde_json::from_str::<RedisConfig>(r#"{"url": "x", "db": 3}"#);
         assert!(unknown.unwrap_err().to_string().contains("db"));
     }

@@ -9,8 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use memory_core::{
     CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
-    Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Receipts, Store, Subscription, SyncReport, UserId, Version, hide_password_of,
+    IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Retention, Revision, RevisionTip,
+    Store, Subscription, Surface, SyncReport, UserId, Version, hide_password_of, history_view,
     sha256_hex,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -24,44 +25,121 @@ const MAX_VERSION: u64 = (1 << 53) - 1;
 /// The last millisecond of the year 9999: a later `updated_at_ms` is no clock's reading.
 const LAST_MILLISECOND: u64 = 253_402_300_799_999;
 
-/// Reads documents atomically. ARGV[1]: `1` to read the idempotency receipts too. Per key:
-/// `{"ok", content, version, updated_at_ms, receipts}` (the time empty for a hash written
-/// without it, the receipts empty when not asked for or never written), `{"none"}` for a key
-/// never written, or `{reason}` for a key that is not one of our documents.
-const READ_SCRIPT: &str = r#"
-local out = {}
-for i, key in ipairs(KEYS) do
+/// The Lua every document script shares: reading a document hash and the newest revision of a
+/// history stream, each checked to be ours. A macro, so `concat!` can put it before each script.
+macro_rules! shared_lua {
+    () => {
+        r#"
+-- A document: {'ok', content, version, updated_at_ms, receipts} (the time empty for a hash
+-- written without it, the receipts empty unless asked for or never written), {'none'} for a
+-- key never written, or {reason} for a key that is not one of our documents.
+local function document_of(key, with_receipts)
   local kind = redis.call('TYPE', key).ok
   if kind == 'none' then
-    out[i] = {'none'}
+    return {'none'}
   elseif kind ~= 'hash' then
-    out[i] = {'it holds a ' .. kind .. ', not a hash'}
-  else
-    local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms', 'receipts')
-    local version = tonumber(f[2])
-    if f[1] and version and version >= 1 and version == math.floor(version) then
-      local receipts = ''
-      if ARGV[1] == '1' then receipts = f[4] or '' end
-      out[i] = {'ok', f[1], f[2], f[3] or '', receipts}
+    return {'it holds a ' .. kind .. ', not a hash'}
+  end
+  local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms', 'receipts')
+  local version = tonumber(f[2])
+  if f[1] and version and version >= 1 and version == math.floor(version) then
+    local receipts = ''
+    if with_receipts then receipts = f[4] or '' end
+    return {'ok', f[1], f[2], f[3] or '', receipts}
+  end
+  return {'its hash lacks a content field and a positive integer version'}
+end
+
+-- A decimal count as every revision entry stores them (below 10^15, so Lua counts exactly).
+local function is_count(value)
+  return value ~= nil and #value <= 15 and string.match(value, '^%d+$') ~= nil
+end
+
+-- The newest revision of a history stream: {number, version_after, sha256_after, bytes_after},
+-- {} when it holds none, or nil and why the key is not a history of ours. Only the tip is read:
+-- the text stays on the server.
+local function tip_of(key)
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'none' then
+    return {}
+  elseif kind ~= 'stream' then
+    return nil, 'it holds a ' .. kind .. ', not a stream of revisions'
+  end
+  local newest = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+  if not newest then
+    return {}
+  end
+  local f = {}
+  for j = 1, #newest[2], 2 do
+    f[newest[2][j]] = newest[2][j + 1]
+  end
+  local sha = f['sha256_after']
+  if is_count(f['number']) and tonumber(f['number']) >= 1 and f['version_after']
+      and sha and #sha == 64 and not string.find(sha, '[^0-9a-f]')
+      and is_count(f['bytes_after']) then
+    return {f['number'], f['version_after'], sha, f['bytes_after']}
+  end
+  return nil, 'its newest entry ' .. newest[1] .. ' is not a revision of ours'
+end
+"#
+    };
+}
+
+/// Reads documents atomically. KEYS: the documents, then their history streams. ARGV[1]: `1`
+/// to read the idempotency receipts too; ARGV[2]: `1` to read each document's newest revision.
+/// Per document: `{"ok", content, version, updated_at_ms, receipts, tip...}` or
+/// `{"none", tip...}` for a key never written, where the tip is the four fields of `tip_of`
+/// (all empty when there is none or it was not asked for); `{reason}` for a document key that
+/// is not ours, `{"history", reason}` for a history key that is not.
+const READ_SCRIPT: &str = concat!(
+    shared_lua!(),
+    r#"
+local n = #KEYS / 2
+local out = {}
+for i = 1, n do
+  local reply = document_of(KEYS[i], ARGV[1] == '1')
+  if #reply > 1 or reply[1] == 'none' then
+    local tip, reason = {}, nil
+    if ARGV[2] == '1' then
+      tip, reason = tip_of(KEYS[n + i])
+    end
+    if tip then
+      for j = 1, 4 do
+        reply[#reply + 1] = tip[j] or ''
+      end
     else
-      out[i] = {'its hash lacks a content field and a positive integer version'}
+      reply = {'history', reason}
     end
   end
+  out[i] = reply
 end
 return out
-"#;
+"#
+);
 
-/// Writes documents if each is still at its expected version, atomically. KEYS: the documents,
-/// then the index set. ARGV: per document its expected version, content, SHA-256, relative path
-/// and idempotency receipts (empty: leave them as they are), then the time in ms. Returns 0
-/// when all landed, else the 1-based position of a document another writer changed (nothing
-/// written). A document or index key that is not ours is an error starting with CORRUPT,
-/// checked before anything is written, and left untouched.
-const WRITE_SCRIPT: &str = r#"
-local n = #KEYS - 1
-local index_kind = redis.call('TYPE', KEYS[n + 1]).ok
+/// Writes documents if each is still at its expected version (and, where it records
+/// revisions, its history still at the expected tip), atomically, with their revisions.
+///
+/// KEYS: the n documents, the index set, then the n history streams. ARGV: per document its
+/// expected version, content, SHA-256, relative path and idempotency receipts (empty: leave
+/// them as they are); then the time in ms, the revisions kept per document (`MAXLEN`), the
+/// maximum age in ms (empty: none); per document the number of the revision its history is
+/// expected to end at (`0`: none; empty: record nothing for it); then for each document that
+/// records, the count of its revisions and for each the count of its field pairs, the pairs,
+/// and its text: `-` (none), `=` (the document's new content) or `+` followed by the text.
+///
+/// Returns 0 when all landed, else the 1-based position of a document another writer changed
+/// (nothing written). A key that is not ours is an error `CORRUPT <key> <reason>`, checked
+/// before anything is written, and left untouched. Revisions get their time from the
+/// server: the stream entry id is stamped by the server's clock.
+const WRITE_SCRIPT: &str = concat!(
+    shared_lua!(),
+    r#"
+local n = (#KEYS - 1) / 2
+local index = KEYS[n + 1]
+local index_kind = redis.call('TYPE', index).ok
 if index_kind ~= 'set' and index_kind ~= 'none' then
-  return redis.error_reply('CORRUPT ' .. KEYS[n + 1])
+  return redis.error_reply('CORRUPT ' .. index .. ' it holds a ' .. index_kind .. ', not a set')
 end
 for i = 1, n do
   local key = KEYS[i]
@@ -73,26 +151,148 @@ for i = 1, n do
     current = nil
   end
   if current == nil then
-    return redis.error_reply('CORRUPT ' .. key)
+    return redis.error_reply('CORRUPT ' .. key .. ' it is not a document hash with an integer version')
   end
   if current ~= tonumber(ARGV[(i - 1) * 5 + 1]) then
     return i
   end
-end
-for i = 1, n do
-  local at = (i - 1) * 5
-  redis.call('HSET', KEYS[i],
-    'content', ARGV[at + 2],
-    'version', string.format('%d', tonumber(ARGV[at + 1]) + 1),
-    'sha256', ARGV[at + 3],
-    'updated_at_ms', ARGV[#ARGV])
-  if ARGV[at + 5] ~= '' then
-    redis.call('HSET', KEYS[i], 'receipts', ARGV[at + 5])
+  local expected_tip = ARGV[5 * n + 3 + i]
+  if expected_tip ~= '' then
+    local tip, reason = tip_of(KEYS[n + 1 + i])
+    if not tip then
+      return redis.error_reply('CORRUPT ' .. KEYS[n + 1 + i] .. ' ' .. reason)
+    end
+    -- Only a purge changes a history without changing its document's version.
+    if tonumber(tip[1] or '0') ~= tonumber(expected_tip) then
+      return i
+    end
   end
-  redis.call('SADD', KEYS[n + 1], ARGV[at + 4])
+end
+local keep = ARGV[5 * n + 2]
+local max_age = tonumber(ARGV[5 * n + 3])
+local at = 6 * n + 4
+for i = 1, n do
+  local base = (i - 1) * 5
+  redis.call('HSET', KEYS[i],
+    'content', ARGV[base + 2],
+    'version', string.format('%d', tonumber(ARGV[base + 1]) + 1),
+    'sha256', ARGV[base + 3],
+    'updated_at_ms', ARGV[5 * n + 1])
+  if ARGV[base + 5] ~= '' then
+    redis.call('HSET', KEYS[i], 'receipts', ARGV[base + 5])
+  end
+  redis.call('SADD', index, ARGV[base + 4])
+  if ARGV[5 * n + 3 + i] ~= '' then
+    local history = KEYS[n + 1 + i]
+    local count = tonumber(ARGV[at])
+    at = at + 1
+    local newest
+    for _ = 1, count do
+      local pairs_count = tonumber(ARGV[at])
+      -- Trimmed to the newest `keep` as it is added: the count rule costs one entry's work.
+      local entry = {history, 'MAXLEN', '=', keep, '*'}
+      for j = 1, 2 * pairs_count do
+        entry[5 + j] = ARGV[at + j]
+      end
+      at = at + 2 * pairs_count + 1
+      if ARGV[at] == '=' then
+        entry[#entry + 1] = 'text'
+        entry[#entry + 1] = ARGV[base + 2]
+        at = at + 1
+      elseif ARGV[at] == '+' then
+        entry[#entry + 1] = 'text'
+        entry[#entry + 1] = ARGV[at + 1]
+        at = at + 2
+      else
+        at = at + 1
+      end
+      newest = redis.call('XADD', unpack(entry))
+    end
+    if max_age and newest then
+      local time = redis.call('TIME')
+      local oldest_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) - max_age
+      if oldest_ms > 0 then
+        -- Entries stamped before oldest_ms are too old; never the tip, whatever the clock did.
+        if oldest_ms > tonumber(string.match(newest, '^(%d+)')) then
+          redis.call('XTRIM', history, 'MINID', newest)
+        else
+          redis.call('XTRIM', history, 'MINID', string.format('%d', oldest_ms))
+        end
+      end
+    end
+  end
 end
 return 0
-"#;
+"#
+);
+
+/// Reads one document and its newest revisions in one atomic step. KEYS: the document, its
+/// history stream. ARGV[1]: how many revisions. Returns `{seconds, microseconds, document,
+/// history_state, entries}`: the server's `TIME`, the document as `document_of` gives it, an
+/// empty state or why the history key is not ours, and the newest entries as `XREVRANGE`
+/// gives them (`{id, {field, value, ...}}`, newest first).
+const HISTORY_SCRIPT: &str = concat!(
+    shared_lua!(),
+    r#"
+local time = redis.call('TIME')
+local document = document_of(KEYS[1], false)
+local kind = redis.call('TYPE', KEYS[2]).ok
+local entries = {}
+local state = ''
+if kind == 'stream' then
+  entries = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', ARGV[1])
+elseif kind ~= 'none' then
+  state = 'it holds a ' .. kind .. ', not a stream of revisions'
+end
+return {time[1], time[2], document, state, entries}
+"#
+);
+
+/// Erases a document, its receipts and its history, atomically, and leaves a tombstone. KEYS:
+/// the document, its history stream, the index set. ARGV: the document's relative path, the
+/// surface, `1` when history is on, the SHA-256 of the empty text. Returns `{bytes, revisions,
+/// tombstone}`: the size of the content erased, the count of revisions erased, and the
+/// tombstone's entry as `{id, {field, value, ...}}` (empty when none was left: history off, or
+/// nothing erased). Keys that are not ours are errors `CORRUPT <key> <reason>`, checked before
+/// anything is erased, and left untouched.
+const PURGE_SCRIPT: &str = concat!(
+    shared_lua!(),
+    r#"
+local document = document_of(KEYS[1], false)
+if #document == 1 and document[1] ~= 'none' then
+  return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' ' .. document[1])
+end
+local tip, reason = tip_of(KEYS[2])
+if not tip then
+  return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' ' .. reason)
+end
+local index_kind = redis.call('TYPE', KEYS[3]).ok
+if index_kind ~= 'set' and index_kind ~= 'none' then
+  return redis.error_reply('CORRUPT ' .. KEYS[3] .. ' it holds a ' .. index_kind .. ', not a set')
+end
+local bytes = 0
+if document[1] == 'ok' then
+  bytes = #document[2]
+end
+local erased = redis.call('XLEN', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+local tombstone = {}
+if ARGV[3] == '1' and (document[1] == 'ok' or erased > 0) then
+  local id = redis.call('XADD', KEYS[2], '*',
+    'number', string.format('%d', tonumber(tip[1] or '0') + 1),
+    'version_before', tip[2] or '0',
+    'version_after', '0',
+    'sha256_before', tip[3] or ARGV[4],
+    'sha256_after', ARGV[4],
+    'bytes_before', tip[4] or '0',
+    'bytes_after', '0',
+    'surface', ARGV[2])
+  tombstone = redis.call('XRANGE', KEYS[2], id, id)[1]
+end
+return {bytes, erased, tombstone}
+"#
+);
 
 /// Links an identity, atomically. KEYS[1]: the identity map. ARGV: the identity's field, the
 /// user, `1` to relink. Returns the user it was linked to before (nil for none) and writes only
@@ -123,8 +323,12 @@ pub struct RedisProvider {
     server: String,
     read_script: Script,
     write_script: Script,
+    history_script: Script,
+    purge_script: Script,
     link_script: Script,
     writer: CasWriter,
+    /// How much of each document's history the write script keeps.
+    retention: Retention,
     max_attempts: u32,
     /// How long one call may take; `sync` passes it to its [`CasWriter`].
     deadline: Duration,
@@ -138,6 +342,7 @@ impl std::fmt::Debug for RedisProvider {
             .field("prefix", &self.prefix)
             .field("max_attempts", &self.writer.max_attempts())
             .field("deadline", &self.deadline)
+            .field("retention", &self.retention)
             .finish_non_exhaustive()
     }
 }
@@ -184,7 +389,8 @@ impl RedisProvider {
         };
         Ok(Self::from_connection(connection, &config.prefix, server)?
             .with_max_attempts(config.max_attempts)
-            .with_deadline(config.deadline()))
+            .with_deadline(config.deadline())
+            .with_retention(config.history))
     }
 
     /// A provider on an existing connection manager, with its keys under `{prefix}:`. `server`
@@ -204,8 +410,11 @@ impl RedisProvider {
             server: server.into(),
             read_script: Script::new(READ_SCRIPT),
             write_script: Script::new(WRITE_SCRIPT),
+            history_script: Script::new(HISTORY_SCRIPT),
+            purge_script: Script::new(PURGE_SCRIPT),
             link_script: Script::new(LINK_SCRIPT),
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
+            retention: Retention::default(),
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             deadline: DEFAULT_DEADLINE,
             events: EventBus::new(),
@@ -215,7 +424,7 @@ impl RedisProvider {
     /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts;
-        self.writer = CasWriter::new(max_attempts).with_deadline(self.deadline);
+        self.rebuild_writer();
         self
     }
 
@@ -227,13 +436,34 @@ impl RedisProvider {
             Duration::from_millis(1),
             Duration::from_millis(MAX_DEADLINE_MS),
         );
-        self.writer = CasWriter::new(self.max_attempts).with_deadline(self.deadline);
+        self.rebuild_writer();
         self
+    }
+
+    /// Sets how many revisions of each document are kept, and for how long (default
+    /// [`Retention::default`], the newest 100); [`Retention::OFF`] records none.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self.rebuild_writer();
+        self
+    }
+
+    /// The writer for the current settings: a `sync` computes revisions only when they are kept.
+    fn rebuild_writer(&mut self) {
+        self.writer = CasWriter::new(self.max_attempts)
+            .with_deadline(self.deadline)
+            .with_history(self.retention.is_on());
     }
 
     /// The key of `document`: `{prefix}:` and its path in the markdown layout.
     pub fn key(&self, document: &DocumentId) -> String {
         format!("{{{}}}:{}", self.prefix, document.relative_path())
+    }
+
+    /// The key of `document`'s history: `{prefix}:history:` and its path in the markdown
+    /// layout, a stream with one entry per revision, oldest first.
+    pub fn history_key(&self, document: &DocumentId) -> String {
+        format!("{{{}}}:history:{}", self.prefix, document.relative_path())
     }
 
     /// The key of the set of every document written, as paths in the markdown layout.
@@ -334,13 +564,24 @@ impl RedisProvider {
     }
 }
 
-#[async_trait]
-impl CompareAndSwap for RedisProvider {
+impl RedisProvider {
+    /// [`CompareAndSwap::fetch`], reading each document's newest revision only if `tips`: a
+    /// read or prefetch needs none, and so neither pays for it nor fails on a bad history.
     /// One script run: one round trip, one atomic snapshot.
-    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
+    async fn fetch_with(
+        &self,
+        ids: &[DocumentId],
+        receipts: bool,
+        tips: bool,
+    ) -> Result<Vec<Fetched>, MemoryError> {
         let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let history_keys: Vec<String> = ids.iter().map(|id| self.history_key(id)).collect();
         let mut invocation = self.read_script.prepare_invoke();
-        invocation.key(&keys).arg(if receipts { "1" } else { "0" });
+        invocation
+            .key(&keys)
+            .key(&history_keys)
+            .arg(if receipts { "1" } else { "0" })
+            .arg(if tips { "1" } else { "0" });
         let mut replies = invocation.invoke_async(&mut self.connection.clone()).await;
         // A connection dropped since the last call (a server restart, an idle kill) fails the
         // first command on it while the manager reconnects; a read is safe to send again.
@@ -365,58 +606,370 @@ impl CompareAndSwap for RedisProvider {
             });
         }
         ids.iter()
-            .zip(keys)
+            .zip(keys.iter().zip(&history_keys))
             .zip(replies)
-            .map(|((id, key), reply)| {
-                let corrupt = |reason: &str| MemoryError::Corrupt {
-                    location: self.location(&key),
-                    reason: reason.to_owned(),
-                };
-                let utf8 = |field: &str, bytes: &[u8]| {
-                    String::from_utf8(bytes.to_vec()).map_err(|err| {
-                        corrupt(&format!("its {field} is not UTF-8 ({})", err.utf8_error()))
-                    })
-                };
-                let (text, version, modified, receipts) = match reply.as_slice() {
-                    [state] if state == b"none" => (String::new(), 0, None, None),
-                    [state, text, version, millis, receipts] if state == b"ok" => {
-                        let version = std::str::from_utf8(version)
-                            .ok()
-                            .and_then(|version| version.parse::<u64>().ok())
-                            .ok_or_else(|| corrupt("its version is not a plain integer"))?;
-                        if version > MAX_VERSION {
-                            return Err(corrupt(&format!(
-                                "its version is past {MAX_VERSION}, more than the write script \
-                                 counts exactly"
-                            )));
-                        }
-                        let modified = modified_at(millis).map_err(&corrupt)?;
-                        let receipts = Some(utf8("receipts field", receipts)?)
-                            .filter(|receipts| !receipts.is_empty());
-                        (utf8("content", text)?, version, modified, receipts)
+            .map(|((id, (key, history_key)), reply)| {
+                let (state, fields, tip) = match reply.as_slice() {
+                    [state, fields @ .., number, version, sha256, bytes]
+                        if state == b"ok" || state == b"none" =>
+                    {
+                        let tip = self.tip(history_key, [number, version, sha256, bytes])?;
+                        (state, fields, tip)
                     }
-                    [reason] => return Err(corrupt(&String::from_utf8_lossy(reason))),
-                    _ => return Err(corrupt("the read script answered in an unknown shape")),
+                    [state, reason] if state == b"history" => {
+                        return Err(self.corrupt(history_key, String::from_utf8_lossy(reason)));
+                    }
+                    [reason] => return Err(self.corrupt(key, String::from_utf8_lossy(reason))),
+                    _ => {
+                        return Err(
+                            self.corrupt(key, "the read script answered in an unknown shape")
+                        );
+                    }
                 };
-                let document = Document {
-                    id: id.clone(),
-                    text,
-                    version: Version::new(version.to_string()),
-                    location: self.location(&key),
-                    modified,
-                };
+                let (document, version, receipts) = self.document(id, key, state, fields)?;
                 Ok(Fetched {
                     document,
                     version,
                     receipts,
-                    tip: memory_core::RevisionTip::empty(Version::new("0")),
+                    tip,
                 })
             })
             .collect()
     }
 
-    /// One script run: checks every version, then writes every document, atomically.
-    /// Scripts run whole and never wait for a lock, so `lock_wait` has nothing to bound.
+    /// The document at `key` from the fields `document_of` answered after its `state` (`ok`
+    /// or `none`): the document, its version counter and its receipts as stored.
+    fn document(
+        &self,
+        id: &DocumentId,
+        key: &str,
+        state: &[u8],
+        fields: &[Vec<u8>],
+    ) -> Result<(Document, u64, Option<String>), MemoryError> {
+        let corrupt = |reason: &str| self.corrupt(key, reason);
+        let utf8 = |field: &str, bytes: &[u8]| {
+            String::from_utf8(bytes.to_vec())
+                .map_err(|err| corrupt(&format!("its {field} is not UTF-8 ({})", err.utf8_error())))
+        };
+        let (text, version, modified, receipts) = match (state, fields) {
+            (b"none", []) => (String::new(), 0, None, None),
+            (b"ok", [text, version, millis, receipts]) => {
+                let version = std::str::from_utf8(version)
+                    .ok()
+                    .and_then(|version| version.parse::<u64>().ok())
+                    .ok_or_else(|| corrupt("its version is not a plain integer"))?;
+                if version > MAX_VERSION {
+                    return Err(corrupt(&format!(
+                        "its version is past {MAX_VERSION}, more than the write script counts \
+                         exactly"
+                    )));
+                }
+                let modified = modified_at(millis).map_err(&corrupt)?;
+                let receipts =
+                    Some(utf8("receipts field", receipts)?).filter(|receipts| !receipts.is_empty());
+                (utf8("content", text)?, version, modified, receipts)
+            }
+            _ => return Err(corrupt("the script answered in an unknown shape")),
+        };
+        let document = Document {
+            id: id.clone(),
+            text,
+            version: Version::new(version.to_string()),
+            location: self.location(key),
+            modified,
+        };
+        Ok((document, version, receipts))
+    }
+
+    /// The tip `tip_of` answered for the history at `key`: all empty when it holds none.
+    fn tip(&self, key: &str, fields: [&Vec<u8>; 4]) -> Result<RevisionTip, MemoryError> {
+        let [number, version, sha256, bytes] = fields;
+        if number.is_empty() {
+            return Ok(RevisionTip::empty(Version::new("0")));
+        }
+        let corrupt = || self.corrupt(key, "its newest entry is not a revision of ours");
+        let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| corrupt());
+        let count = |bytes: &[u8]| -> Result<u64, MemoryError> {
+            std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|count| count.parse().ok())
+                .ok_or_else(corrupt)
+        };
+        Ok(RevisionTip {
+            number: count(number)?,
+            version_after: Version::new(text(version)?),
+            sha256_after: text(sha256)?,
+            bytes_after: usize::try_from(count(bytes)?).map_err(|_| corrupt())?,
+        })
+    }
+
+    /// `Corrupt` for the bytes at `key`.
+    fn corrupt(&self, key: &str, reason: impl Into<String>) -> MemoryError {
+        MemoryError::Corrupt {
+            location: self.location(key),
+            reason: reason.into(),
+        }
+    }
+
+    /// An error a document script raised: `CORRUPT <key> <reason>` is `Corrupt` naming the
+    /// key; anything else is the server's.
+    fn script_error(&self, err: RedisError) -> MemoryError {
+        match err.code() {
+            Some("CORRUPT") => {
+                let detail = err.detail().unwrap_or_default();
+                let (key, reason) = detail.split_once(' ').unwrap_or((detail, "it is not ours"));
+                self.corrupt(key, reason)
+            }
+            _ => self.error(err),
+        }
+    }
+
+    /// The stream entry `id` with `fields` of `document`'s history at `key` as a revision, its
+    /// time the entry id's milliseconds (the server's clock). Anything that is not an entry
+    /// the write or purge script wrote is `Corrupt` naming the key.
+    fn revision(
+        &self,
+        document: &DocumentId,
+        key: &str,
+        id: &[u8],
+        fields: &[&[u8]],
+    ) -> Result<Revision, MemoryError> {
+        let shown_id = String::from_utf8_lossy(id);
+        let corrupt = |reason: String| self.corrupt(key, format!("entry {shown_id}: {reason}"));
+        let millis = std::str::from_utf8(id)
+            .ok()
+            .and_then(|id| id.split_once('-'))
+            .and_then(|(millis, _)| millis.parse::<u64>().ok())
+            .filter(|millis| *millis <= LAST_MILLISECOND)
+            .ok_or_else(|| corrupt("its id is not a time in milliseconds".to_owned()))?;
+        let mut values: HashMap<&str, String> = HashMap::with_capacity(fields.len() / 2);
+        if fields.len() % 2 != 0 {
+            return Err(corrupt("its fields do not come in pairs".to_owned()));
+        }
+        for pair in fields.chunks_exact(2) {
+            let name = std::str::from_utf8(pair[0])
+                .ok()
+                .filter(|name| ENTRY_FIELDS.contains(name))
+                .ok_or_else(|| {
+                    corrupt(format!(
+                        "field {:?} is not one of a revision's",
+                        String::from_utf8_lossy(pair[0])
+                    ))
+                })?;
+            let value = String::from_utf8(pair[1].to_vec())
+                .map_err(|err| corrupt(format!("its {name} is not UTF-8 ({})", err.utf8_error())))?;
+            if values.insert(name, value).is_some() {
+                return Err(corrupt(format!("it has two {name} fields")));
+            }
+        }
+        let mut take = |name: &str| values.remove(name);
+        let mut required = |name: &str| {
+            take(name).ok_or_else(|| corrupt(format!("it has no {name} field")))
+        };
+        let count = |name: &str, value: String| {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|count| value.len() <= 15 && (name != "number" || *count >= 1))
+                .ok_or_else(|| corrupt(format!("its {name} is not a count")))
+        };
+        let size = |name: &str, value: String| {
+            usize::try_from(count(name, value)?)
+                .map_err(|_| corrupt(format!("its {name} is past this machine's sizes")))
+        };
+        let sha256 = |name: &str, value: String| {
+            let hex = value.len() == 64
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            hex.then_some(value)
+                .ok_or_else(|| corrupt(format!("its {name} is not a SHA-256 in hex")))
+        };
+        let number = count("number", required("number")?)?;
+        let version_before = Version::new(required("version_before")?);
+        let version_after = Version::new(required("version_after")?);
+        let sha256_before = sha256("sha256_before", required("sha256_before")?)?;
+        let sha256_after = sha256("sha256_after", required("sha256_after")?)?;
+        let bytes_before = size("bytes_before", required("bytes_before")?)?;
+        let bytes_after = size("bytes_after", required("bytes_after")?)?;
+        let surface: Surface =
+            serde_json::from_value(serde_json::Value::String(required("surface")?))
+                .map_err(|_| corrupt("its surface is not one of ours".to_owned()))?;
+        let personality = take("personality")
+            .map(PersonalityId::new)
+            .transpose()
+            .map_err(|err| corrupt(format!("its personality: {err}")))?;
+        let user = take("user")
+            .map(UserId::new)
+            .transpose()
+            .map_err(|err| corrupt(format!("its user: {err}")))?;
+        let idempotency_key = take("key")
+            .map(IdempotencyKey::new)
+            .transpose()
+            .map_err(|err| corrupt(format!("its key: {err}")))?;
+        let session = take("session");
+        let updates = take("updates")
+            .map(|updates| serde_json::from_str::<Vec<MemoryUpdate>>(&updates))
+            .transpose()
+            .map_err(|err| corrupt(format!("its updates are not a list of updates: {err}")))?
+            .unwrap_or_default();
+        let text = take("text");
+        if let Some(text) = &text
+            && (sha256_hex(text) != sha256_after || text.len() != bytes_after)
+        {
+            return Err(corrupt(
+                "its text is not the text its sha256_after and bytes_after describe".to_owned(),
+            ));
+        }
+        Ok(Revision {
+            number,
+            document: document.clone(),
+            version_before,
+            version_after,
+            sha256_before,
+            sha256_after,
+            bytes_before,
+            bytes_after,
+            time: UNIX_EPOCH + Duration::from_millis(millis),
+            surface,
+            personality,
+            user,
+            idempotency_key,
+            session,
+            updates,
+            text,
+        })
+    }
+
+    /// A revision as the write script stores it: its fields but the text (sent apart, so the
+    /// common case, the document's new content, is not sent twice) and the time (the entry
+    /// id, stamped by the server).
+    fn entry_fields(revision: &Revision) -> Result<Vec<(&'static str, String)>, MemoryError> {
+        let mut fields = vec![
+            ("number", revision.number.to_string()),
+            ("version_before", revision.version_before.as_str().to_owned()),
+            ("version_after", revision.version_after.as_str().to_owned()),
+            ("sha256_before", revision.sha256_before.clone()),
+            ("sha256_after", revision.sha256_after.clone()),
+            ("bytes_before", revision.bytes_before.to_string()),
+            ("bytes_after", revision.bytes_after.to_string()),
+            ("surface", revision.surface.to_string()),
+        ];
+        let optional = [
+            ("personality", revision.personality.as_ref().map(|id| id.as_str())),
+            ("user", revision.user.as_ref().map(|id| id.as_str())),
+            ("key", revision.idempotency_key.as_ref().map(|key| key.as_str())),
+            ("session", revision.session.as_deref()),
+        ];
+        fields.extend(
+            optional
+                .into_iter()
+                .filter_map(|(name, value)| Some((name, value?.to_owned()))),
+        );
+        if !revision.updates.is_empty() {
+            let updates = serde_json::to_string(&revision.updates).map_err(|err| {
+                MemoryError::Unavailable {
+                    what: revision.document.to_string(),
+                    message: format!("the revision's updates could not be written as JSON: {err}"),
+                    source: None,
+                }
+            })?;
+            fields.push(("updates", updates));
+        }
+        Ok(fields)
+    }
+}
+
+impl RedisProvider {
+    /// Stream entries as `XRANGE` gives them (`[[id, [field, value, ...]], ...]`) as revisions
+    /// of `document`, in the order given.
+    fn revisions(
+        &self,
+        document: &DocumentId,
+        key: &str,
+        entries: &redis::Value,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let shape = || self.corrupt(key, "its entries came back in an unknown shape");
+        array(entries)
+            .ok_or_else(shape)?
+            .iter()
+            .map(|entry| {
+                let (id, fields) = match array(entry) {
+                    Some([id, fields]) => (bulk(id), array(fields)),
+                    _ => (None, None),
+                };
+                let id = id.ok_or_else(shape)?;
+                let fields: Vec<&[u8]> = fields
+                    .and_then(|fields| fields.iter().map(bulk).collect())
+                    .ok_or_else(shape)?;
+                self.revision(document, key, id, &fields)
+            })
+            .collect()
+    }
+
+    /// The error for a script that answered for fewer documents than it was given.
+    fn short_reply(&self) -> MemoryError {
+        MemoryError::Unavailable {
+            what: self.server.clone(),
+            message: "the read script answered for fewer documents than it was given".to_owned(),
+            source: None,
+        }
+    }
+}
+
+/// The items of an array reply.
+fn array(value: &redis::Value) -> Option<&[redis::Value]> {
+    match value {
+        redis::Value::Array(items) => Some(items),
+        _ => None,
+    }
+}
+
+/// The bytes of a string reply.
+fn bulk(value: &redis::Value) -> Option<&[u8]> {
+    match value {
+        redis::Value::BulkString(bytes) => Some(bytes),
+        _ => None,
+    }
+}
+
+/// The server's `TIME` (seconds, microseconds) as a time.
+fn server_time(seconds: Option<&[u8]>, micros: Option<&[u8]>) -> Option<SystemTime> {
+    let parse = |bytes: Option<&[u8]>| std::str::from_utf8(bytes?).ok()?.parse::<u64>().ok();
+    let at = Duration::from_secs(parse(seconds)?) + Duration::from_micros(parse(micros)?);
+    UNIX_EPOCH.checked_add(at)
+}
+
+/// The fields a revision entry may have; any other is not ours.
+const ENTRY_FIELDS: [&str; 14] = [
+    "number",
+    "version_before",
+    "version_after",
+    "sha256_before",
+    "sha256_after",
+    "bytes_before",
+    "bytes_after",
+    "surface",
+    "personality",
+    "user",
+    "key",
+    "session",
+    "updates",
+    "text",
+];
+
+#[async_trait]
+impl CompareAndSwap for RedisProvider {
+    /// One script run: one round trip, one atomic snapshot, with each document's newest
+    /// revision when history is on.
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
+        self.fetch_with(ids, receipts, self.retention.is_on()).await
+    }
+
+    /// One script run: checks every version (and, where revisions are recorded, that the
+    /// history still ends where they follow on), then writes every document with its
+    /// revisions and prunes what the retention no longer keeps, atomically. Scripts run whole
+    /// and never wait for a lock, so `lock_wait` has nothing to bound.
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
@@ -435,17 +988,45 @@ impl CompareAndSwap for RedisProvider {
                 .arg(write.id.relative_path())
                 .arg(write.receipts.unwrap_or_default());
         }
-        invocation.key(self.index_key()).arg(now_ms.to_string());
+        invocation.key(self.index_key());
+        for write in writes {
+            invocation.key(self.history_key(write.id));
+        }
+        // Redis takes counts up to i64::MAX; Lua counts milliseconds exactly up to 2^53.
+        let keep = self.retention.keep.min(i64::MAX as usize);
+        let max_age = self.retention.max_age.map_or(String::new(), |age| {
+            age.as_millis().min(u128::from(MAX_VERSION)).to_string()
+        });
+        invocation.arg(now_ms.to_string()).arg(keep).arg(max_age);
+        // The revisions of a write follow on from its history's tip, read with the document.
+        let recorded = |write: &CasWrite<'_>| {
+            self.retention.is_on() && !write.revisions.is_empty()
+        };
+        for write in writes {
+            invocation.arg(match write.revisions.first() {
+                Some(first) if recorded(write) => first.number.saturating_sub(1).to_string(),
+                _ => String::new(),
+            });
+        }
+        for write in writes.iter().filter(|write| recorded(write)) {
+            invocation.arg(write.revisions.len());
+            for revision in write.revisions {
+                let fields = Self::entry_fields(revision)?;
+                invocation.arg(fields.len());
+                for (name, value) in fields {
+                    invocation.arg(name).arg(value);
+                }
+                match revision.text.as_deref() {
+                    None => invocation.arg("-"),
+                    Some(text) if text == write.text => invocation.arg("="),
+                    Some(text) => invocation.arg("+").arg(text),
+                };
+            }
+        }
         let lost_at: usize = invocation
             .invoke_async(&mut self.connection.clone())
             .await
-            .map_err(|err| match err.code() {
-                Some("CORRUPT") => MemoryError::Corrupt {
-                    location: self.location(err.detail().unwrap_or_default()),
-                    reason: "it is not a document hash with an integer version".to_owned(),
-                },
-                _ => self.error(err),
-            })?;
+            .map_err(|err| self.script_error(err))?;
         Ok(lost_at
             .checked_sub(1)
             .and_then(|index| writes.get(index))
@@ -463,8 +1044,19 @@ impl MemoryProvider for RedisProvider {
                 ctx.document(Store::User)
             )
         };
-        self.within_deadline(what, "", self.prefetch_by_fetch(ctx))
-            .await
+        let prefetch = async {
+            let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+            let mut documents = self.fetch_with(&ids, false, false).await?.into_iter();
+            match (documents.next(), documents.next()) {
+                (Some(memory), Some(user)) => Ok(Prefetch::from_documents(
+                    ctx,
+                    &memory.document,
+                    &user.document,
+                )),
+                _ => Err(self.short_reply()),
+            }
+        };
+        self.within_deadline(what, "", prefetch).await
     }
 
     async fn sync(
@@ -479,17 +1071,30 @@ impl MemoryProvider for RedisProvider {
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        self.within_deadline(|| document.to_string(), "", self.read_by_fetch(document))
+        let read = async {
+            let fetched = self
+                .fetch_with(std::slice::from_ref(document), false, false)
+                .await?;
+            fetched
+                .into_iter()
+                .next()
+                .map(|fetched| fetched.document)
+                .ok_or_else(|| self.short_reply())
+        };
+        self.within_deadline(|| document.to_string(), "", read)
             .await
     }
 
     async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
-        self.within_deadline(
-            || document.to_string(),
-            "",
-            self.receipts_by_fetch(document),
-        )
-        .await
+        let receipts = async {
+            let fetched = self
+                .fetch_with(std::slice::from_ref(document), true, false)
+                .await?;
+            let fetched = fetched.first().ok_or_else(|| self.short_reply())?;
+            Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())
+        };
+        self.within_deadline(|| document.to_string(), "", receipts)
+            .await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
@@ -513,25 +1118,124 @@ impl MemoryProvider for RedisProvider {
         Ok(ids)
     }
 
+    /// One script run reads the document and its newest `limit` revisions in one atomic step,
+    /// with the server's clock for what the retention's age rule no longer keeps.
     async fn history(
         &self,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
-        let _ = (document, limit);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): history".into(),
-        })
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let key = self.key(document);
+        let history_key = self.history_key(document);
+        // At least the tip, which tells an unrecorded hand edit; at most what Redis counts.
+        let count = limit.clamp(1, i64::MAX as usize);
+        let reading = async {
+            let mut invocation = self.history_script.prepare_invoke();
+            invocation.key(&key).key(&history_key).arg(count);
+            let mut reply = invocation.invoke_async(&mut self.connection.clone()).await;
+            if reply.as_ref().is_err_and(RedisError::is_connection_dropped) {
+                reply = invocation.invoke_async(&mut self.connection.clone()).await;
+            }
+            reply.map_err(|err| self.error(err))
+        };
+        let reply: redis::Value = self
+            .within_deadline(|| document.to_string(), "", reading)
+            .await?;
+        let shape = || self.corrupt(&history_key, "the history script answered in an unknown shape");
+        let [seconds, micros, fields, state, entries] = array(&reply)
+            .and_then(|reply| <&[redis::Value; 5]>::try_from(reply).ok())
+            .ok_or_else(shape)?;
+        let now = server_time(bulk(seconds), bulk(micros)).ok_or_else(shape)?;
+        let fields: Vec<Vec<u8>> = array(fields)
+            .and_then(|fields| fields.iter().map(|f| bulk(f).map(<[u8]>::to_vec)).collect())
+            .ok_or_else(shape)?;
+        let mut current = match fields.split_first() {
+            Some((state, fields)) if state == b"ok" || state == b"none" => {
+                self.document(document, &key, state, fields)?.0
+            }
+            Some((reason, [])) => {
+                return Err(self.corrupt(&key, String::from_utf8_lossy(reason)));
+            }
+            _ => return Err(shape()),
+        };
+        // Redis cannot tell when a hand edit was made (`updated_at_ms` is the last write's), so
+        // an unrecorded change is dated when it is noticed, as the next write will record it.
+        current.modified = None;
+        match bulk(state).ok_or_else(shape)? {
+            [] => {}
+            reason => return Err(self.corrupt(&history_key, String::from_utf8_lossy(reason))),
+        }
+        let recorded = self.revisions(document, &history_key, entries)?;
+        if let Some(pair) = recorded.windows(2).find(|pair| pair[0].number <= pair[1].number) {
+            return Err(self.corrupt(
+                &history_key,
+                format!(
+                    "revision {} follows revision {}: numbers must rise",
+                    pair[0].number, pair[1].number
+                ),
+            ));
+        }
+        let tip = recorded.first().map_or_else(
+            || RevisionTip::empty(Version::new("0")),
+            RevisionTip::of,
+        );
+        let kept = recorded
+            .into_iter()
+            .filter(|revision| {
+                !self
+                    .retention
+                    .prunes(revision.number, revision.time, tip.number, now)
+            })
+            .collect();
+        Ok(history_view(kept, &tip, &current, limit, now))
     }
 
-    async fn purge(
-        &self,
-        document: &DocumentId,
-        surface: memory_core::Surface,
-    ) -> Result<memory_core::Purged, MemoryError> {
-        let _ = (document, surface);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): purge".into(),
+    /// One script run erases the document, its receipts and its history, takes it out of the
+    /// index and leaves the tombstone, atomically.
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        let key = self.key(document);
+        let history_key = self.history_key(document);
+        let purging = async {
+            self.purge_script
+                .key(&key)
+                .key(&history_key)
+                .key(self.index_key())
+                .arg(document.relative_path())
+                .arg(surface.to_string())
+                .arg(if self.retention.is_on() { "1" } else { "0" })
+                .arg(sha256_hex(""))
+                .invoke_async(&mut self.connection.clone())
+                .await
+                .map_err(|err| self.script_error(err))
+        };
+        // Purging again after a lost reply finds the document gone and erases nothing more.
+        let reply: redis::Value = self
+            .within_deadline(
+                || document.to_string(),
+                "; the purge may or may not have landed, and purging again is safe",
+                purging,
+            )
+            .await?;
+        let shape = || self.corrupt(&history_key, "the purge script answered in an unknown shape");
+        let [bytes, revisions, tombstone] = array(&reply)
+            .and_then(|reply| <&[redis::Value; 3]>::try_from(reply).ok())
+            .ok_or_else(shape)?;
+        let count = |value: &redis::Value| match value {
+            redis::Value::Int(count) => usize::try_from(*count).ok(),
+            _ => None,
+        };
+        let tombstone = match array(tombstone).ok_or_else(shape)? {
+            [] => None,
+            _ => self
+                .revisions(document, &history_key, &redis::Value::Array(vec![tombstone.clone()]))?
+                .pop(),
+        };
+        Ok(Purged {
+            document: document.clone(),
+            location: self.location(&key),
+            bytes: count(bytes).ok_or_else(shape)?,
+            revisions: count(revisions).ok_or_else(shape)?,
+            tombstone,
         })
     }
 
