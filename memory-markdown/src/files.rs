@@ -12,9 +12,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use memory_core::{
     Backoff, Document, DocumentBatch, DocumentId, EventBus, IdKind, MemoryError, PersonalityId,
-    Planned, SyncReport, UserId, Version, sha256_hex,
+    Planned, Retention, SyncReport, UserId, Version, sha256_hex,
 };
 
+use crate::history::{self, Journal};
 use crate::receipts;
 
 /// `root` joined with the document's layout path, one component at a time so that the `/` of
@@ -31,24 +32,11 @@ pub(crate) fn read(root: &Path, id: DocumentId) -> Result<Document, MemoryError>
     read_at(document_path(root, &id), id)
 }
 
-fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
+pub(crate) fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
     let location = path.display().to_string();
-    // The time comes from the same open file as the bytes: a rename between reading one and
-    // stat-ing the path could pair this text with the next version's time.
-    let (bytes, modified) = match File::open(&path) {
-        Ok(mut file) => {
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes)
-                .map_err(|err| io_error(&path, err))?;
-            let modified = file
-                .metadata()
-                .and_then(|meta| meta.modified())
-                .map_err(|err| io_error(&path, err))?;
-            (bytes, Some(modified))
-        }
-        Err(err) if err.kind() == ErrorKind::NotFound => (Vec::new(), None),
-        Err(err) => return Err(read_error(&path, err)),
-    };
+    let (bytes, modified) = read_bytes(&path)?.map_or((Vec::new(), None), |(bytes, modified)| {
+        (bytes, Some(modified))
+    });
     let text = String::from_utf8(bytes).map_err(|err| MemoryError::Corrupt {
         location: location.clone(),
         reason: format!(
@@ -65,6 +53,25 @@ fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
     })
 }
 
+/// The bytes of the file at `path` and when they were last modified; `None` when it does not
+/// exist. The time comes from the same open file as the bytes: a rename between reading one and
+/// stat-ing the path could pair this text with the next version's time.
+pub(crate) fn read_bytes(path: &Path) -> Result<Option<(Vec<u8>, SystemTime)>, MemoryError> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(read_error(path, err)),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|err| io_error(path, err))?;
+    let modified = file
+        .metadata()
+        .and_then(|meta| meta.modified())
+        .map_err(|err| io_error(path, err))?;
+    Ok(Some((bytes, modified)))
+}
+
 /// Applies one call's batches: lock every touched document, re-read them all under the locks,
 /// apply every batch, and only then write. The events are published before the locks are
 /// released on return, so subscribers see writes in the order they landed.
@@ -72,6 +79,7 @@ pub(crate) fn sync(
     root: &Path,
     batches: &[DocumentBatch],
     lock_timeout: Duration,
+    retention: Retention,
     events: &EventBus,
 ) -> Result<SyncReport, MemoryError> {
     let paths: Vec<PathBuf> = batches
@@ -99,14 +107,20 @@ pub(crate) fn sync(
     // refusal (or a corrupt document) anywhere writes nothing anywhere. A receipt left
     // unsettled by a writer killed mid-call is settled first, while the document still shows
     // whether that write landed.
+    // Each journal's tip is found the same way, cutting off (in memory, until this call
+    // writes) a revision whose write never landed.
     let mut logs = Vec::with_capacity(batches.len());
     let mut planned = Vec::with_capacity(batches.len());
     for (batch, path) in batches.iter().zip(&paths) {
         let current = read_at(path.clone(), batch.document().clone())?;
         let mut log = receipts::read(path)?;
         let settled = log.settle(&current.version);
+        let journal = retention
+            .is_on()
+            .then(|| Journal::open(path, batch.document(), &current))
+            .transpose()?;
         planned.push(batch.plan(current, &log)?);
-        logs.push((log, settled));
+        logs.push((log, settled, journal));
     }
     // Where each change goes, found for all of them before anything is written: a dangling
     // link at the second document must not leave the first one written.
@@ -128,7 +142,7 @@ pub(crate) fn sync(
         .zip(changes)
         .zip(logs)
         .zip(batches.iter().zip(&paths));
-    for (((planned, change), (mut log, settled)), (batch, path)) in steps {
+    for (((planned, change), (mut log, settled, journal)), (batch, path)) in steps {
         let write = match planned {
             Planned::Replayed(replayed) => {
                 report.documents.push(replayed.clone());
@@ -139,8 +153,19 @@ pub(crate) fn sync(
         let landed = |err| after_landed(err, &report);
         let document_report = match change {
             Some((target, text)) => {
-                let document_report = write.report(Version::new(sha256_hex(text)));
-                // The receipt goes down before the text it describes (see `receipts`).
+                let version = Version::new(sha256_hex(text));
+                let document_report = write.report(version.clone());
+                // The revisions and the receipt go down before the text they describe (see
+                // `history` and `receipts`): the next writer drops what did not land.
+                match journal {
+                    Some(journal) => {
+                        let now = history::now();
+                        let revisions = write.revisions(&journal.tip(), version, now);
+                        journal.record(&revisions, retention, now).map_err(landed)?;
+                    }
+                    // History off keeps none, not even what an earlier configuration recorded.
+                    None => history::remove_journal(path).map_err(landed)?,
+                }
                 if let Some(key) = batch.key() {
                     log.record_unsettled(key, document_report.clone());
                     receipts::write(path, &log).map_err(landed)?;
@@ -225,7 +250,7 @@ fn open_lock(path: &Path) -> Result<File, MemoryError> {
     })
 }
 
-fn contention(document: &DocumentId, attempts: u32) -> MemoryError {
+pub(crate) fn contention(document: &DocumentId, attempts: u32) -> MemoryError {
     MemoryError::Contention {
         document: document.clone(),
         attempts,
@@ -244,7 +269,7 @@ pub(crate) fn replace(document: &Path, text: &str) -> Result<(), MemoryError> {
 ///
 /// A link to nothing, or a loop, is `Corrupt`: writing a new file where the link points could
 /// create it in a place nobody chose.
-fn write_target(document: &Path) -> Result<PathBuf, MemoryError> {
+pub(crate) fn write_target(document: &Path) -> Result<PathBuf, MemoryError> {
     // Linux gives up on a path after 40 links; so does this.
     const MAX_LINKS: usize = 40;
     let corrupt = |reason: String| MemoryError::Corrupt {
@@ -281,7 +306,7 @@ fn write_target(document: &Path) -> Result<PathBuf, MemoryError> {
 /// after a crash, see either the old text or the new one, never a mix: write a temporary file
 /// beside it, flush it, rename it over the file, then flush the directory so the rename itself
 /// is durable. The caller holds the document's lock.
-fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
+pub(crate) fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
     let (dir, name) = split(target);
     remove_stale_temps(dir, &name)?;
     let temp = dir.join(temp_name(&name));
@@ -329,7 +354,7 @@ fn temp_name(name: &str) -> String {
 /// Removes the temporary files of `name` in `dir` that writers killed mid-write left behind:
 /// each is a whole copy of some earlier text, perhaps of entries removed since. Under the
 /// document's lock no writer of it is using one.
-fn remove_stale_temps(dir: &Path, name: &str) -> Result<(), MemoryError> {
+pub(crate) fn remove_stale_temps(dir: &Path, name: &str) -> Result<(), MemoryError> {
     let prefix = format!(".{name}.");
     let entries = fs::read_dir(dir).map_err(|err| io_error(dir, err))?;
     for entry in entries {
@@ -351,7 +376,7 @@ fn remove_stale_temps(dir: &Path, name: &str) -> Result<(), MemoryError> {
 }
 
 /// Options for a new file only its owner may read or write: memory is personal.
-fn private_file() -> OpenOptions {
+pub(crate) fn private_file() -> OpenOptions {
     let mut options = OpenOptions::new();
     #[cfg(unix)]
     options.mode(0o600);
@@ -361,7 +386,7 @@ fn private_file() -> OpenOptions {
 /// Refuses a write to a personality's or user's document when it has no directory under its
 /// exact id but one differs from it only in case (`ada` beside `Ada`): on a case-insensitive
 /// file system (macOS, Windows) the two ids would share one file.
-fn refuse_case_twin(root: &Path, document: &DocumentId) -> Result<(), MemoryError> {
+pub(crate) fn refuse_case_twin(root: &Path, document: &DocumentId) -> Result<(), MemoryError> {
     let (kind, noun, dir, id) = match document {
         DocumentId::GlobalMemory => return Ok(()),
         DocumentId::PersonalityMemory { personality } => (
@@ -493,7 +518,7 @@ fn create_dirs(dir: &Path) -> io::Result<()> {
     }
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -506,7 +531,7 @@ pub(crate) fn beside(document: &Path, suffix: &str) -> PathBuf {
 
 /// The document's directory and file name. Document paths always have both: they are the
 /// root joined with at least one name.
-fn split(document: &Path) -> (&Path, String) {
+pub(crate) fn split(document: &Path) -> (&Path, String) {
     let dir = document.parent().unwrap_or(Path::new("."));
     let name = document
         .file_name()
@@ -650,6 +675,7 @@ mod tests {
             dir.path(),
             &batches,
             WAIT,
+            Retention::default(),
             &memory_core::EventBus::default(),
         )
         .unwrap();

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod files;
+mod history;
 mod identities;
 mod receipts;
 
@@ -10,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, EventBus, Identity, IdentityMap, IfMatch, LocalQueues, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Receipts, Store, Subscription, SyncReport,
-    UserId, plan_sync,
+    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Purged, Receipts, Retention, Revision,
+    Store, Subscription, Surface, SyncReport, UserId, plan_sync,
 };
 
 /// How long a write waits for another writer's lock on a document before giving up with
@@ -27,6 +28,7 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct MarkdownProvider {
     root: PathBuf,
     lock_timeout: Duration,
+    retention: Retention,
     events: EventBus,
     /// This value's writers queue here per document, so only other processes (or values)
     /// poll the file lock against them: polling is not fair, queues are.
@@ -44,6 +46,7 @@ impl MarkdownProvider {
         MarkdownProvider {
             root: std::path::absolute(&root).unwrap_or(root),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            retention: Retention::default(),
             events: EventBus::new(),
             local_queues: LocalQueues::default(),
         }
@@ -54,6 +57,21 @@ impl MarkdownProvider {
     pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         self.lock_timeout = timeout;
         self
+    }
+
+    /// Keeps `retention`'s share of each document's history in its journal,
+    /// `.<FILE>.history.jsonl` beside it (default: the newest 100 revisions).
+    /// [`Retention::OFF`] records none, and a write then removes a journal an earlier
+    /// configuration left.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The file that holds `document`'s history: `.<FILE>.history.jsonl` beside it, one
+    /// revision a line as JSON, oldest first.
+    pub fn history_path(&self, document: &DocumentId) -> PathBuf {
+        history::path(&self.path(document))
     }
 
     /// The root directory, as resolved by [`MarkdownProvider::new`].
@@ -103,11 +121,12 @@ impl MemoryProvider for MarkdownProvider {
         let batches = plan_sync(ctx, updates, if_match)?;
         let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
         let _my_turn = self.local_queues.turn(&ids).await;
-        let (root, lock_timeout) = (self.root.clone(), self.lock_timeout);
+        let (root, lock_timeout, retention) =
+            (self.root.clone(), self.lock_timeout, self.retention);
         // Published from the blocking task, under the locks, so that a write that lands is
         // announced even if the caller stops waiting for it.
         let events = self.events.clone();
-        blocking(move || files::sync(&root, &batches, lock_timeout, &events)).await
+        blocking(move || files::sync(&root, &batches, lock_timeout, retention, &events)).await
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
@@ -133,26 +152,21 @@ impl MemoryProvider for MarkdownProvider {
         blocking(move || files::list(&root)).await
     }
 
+    /// Read without the lock, like documents: see the journal in the crate's README.
     async fn history(
         &self,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
-        let _ = (document, limit);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): history".into(),
-        })
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let (root, document, retention) = (self.root.clone(), document.clone(), self.retention);
+        blocking(move || history::history(&root, document, retention, limit)).await
     }
 
-    async fn purge(
-        &self,
-        document: &DocumentId,
-        surface: memory_core::Surface,
-    ) -> Result<memory_core::Purged, MemoryError> {
-        let _ = (document, surface);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): purge".into(),
-        })
+    /// Under the document's lock, so no write lands between the erasing and the tombstone.
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        let (root, document) = (self.root.clone(), document.clone());
+        let (retention, lock_timeout) = (self.retention, self.lock_timeout);
+        blocking(move || history::purge(&root, &document, retention, surface, lock_timeout)).await
     }
 
     fn subscribe(&self) -> Subscription {

@@ -95,7 +95,7 @@ async fn a_linked_document_is_written_through_its_links() {
     assert_eq!(read.text, text);
     assert_eq!(
         names(&root.join("personalities/ada")),
-        set(&["MEMORY.md", ".MEMORY.md.lock"])
+        set(&["MEMORY.md", ".MEMORY.md.lock", ".MEMORY.md.history.jsonl"])
     );
     assert_eq!(names(&dotfiles.join("memory")), set(&["ada.md"]));
 
@@ -229,7 +229,12 @@ async fn temporary_files_of_killed_writers_are_removed_and_block_nothing() {
         .unwrap();
     assert_eq!(
         names(&folder),
-        set(&["MEMORY.md", ".MEMORY.md.lock", ".NOTES.md.1.tmp"])
+        set(&[
+            "MEMORY.md",
+            ".MEMORY.md.lock",
+            ".MEMORY.md.history.jsonl",
+            ".NOTES.md.1.tmp"
+        ])
     );
     assert_eq!(
         fs::read_to_string(folder.join("MEMORY.md")).unwrap(),

@@ -237,7 +237,7 @@ async fn a_directory_where_a_file_should_be_is_corrupt() {
 }
 
 #[tokio::test]
-async fn syncs_leave_only_the_document_and_its_lock_file() {
+async fn syncs_leave_only_the_document_its_lock_file_and_its_journal() {
     let (dir, provider) = setup();
     let calls = [
         vec![MemoryUpdate::add(Store::Memory, "one")],
@@ -261,7 +261,7 @@ async fn syncs_leave_only_the_document_and_its_lock_file() {
     let root = dir.path();
     assert_eq!(
         names(&root.join("personalities/ada")),
-        set(&["MEMORY.md", ".MEMORY.md.lock"])
+        set(&["MEMORY.md", ".MEMORY.md.lock", ".MEMORY.md.history.jsonl"])
     );
     assert_eq!(
         fs::read_to_string(root.join("personalities/ada/MEMORY.md")).unwrap(),
@@ -269,7 +269,12 @@ async fn syncs_leave_only_the_document_and_its_lock_file() {
     );
     assert_eq!(
         names(root),
-        set(&["MEMORY.md", ".MEMORY.md.lock", "personalities"])
+        set(&[
+            "MEMORY.md",
+            ".MEMORY.md.lock",
+            ".MEMORY.md.history.jsonl",
+            "personalities"
+        ])
     );
     assert_eq!(
         fs::read(root.join("personalities/ada/.MEMORY.md.lock")).unwrap(),

@@ -1,0 +1,587 @@
+//! A document's history (`memory_core::Revision`s): the journal `.<NAME>.history.jsonl` beside
+//! it, one revision per line as JSON, oldest first, so `cat`, `jq` and `grep` read it.
+//!
+//! A file system cannot replace two files in one step, so a write appends its revisions to the
+//! journal first and then renames the document in, both under the document's lock (as with
+//! receipts). A writer killed between the two leaves a tip whose write never landed: readers
+//! hide it and the next writer cuts it off, so the journal tells what the document went
+//! through. A writer killed mid-append leaves a last line without its newline: ignored and cut
+//! off the same way.
+//!
+//! Appends are not flushed to disk: an fsync more per write would cost ~40% of a write's time.
+//! After a power loss the document (which is flushed) may be ahead of the journal; the next
+//! write then records the difference as an `external` revision. No text is lost, only who
+//! wrote it.
+
+use std::fs::{self, File};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use memory_core::{
+    Document, DocumentId, MemoryError, Purged, Retention, Revision, RevisionTip, Surface, Version,
+    history_view, sha256_hex,
+};
+
+use crate::{files, receipts};
+
+/// How much of the journal's end a write reads first to find its last line: a revision holds
+/// a whole document, so a few of them.
+const TAIL: u64 = 16 * 1024;
+
+/// Revision numbers past this are not ours: JSON readers in JavaScript lose precision above
+/// 2^53, and far below `u64::MAX` the `+ 1` of the next revision cannot overflow.
+const MAX_NUMBER: u64 = 1 << 53;
+
+/// The journal of the document at `document`.
+pub(crate) fn path(document: &Path) -> PathBuf {
+    files::beside(document, "history.jsonl")
+}
+
+/// The markdown version of a document never written: the hash of the empty text.
+fn never_written() -> Version {
+    Version::new(sha256_hex(""))
+}
+
+/// Now, in whole milliseconds: the journal keeps times to the millisecond, so a revision
+/// handed back (a purge's tombstone) is the one `history` reads back.
+pub(crate) fn now() -> SystemTime {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The tip of a journal with no revisions.
+fn empty_tip() -> RevisionTip {
+    RevisionTip::empty(never_written())
+}
+
+/// The journal as a write finds it, under the document's lock: its tip, read from its end
+/// without reading the rest, and how much of it holds whole revisions whose writes landed.
+pub(crate) struct Journal {
+    path: PathBuf,
+    document: DocumentId,
+    /// Open for reading, when it exists.
+    file: Option<File>,
+    /// Its newest landed revision.
+    last: Option<Revision>,
+    /// Where the newest landed revision's line starts (0: it is the only one).
+    last_start: u64,
+    /// Where the whole, landed revisions end: the rest (a torn line, a revision whose write
+    /// never landed) is cut off before the next append.
+    end: u64,
+    /// Its length as found.
+    len: u64,
+}
+
+impl Journal {
+    /// Reads the journal of the document at `document`, which holds `current` now. The caller
+    /// holds the document's lock. Reads and changes nothing but what it must to find the tip.
+    ///
+    /// # Errors
+    /// `Corrupt` when the journal is not a file, or its last whole line is not a revision of
+    /// this document; `Unavailable` when it cannot be read.
+    pub(crate) fn open(
+        document: &Path,
+        id: &DocumentId,
+        current: &Document,
+    ) -> Result<Journal, MemoryError> {
+        let path = path(document);
+        let mut journal = Journal {
+            file: None,
+            last: None,
+            last_start: 0,
+            end: 0,
+            len: 0,
+            document: id.clone(),
+            path,
+        };
+        let Some((mut file, len)) = open_file(&journal.path)? else {
+            return Ok(journal);
+        };
+        journal.len = len;
+        let sha256 = sha256_hex(&current.text);
+        let mut end = len;
+        // Each turn drops one revision whose write never landed; there is at most one unless
+        // the journal was edited by hand.
+        while let Some((start, line_end, line)) =
+            last_line(&mut file, end).map_err(|err| files::io_error(&journal.path, err))?
+        {
+            let place = format!("the line at byte {start}");
+            let revision = parse_line(&journal.path, id, &line, &place)?;
+            if never_landed(&revision, &sha256, current.modified) {
+                end = start;
+                continue;
+            }
+            journal.last = Some(revision);
+            journal.last_start = start;
+            journal.end = line_end;
+            break;
+        }
+        journal.file = Some(file);
+        Ok(journal)
+    }
+
+    /// What the next revision builds on.
+    pub(crate) fn tip(&self) -> RevisionTip {
+        self.last.as_ref().map_or_else(empty_tip, RevisionTip::of)
+    }
+
+    /// Records `revisions` (the write's, from `PlannedWrite::revisions` on [`Journal::tip`])
+    /// before the write renames its document in: one append, after cutting off what did not
+    /// land. When the journal holds more than `keep + keep / 2` revisions, or its oldest is
+    /// half as old again as `max_age`, it is rewritten with only what `retention` keeps, so a
+    /// write appends a few lines on average however long the history.
+    ///
+    /// # Errors
+    /// `Unavailable` when the journal cannot be written; `Corrupt` when a rewrite finds a line
+    /// that is not a revision of this document.
+    pub(crate) fn record(
+        mut self,
+        revisions: &[Revision],
+        retention: Retention,
+        now: SystemTime,
+    ) -> Result<(), MemoryError> {
+        let Some(newest) = revisions.last() else {
+            return Ok(());
+        };
+        if self.prune_due(revisions, retention, now)? {
+            let mut kept = self.read_landed()?;
+            kept.extend_from_slice(revisions);
+            kept.retain(|r| !retention.prunes(r.number, r.time, newest.number, now));
+            return files::replace(&self.path, &lines(&self.path, &kept)?);
+        }
+        let io = |err| files::io_error(&self.path, err);
+        let mut file = files::private_file()
+            .append(true)
+            .create(true)
+            .open(&self.path)
+            .map_err(io)?;
+        if self.end < self.len {
+            file.set_len(self.end).map_err(io)?;
+        }
+        // One write of all the lines: a crash tears at most the end of the last one.
+        file.write_all(lines(&self.path, revisions)?.as_bytes())
+            .map_err(io)
+    }
+
+    /// Whether the journal, with `revisions` appended, holds more than the retention keeps by
+    /// enough to rewrite it. Reads the oldest line only when the count or age could tell.
+    fn prune_due(
+        &mut self,
+        revisions: &[Revision],
+        retention: Retention,
+        now: SystemTime,
+    ) -> Result<bool, MemoryError> {
+        let (Some(newest), Some(arriving)) = (revisions.last(), revisions.first()) else {
+            return Ok(false);
+        };
+        let keep = u64::try_from(retention.keep).unwrap_or(u64::MAX);
+        let most = keep.saturating_add(keep / 2);
+        // Numbers start at 1, so the count is at most the newest number.
+        if newest.number <= most && retention.max_age.is_none() {
+            return Ok(false);
+        }
+        let (first_number, first_time) = match (&self.last, self.last_start) {
+            (None, _) => (arriving.number, arriving.time),
+            (Some(last), 0) => (last.number, last.time),
+            (Some(_), _) => {
+                let first = self.first()?;
+                (first.number, first.time)
+            }
+        };
+        let count = (newest.number + 1).saturating_sub(first_number);
+        // By age only once the oldest is half as old again as the limit: after a rewrite all
+        // are younger than it, so the next comes max_age / 2 later at the soonest, and a
+        // revision is rewritten a few times in its life, not on every write.
+        let stale = retention.max_age.is_some_and(|age| {
+            now.duration_since(first_time)
+                .is_ok_and(|since| since > age.saturating_add(age / 2))
+        });
+        Ok(count > most || stale)
+    }
+
+    /// The oldest revision, from the journal's first line.
+    fn first(&mut self) -> Result<Revision, MemoryError> {
+        let file = self.file.as_mut().ok_or_else(|| gone(&self.path))?;
+        let line = first_line(file, self.end).map_err(|err| files::io_error(&self.path, err))?;
+        parse_line(&self.path, &self.document, &line, "line 1")
+    }
+
+    /// Every whole, landed revision, oldest first, read in full.
+    fn read_landed(&mut self) -> Result<Vec<Revision>, MemoryError> {
+        let file = self.file.as_mut().ok_or_else(|| gone(&self.path))?;
+        let bytes =
+            read_range(file, 0, self.end).map_err(|err| files::io_error(&self.path, err))?;
+        parse_all(&self.path, &self.document, &bytes)
+    }
+}
+
+/// The journal vanished under the lock: someone removed it by hand mid-write.
+fn gone(path: &Path) -> MemoryError {
+    MemoryError::unavailable(
+        path.display().to_string(),
+        io::Error::new(ErrorKind::NotFound, "removed while a write held its lock"),
+    )
+}
+
+/// The journal open for reading and its length; `None` when there is none.
+fn open_file(path: &Path) -> Result<Option<(File, u64)>, MemoryError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        // NotADirectory: a file where the document's directory should be, which reading the
+        // document reports already.
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(None);
+        }
+        Err(err) => return Err(files::read_error(path, err)),
+    };
+    let meta = file.metadata().map_err(|err| files::io_error(path, err))?;
+    if meta.is_dir() {
+        // Opening a directory succeeds; reading it would fail less clearly.
+        return Err(files::io_error(path, ErrorKind::IsADirectory.into()));
+    }
+    Ok(Some((file, meta.len())))
+}
+
+/// Whether `tip`'s write never reached the document, which now holds text hashing to `sha256`,
+/// last modified at `modified`: the document holds the text from before the tip and was last
+/// changed before the tip was recorded. The time tells a write that never landed from a hand
+/// edit that put the text back afterwards (an editor's undo, a `git checkout`), which is a
+/// change of its own. A missing document has no time; a first write that never landed is far
+/// likelier there than a document deleted by hand.
+fn never_landed(tip: &Revision, sha256: &str, modified: Option<SystemTime>) -> bool {
+    // Recorded times are whole milliseconds, rounded down: the document's time, from just
+    // before the tip, can be up to a millisecond past it.
+    let landed_after = tip.time.checked_add(Duration::from_millis(1));
+    tip.sha256_before == sha256
+        && tip.sha256_after != sha256
+        && modified.is_none_or(|modified| landed_after.is_none_or(|after| modified < after))
+}
+
+/// One revision of `document`, from a journal line; `place` says where, for the error.
+fn parse_line(
+    path: &Path,
+    document: &DocumentId,
+    line: &[u8],
+    place: &str,
+) -> Result<Revision, MemoryError> {
+    let corrupt = |reason: String| MemoryError::Corrupt {
+        location: path.display().to_string(),
+        reason: format!("{place} is not a revision of {document}: {reason}"),
+    };
+    let revision: Revision =
+        serde_json::from_slice(line).map_err(|err| corrupt(err.to_string()))?;
+    if revision.document != *document {
+        return Err(corrupt(format!("it is one of {}", revision.document)));
+    }
+    if !(1..=MAX_NUMBER).contains(&revision.number) {
+        return Err(corrupt(format!(
+            "its number {} is not between 1 and {MAX_NUMBER}",
+            revision.number
+        )));
+    }
+    Ok(revision)
+}
+
+/// Every revision in `bytes` (a journal's whole lines, or more), oldest first, checked to be
+/// this document's and numbered one after another. A last line without its newline is a
+/// torn append and is left out.
+fn parse_all(
+    path: &Path,
+    document: &DocumentId,
+    bytes: &[u8],
+) -> Result<Vec<Revision>, MemoryError> {
+    let Some(end) = bytes.iter().rposition(|byte| *byte == b'\n') else {
+        return Ok(Vec::new());
+    };
+    let mut revisions: Vec<Revision> = Vec::new();
+    for (index, line) in bytes[..end].split(|byte| *byte == b'\n').enumerate() {
+        let place = format!("line {}", index + 1);
+        let revision = parse_line(path, document, line, &place)?;
+        if let Some(previous) = revisions.last()
+            && revision.number != previous.number + 1
+        {
+            return Err(MemoryError::Corrupt {
+                location: path.display().to_string(),
+                reason: format!(
+                    "{place} is revision {} after revision {}: numbers go up by one",
+                    revision.number, previous.number
+                ),
+            });
+        }
+        revisions.push(revision);
+    }
+    Ok(revisions)
+}
+
+/// `revisions` as journal lines: compact JSON, one a line, each ending in a newline.
+fn lines(path: &Path, revisions: &[Revision]) -> Result<String, MemoryError> {
+    let mut out = String::new();
+    for revision in revisions {
+        let line = serde_json::to_string(revision)
+            .map_err(|err| MemoryError::unavailable(path.display().to_string(), err))?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Bytes `from..to` of `file`.
+fn read_range(file: &mut File, from: u64, to: u64) -> io::Result<Vec<u8>> {
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(to.saturating_sub(from)).read_to_end(&mut bytes)?;
+    if (bytes.len() as u64) < to.saturating_sub(from) {
+        return Err(io::Error::new(
+            ErrorKind::UnexpectedEof,
+            "the journal shrank while it was read",
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The last whole line among the first `len` bytes of `file`, without its newline, with where
+/// it starts and ends (past its newline); `None` when they hold no newline. Reads from the end
+/// in growing chunks, so a write reads about one revision, not the whole journal.
+fn last_line(file: &mut File, len: u64) -> io::Result<Option<(u64, u64, Vec<u8>)>> {
+    let mut chunk = TAIL;
+    loop {
+        let from = len.saturating_sub(chunk);
+        let bytes = read_range(file, from, len)?;
+        let at = |index: usize| from + index as u64;
+        match bytes.iter().rposition(|byte| *byte == b'\n') {
+            Some(newline) => {
+                let start = bytes[..newline].iter().rposition(|byte| *byte == b'\n');
+                match start {
+                    Some(before) => {
+                        let line = bytes[before + 1..newline].to_vec();
+                        return Ok(Some((at(before + 1), at(newline + 1), line)));
+                    }
+                    None if from == 0 => {
+                        return Ok(Some((0, at(newline + 1), bytes[..newline].to_vec())));
+                    }
+                    None => {}
+                }
+            }
+            None if from == 0 => return Ok(None),
+            None => {}
+        }
+        chunk = chunk.saturating_mul(2);
+    }
+}
+
+/// The first line among the first `len` bytes of `file`, which hold a newline, without it.
+fn first_line(file: &mut File, len: u64) -> io::Result<Vec<u8>> {
+    let mut chunk = TAIL;
+    loop {
+        let to = chunk.min(len);
+        let mut bytes = read_range(file, 0, to)?;
+        if let Some(newline) = bytes.iter().position(|byte| *byte == b'\n') {
+            bytes.truncate(newline);
+            return Ok(bytes);
+        }
+        if to == len {
+            return Ok(bytes);
+        }
+        chunk = chunk.saturating_mul(2);
+    }
+}
+
+/// The whole, landed revisions of the document at `document` (which holds `current`), oldest
+/// first: without a torn last line, and without a tip whose write never landed.
+fn read_landed(
+    document: &Path,
+    id: &DocumentId,
+    current: &Document,
+) -> Result<Vec<Revision>, MemoryError> {
+    let path = path(document);
+    let Some((mut file, len)) = open_file(&path)? else {
+        return Ok(Vec::new());
+    };
+    let bytes = read_range(&mut file, 0, len).map_err(|err| files::io_error(&path, err))?;
+    let mut revisions = parse_all(&path, id, &bytes)?;
+    let sha256 = sha256_hex(&current.text);
+    while revisions
+        .last()
+        .is_some_and(|tip| never_landed(tip, &sha256, current.modified))
+    {
+        revisions.pop();
+    }
+    Ok(revisions)
+}
+
+/// What identifies one version of a file: a write renames a new file in (a new inode), a hand
+/// edit changes its time or size.
+fn stamp(path: &Path) -> Result<Option<(SystemTime, u64, u64)>, MemoryError> {
+    match fs::metadata(path) {
+        Ok(meta) => {
+            #[cfg(unix)]
+            let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+            #[cfg(not(unix))]
+            let inode = 0;
+            let modified = meta.modified().map_err(|err| files::io_error(path, err))?;
+            Ok(Some((modified, meta.len(), inode)))
+        }
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            Ok(None)
+        }
+        Err(err) => Err(files::read_error(path, err)),
+    }
+}
+
+/// The history of `id` under `root` as `MemoryProvider::history` gives it: the revisions
+/// `retention` keeps, newest first, at most `limit`, headed by an unrecorded hand edit.
+///
+/// Without the lock: the journal is only appended to and replaced by rename, and a torn last
+/// line is left out. The document is read first, then the journal; if the document changed
+/// meanwhile, both are read again, so the two match: the journal then holds at most one
+/// revision past the document (a write between its append and its rename), which is hidden as
+/// the next writer would cut it off.
+pub(crate) fn history(
+    root: &Path,
+    id: DocumentId,
+    retention: Retention,
+    limit: usize,
+) -> Result<Vec<Revision>, MemoryError> {
+    const ATTEMPTS: usize = 3;
+    let document = files::document_path(root, &id);
+    let now = now();
+    if !retention.is_on() {
+        // History off: nothing is recorded, whatever an earlier configuration left.
+        let current = files::read_at(document, id)?;
+        return Ok(history_view(Vec::new(), &empty_tip(), &current, limit, now));
+    }
+    let mut attempt = 1;
+    let (current, landed) = loop {
+        let before = stamp(&document)?;
+        let current = files::read_at(document.clone(), id.clone())?;
+        let landed = read_landed(&document, &id, &current)?;
+        // A document rewritten faster than it is read: the last reading is as good as any.
+        if attempt == ATTEMPTS || stamp(&document)? == before {
+            break (current, landed);
+        }
+        attempt += 1;
+    };
+    let tip = landed.last().map_or_else(empty_tip, RevisionTip::of);
+    let kept = landed
+        .into_iter()
+        .rev()
+        .filter(|r| !retention.prunes(r.number, r.time, tip.number, now))
+        .take(limit)
+        .collect();
+    Ok(history_view(kept, &tip, &current, limit, now))
+}
+
+/// Erases the document `id` under `root`: its file, its receipts, its journal and the
+/// temporary files writers killed mid-write left (each a copy of old text). With history on
+/// and something erased, the journal then holds only the tombstone, so numbers go on from it.
+/// The lock file stays: another writer may be waiting on it.
+pub(crate) fn purge(
+    root: &Path,
+    id: &DocumentId,
+    retention: Retention,
+    surface: Surface,
+    lock_timeout: Duration,
+) -> Result<Purged, MemoryError> {
+    let document = files::document_path(root, id);
+    let mut purged = Purged {
+        document: id.clone(),
+        location: document.display().to_string(),
+        bytes: 0,
+        revisions: 0,
+        tombstone: None,
+    };
+    let dir = files::split(&document).0.to_path_buf();
+    // No directory, nothing to erase: taking the lock would create one.
+    if !dir.is_dir() {
+        return Ok(purged);
+    }
+    files::refuse_case_twin(root, id)?;
+    let _lock = files::lock(&document, lock_timeout, |attempts| {
+        files::contention(id, attempts)
+    })?;
+
+    // Bytes that are not UTF-8 are erased too: forgetting must not depend on them being ours.
+    let stored = files::read_bytes(&document)?;
+    let current = Document {
+        id: id.clone(),
+        text: stored
+            .as_ref()
+            .map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap_or_default(),
+        version: never_written(),
+        location: purged.location.clone(),
+        modified: stored.as_ref().map(|(_, modified)| *modified),
+    };
+    // Read whole before anything is erased: a journal that is not ours stops the purge here.
+    let landed = read_landed(&document, id, &current)?;
+    let now = now();
+    let tip = landed.last().map_or_else(empty_tip, RevisionTip::of);
+    // As `history` counted them: the ones the retention keeps (with history off, every line an
+    // earlier configuration left).
+    purged.revisions = if retention.is_on() {
+        landed
+            .iter()
+            .filter(|r| !retention.prunes(r.number, r.time, tip.number, now))
+            .count()
+    } else {
+        landed.len()
+    };
+    purged.bytes = stored.as_ref().map_or(0, |(bytes, _)| bytes.len());
+    let erased = stored.is_some() || !landed.is_empty();
+    purged.tombstone = (retention.is_on() && erased).then(|| {
+        // A hand edit that `history` showed under the next number keeps it: the tombstone
+        // comes after it.
+        let current = Document {
+            version: Version::new(sha256_hex(&current.text)),
+            ..current
+        };
+        let tip = tip
+            .unrecorded(&current, now)
+            .map_or(tip, |external| RevisionTip::of(&external));
+        Revision::tombstone(id, &tip, never_written(), surface, now)
+    });
+
+    // The document first: if the purge stops part way, what is left is history, which a
+    // second purge erases, not the document itself.
+    erase(&document)?;
+    erase(&receipts::path(&document))?;
+    let journal = path(&document);
+    match &purged.tombstone {
+        Some(tombstone) => files::replace(&journal, &lines(&journal, &[tombstone.clone()])?)?,
+        None => erase(&journal)?,
+    }
+    for file in [&document, &journal] {
+        let (dir, name) = files::split(file);
+        files::remove_stale_temps(dir, &name)?;
+    }
+    files::sync_dir(&dir).map_err(|err| files::io_error(&dir, err))?;
+    Ok(purged)
+}
+
+/// Removes the file at `path`; when it is a symbolic link (into a dotfiles repository, say),
+/// the file it leads to as well, with that file's temporary files: removing only the link
+/// would leave the text in place.
+fn erase(path: &Path) -> Result<(), MemoryError> {
+    let is_link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    if is_link && let Ok(target) = files::write_target(path) {
+        remove(&target)?;
+        let (dir, name) = files::split(&target);
+        files::remove_stale_temps(dir, &name)?;
+    }
+    remove(path)
+}
+
+fn remove(path: &Path) -> Result<(), MemoryError> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != ErrorKind::NotFound => Err(files::io_error(path, err)),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the journal of the document at `document`, if it has one: history is off.
+pub(crate) fn remove_journal(document: &Path) -> Result<(), MemoryError> {
+    erase(&path(document))
+}
