@@ -122,16 +122,19 @@ return out
 ///
 /// KEYS: the n documents, the index set, then the n history streams. ARGV: per document its
 /// expected version, content, SHA-256, relative path and idempotency receipts (empty: leave
-/// them as they are); then the time in ms, the revisions kept per document (`MAXLEN`), the
-/// maximum age in ms (empty: none); per document the number of the revision its history is
-/// expected to end at (`0`: none; empty: record nothing for it); then for each document that
-/// records, the count of its revisions and for each the count of its field pairs, the pairs,
-/// and its text: `-` (none), `=` (the document's new content) or `+` followed by the text.
+/// them as they are); then the revisions kept per document (`MAXLEN`), the maximum age in ms
+/// (empty: none); per document the number of the revision its history is expected to end at
+/// (`0`: none; empty: record nothing for it); then for each document that records, the count
+/// of its revisions and for each: the count of its field pairs, the pairs, `1` if it is dated
+/// by the document's `updated_at_ms` as stored (a change nobody recorded, dated as
+/// [`RedisProvider::history`] showed it) else `0`, and its text: `-` (none), `=` (the
+/// document's new content) or `+` followed by the text.
 ///
 /// Returns 0 when all landed, else the 1-based position of a document another writer changed
 /// (nothing written). A key that is not ours is an error `CORRUPT <key> <reason>`, checked
-/// before anything is written, and left untouched. Revisions get their time from the
-/// server: the stream entry id is stamped by the server's clock.
+/// before anything is written, and left untouched. Times are the server's clock: the
+/// documents' `updated_at_ms` is its `TIME`, and each revision's time is its stream entry id,
+/// which the server stamps.
 const WRITE_SCRIPT: &str = concat!(
     shared_lua!(),
     r#"
@@ -156,7 +159,7 @@ for i = 1, n do
   if current ~= tonumber(ARGV[(i - 1) * 5 + 1]) then
     return i
   end
-  local expected_tip = ARGV[5 * n + 3 + i]
+  local expected_tip = ARGV[5 * n + 2 + i]
   if expected_tip ~= '' then
     local tip, reason = tip_of(KEYS[n + 1 + i])
     if not tip then
@@ -168,21 +171,30 @@ for i = 1, n do
     end
   end
 end
-local keep = ARGV[5 * n + 2]
-local max_age = tonumber(ARGV[5 * n + 3])
-local at = 6 * n + 4
+local keep = ARGV[5 * n + 1]
+local max_age = tonumber(ARGV[5 * n + 2])
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local at = 6 * n + 3
 for i = 1, n do
   local base = (i - 1) * 5
+  -- When the document was last changed, as a read showed it (a time no clock gives is none).
+  local modified = redis.call('HGET', KEYS[i], 'updated_at_ms')
+  if modified and string.match(modified, '^%d+$') and tonumber(modified) <= 253402300799999 then
+    modified = string.format('%d', tonumber(modified))
+  else
+    modified = nil
+  end
   redis.call('HSET', KEYS[i],
     'content', ARGV[base + 2],
     'version', string.format('%d', tonumber(ARGV[base + 1]) + 1),
     'sha256', ARGV[base + 3],
-    'updated_at_ms', ARGV[5 * n + 1])
+    'updated_at_ms', string.format('%d', now_ms))
   if ARGV[base + 5] ~= '' then
     redis.call('HSET', KEYS[i], 'receipts', ARGV[base + 5])
   end
   redis.call('SADD', index, ARGV[base + 4])
-  if ARGV[5 * n + 3 + i] ~= '' then
+  if ARGV[5 * n + 2 + i] ~= '' then
     local history = KEYS[n + 1 + i]
     local count = tonumber(ARGV[at])
     at = at + 1
@@ -195,6 +207,11 @@ for i = 1, n do
         entry[5 + j] = ARGV[at + j]
       end
       at = at + 2 * pairs_count + 1
+      if ARGV[at] == '1' and modified then
+        entry[#entry + 1] = 'time'
+        entry[#entry + 1] = modified
+      end
+      at = at + 1
       if ARGV[at] == '=' then
         entry[#entry + 1] = 'text'
         entry[#entry + 1] = ARGV[base + 2]
@@ -209,8 +226,7 @@ for i = 1, n do
       newest = redis.call('XADD', unpack(entry))
     end
     if max_age and newest then
-      local time = redis.call('TIME')
-      local oldest_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) - max_age
+      local oldest_ms = now_ms - max_age
       if oldest_ms > 0 then
         -- Entries stamped before oldest_ms are too old; never the tip, whatever the clock did.
         if oldest_ms > tonumber(string.match(newest, '^(%d+)')) then
@@ -756,16 +772,16 @@ impl RedisProvider {
                         String::from_utf8_lossy(pair[0])
                     ))
                 })?;
-            let value = String::from_utf8(pair[1].to_vec())
-                .map_err(|err| corrupt(format!("its {name} is not UTF-8 ({})", err.utf8_error())))?;
+            let value = String::from_utf8(pair[1].to_vec()).map_err(|err| {
+                corrupt(format!("its {name} is not UTF-8 ({})", err.utf8_error()))
+            })?;
             if values.insert(name, value).is_some() {
                 return Err(corrupt(format!("it has two {name} fields")));
             }
         }
         let mut take = |name: &str| values.remove(name);
-        let mut required = |name: &str| {
-            take(name).ok_or_else(|| corrupt(format!("it has no {name} field")))
-        };
+        let mut required =
+            |name: &str| take(name).ok_or_else(|| corrupt(format!("it has no {name} field")));
         let count = |name: &str, value: String| {
             value
                 .parse::<u64>()
@@ -813,6 +829,16 @@ impl RedisProvider {
             .transpose()
             .map_err(|err| corrupt(format!("its updates are not a list of updates: {err}")))?
             .unwrap_or_default();
+        // An unrecorded change is dated by the document's `updated_at_ms`, kept in `time`; every
+        // other revision by its entry id.
+        let millis = match take("time") {
+            None => millis,
+            Some(time) => time
+                .parse::<u64>()
+                .ok()
+                .filter(|millis| *millis <= LAST_MILLISECOND)
+                .ok_or_else(|| corrupt("its time is not a time in milliseconds".to_owned()))?,
+        };
         let text = take("text");
         if let Some(text) = &text
             && (sha256_hex(text) != sha256_after || text.len() != bytes_after)
@@ -847,7 +873,10 @@ impl RedisProvider {
     fn entry_fields(revision: &Revision) -> Result<Vec<(&'static str, String)>, MemoryError> {
         let mut fields = vec![
             ("number", revision.number.to_string()),
-            ("version_before", revision.version_before.as_str().to_owned()),
+            (
+                "version_before",
+                revision.version_before.as_str().to_owned(),
+            ),
             ("version_after", revision.version_after.as_str().to_owned()),
             ("sha256_before", revision.sha256_before.clone()),
             ("sha256_after", revision.sha256_after.clone()),
@@ -856,9 +885,15 @@ impl RedisProvider {
             ("surface", revision.surface.to_string()),
         ];
         let optional = [
-            ("personality", revision.personality.as_ref().map(|id| id.as_str())),
+            (
+                "personality",
+                revision.personality.as_ref().map(|id| id.as_str()),
+            ),
             ("user", revision.user.as_ref().map(|id| id.as_str())),
-            ("key", revision.idempotency_key.as_ref().map(|key| key.as_str())),
+            (
+                "key",
+                revision.idempotency_key.as_ref().map(|key| key.as_str()),
+            ),
             ("session", revision.session.as_deref()),
         ];
         fields.extend(
@@ -941,7 +976,7 @@ fn server_time(seconds: Option<&[u8]>, micros: Option<&[u8]>) -> Option<SystemTi
 }
 
 /// The fields a revision entry may have; any other is not ours.
-const ENTRY_FIELDS: [&str; 14] = [
+const ENTRY_FIELDS: [&str; 15] = [
     "number",
     "version_before",
     "version_after",
@@ -956,6 +991,7 @@ const ENTRY_FIELDS: [&str; 14] = [
     "session",
     "updates",
     "text",
+    "time",
 ];
 
 #[async_trait]
@@ -975,9 +1011,6 @@ impl CompareAndSwap for RedisProvider {
         writes: &[CasWrite<'_>],
         _lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError> {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
         let mut invocation = self.write_script.prepare_invoke();
         for write in writes {
             invocation
@@ -997,11 +1030,9 @@ impl CompareAndSwap for RedisProvider {
         let max_age = self.retention.max_age.map_or(String::new(), |age| {
             age.as_millis().min(u128::from(MAX_VERSION)).to_string()
         });
-        invocation.arg(now_ms.to_string()).arg(keep).arg(max_age);
+        invocation.arg(keep).arg(max_age);
         // The revisions of a write follow on from its history's tip, read with the document.
-        let recorded = |write: &CasWrite<'_>| {
-            self.retention.is_on() && !write.revisions.is_empty()
-        };
+        let recorded = |write: &CasWrite<'_>| self.retention.is_on() && !write.revisions.is_empty();
         for write in writes {
             invocation.arg(match write.revisions.first() {
                 Some(first) if recorded(write) => first.number.saturating_sub(1).to_string(),
@@ -1010,12 +1041,16 @@ impl CompareAndSwap for RedisProvider {
         }
         for write in writes.iter().filter(|write| recorded(write)) {
             invocation.arg(write.revisions.len());
-            for revision in write.revisions {
+            let own = write.revisions.len() - 1;
+            for (index, revision) in write.revisions.iter().enumerate() {
                 let fields = Self::entry_fields(revision)?;
                 invocation.arg(fields.len());
                 for (name, value) in fields {
                     invocation.arg(name).arg(value);
                 }
+                // The write's own revision comes last; any before it record changes nobody
+                // recorded, dated as the document's `modified` dated them when read.
+                invocation.arg(if index < own { "1" } else { "0" });
                 match revision.text.as_deref() {
                     None => invocation.arg("-"),
                     Some(text) if text == write.text => invocation.arg("="),
@@ -1141,7 +1176,12 @@ impl MemoryProvider for RedisProvider {
         let reply: redis::Value = self
             .within_deadline(|| document.to_string(), "", reading)
             .await?;
-        let shape = || self.corrupt(&history_key, "the history script answered in an unknown shape");
+        let shape = || {
+            self.corrupt(
+                &history_key,
+                "the history script answered in an unknown shape",
+            )
+        };
         let [seconds, micros, fields, state, entries] = array(&reply)
             .and_then(|reply| <&[redis::Value; 5]>::try_from(reply).ok())
             .ok_or_else(shape)?;
@@ -1149,7 +1189,7 @@ impl MemoryProvider for RedisProvider {
         let fields: Vec<Vec<u8>> = array(fields)
             .and_then(|fields| fields.iter().map(|f| bulk(f).map(<[u8]>::to_vec)).collect())
             .ok_or_else(shape)?;
-        let mut current = match fields.split_first() {
+        let current = match fields.split_first() {
             Some((state, fields)) if state == b"ok" || state == b"none" => {
                 self.document(document, &key, state, fields)?.0
             }
@@ -1158,15 +1198,15 @@ impl MemoryProvider for RedisProvider {
             }
             _ => return Err(shape()),
         };
-        // Redis cannot tell when a hand edit was made (`updated_at_ms` is the last write's), so
-        // an unrecorded change is dated when it is noticed, as the next write will record it.
-        current.modified = None;
         match bulk(state).ok_or_else(shape)? {
             [] => {}
             reason => return Err(self.corrupt(&history_key, String::from_utf8_lossy(reason))),
         }
         let recorded = self.revisions(document, &history_key, entries)?;
-        if let Some(pair) = recorded.windows(2).find(|pair| pair[0].number <= pair[1].number) {
+        if let Some(pair) = recorded
+            .windows(2)
+            .find(|pair| pair[0].number <= pair[1].number)
+        {
             return Err(self.corrupt(
                 &history_key,
                 format!(
@@ -1175,18 +1215,19 @@ impl MemoryProvider for RedisProvider {
                 ),
             ));
         }
-        let tip = recorded.first().map_or_else(
-            || RevisionTip::empty(Version::new("0")),
-            RevisionTip::of,
-        );
-        let kept = recorded
-            .into_iter()
-            .filter(|revision| {
-                !self
-                    .retention
-                    .prunes(revision.number, revision.time, tip.number, now)
-            })
-            .collect();
+        let tip = recorded
+            .first()
+            .map_or_else(|| RevisionTip::empty(Version::new("0")), RevisionTip::of);
+        // What the retention no longer keeps and no write has pruned yet (the age rule, or a
+        // smaller `keep` than the one the history was written with), pruned as the write script
+        // and the reference provider would: from the oldest end.
+        let mut kept = recorded;
+        while kept.last().is_some_and(|oldest| {
+            self.retention
+                .prunes(oldest.number, oldest.time, tip.number, now)
+        }) {
+            kept.pop();
+        }
         Ok(history_view(kept, &tip, &current, limit, now))
     }
 
@@ -1216,7 +1257,12 @@ impl MemoryProvider for RedisProvider {
                 purging,
             )
             .await?;
-        let shape = || self.corrupt(&history_key, "the purge script answered in an unknown shape");
+        let shape = || {
+            self.corrupt(
+                &history_key,
+                "the purge script answered in an unknown shape",
+            )
+        };
         let [bytes, revisions, tombstone] = array(&reply)
             .and_then(|reply| <&[redis::Value; 3]>::try_from(reply).ok())
             .ok_or_else(shape)?;
@@ -1227,7 +1273,11 @@ impl MemoryProvider for RedisProvider {
         let tombstone = match array(tombstone).ok_or_else(shape)? {
             [] => None,
             _ => self
-                .revisions(document, &history_key, &redis::Value::Array(vec![tombstone.clone()]))?
+                .revisions(
+                    document,
+                    &history_key,
+                    &redis::Value::Array(vec![tombstone.clone()]),
+                )?
                 .pop(),
         };
         Ok(Purged {

@@ -43,9 +43,16 @@ impl Drop for PrefixGuard {
 
 /// A provider under a fresh prefix, and the guard that deletes its keys.
 pub async fn provider() -> Option<(RedisProvider, PrefixGuard)> {
+    provider_with(|config| config).await
+}
+
+/// The same, with the settings `configure` makes of the defaults.
+pub async fn provider_with(
+    configure: impl FnOnce(RedisConfig) -> RedisConfig,
+) -> Option<(RedisProvider, PrefixGuard)> {
     let url = url()?;
     let prefix = unique_prefix();
-    let provider = RedisProvider::connect(&RedisConfig::new(&url).with_prefix(&prefix))
+    let provider = RedisProvider::connect(&configure(RedisConfig::new(&url).with_prefix(&prefix)))
         .await
         .unwrap_or_else(|err| panic!("connecting to the test server: {err}"));
     Some((provider, PrefixGuard { url, prefix }))

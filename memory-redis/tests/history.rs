@@ -1,0 +1,342 @@
+//! History on Redis: the retention and hand-edit cases of the conformance helpers, the server's
+//! clock on every revision, age pruning in the write script, and history turned off.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use memory_conformance::cases::ctx;
+use memory_conformance::history::{
+    hand_edits_become_external_revisions, retention_keeps_the_newest,
+};
+use memory_core::{
+    DocumentId, IfMatch, MemoryProvider, MemoryUpdate, Retention, Store, Surface, sha256_hex,
+};
+use memory_redis::RedisConfig;
+use redis::AsyncCommands;
+use redis::aio::MultiplexedConnection;
+
+async fn admin(keys: &common::PrefixGuard) -> MultiplexedConnection {
+    redis::Client::open(keys.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// The server's clock, read with `TIME`.
+async fn server_now(connection: &mut MultiplexedConnection) -> SystemTime {
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(connection).await.unwrap();
+    UNIX_EPOCH + Duration::from_secs(seconds) + Duration::from_micros(micros)
+}
+
+/// The ids of a stream's entries, oldest first.
+async fn entry_ids(connection: &mut MultiplexedConnection, key: &str) -> Vec<String> {
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(key)
+        .arg("-")
+        .arg("+")
+        .query_async(connection)
+        .await
+        .unwrap();
+    entries.into_iter().map(|(id, _)| id).collect()
+}
+
+/// `time` to the whole millisecond below, as stream ids count.
+fn floor_ms(time: SystemTime) -> SystemTime {
+    let since = time.duration_since(UNIX_EPOCH).unwrap();
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(since.as_millis()).unwrap())
+}
+
+/// The time of stream entry `id`: its milliseconds.
+fn millis_of(id: &str) -> SystemTime {
+    let (millis, _) = id.split_once('-').unwrap();
+    UNIX_EPOCH + Duration::from_millis(millis.parse().unwrap())
+}
+
+#[tokio::test]
+async fn retention_keeps_the_newest_three() {
+    let Some((p, _keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::keep(3),
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    retention_keeps_the_newest(Arc::new(p), 3).await;
+}
+
+/// Count pruning happens in the write itself: the stream never holds more than `keep`.
+#[tokio::test]
+async fn the_stream_holds_no_more_than_the_retention_keeps() {
+    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::keep(2),
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    for i in 0..5 {
+        p.sync(
+            &c,
+            &[MemoryUpdate::add(Store::Memory, format!("entry {i}"))],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+        let held: usize = connection
+            .xlen(p.history_key(&c.document(Store::Memory)))
+            .await
+            .unwrap();
+        assert_eq!(held, (i + 1).min(2), "after write {i}");
+    }
+}
+
+/// Hand edits as a person with `redis-cli` makes them: `HSET` of the content, the next
+/// version and its SHA-256, on an existing key or a new one.
+#[tokio::test]
+async fn hand_edits_with_hset_become_external_revisions() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let p = Arc::new(p);
+    let connection = admin(&keys).await;
+    let keyed = Arc::clone(&p);
+    let edit = move |document: DocumentId, text: String| {
+        let key = keyed.key(&document);
+        let mut connection = connection.clone();
+        async move {
+            let version: Option<u64> = connection.hget(&key, "version").await.unwrap();
+            let next = version.unwrap_or(0) + 1;
+            let () = connection
+                .hset_multiple(
+                    &key,
+                    &[
+                        ("content", text.clone()),
+                        ("version", next.to_string()),
+                        ("sha256", sha256_hex(&text)),
+                    ],
+                )
+                .await
+                .unwrap();
+        }
+    };
+    hand_edits_become_external_revisions(p, edit).await;
+}
+
+/// Times are the server's clock: each revision's is the stream entry id Redis stamps when the
+/// write script runs, and a document's `modified` is the server's `TIME` in that script, both
+/// between two readings of `TIME` around the calls. A hand edit is dated by the document's
+/// `modified` as stored, the same on every read and once the next write records it.
+#[tokio::test]
+async fn revision_times_come_from_the_server_clock() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    let history_key = p.history_key(&document);
+
+    let before = floor_ms(server_now(&mut connection).await);
+    for text in ["one", "two"] {
+        p.sync(
+            &c,
+            &[MemoryUpdate::add(Store::Memory, text)],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    }
+    let after = server_now(&mut connection).await;
+    let during = |time: SystemTime| time >= before && time <= after;
+    let log = p.history(&document, usize::MAX).await.unwrap();
+    let ids = entry_ids(&mut connection, &history_key).await;
+    assert_eq!(ids.len(), 2);
+    for (revision, id) in log.iter().rev().zip(&ids) {
+        assert_eq!(revision.time, millis_of(id), "the entry id's milliseconds");
+        assert!(during(revision.time), "{:?}", revision.time);
+    }
+    let modified = p.read(&document).await.unwrap().modified.unwrap();
+    assert!(during(modified), "{modified:?}");
+
+    let () = connection
+        .hset_multiple(
+            p.key(&document),
+            &[("content", "by hand\n"), ("version", "3")],
+        )
+        .await
+        .unwrap();
+    let seen = p.history(&document, 1).await.unwrap();
+    assert_eq!(seen[0].surface, Surface::External);
+    assert_eq!(seen[0].time, modified, "dated by the document's modified");
+    assert_eq!(
+        p.history(&document, 1).await.unwrap(),
+        seen,
+        "on every read"
+    );
+
+    let before = floor_ms(server_now(&mut connection).await);
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "three")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let after = server_now(&mut connection).await;
+    let log = p.history(&document, 2).await.unwrap();
+    assert_eq!(log[1], seen[0], "recorded as it was shown");
+    assert!(
+        log[0].time >= before && log[0].time <= after,
+        "{:?}",
+        log[0].time
+    );
+}
+
+/// Revisions older than `max_age` are pruned by the next write (never the tip) and are not
+/// shown before it.
+#[tokio::test]
+async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
+    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::default().with_max_age(Duration::from_secs(86_400)),
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    let history_key = p.history_key(&document);
+    // Two revisions from 1970, as if written long ago, and the document the second one left.
+    let texts = ["old one\n", "old one\n\nold two\n"];
+    let mut before = ("0".to_owned(), sha256_hex(""), 0);
+    for (number, text) in (1u64..).zip(texts) {
+        let fields = [
+            ("number", number.to_string()),
+            ("version_before", before.0.clone()),
+            ("version_after", number.to_string()),
+            ("sha256_before", before.1.clone()),
+            ("sha256_after", sha256_hex(text)),
+            ("bytes_before", before.2.to_string()),
+            ("bytes_after", text.len().to_string()),
+            ("surface", "api".to_owned()),
+            ("text", text.to_owned()),
+        ];
+        let _: String = connection
+            .xadd(&history_key, format!("{number}000-0"), &fields)
+            .await
+            .unwrap();
+        before = (number.to_string(), sha256_hex(text), text.len());
+    }
+    let () = connection
+        .hset_multiple(p.key(&document), &[("content", texts[1]), ("version", "2")])
+        .await
+        .unwrap();
+
+    let shown = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(
+        shown.iter().map(|r| r.number).collect::<Vec<_>>(),
+        [2],
+        "the tip stays however old; the older one is past the age limit"
+    );
+    assert_eq!(shown[0].time, UNIX_EPOCH + Duration::from_secs(2));
+
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "new")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let ids = entry_ids(&mut connection, &history_key).await;
+    assert_eq!(ids.len(), 1, "the write pruned both old ones: {ids:?}");
+    let log = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!((log[0].number, log[0].version_before.as_str()), (3, "2"));
+}
+
+/// History off: writes record nothing and touch no history key; a purge erases and leaves
+/// no tombstone.
+#[tokio::test]
+async fn with_history_off_nothing_is_recorded() {
+    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::OFF,
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    p.sync(&c, &[MemoryUpdate::add(Store::Memory, "x")], &IfMatch::NONE)
+        .await
+        .unwrap();
+    let exists: bool = connection.exists(p.history_key(&document)).await.unwrap();
+    assert!(!exists, "no history key");
+    let log = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(
+        log.iter()
+            .map(|r| (r.number, r.surface))
+            .collect::<Vec<_>>(),
+        [(1, Surface::External)],
+        "with nothing recorded, the document is a change nobody recorded"
+    );
+    let purged = p.purge(&document, Surface::Cli).await.unwrap();
+    assert_eq!((purged.bytes, purged.revisions), (2, 0));
+    assert_eq!(purged.tombstone, None);
+    assert!(p.history(&document, usize::MAX).await.unwrap().is_empty());
+}
+
+/// A purge erases the document hash (content and receipts), the history and the index entry
+/// in one step, and leaves one stream entry: the tombstone, without text.
+#[tokio::test]
+async fn purge_leaves_only_the_tombstone_entry() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1").with_idempotency_key(memory_core::IdempotencyKey::new("k").unwrap());
+    let document = c.document(Store::Memory);
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "secret")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let purged = p.purge(&document, Surface::Web).await.unwrap();
+    assert!(
+        purged.location.ends_with(&p.key(&document)),
+        "{}",
+        purged.location
+    );
+    let exists: bool = connection.exists(p.key(&document)).await.unwrap();
+    assert!(!exists, "the hash, and its receipts, are gone");
+    let members: Vec<String> = connection.smembers(p.index_key()).await.unwrap();
+    assert!(members.is_empty(), "{members:?}");
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(p.history_key(&document))
+        .arg("-")
+        .arg("+")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    let fields = &entries[0].1;
+    assert!(!fields.iter().any(|(name, _)| name == "text"), "{fields:?}");
+    assert!(!format!("{fields:?}").contains("secret"));
+    let tombstone = purged.tombstone.unwrap();
+    assert_eq!(tombstone.time, millis_of(&entries[0].0));
+    assert_eq!((tombstone.number, tombstone.surface), (2, Surface::Web));
+    assert!(p.receipts(&document).await.unwrap().is_empty());
+}
