@@ -183,6 +183,28 @@ fn processes_adding_concurrently_lose_nothing() {
             .collect();
         assert_eq!(order, (0..ADDS).collect::<Vec<_>>(), "writer {w}");
     }
+    // One revision per add, from every process, in one chain: the newest 100 (the default
+    // retention) are kept, and the newest holds the file as it is.
+    let log = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(
+            MarkdownProvider::new(dir.path()).history(&context(0).document(Store::Memory), 1000),
+        )
+        .unwrap();
+    let total = (WRITERS * ADDS) as u64;
+    assert_eq!(
+        log.iter().map(|r| r.number).collect::<Vec<_>>(),
+        (total - 99..=total).rev().collect::<Vec<_>>()
+    );
+    for pair in log.windows(2) {
+        assert_eq!(pair[0].sha256_before, pair[1].sha256_after);
+    }
+    assert!(log.iter().all(|r| r.surface == memory_core::Surface::Api));
+    assert_eq!(
+        log[0].text.as_deref().map(str::as_bytes),
+        Some(&std::fs::read(&file).unwrap()[..])
+    );
     eprintln!(
         "{} adds by {WRITERS} processes in {:?}, {snapshots} snapshots checked",
         WRITERS * ADDS,

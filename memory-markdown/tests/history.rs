@@ -1,0 +1,686 @@
+//! History kept in files: the journal beside each document, what a writer killed between the
+//! journal and the document leaves and how the next write reconciles it, bytes in the journal
+//! that are not ours, retention pruning on disk, and purge erasing the files.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use memory_core::{
+    DocumentId, IdempotencyKey, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    PersonalityId, Retention, Revision, Store, Surface, UserId, sha256_hex,
+};
+use memory_markdown::MarkdownProvider;
+use tempfile::TempDir;
+
+fn setup() -> (TempDir, MarkdownProvider) {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path());
+    (dir, provider)
+}
+
+fn ctx() -> MemoryContext {
+    MemoryContext::new(
+        PersonalityId::new("ada").unwrap(),
+        UserId::new("u1").unwrap(),
+    )
+}
+
+fn memory() -> DocumentId {
+    ctx().document(Store::Memory)
+}
+
+async fn add(provider: &MarkdownProvider, text: &str) {
+    provider
+        .sync(
+            &ctx(),
+            &[MemoryUpdate::add(Store::Memory, text)],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap_or_else(|err| panic!("add {text:?}: {err}"));
+}
+
+async fn history(provider: &MarkdownProvider) -> Vec<Revision> {
+    provider.history(&memory(), usize::MAX).await.unwrap()
+}
+
+/// (number, surface, text) of each revision, newest first.
+fn summary(log: &[Revision]) -> Vec<(u64, Surface, Option<&str>)> {
+    log.iter()
+        .map(|r| (r.number, r.surface, r.text.as_deref()))
+        .collect()
+}
+
+fn journal_lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Puts `file` back as it was: its bytes and its modification time, as if it had never been
+/// written since.
+fn restore(file: &Path, (bytes, modified): &(Vec<u8>, SystemTime)) {
+    fs::write(file, bytes).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_modified(*modified)
+        .unwrap();
+}
+
+fn snapshot(file: &Path) -> (Vec<u8>, SystemTime) {
+    (
+        fs::read(file).unwrap(),
+        fs::metadata(file).unwrap().modified().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn retention_keeps_the_newest() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
+    memory_conformance::history::retention_keeps_the_newest(Arc::new(provider), 3).await;
+}
+
+#[tokio::test]
+async fn hand_edits_become_external_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let provider = Arc::new(MarkdownProvider::new(&root));
+    let edit = move |document: DocumentId, text: String| {
+        let path = MarkdownProvider::new(&root).path(&document);
+        async move {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, text).unwrap();
+        }
+    };
+    memory_conformance::history::hand_edits_become_external_revisions(provider, edit).await;
+}
+
+/// Each line of the journal is one revision as JSON, oldest first, readable without the
+/// library; the file is private, like the document.
+#[tokio::test]
+async fn the_journal_is_one_json_revision_a_line() {
+    let (_dir, provider) = setup();
+    let keyed = ctx()
+        .with_surface(Surface::Cli)
+        .with_idempotency_key(IdempotencyKey::new("k1").unwrap());
+    provider
+        .sync(
+            &keyed,
+            &[MemoryUpdate::add(Store::Memory, "Likes tea.\nMultiline.")],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    add(&provider, "Flies Friday.").await;
+
+    let path = provider.history_path(&memory());
+    assert_eq!(
+        path,
+        provider
+            .path(&memory())
+            .with_file_name(".MEMORY.md.history.jsonl")
+    );
+    let bytes = fs::read_to_string(&path).unwrap();
+    assert!(bytes.ends_with('\n'));
+    let lines = journal_lines(&path);
+    assert_eq!(lines.len(), 2, "one line per revision: {bytes}");
+    let parsed: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(parsed[0]["number"], 1);
+    assert_eq!(parsed[0]["surface"], "cli");
+    assert_eq!(parsed[0]["idempotency_key"], "k1");
+    assert_eq!(parsed[0]["text"], "Likes tea.\nMultiline.\n");
+    assert_eq!(parsed[1]["number"], 2);
+    assert_eq!(parsed[1]["surface"], "api");
+    assert_eq!(
+        parsed[1]["text"],
+        fs::read_to_string(provider.path(&memory())).unwrap()
+    );
+    let time = parsed[1]["time"]
+        .as_u64()
+        .expect("milliseconds since the epoch");
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(time <= now && now - time < 60_000, "{time} vs {now}");
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // What the journal says is what `history` gives, newest first.
+    let log = history(&provider).await;
+    let from_file: Vec<Revision> = lines
+        .iter()
+        .rev()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(log, from_file);
+}
+
+/// Killed after appending to the journal, before renaming the document in: the revision
+/// describes a write that never happened. Readers do not show it, and the next write cuts it
+/// off and numbers on as if it had never been made.
+#[tokio::test]
+async fn a_revision_whose_write_never_landed_is_dropped() {
+    let (_dir, provider) = setup();
+    let file = provider.path(&memory());
+    add(&provider, "first").await;
+    let before = snapshot(&file);
+    add(&provider, "lost").await;
+    restore(&file, &before);
+    let journal = provider.history_path(&memory());
+    assert_eq!(journal_lines(&journal).len(), 2, "the append is on disk");
+
+    assert_eq!(
+        summary(&history(&provider).await),
+        [(1, Surface::Api, Some("first\n"))],
+        "no revision for the write that never landed, no hand edit either"
+    );
+    add(&provider, "again").await;
+    assert_eq!(
+        summary(&history(&provider).await),
+        [
+            (2, Surface::Api, Some("first\n\nagain\n")),
+            (1, Surface::Api, Some("first\n")),
+        ]
+    );
+    assert_eq!(journal_lines(&journal).len(), 2, "the stray line is gone");
+}
+
+/// A hand edit that puts back the text from before the last write (an editor's undo, a
+/// `git checkout`) is a change of its own, not a write that never landed: it came after.
+#[tokio::test]
+async fn a_hand_edit_back_to_the_text_before_is_a_revision() {
+    let (_dir, provider) = setup();
+    let file = provider.path(&memory());
+    add(&provider, "first").await;
+    add(&provider, "bad").await;
+    // Past the file system's clock granularity: a person is slower than this.
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(&file, "first\n").unwrap();
+
+    assert_eq!(
+        summary(&history(&provider).await),
+        [
+            (3, Surface::External, Some("first\n")),
+            (2, Surface::Api, Some("first\n\nbad\n")),
+            (1, Surface::Api, Some("first\n")),
+        ]
+    );
+    add(&provider, "good").await;
+    assert_eq!(
+        summary(&history(&provider).await)[..2],
+        [
+            (4, Surface::Api, Some("first\n\ngood\n")),
+            (3, Surface::External, Some("first\n")),
+        ]
+    );
+}
+
+/// A power loss after the document was flushed but before the journal's append reached the
+/// disk: the document is ahead of the journal. The difference shows as a hand edit and the next
+/// write records it: no text is lost, only who wrote it.
+#[tokio::test]
+async fn a_lost_journal_append_becomes_an_external_revision() {
+    let (_dir, provider) = setup();
+    let journal = provider.history_path(&memory());
+    add(&provider, "first").await;
+    let before = fs::read(&journal).unwrap();
+    add(&provider, "second").await;
+    fs::write(&journal, &before).unwrap();
+
+    assert_eq!(
+        summary(&history(&provider).await),
+        [
+            (2, Surface::External, Some("first\n\nsecond\n")),
+            (1, Surface::Api, Some("first\n")),
+        ]
+    );
+    add(&provider, "third").await;
+    assert_eq!(
+        summary(&history(&provider).await),
+        [
+            (3, Surface::Api, Some("first\n\nsecond\n\nthird\n")),
+            (2, Surface::External, Some("first\n\nsecond\n")),
+            (1, Surface::Api, Some("first\n")),
+        ]
+    );
+}
+
+/// Killed mid-append: the last line has no newline. Readers leave it out, the next write cuts
+/// it off; nothing panics and nothing is refused.
+#[tokio::test]
+async fn a_torn_last_line_is_cut_off() {
+    let (_dir, provider) = setup();
+    let journal = provider.history_path(&memory());
+    add(&provider, "first").await;
+    add(&provider, "second").await;
+    let whole = fs::read_to_string(&journal).unwrap();
+    let torn = format!("{whole}{}", &journal_lines(&journal)[1][..40]);
+    fs::write(&journal, &torn).unwrap();
+
+    assert_eq!(
+        history(&provider)
+            .await
+            .iter()
+            .map(|r| r.number)
+            .collect::<Vec<_>>(),
+        [2, 1]
+    );
+    add(&provider, "third").await;
+    let lines = journal_lines(&journal);
+    assert_eq!(lines.len(), 3);
+    for line in &lines {
+        serde_json::from_str::<Revision>(line).unwrap();
+    }
+    assert_eq!(history(&provider).await[0].number, 3);
+
+    // Torn before its first newline: an empty history, not an error.
+    let (_dir, provider) = setup();
+    add(&provider, "first").await;
+    let journal = provider.history_path(&memory());
+    fs::write(&journal, "{\"number\":1,\"docu").unwrap();
+    let log = history(&provider).await;
+    assert_eq!(
+        summary(&log),
+        [(1, Surface::External, Some("first\n"))],
+        "the document is there, unrecorded"
+    );
+    add(&provider, "second").await;
+    assert_eq!(journal_lines(&journal).len(), 2);
+}
+
+fn assert_corrupt(err: &MemoryError, journal: &Path, says: &str) {
+    match err {
+        MemoryError::Corrupt { location, reason } => {
+            assert_eq!(location, &journal.display().to_string(), "{err}");
+            assert!(reason.contains(says), "{reason} should say {says:?}");
+        }
+        other => panic!(
+            "expected Corrupt naming {}, got {other:?}",
+            journal.display()
+        ),
+    }
+}
+
+/// Whole lines that are not revisions of this document are not ours: `Corrupt`, naming the
+/// journal and the line, from `history`, `sync` and `purge` alike, which then change nothing.
+#[tokio::test]
+async fn journal_lines_that_are_not_ours_are_corrupt() {
+    let other_document = serde_json::to_string(&{
+        let mut revision: Revision = serde_json::from_str(&{
+            let (_dir, provider) = setup();
+            add(&provider, "x").await;
+            journal_lines(&provider.history_path(&memory())).remove(0)
+        })
+        .unwrap();
+        revision.document = DocumentId::GlobalMemory;
+        revision
+    })
+    .unwrap();
+    let cases: [(&str, fn(&[String], &str) -> String, &str); 6] = [
+        (
+            "garbage",
+            |lines, _| format!("{}\nnot json\n", lines[0]),
+            "line 2",
+        ),
+        (
+            "an empty line",
+            |lines, _| format!("\n{}\n", lines[0]),
+            "line 1",
+        ),
+        (
+            "another document's",
+            |_, other| format!("{other}\n"),
+            "global MEMORY.md",
+        ),
+        (
+            "numbers that skip",
+            |lines, _| format!("{}\n{}\n", lines[1], lines[0]),
+            "numbers go up by one",
+        ),
+        (
+            "number zero",
+            |lines, _| format!("{}\n", lines[0].replacen("\"number\":1", "\"number\":0", 1)),
+            "not between 1 and",
+        ),
+        (
+            "a number too large",
+            |lines, _| {
+                format!(
+                    "{}\n",
+                    lines[0].replacen("\"number\":1", &format!("\"number\":{}", u64::MAX), 1)
+                )
+            },
+            "not between 1 and",
+        ),
+    ];
+    for (name, make, says) in cases {
+        let (_dir, provider) = setup();
+        add(&provider, "first").await;
+        add(&provider, "second").await;
+        let journal = provider.history_path(&memory());
+        let lines = journal_lines(&journal);
+        let bytes = make(&lines, &other_document);
+        fs::write(&journal, &bytes).unwrap();
+        let file = provider.path(&memory());
+        let document = fs::read(&file).unwrap();
+
+        let err = provider.history(&memory(), 10).await.unwrap_err();
+        assert_corrupt(&err, &journal, says);
+        // The write path reads only the last line; it refuses when that is not ours.
+        if name != "an empty line" && name != "numbers that skip" {
+            let err = provider
+                .sync(
+                    &ctx(),
+                    &[MemoryUpdate::add(Store::Memory, "more")],
+                    &IfMatch::NONE,
+                )
+                .await
+                .unwrap_err();
+            assert!(matches!(err, MemoryError::Corrupt { .. }), "{name}: {err}");
+        }
+        let err = provider.purge(&memory(), Surface::Cli).await.unwrap_err();
+        assert_corrupt(&err, &journal, says);
+        assert_eq!(
+            fs::read(&file).unwrap(),
+            document,
+            "{name}: the document stays"
+        );
+        assert_eq!(
+            fs::read(&journal).unwrap(),
+            bytes.as_bytes(),
+            "{name}: so does the journal"
+        );
+    }
+}
+
+/// A directory where the journal should be is `Corrupt` like any file of the layout.
+#[tokio::test]
+async fn a_directory_for_a_journal_is_corrupt() {
+    let (_dir, provider) = setup();
+    add(&provider, "first").await;
+    let journal = provider.history_path(&memory());
+    fs::remove_file(&journal).unwrap();
+    fs::create_dir(&journal).unwrap();
+    let write = [MemoryUpdate::add(Store::Memory, "more")];
+    let err = provider
+        .sync(&ctx(), &write, &IfMatch::NONE)
+        .await
+        .unwrap_err();
+    assert_corrupt(&err, &journal, "directory");
+    let err = provider.history(&memory(), 10).await.unwrap_err();
+    assert_corrupt(&err, &journal, "directory");
+    let err = provider.purge(&memory(), Surface::Cli).await.unwrap_err();
+    assert_corrupt(&err, &journal, "directory");
+    assert_eq!(
+        fs::read_to_string(provider.path(&memory())).unwrap(),
+        "first\n"
+    );
+}
+
+/// Pruning rewrites the journal only now and then, so a write appends a line or two on
+/// average; the journal never holds more than `keep + keep / 2` revisions, and `history`
+/// shows exactly the newest `keep`.
+#[tokio::test]
+async fn pruning_is_amortised_and_bounded() {
+    for keep in [1, 2, 4, 7] {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(keep));
+        let journal = provider.history_path(&memory());
+        let mut most = 0;
+        for i in 1..=30u64 {
+            add(&provider, &format!("entry {i}")).await;
+            let lines = journal_lines(&journal).len();
+            assert!(
+                lines <= keep + keep / 2,
+                "keep {keep}: {lines} lines after write {i}"
+            );
+            most = most.max(lines);
+            let numbers: Vec<u64> = history(&provider).await.iter().map(|r| r.number).collect();
+            let shown = (i as usize).min(keep) as u64;
+            assert_eq!(
+                numbers,
+                (i + 1 - shown..=i).rev().collect::<Vec<_>>(),
+                "keep {keep}: exactly the newest after write {i}"
+            );
+        }
+        assert_eq!(
+            most,
+            keep + keep / 2,
+            "keep {keep}: rewritten only past the slack"
+        );
+    }
+}
+
+/// With `max_age`, revisions older than it are not shown, and a journal whose oldest line is
+/// well past it is rewritten without them on the next write; the newest always stays.
+#[tokio::test]
+async fn revisions_past_the_age_limit_are_pruned() {
+    let day = Duration::from_secs(86_400);
+    let dir = tempfile::tempdir().unwrap();
+    let provider =
+        MarkdownProvider::new(dir.path()).with_retention(Retention::default().with_max_age(day));
+    for text in ["one", "two", "three"] {
+        add(&provider, text).await;
+    }
+    // Age every revision by ten days, as if written then.
+    let journal = provider.history_path(&memory());
+    let aged: String = journal_lines(&journal)
+        .iter()
+        .map(|line| {
+            let mut revision: Revision = serde_json::from_str(line).unwrap();
+            revision.time -= 10 * day;
+            serde_json::to_string(&revision).unwrap() + "\n"
+        })
+        .collect();
+    fs::write(&journal, aged).unwrap();
+
+    let numbers = |log: Vec<Revision>| log.iter().map(|r| r.number).collect::<Vec<_>>();
+    assert_eq!(numbers(history(&provider).await), [3], "the tip stays");
+    add(&provider, "four").await;
+    assert_eq!(
+        numbers(history(&provider).await),
+        [4],
+        "3 is old and no longer the tip"
+    );
+    assert_eq!(journal_lines(&journal).len(), 1, "the old lines are gone");
+}
+
+/// With history off, writes record nothing and keep no journal, not even one an earlier
+/// configuration left; `history` shows only the document as an unrecorded change.
+#[tokio::test]
+async fn history_off_keeps_no_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let on = MarkdownProvider::new(dir.path());
+    add(&on, "recorded").await;
+    let journal = on.history_path(&memory());
+    assert!(journal.exists());
+
+    let off = MarkdownProvider::new(dir.path()).with_retention(Retention::OFF);
+    add(&off, "not recorded").await;
+    assert!(!journal.exists(), "removed by the write");
+    add(&off, "still not").await;
+    assert!(!journal.exists());
+    let log = off.history(&memory(), 10).await.unwrap();
+    assert_eq!(
+        summary(&log),
+        [(
+            1,
+            Surface::External,
+            Some("recorded\n\nnot recorded\n\nstill not\n")
+        )]
+    );
+    let purged = off.purge(&memory(), Surface::Cli).await.unwrap();
+    assert_eq!((purged.revisions, purged.tombstone), (0, None));
+    assert!(!on.path(&memory()).exists() && !journal.exists());
+}
+
+/// The names in `dir`, hidden ones included.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A purge erases the document's files: the document, its receipts, its journal (then holding
+/// only the tombstone) and temporary files left by killed writers; the lock file stays. Other
+/// documents are untouched.
+#[tokio::test]
+async fn purge_erases_the_files() {
+    let (dir, provider) = setup();
+    let keyed = ctx().with_idempotency_key(IdempotencyKey::new("k").unwrap());
+    let both = [
+        MemoryUpdate::add(Store::Memory, "A secret."),
+        MemoryUpdate::add(Store::User, "Kept."),
+    ];
+    provider.sync(&keyed, &both, &IfMatch::NONE).await.unwrap();
+    add(&provider, "Another secret.").await;
+    let folder = dir.path().join("personalities/ada");
+    fs::write(folder.join(".MEMORY.md.1.2.3.tmp"), "A secret.\n").unwrap();
+    fs::write(
+        folder.join("..MEMORY.md.history.jsonl.1.2.3.tmp"),
+        "A secret.\n",
+    )
+    .unwrap();
+    assert_eq!(
+        names(&folder),
+        [
+            "..MEMORY.md.history.jsonl.1.2.3.tmp",
+            ".MEMORY.md.1.2.3.tmp",
+            ".MEMORY.md.history.jsonl",
+            ".MEMORY.md.lock",
+            ".MEMORY.md.receipts.json",
+            "MEMORY.md",
+        ]
+    );
+
+    let purged = provider.purge(&memory(), Surface::Cli).await.unwrap();
+    assert_eq!(
+        purged.location,
+        provider.path(&memory()).display().to_string()
+    );
+    assert_eq!(
+        (purged.bytes, purged.revisions),
+        ("A secret.\n\nAnother secret.\n".len(), 2)
+    );
+    assert_eq!(
+        names(&folder),
+        [".MEMORY.md.history.jsonl", ".MEMORY.md.lock"]
+    );
+    let journal = fs::read_to_string(provider.history_path(&memory())).unwrap();
+    assert!(!journal.contains("secret"), "{journal}");
+    let line: Revision = serde_json::from_str(journal.trim_end()).unwrap();
+    assert_eq!(Some(line), purged.tombstone);
+    assert_eq!(
+        provider.list().await.unwrap(),
+        [ctx().document(Store::User)]
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path().join("users/u1/USER.md")).unwrap(),
+        "Kept.\n"
+    );
+    assert!(dir.path().join("users/u1/.USER.md.receipts.json").exists());
+
+    // The key's receipt went with the document: the same call is a new write now.
+    let again = provider.sync(&keyed, &both, &IfMatch::NONE).await.unwrap();
+    assert!(!again.documents[0].replayed && again.documents[0].written);
+    assert_eq!(history(&provider).await[0].number, 4);
+}
+
+/// A purge of a document kept through a symbolic link (into a dotfiles repository) erases the
+/// text the link leads to, and the link: the document then reads as never written.
+#[tokio::test]
+async fn purge_erases_what_a_link_leads_to() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let (root, dotfiles) = (dir.path().join("memory"), dir.path().join("dotfiles"));
+    fs::create_dir_all(root.join("personalities/ada")).unwrap();
+    fs::create_dir_all(&dotfiles).unwrap();
+    let target = dotfiles.join("ada.md");
+    fs::write(&target, "A secret.\n").unwrap();
+    let provider = MarkdownProvider::new(&root);
+    symlink(&target, provider.path(&memory())).unwrap();
+    add(&provider, "Another.").await;
+
+    let purged = provider.purge(&memory(), Surface::Cli).await.unwrap();
+    assert_eq!(purged.bytes, "A secret.\n\nAnother.\n".len());
+    assert_eq!(purged.revisions, 2, "the hand-made text and the write");
+    assert!(!target.exists());
+    assert!(fs::symlink_metadata(provider.path(&memory())).is_err());
+    assert_eq!(provider.read(&memory()).await.unwrap().text, "");
+    assert_eq!(provider.list().await.unwrap(), []);
+}
+
+/// A document never written is purged without creating anything; one made by hand and never
+/// recorded is erased, and its tombstone comes after the number `history` showed it under.
+#[tokio::test]
+async fn purge_of_what_was_never_recorded() {
+    let (dir, provider) = setup();
+    let nothing = provider.purge(&memory(), Surface::Cli).await.unwrap();
+    assert_eq!(
+        (nothing.bytes, nothing.revisions, nothing.tombstone),
+        (0, 0, None)
+    );
+    assert_eq!(names(dir.path()), Vec::<String>::new(), "nothing created");
+
+    let file: PathBuf = provider.path(&memory());
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, "By hand.\n").unwrap();
+    assert_eq!(history(&provider).await[0].number, 1);
+    let purged = provider.purge(&memory(), Surface::Web).await.unwrap();
+    let tombstone = purged.tombstone.expect("a tombstone");
+    assert_eq!(tombstone.number, 2);
+    assert_eq!(tombstone.sha256_before, sha256_hex("By hand.\n"));
+    assert_eq!(history(&provider).await, [tombstone]);
+    assert!(!file.exists());
+}
+
+/// A reader of the history, taking no lock, never sees a write half done: no hand edit that
+/// did not happen, no gap, however the reads fall between writers' journal appends and
+/// renames.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn history_read_during_writes_is_consistent() {
+    const WRITES: usize = 200;
+    let (_dir, provider) = setup();
+    let provider = Arc::new(provider);
+    let writer = {
+        let provider = Arc::clone(&provider);
+        tokio::spawn(async move {
+            for i in 0..WRITES {
+                add(&provider, &format!("entry {i}")).await;
+            }
+        })
+    };
+    let mut reads = 0;
+    while !writer.is_finished() {
+        let log = history(&provider).await;
+        assert!(
+            log.iter().all(|r| r.surface == Surface::Api),
+            "a hand edit that never happened: {:?}",
+            summary(&log)
+        );
+        for pair in log.windows(2) {
+            assert_eq!(pair[0].number, pair[1].number + 1);
+            assert_eq!(pair[0].sha256_before, pair[1].sha256_after);
+        }
+        reads += 1;
+    }
+    writer.await.unwrap();
+    assert!(reads > 0);
+    assert_eq!(history(&provider).await.len(), 100);
+}
