@@ -269,8 +269,9 @@ return {time[1], time[2], document, state, entries}
 /// surface, `1` when history is on, the SHA-256 of the empty text. Returns `{bytes, revisions,
 /// tombstone}`: the size of the content erased, the count of revisions erased, and the
 /// tombstone's entry as `{id, {field, value, ...}}` (empty when none was left: history off, or
-/// nothing erased). Keys that are not ours are errors `CORRUPT <key> <reason>`, checked before
-/// anything is erased, and left untouched.
+/// nothing erased). Keys that are not ours (a history with an entry whose fields are not a
+/// revision's, among them) are errors `CORRUPT <key> <reason>`, checked before anything is
+/// erased, and left untouched.
 const PURGE_SCRIPT: &str = concat!(
     shared_lua!(),
     r#"
@@ -281,6 +282,24 @@ end
 local tip, reason = tip_of(KEYS[2])
 if not tip then
   return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' ' .. reason)
+end
+-- Erasing what is not ours is for a person to decide: every entry must be a revision.
+local fields = {number = 1, version_before = 1, version_after = 1, sha256_before = 1,
+  sha256_after = 1, bytes_before = 1, bytes_after = 1, surface = 1, personality = 0, user = 0,
+  key = 0, session = 0, updates = 0, text = 0, time = 0}
+for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
+  local required, seen = 8, {}
+  for j = 1, #entry[2], 2 do
+    local name = entry[2][j]
+    if not fields[name] or seen[name] then
+      return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' its entry ' .. entry[1] .. ' is not a revision of ours')
+    end
+    seen[name] = true
+    required = required - fields[name]
+  end
+  if required ~= 0 then
+    return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' its entry ' .. entry[1] .. ' is not a revision of ours')
+  end
 end
 local index_kind = redis.call('TYPE', KEYS[3]).ok
 if index_kind ~= 'set' and index_kind ~= 'none' then

@@ -1,7 +1,8 @@
 //! Whatever bytes a key holds, a call answers with an error that names the key, or with the
 //! document, and never panics or blames the server: content that is not UTF-8, keys of other
 //! types, versions and times out of range, receipts that are not a log, an identity map or an
-//! index with foreign bytes. What is not ours is left as it was.
+//! index with foreign bytes, a history that is not a stream of revisions. What is not ours is
+//! left as it was.
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use memory_conformance::cases::ctx;
 use memory_core::{
     IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Store, UserId,
+    MemoryUpdate, Store, Surface, UserId,
 };
 use memory_redis::RedisProvider;
 use redis::AsyncCommands;
@@ -396,4 +397,246 @@ async fn an_index_with_foreign_bytes_is_corrupt_or_skipped() {
     let () = connection.del(p.index_key()).await.unwrap();
     let () = connection.set(p.index_key(), "not a set").await.unwrap();
     assert_corrupt_naming("list", p.list().await, &p.index_key());
+}
+
+/// `Corrupt` naming the history key from sync, history and purge, with the document and its
+/// history left byte for byte as they were; read and prefetch do not need the history.
+async fn assert_history_corrupt(
+    p: &RedisProvider,
+    connection: &mut MultiplexedConnection,
+    c: &MemoryContext,
+    label: &str,
+) {
+    let document = c.document(Store::Memory);
+    let (key, history_key) = (p.key(&document), p.history_key(&document));
+    let before = (
+        dump(connection, &key).await,
+        dump(connection, &history_key).await,
+    );
+    p.read(&document).await.expect("a read needs no history");
+    p.prefetch(c).await.expect("a prefetch needs no history");
+    let add = [MemoryUpdate::add(Store::Memory, "more")];
+    assert_corrupt_naming(
+        &format!("{label}: sync"),
+        p.sync(c, &add, &IfMatch::NONE).await,
+        &history_key,
+    );
+    assert_corrupt_naming(
+        &format!("{label}: history"),
+        p.history(&document, usize::MAX).await,
+        &history_key,
+    );
+    assert_corrupt_naming(
+        &format!("{label}: purge"),
+        p.purge(&document, Surface::Cli).await,
+        &history_key,
+    );
+    let after = (
+        dump(connection, &key).await,
+        dump(connection, &history_key).await,
+    );
+    assert_eq!(after, before, "{label}: left untouched");
+}
+
+/// A history key of another type is `Corrupt` naming it for every call that needs the
+/// history, and is left alone.
+#[tokio::test]
+async fn history_keys_of_other_types_are_corrupt_naming_the_key() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "kept")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let history_key = p.history_key(&c.document(Store::Memory));
+    let fill: [(&str, redis::Cmd); 5] = [
+        (
+            "string",
+            redis::cmd("SET").arg(&history_key).arg(b"\xff\xfe").clone(),
+        ),
+        (
+            "list",
+            redis::cmd("RPUSH").arg(&history_key).arg("number").clone(),
+        ),
+        (
+            "hash",
+            redis::cmd("HSET")
+                .arg(&history_key)
+                .arg("number")
+                .arg("1")
+                .clone(),
+        ),
+        ("set", redis::cmd("SADD").arg(&history_key).arg("1").clone()),
+        (
+            "zset",
+            redis::cmd("ZADD").arg(&history_key).arg(1).arg("1").clone(),
+        ),
+    ];
+    for (label, cmd) in fill {
+        let () = connection.del(&history_key).await.unwrap();
+        let _: redis::Value = cmd.query_async(&mut connection).await.unwrap();
+        assert_history_corrupt(&p, &mut connection, &c, label).await;
+    }
+}
+
+/// The fields of the first revision as the provider stored it.
+async fn first_entry(connection: &mut MultiplexedConnection, key: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let entries: Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)> = redis::cmd("XRANGE")
+        .arg(key)
+        .arg("-")
+        .arg("+")
+        .query_async(connection)
+        .await
+        .unwrap();
+    entries.into_iter().next().unwrap().1
+}
+
+/// `fields` with `name` set to `value` (added when absent), or removed when `value` is `None`.
+fn with_field(
+    fields: &[(Vec<u8>, Vec<u8>)],
+    name: &str,
+    value: Option<&[u8]>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut changed: Vec<_> = fields
+        .iter()
+        .filter(|(field, _)| field != name.as_bytes())
+        .cloned()
+        .collect();
+    if let Some(value) = value {
+        changed.push((name.as_bytes().to_vec(), value.to_vec()));
+    }
+    changed
+}
+
+/// Stream entries that are not revisions of ours: as the newest entry they fail every call that
+/// needs the history, as `Corrupt` naming the key, and nothing is written or erased; values
+/// only a full reading checks fail `history`. Never a panic.
+#[tokio::test]
+async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "kept")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let history_key = p.history_key(&c.document(Store::Memory));
+    let first = first_entry(&mut connection, &history_key).await;
+    // The first revision again as the second: a valid entry (it changes nothing) to break.
+    let second = with_field(&first, "number", Some(b"2"));
+    let write = async |connection: &mut MultiplexedConnection,
+                       entries: &[&[(Vec<u8>, Vec<u8>)]]| {
+        let () = connection.del(&history_key).await.unwrap();
+        for fields in entries {
+            let _: String = connection.xadd(&history_key, "*", fields).await.unwrap();
+        }
+    };
+
+    let newest: [(&str, Vec<(Vec<u8>, Vec<u8>)>); 7] = [
+        ("foreign fields", vec![(b"content".to_vec(), b"x".to_vec())]),
+        (
+            "number not a count",
+            with_field(&second, "number", Some(b"two")),
+        ),
+        ("number zero", with_field(&second, "number", Some(b"0"))),
+        (
+            "number past 2^53",
+            with_field(&second, "number", Some(b"18446744073709551615")),
+        ),
+        (
+            "sha256 not hex",
+            with_field(&second, "sha256_after", Some(b"zz")),
+        ),
+        (
+            "bytes negative",
+            with_field(&second, "bytes_after", Some(b"-1")),
+        ),
+        (
+            "no version_after",
+            with_field(&second, "version_after", None),
+        ),
+    ];
+    for (label, fields) in &newest {
+        write(&mut connection, &[&first, fields]).await;
+        assert_history_corrupt(&p, &mut connection, &c, label).await;
+    }
+
+    // Not ours further back: the history cannot be shown or purged, and is left alone.
+    let foreign = [(b"colour".to_vec(), b"red".to_vec())];
+    let () = connection.del(&history_key).await.unwrap();
+    let _: String = connection
+        .xadd(&history_key, "1-0", &foreign)
+        .await
+        .unwrap();
+    let _: String = connection.xadd(&history_key, "*", &second).await.unwrap();
+    let before = dump(&mut connection, &history_key).await;
+    let document = c.document(Store::Memory);
+    assert_corrupt_naming(
+        "older: history",
+        p.history(&document, usize::MAX).await,
+        &history_key,
+    );
+    assert_corrupt_naming(
+        "older: purge",
+        p.purge(&document, Surface::Cli).await,
+        &history_key,
+    );
+    assert_eq!(dump(&mut connection, &history_key).await, before);
+
+    let values: [(&str, Vec<(Vec<u8>, Vec<u8>)>); 9] = [
+        ("text not UTF-8", with_field(&second, "text", Some(b"\xff"))),
+        (
+            "text not what its hash says",
+            with_field(&second, "text", Some(b"other\n")),
+        ),
+        (
+            "unknown surface",
+            with_field(&second, "surface", Some(b"robot")),
+        ),
+        (
+            "updates not JSON",
+            with_field(&second, "updates", Some(b"not json")),
+        ),
+        (
+            "updates not updates",
+            with_field(&second, "updates", Some(b"[{\"op\": 7}]")),
+        ),
+        ("unknown field", with_field(&second, "colour", Some(b"red"))),
+        (
+            "time not a time",
+            with_field(&second, "time", Some(b"soon")),
+        ),
+        (
+            "personality not an id",
+            with_field(&second, "personality", Some(b"a b")),
+        ),
+        (
+            "sha256_before not hex",
+            with_field(&second, "sha256_before", Some(b"ZZ")),
+        ),
+    ];
+    for (label, fields) in &values {
+        write(&mut connection, &[&first, fields]).await;
+        let before = dump(&mut connection, &history_key).await;
+        let result = p.history(&document, usize::MAX).await;
+        assert_corrupt_naming(label, result, &history_key);
+        assert_eq!(dump(&mut connection, &history_key).await, before, "{label}");
+    }
+    let () = connection.del(&history_key).await.unwrap();
+    assert_eq!(
+        p.history(&document, usize::MAX).await.unwrap()[0].surface,
+        Surface::External,
+        "with its history gone, the document is a change nobody recorded"
+    );
 }
