@@ -1,11 +1,15 @@
-//! Issue 19: whatever bytes are on disk where a document or the identity map should be.
+//! Issue 19: whatever bytes are on disk where a document or the identity map should be; issue
+//! 21: whatever bytes a document's history journal holds.
 //!
 //! Arbitrary bytes are written as `MEMORY.md` (global or a personality's), `USER.md` or
 //! `users/identity-map.json` under a fresh root, then read, prefetched, listed, synced and
 //! resolved through `MarkdownProvider`. Nothing may panic; bytes that are not UTF-8 (or not an
 //! identity map) are `MemoryError::Corrupt` naming the path and are left byte for byte as they
 //! were, by every call, including a `sync` whose other document is fine; text that is valid
-//! works, by the contract's rules.
+//! works, by the contract's rules. A journal's real lines are cut, spliced into and added to:
+//! `history` and `purge` accept it exactly when its whole lines are this document's revisions
+//! in order (a last line without its newline is a torn append, left out); otherwise they, and
+//! a `sync` that reads its last line, are `Corrupt` naming the journal and change nothing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -439,5 +443,194 @@ fn any_bytes_in_the_identity_map_resolve_or_are_corrupt_and_never_touched() {
     let runtime = runtime();
     run(240, 1919, identity_map_bytes(), |bytes| {
         runtime.block_on(check_identity_map(bytes))
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The history journal.
+
+/// Revisions past this number are not ours (the provider's bound: exact in JavaScript).
+const MAX_NUMBER: u64 = 1 << 53;
+
+/// A change to a real journal: none, cut bytes out, splice bytes in, add a line, or replace it all.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Keep,
+    Cut(prop::sample::Index, usize),
+    Splice(prop::sample::Index, Vec<u8>),
+    AddLine(String),
+    Replace(Vec<u8>),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let snippet = prop_oneof![
+        select(INVALID).prop_map(<[u8]>::to_vec),
+        select(
+            &[
+                "\n",
+                "\n\n",
+                "}",
+                "{",
+                "\"",
+                "0",
+                "9",
+                ",\"number\":7",
+                "null"
+            ][..]
+        )
+        .prop_map(|s| s.as_bytes().to_vec()),
+        prop::collection::vec(any::<u8>(), 0..8),
+    ];
+    let line = prop_oneof![
+        select(
+            &[
+                "",
+                "{}",
+                "[]",
+                "null",
+                "{\"number\":3}",
+                "not json",
+                "{\"number\":3,\"document\":\"global\"}",
+            ][..]
+        )
+        .prop_map(str::to_owned),
+        any::<String>().prop_map(|s| s.replace('\n', " ")),
+    ];
+    prop_oneof![
+        1 => Just(Mutation::Keep),
+        3 => (any::<prop::sample::Index>(), 1usize..40).prop_map(|(i, n)| Mutation::Cut(i, n)),
+        3 => (any::<prop::sample::Index>(), snippet).prop_map(|(i, b)| Mutation::Splice(i, b)),
+        2 => line.prop_map(Mutation::AddLine),
+        1 => document_bytes().prop_map(Mutation::Replace),
+    ]
+}
+
+fn mutate(mut bytes: Vec<u8>, mutation: &Mutation) -> Vec<u8> {
+    match mutation {
+        Mutation::Keep => {}
+        Mutation::Cut(at, n) => {
+            let at = at.index(bytes.len() + 1);
+            bytes.drain(at..(at + n).min(bytes.len()));
+        }
+        Mutation::Splice(at, insert) => {
+            let at = at.index(bytes.len() + 1);
+            bytes.splice(at..at, insert.iter().copied());
+        }
+        Mutation::AddLine(line) => bytes.extend(format!("{line}\n").into_bytes()),
+        Mutation::Replace(all) => bytes = all.clone(),
+    }
+    bytes
+}
+
+/// Whether the whole lines of `bytes` (up to its last newline: what follows is a torn append)
+/// are revisions of `document`, numbered one after another: the journal a reader accepts.
+fn is_ours(bytes: &[u8], document: &DocumentId) -> bool {
+    let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+        return true;
+    };
+    let mut previous: Option<u64> = None;
+    for line in bytes[..end].split(|b| *b == b'\n') {
+        let Ok(revision) = serde_json::from_slice::<memory_core::Revision>(line) else {
+            return false;
+        };
+        let in_order = previous.is_none_or(|p| revision.number == p + 1);
+        if revision.document != *document
+            || !(1..=MAX_NUMBER).contains(&revision.number)
+            || !in_order
+        {
+            return false;
+        }
+        previous = Some(revision.number);
+    }
+    true
+}
+
+async fn check_journal(mutation: Mutation) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path());
+    let ctx = ctx_for(Target::PersonalityMemory);
+    let document = ctx.document(Store::Memory);
+    for entry in ["one", "two 🙂", "three"] {
+        let add = [MemoryUpdate::add(Store::Memory, entry)];
+        provider.sync(&ctx, &add, &IfMatch::NONE).await.unwrap();
+    }
+    let journal = provider.history_path(&document);
+    let bytes = mutate(std::fs::read(&journal).unwrap(), &mutation);
+    std::fs::write(&journal, &bytes).unwrap();
+    let path = provider.path(&document);
+    let text = std::fs::read(&path).unwrap();
+    let ours = is_ours(&bytes, &document);
+
+    match (provider.history(&document, usize::MAX).await, ours) {
+        (Ok(log), true) => {
+            for pair in log.windows(2) {
+                prop_assert_eq!(pair[0].number, pair[1].number + 1);
+            }
+        }
+        (Err(err), false) => check_corrupt(&err, &journal)?,
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "history over {:?} gave {result:?}",
+                String::from_utf8_lossy(&bytes)
+            )));
+        }
+    }
+
+    // A write reads only the journal's end: it may go ahead over a bad line further up, or
+    // refuse, but only as Corrupt, and then it writes nothing.
+    let add = [MemoryUpdate::add(Store::Memory, ENTRY)];
+    match provider.sync(&ctx, &add, &IfMatch::NONE).await {
+        Ok(_) => {
+            let after = std::fs::read(&path).unwrap();
+            prop_assert_eq!(
+                after,
+                added(std::str::from_utf8(&text).unwrap(), ENTRY).into_bytes()
+            );
+        }
+        Err(err) => {
+            check_corrupt(&err, &journal)?;
+            prop_assert!(!ours, "a journal that is ours was refused: {err}");
+            prop_assert_eq!(
+                on_disk(&path),
+                Some(text.clone()),
+                "the document was touched"
+            );
+            prop_assert_eq!(
+                on_disk(&journal),
+                Some(bytes.clone()),
+                "the journal was touched"
+            );
+        }
+    }
+
+    let before = (on_disk(&path), on_disk(&journal));
+    match (
+        provider.purge(&document, memory_core::Surface::Cli).await,
+        ours,
+    ) {
+        (Ok(purged), true) => {
+            prop_assert!(purged.tombstone.is_some());
+            prop_assert_eq!(on_disk(&path), None);
+        }
+        // The write may have cut off a torn line and so made it ours.
+        (Ok(_), false) => {}
+        (Err(err), _) => {
+            check_corrupt(&err, &journal)?;
+            prop_assert_eq!(
+                (on_disk(&path), on_disk(&journal)),
+                before,
+                "a purge refused erased"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn any_bytes_in_a_journal_are_history_or_corrupt_and_never_touched_when_refused() {
+    let runtime = runtime();
+    // Fewer cases than the others: each writes three revisions first.
+    run(160, 21, mutation(), |mutation| {
+        runtime.block_on(check_journal(mutation))
     });
 }
