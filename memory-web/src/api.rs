@@ -1,16 +1,18 @@
 //! The JSON API behind the page.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use memory_core::{
-    Caps, Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope,
-    MemoryUpdate, PersonalityId, Store, UserId, Version, sync_exactly_once,
+    Caps, Document, DocumentId, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
+    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Revision, SYNC_SENDS, Store, Surface,
+    SyncReport, UserId, Version, sync_exactly_once, unified_diff,
 };
 use memory_wiring::{Memory, ProviderConfig};
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,8 @@ pub(crate) fn routes(memory: Memory) -> Router {
         .route("/directory", get(directory))
         .route("/pair", get(pair))
         .route("/document", put(save))
+        .route("/history", get(history))
+        .route("/revert", post(revert))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint")
         })
@@ -193,11 +197,7 @@ async fn save(
     State(memory): State<Memory>,
     body: Result<Json<Save>, JsonRejection>,
 ) -> Result<Json<Saved>, ApiError> {
-    let Json(save) = body.map_err(|rejection| ApiError {
-        status: rejection.status(),
-        kind: "invalid-input",
-        message: rejection.body_text(),
-    })?;
+    let Json(save) = body.map_err(ApiError::from_json)?;
     let ctx = context(&memory, &save.personality, &save.user)?;
     let if_match = IfMatch::only(save.store, Some(save.version));
     let update = MemoryUpdate::replace(save.store, save.text);
@@ -211,9 +211,223 @@ async fn save(
     }))
 }
 
-/// The wiring's context for the pair, ids validated.
+/// Revisions listed when the page names no limit.
+const DEFAULT_HISTORY: usize = 20;
+
+/// The most revisions one history request lists: enough to page through a busy document's
+/// recent past, few enough that the diffs stay a small answer.
+const MAX_HISTORY: usize = 100;
+
+#[derive(Debug, Deserialize)]
+struct HistoryQuery {
+    /// The document's path in the layout, as `DocumentView::path` gives it.
+    path: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// One document's history as the page lists it.
+#[derive(Debug, Serialize)]
+struct HistoryView {
+    /// The document's path in the layout.
+    path: String,
+    /// `MEMORY.md of personality 'ada'`, for headings.
+    title: String,
+    /// The kept revisions, newest first, at most the limit asked for.
+    revisions: Vec<RevisionView>,
+    /// Whether older revisions are kept than the limit let through.
+    more: bool,
+}
+
+/// One revision without its full text, with the change it made as a unified diff.
+#[derive(Debug, Serialize)]
+struct RevisionView {
+    number: u64,
+    /// The version it left the document at.
+    version: Version,
+    /// When it was recorded, in milliseconds since the Unix epoch.
+    time: u64,
+    surface: Surface,
+    personality: Option<PersonalityId>,
+    user: Option<UserId>,
+    session: Option<String>,
+    bytes_before: usize,
+    bytes_after: usize,
+    /// The actions of the updates it applied (`add`, `replace`, ...), in order.
+    actions: Vec<&'static str>,
+    /// A purge's tombstone: no content, nothing to revert to.
+    tombstone: bool,
+    /// The change from the previous kept revision's text to this one's (from the empty
+    /// document for revision 1). Absent for a tombstone (the erased text is gone) and for the
+    /// oldest kept revision when earlier ones were pruned (its "before" is not kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<String>,
+    /// This is the oldest revision kept and earlier ones were pruned: there is nothing to
+    /// compare it with.
+    oldest_kept: bool,
+}
+
+/// Lists a document's kept revisions, newest first, each with its diff.
+async fn history(
+    State(memory): State<Memory>,
+    query: Result<Query<HistoryQuery>, QueryRejection>,
+) -> Result<Json<HistoryView>, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::invalid(rejection.body_text()))?;
+    let document = DocumentId::from_relative_path(&query.path).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "{:?} is not a document's path: use MEMORY.md, personalities/<id>/MEMORY.md or users/<id>/USER.md",
+            query.path
+        ))
+    })?;
+    let limit = query.limit.unwrap_or(DEFAULT_HISTORY).min(MAX_HISTORY);
+    // One more than listed, so the oldest listed revision has the text it changed.
+    let kept = memory.history(&document, limit + 1).await?;
+    let revisions = kept
+        .iter()
+        .take(limit)
+        .enumerate()
+        .map(|(index, revision)| RevisionView::new(revision, kept.get(index + 1)))
+        .collect();
+    Ok(Json(HistoryView {
+        path: document.relative_path(),
+        title: document.to_string(),
+        revisions,
+        more: kept.len() > limit,
+    }))
+}
+
+impl RevisionView {
+    /// `revision` as listed, `previous` being the next older kept revision, if any.
+    fn new(revision: &Revision, previous: Option<&Revision>) -> RevisionView {
+        let oldest_kept = previous.is_none() && revision.number > 1;
+        let diff = match (&revision.text, previous) {
+            (None, _) => None,
+            // A tombstone leaves the empty document behind it.
+            (Some(text), Some(previous)) => Some(unified_diff(
+                previous.text.as_deref().unwrap_or_default(),
+                text,
+                &format!("#{}", previous.number),
+                &format!("#{}", revision.number),
+            )),
+            (Some(text), None) if revision.number == 1 => Some(unified_diff(
+                "",
+                text,
+                "empty",
+                &format!("#{}", revision.number),
+            )),
+            (Some(_), None) => None,
+        };
+        RevisionView {
+            number: revision.number,
+            version: revision.version_after.clone(),
+            time: unix_millis(revision.time),
+            surface: revision.surface,
+            personality: revision.personality.clone(),
+            user: revision.user.clone(),
+            session: revision.session.clone(),
+            bytes_before: revision.bytes_before,
+            bytes_after: revision.bytes_after,
+            actions: revision.updates.iter().map(action_name).collect(),
+            tombstone: revision.is_tombstone(),
+            diff,
+            oldest_kept,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch; 0 for a time before it (a clock set far back).
+fn unix_millis(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// The update's action as its JSON form names it.
+fn action_name(update: &MemoryUpdate) -> &'static str {
+    match update {
+        MemoryUpdate::Add { .. } => "add",
+        MemoryUpdate::Replace { .. } => "replace",
+        MemoryUpdate::Remove { .. } => "remove",
+        MemoryUpdate::Edit { .. } => "edit",
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Revert {
+    personality: String,
+    user: String,
+    store: Store,
+    /// The revision whose text the document gets back.
+    number: u64,
+    /// The version the page showed; the revert is refused if the document moved on.
+    version: Version,
+}
+
+/// Puts one document back to a kept revision's text: a `replace` through the agent's write
+/// path, guarded by `version`, recorded as a revision of its own from the web.
+async fn revert(
+    State(memory): State<Memory>,
+    body: Result<Json<Revert>, JsonRejection>,
+) -> Result<Json<Saved>, ApiError> {
+    let Json(revert) = body.map_err(ApiError::from_json)?;
+    let ctx = context(&memory, &revert.personality, &revert.user)?;
+    let report =
+        revert_exactly_once(&memory, &ctx, revert.store, revert.number, &revert.version).await?;
+    let written = report.get(revert.store);
+    let document = memory.read(&ctx.document(revert.store)).await?;
+    Ok(Json(Saved {
+        document: DocumentView::new(document, &ctx),
+        written: written.is_some_and(|report| report.written),
+        over_soft_cap: written.is_some_and(|report| report.over_soft_cap),
+    }))
+}
+
+/// `memory.revert`, sent again like [`sync_exactly_once`] sends a save: with one idempotency
+/// key for every send, when the outcome is unknown or the backend briefly unavailable.
+///
+/// A revert is a replace guarded by the page's version, so sending it twice can never apply
+/// two different things; but a plain resend after a send that landed unseen would meet the
+/// revert's own write and be refused as a conflict, telling the person the document changed
+/// under them when only their revert did. With the key, the provider replays the landed send's
+/// report instead, so the page hears what actually happened.
+async fn revert_exactly_once(
+    memory: &Memory,
+    ctx: &MemoryContext,
+    store: Store,
+    number: u64,
+    version: &Version,
+) -> Result<SyncReport, MemoryError> {
+    let ctx = ctx.clone().with_idempotency_key(IdempotencyKey::generate());
+    let mut pause = Duration::from_millis(200);
+    let mut send = 1;
+    loop {
+        match memory.revert(&ctx, store, number, Some(version)).await {
+            Err(err) if send < SYNC_SENDS && resending_can_help(err.kind()) => {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                send += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// Whether a keyed call that failed so can complete when sent again unchanged.
+fn resending_can_help(kind: ErrorKind) -> bool {
+    kind.retry_can_help()
+        || matches!(
+            kind,
+            ErrorKind::OutcomeUnknown | ErrorKind::PartiallyApplied
+        )
+}
+
+/// The wiring's context for the pair, ids validated; its writes are recorded as the page's.
 fn context(memory: &Memory, personality: &str, user: &str) -> Result<MemoryContext, ApiError> {
-    Ok(memory.context(PersonalityId::new(personality)?, UserId::new(user)?))
+    Ok(memory
+        .context(PersonalityId::new(personality)?, UserId::new(user)?)
+        .with_surface(Surface::Web))
 }
 
 /// An error response: `{"error": <what went wrong and what to do>, "kind": <for code>}`.
@@ -235,6 +449,16 @@ impl ApiError {
 
     fn invalid(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid-input", message)
+    }
+
+    /// A body that is not the JSON asked for, with the status axum chose (415 for another
+    /// content type, 422 for a wrong field, ...).
+    fn from_json(rejection: JsonRejection) -> Self {
+        ApiError {
+            status: rejection.status(),
+            kind: "invalid-input",
+            message: rejection.body_text(),
+        }
     }
 }
 

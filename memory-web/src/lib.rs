@@ -14,9 +14,17 @@
 //!   warnings (a recall index still catching up).
 //! - `PUT /api/document`: `{"personality", "user", "store": "memory"|"user", "text",
 //!   "version"}` saves one document if it is still at `version`.
+//! - `GET /api/history?path=<layout path>[&limit=N]`: one document's kept revisions, newest
+//!   first (20 unless `limit` says otherwise, at most 100), each with its unified diff.
+//! - `POST /api/revert`: `{"personality", "user", "store", "number", "version"}` puts one
+//!   document back to revision `number`'s text if it is still at `version`: a guarded
+//!   `replace`, itself a revision.
 //!
-//! Nothing else is served but the embedded page (`/`, `/app.js`, `/style.css`): no endpoint
-//! takes a path, so nothing outside the configured documents can be read or written.
+//! Every write the page makes is recorded with the surface `web` in the document's history.
+//!
+//! Nothing else is served but the embedded page (`/`, `/app.js`, `/style.css`): the one path an
+//! endpoint takes names a document in the layout (`users/<id>/USER.md`, ...), never a file, so
+//! nothing outside the configured documents can be read or written.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
