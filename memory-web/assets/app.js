@@ -1,7 +1,8 @@
 "use strict";
 
-// The Memory page: two dropdowns, two editors, and the prefetch the agent would get.
-// Every save carries the version its editor loaded, so an edit never overwrites a newer one.
+// The Memory page: two dropdowns, two editors with their history, and the prefetch the agent
+// would get. Every save and revert carries the version its editor loaded, so neither ever
+// overwrites a newer one.
 
 const OTHER = "\u0000other";
 const STORES = ["memory", "user"];
@@ -134,6 +135,119 @@ function show(store, doc) {
   panel.dataset.path = doc.path;
   panel.dataset.dirty = "false";
   status(store, "", "");
+  if (panel.querySelector(".history").open) loadHistory(store);
+}
+
+// Lists the shown document's revisions, newest first, each with its diff and a revert button.
+async function loadHistory(store) {
+  const panel = panels[store];
+  const path = panel.dataset.path;
+  const note = panel.querySelector(".history-note");
+  try {
+    const view = await api(`/api/history?${new URLSearchParams({ path })}`);
+    // Another document was shown meanwhile: this answer is not about it.
+    if (panel.dataset.path !== path) return;
+    const current = loaded[store]?.version;
+    panel.querySelector(".revisions").replaceChildren(
+      ...view.revisions.map((revision) => revisionItem(store, revision, current)),
+    );
+    note.textContent = view.revisions.length === 0
+      ? "No revisions recorded yet."
+      : view.more ? `The newest ${view.revisions.length} revisions; older ones are kept too.` : "";
+  } catch (err) {
+    note.textContent = `History not loaded: ${err.message}`;
+  }
+}
+
+function revisionItem(store, revision, current) {
+  const item = $("#revision").content.firstElementChild.cloneNode(true);
+  item.dataset.number = revision.number;
+  item.querySelector(".number").textContent = `#${revision.number}`;
+  const time = item.querySelector("time");
+  time.dateTime = new Date(revision.time).toISOString();
+  time.textContent = new Date(revision.time).toLocaleString();
+  item.querySelector(".surface").textContent = revision.tombstone ? "purged" : revision.surface;
+  const who = [revision.personality, revision.user].filter(Boolean).join(" / ");
+  const details = [
+    who,
+    `${revision.bytes_before} → ${revision.bytes_after} bytes`,
+    revision.actions.join(", "),
+  ];
+  item.querySelector(".detail").textContent = details.filter(Boolean).join(" · ");
+  const button = item.querySelector(".revert");
+  if (revision.tombstone || revision.version === current) {
+    // Nothing to restore from a purge; the current text needs no restoring.
+    button.remove();
+    if (!revision.tombstone) item.querySelector(".detail").textContent += " · current";
+  } else {
+    button.addEventListener("click", () => revert(store, revision.number, button));
+  }
+  const changes = item.querySelector(".changes");
+  if (revision.diff) {
+    showDiff(item.querySelector(".diff"), revision.diff);
+  } else if (revision.oldest_kept) {
+    changes.replaceChildren(note("The oldest revision kept: earlier ones were pruned."));
+  } else if (revision.tombstone) {
+    changes.replaceChildren(note("Purged: its text and older revisions were erased."));
+  } else {
+    changes.replaceChildren(note("No change in the text."));
+  }
+  return item;
+}
+
+function note(text) {
+  const line = document.createElement("p");
+  line.className = "meta";
+  line.textContent = text;
+  return line;
+}
+
+// A unified diff as text, one line per span so added and removed lines can be coloured.
+function showDiff(pre, diff) {
+  const lines = diff.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  pre.replaceChildren(
+    ...lines.map((line) => {
+      const span = document.createElement("span");
+      span.textContent = `${line}\n`;
+      if (line.startsWith("@@")) span.className = "hunk";
+      else if (line.startsWith("+") && !line.startsWith("+++")) span.className = "added";
+      else if (line.startsWith("-") && !line.startsWith("---")) span.className = "removed";
+      return span;
+    }),
+  );
+}
+
+async function revert(store, number, button) {
+  const pair = chosenPair();
+  const doc = loaded[store];
+  if (!pair || !doc) return;
+  const question = isDirty(store)
+    ? `Revert ${doc.title} to revision #${number} and discard your unsaved edit?`
+    : `Revert ${doc.title} to revision #${number}?`;
+  if (!window.confirm(question)) return;
+  button.disabled = true;
+  try {
+    const saved = await api("/api/revert", {
+      method: "POST",
+      body: JSON.stringify({ ...pair, store, number, version: doc.version }),
+    });
+    show(store, saved.document);
+    const advice = saved.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
+    status(store, saved.written ? `Reverted to #${number}${advice}.` : "Nothing changed.", "ok");
+    await loadPair([]);
+  } catch (err) {
+    if (err.kind === "conflict") {
+      // The page showed an older version: show the new one, then say why nothing happened.
+      await loadPair([store]);
+      const message = `Not reverted: ${doc.title} changed since you loaded it. `
+        + "It is reloaded now: check its history again before reverting.";
+      status(store, message, "error");
+    } else {
+      status(store, `Not reverted: ${err.message}`, "error");
+      button.disabled = false;
+    }
+  }
 }
 
 function describeCaps(caps) {
@@ -216,6 +330,9 @@ async function start() {
     const panel = panels[store];
     panel.querySelector(".save").addEventListener("click", () => save(store));
     panel.querySelector(".reload").addEventListener("click", () => reload(store));
+    panel.querySelector(".history").addEventListener("toggle", (event) => {
+      if (event.target.open && panel.dataset.path) loadHistory(store);
+    });
     panel.querySelector("textarea").addEventListener("input", () => {
       panel.dataset.dirty = "true";
       status(store, "Unsaved changes.", "");
