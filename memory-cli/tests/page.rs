@@ -1,5 +1,6 @@
 //! `memory serve` end to end: the server as a process, its refusals, and the Memory page in
-//! headless Chromium driven by Playwright (`tests/browser/memory-page.mjs`).
+//! headless Chromium driven by Playwright (`tests/browser/memory-page.mjs`): editing, a stale
+//! save refused, a document's history with its diffs, and reverts (a stale one refused).
 //!
 //! The browser test needs Debian's `chromium` (installed by `scripts/prerequisites.sh`), Node
 //! and playwright-core (installed here with `npm ci` when absent). Without them it skips
@@ -253,7 +254,7 @@ fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
     };
     let (_dir, config) = seeded();
     let server = Server::start(&config);
-    let edited = "Project: the Lovelace notes, due in March.\n\nGrace reviews drafts on Mondays.\n\nFixed in the browser: the project name.";
+    let edited = "Project: the Lovelace notes, due in March.\n\nGrace reviews drafts on Mondays.\n\nFixed in the browser: the project name.\n\nMarkup stays text: <b>not bold</b>";
 
     let mut driver = Command::new("node");
     driver
@@ -271,12 +272,37 @@ fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // The agent's own read path sees the edit, and the refused save left USER.md alone.
-    // A replace stores the text newline-terminated, as every write does.
+    // The agent's own read path sees the revert to the seeded text and the agent's write after
+    // it; the stale revert left it alone.
     assert_eq!(
         cat(&config, "personalities/ada/MEMORY.md"),
-        format!("{edited}\n")
+        "Project: the Lovelase notes, due in March.\n\nGrace reviews drafts on Mondays.\n\n\
+         Agent: the review moved to Tuesdays.\n"
     );
+    // The history holds the seeded text, the browser's edit (a replace stores the text
+    // newline-terminated, as every write does) and the revert, both from the web, and the
+    // agent's write; the refused revert recorded nothing.
+    let (status, body) =
+        server.request("GET", "/api/history?path=personalities/ada/MEMORY.md", None);
+    assert!(status.ends_with("200 OK"), "{status}: {body}");
+    let history: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let listed: Vec<(u64, &str)> = history["revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["number"].as_u64().unwrap(),
+                r["surface"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(listed.len(), 4, "{history}");
+    assert_eq!(&listed[1..], [(3, "web"), (2, "web"), (1, "external")]);
+    let edit = history["revisions"][2]["diff"].as_str().unwrap();
+    for line in edited.lines().filter(|line| !line.is_empty()) {
+        assert!(edit.contains(line), "{line:?} not in {edit}");
+    }
     let user = cat(&config, "users/grace/USER.md");
     assert!(
         user.contains("Agent: she asked for the slides by Friday."),

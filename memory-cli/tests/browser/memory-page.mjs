@@ -1,7 +1,8 @@
 // Drives the Memory page in headless Chromium, as a person would, for memory-cli/tests/page.rs:
 // pick a personality and a user, edit MEMORY.md and save; then edit USER.md while the agent
 // writes to it (through `memory sync`) and check that the stale save is refused and a reload
-// shows the agent's write.
+// shows the agent's write; then open MEMORY.md's history, read a diff, revert to the text it had
+// before the edit, and check that a revert over a newer agent write is refused and reloads.
 //
 // Env: MEMORY_PAGE_URL, MEMORY_BIN, MEMORY_CONFIG, CHROMIUM, EDITED_MEMORY; SCREENSHOT (a PNG
 // path, optional).
@@ -17,6 +18,7 @@ const env = (name) => {
 const url = env("MEMORY_PAGE_URL");
 const edited = env("EDITED_MEMORY");
 const agentWrite = "Agent: she asked for the slides by Friday.";
+const agentMemoryWrite = "Agent: the review moved to Tuesdays.";
 
 function check(condition, message) {
   if (!condition) throw new Error(message);
@@ -80,8 +82,49 @@ try {
   );
   const reloaded = await userText.inputValue();
   check(!reloaded.includes("Prefers tea."), "the refused edit was written after all");
+
+  // MEMORY.md's history: #1 the seeded text (written by hand), #2 the page's save (current).
+  await memoryPanel.locator(".history > summary").click();
+  const revision = (number) => memoryPanel.locator(`li.revision[data-number="${number}"]`);
+  await revision(2).waitFor();
+  const saveHead = await revision(2).locator(".revision-head").innerText();
+  check(saveHead.includes("web") && saveHead.includes("current"),
+    `the page's save is not listed as the current web revision: ${saveHead}`);
+  check(await revision(2).locator(".revert").count() === 0, "the current revision offers a revert");
+  check((await revision(1).locator(".revision-head").innerText()).includes("external"),
+    "the seeded text is not listed as an external revision");
+  await revision(2).locator(".changes > summary").click();
+  const diff = revision(2).locator(".diff");
+  await diff.locator(".removed", { hasText: "Lovelase" }).waitFor();
+  await diff.locator(".added", { hasText: "Lovelace" }).waitFor();
+  // Stored text is shown as text, never as markup.
+  check((await diff.innerText()).includes("<b>not bold</b>") && await diff.locator("b").count() === 0,
+    "the diff rendered stored text as HTML");
+
+  // Revert to #1: the seeded text is back, and the revert is revision #3, from the web.
+  await revision(1).locator(".revert").click();
+  await memoryPanel.locator(".status.ok", { hasText: "Reverted to #1." }).waitFor();
+  check((await memoryPanel.locator("textarea").inputValue()).includes("Lovelase"),
+    "the revert did not bring the seeded text back");
+  await page.locator("#prefetch", { hasText: "Lovelase" }).waitFor();
+  await revision(3).waitFor();
+  check((await revision(3).locator(".surface").innerText()) === "web", "the revert is not from the web");
+
+  // The agent writes while the page shows #3: reverting to #2 now must be refused, not applied.
+  execFileSync(env("MEMORY_BIN"), ["--config", env("MEMORY_CONFIG"), "sync",
+    "--personality", "ada", "--user", "grace"], {
+    input: JSON.stringify([{ action: "add", store: "memory", content: agentMemoryWrite }]),
+    stdio: ["pipe", "ignore", "inherit"],
+  });
+  await revision(2).locator(".revert").click();
+  await memoryPanel.locator(".status.error", { hasText: "changed since you loaded it" }).waitFor();
+  await page.waitForFunction(
+    (text) => document.querySelector('section[data-store="memory"] textarea').value.includes(text),
+    agentMemoryWrite,
+  );
   check(failures.length === 0, `the page threw: ${failures.join("; ")}`);
-  console.log("memory-page: edit saved, stale save refused, reload shows the agent's write");
+  console.log("memory-page: edit saved, stale save refused, reload shows the agent's write; "
+    + "history shows the diff, revert restores, a stale revert is refused and reloads");
 } finally {
   await browser.close();
 }
