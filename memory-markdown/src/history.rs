@@ -101,7 +101,7 @@ impl Journal {
             return Ok(journal);
         };
         journal.len = len;
-        let sha256 = sha256_hex(&current.text);
+        let sha256 = text_sha256(current);
         let mut end = len;
         // Each turn drops one revision whose write never landed; there is at most one unless
         // the journal was edited by hand.
@@ -243,6 +243,11 @@ fn open_file(path: &Path) -> Result<Option<(File, u64)>, MemoryError> {
         return Err(files::io_error(path, ErrorKind::IsADirectory.into()));
     }
     Ok(Some((file, meta.len())))
+}
+
+/// The SHA-256 of `document`'s text, which is its markdown version: no need to hash it again.
+fn text_sha256(document: &Document) -> &str {
+    document.version.as_str()
 }
 
 /// Whether `tip`'s write never reached the document, which now holds text hashing to `sha256`,
@@ -402,7 +407,7 @@ fn read_landed(
     };
     let bytes = read_range(&mut file, 0, len).map_err(|err| files::io_error(&path, err))?;
     let mut revisions = parse_all(&path, id, &bytes)?;
-    let sha256 = sha256_hex(&current.text);
+    let sha256 = text_sha256(current);
     while revisions
         .last()
         .is_some_and(|tip| never_landed(tip, &sha256, current.modified))
@@ -505,13 +510,14 @@ pub(crate) fn purge(
 
     // Bytes that are not UTF-8 are erased too: forgetting must not depend on them being ours.
     let stored = files::read_bytes(&document)?;
+    let text = stored
+        .as_ref()
+        .map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned())
+        .unwrap_or_default();
     let current = Document {
         id: id.clone(),
-        text: stored
-            .as_ref()
-            .map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned())
-            .unwrap_or_default(),
-        version: never_written(),
+        version: Version::new(sha256_hex(&text)),
+        text,
         location: purged.location.clone(),
         modified: stored.as_ref().map(|(_, modified)| *modified),
     };
@@ -534,10 +540,6 @@ pub(crate) fn purge(
     purged.tombstone = (retention.is_on() && erased).then(|| {
         // A hand edit that `history` showed under the next number keeps it: the tombstone
         // comes after it.
-        let current = Document {
-            version: Version::new(sha256_hex(&current.text)),
-            ..current
-        };
         let tip = tip
             .unrecorded(&current, now)
             .map_or(tip, |external| RevisionTip::of(&external));
