@@ -184,12 +184,12 @@ impl Journal {
             return Ok(false);
         }
         let (first_number, first_time) = match (&self.last, self.last_start) {
-            (None, _) => (arriving.number, arriving.time),
             (Some(last), 0) => (last.number, last.time),
             (Some(_), _) => {
                 let first = self.first()?;
                 (first.number, first.time)
             }
+            (None, _) => (arriving.number, arriving.time),
         };
         let count = (newest.number + 1).saturating_sub(first_number);
         // By age only once the oldest is half as old again as the limit: after a rewrite all
@@ -202,28 +202,25 @@ impl Journal {
         Ok(count > most || stale)
     }
 
-    /// The oldest revision, from the journal's first line.
+    /// The oldest revision, from the journal's first line (the journal holds more than one).
     fn first(&mut self) -> Result<Revision, MemoryError> {
-        let file = self.file.as_mut().ok_or_else(|| gone(&self.path))?;
-        let line = first_line(file, self.end).map_err(|err| files::io_error(&self.path, err))?;
+        let bytes = match self.file.as_mut() {
+            Some(file) => first_line(file, self.end),
+            None => Ok(Vec::new()),
+        };
+        let line = bytes.map_err(|err| files::io_error(&self.path, err))?;
         parse_line(&self.path, &self.document, &line, "line 1")
     }
 
-    /// Every whole, landed revision, oldest first, read in full.
+    /// Every whole, landed revision, oldest first, read in full; none without a journal.
     fn read_landed(&mut self) -> Result<Vec<Revision>, MemoryError> {
-        let file = self.file.as_mut().ok_or_else(|| gone(&self.path))?;
-        let bytes =
-            read_range(file, 0, self.end).map_err(|err| files::io_error(&self.path, err))?;
+        let bytes = match self.file.as_mut() {
+            Some(file) => read_range(file, 0, self.end),
+            None => Ok(Vec::new()),
+        };
+        let bytes = bytes.map_err(|err| files::io_error(&self.path, err))?;
         parse_all(&self.path, &self.document, &bytes)
     }
-}
-
-/// The journal vanished under the lock: someone removed it by hand mid-write.
-fn gone(path: &Path) -> MemoryError {
-    MemoryError::unavailable(
-        path.display().to_string(),
-        io::Error::new(ErrorKind::NotFound, "removed while a write held its lock"),
-    )
 }
 
 /// The journal open for reading and its length; `None` when there is none.

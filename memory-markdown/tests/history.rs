@@ -464,6 +464,22 @@ async fn pruning_is_amortised_and_bounded() {
     }
 }
 
+/// Keeping one, a write that records a hand edit before its own keeps only its own.
+#[tokio::test]
+async fn keeping_one_keeps_the_newest_of_a_write_and_the_hand_edit_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(1));
+    let file = provider.path(&memory());
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, "By hand.\n").unwrap();
+    add(&provider, "By the agent.").await;
+    assert_eq!(
+        summary(&history(&provider).await),
+        [(2, Surface::Api, Some("By hand.\n\nBy the agent.\n"))]
+    );
+    assert_eq!(journal_lines(&provider.history_path(&memory())).len(), 1);
+}
+
 /// With `max_age`, revisions older than it are not shown, and a journal whose oldest line is
 /// well past it is rewritten without them on the next write; the newest always stays.
 #[tokio::test]
