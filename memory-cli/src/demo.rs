@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use memory_core::{
     Identity, IfMatch, MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId,
-    Prefetch, Store,
+    Prefetch, Store, Surface,
 };
 use memory_vector::{ModelConfig, PROVISION_COMMAND, RecallConfig};
 use memory_wiring::{
@@ -94,7 +94,10 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
     println!("Identity: {identity} resolves to user '{user}'\n");
 
     for (number, turn) in SCRIPT.iter().enumerate() {
-        let mut ctx = memory.context(PersonalityId::new(turn.personality)?, user.clone());
+        // The agent's writes are tool calls, and their revisions say so.
+        let mut ctx = memory
+            .context(PersonalityId::new(turn.personality)?, user.clone())
+            .with_surface(Surface::Tool);
         if recall.is_ok() {
             ctx = ctx.with_query(turn.message);
         }
@@ -129,7 +132,9 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
     }
 
     println!("━━ a consolidation racing another writer");
-    let ctx = memory.context(PersonalityId::new("ada")?, user.clone());
+    let ctx = memory
+        .context(PersonalityId::new("ada")?, user.clone())
+        .with_surface(Surface::Tool);
     let view = memory.prefetch(&ctx).await?;
     let racing = [MemoryUpdate::add(
         Store::Memory,
@@ -172,10 +177,28 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
         doc.bytes_before, doc.bytes_after
     );
     show(&memory.prefetch(&ctx).await?);
+    // Every write is a revision: the consolidation can be seen, compared and undone.
+    let ada = ctx.document(Store::Memory);
+    let revisions = memory.history(&ada, usize::MAX).await?;
+    if let Some(newest) = revisions.first() {
+        println!(
+            "  history: {} of {}; the newest:",
+            crate::count(revisions.len(), "revision", "revisions"),
+            ada.relative_path()
+        );
+        println!("  {}", crate::history::line(newest).trim_start());
+        println!(
+            "  undo it with: memory revert {} {}",
+            ada.relative_path(),
+            newest.number.saturating_sub(1)
+        );
+    }
     println!();
 
     println!("━━ global scope: 'concierge' shares the deployment-wide MEMORY.md");
-    let global = memory.context(PersonalityId::new("concierge")?, user);
+    let global = memory
+        .context(PersonalityId::new("concierge")?, user)
+        .with_surface(Surface::Tool);
     let office = [MemoryUpdate::add(
         Store::Memory,
         "The office is closed on Fridays.",
@@ -202,6 +225,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
         "\ntry: cargo run -q -p memory-cli -- cat personalities/ada/MEMORY.md  (with MEMORY_ROOT={})",
         root.display()
     );
+    println!("     and log, diff or revert in place of cat: every change is a revision");
     Ok(())
 }
 

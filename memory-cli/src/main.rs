@@ -18,6 +18,7 @@ macro_rules! println {
 }
 
 mod demo;
+mod history;
 mod mcp;
 mod migrate;
 
@@ -30,7 +31,7 @@ use std::time::SystemTime;
 use clap::{Parser, Subcommand};
 use memory_core::{
     DocumentId, DocumentMeta, IdempotencyKey, Identity, IfMatch, MemoryError, MemoryProvider,
-    MemoryUpdate, PersonalityId, UserId, Version, sync_exactly_once,
+    MemoryUpdate, PersonalityId, Surface, UserId, Version, sync_exactly_once,
 };
 use memory_wiring::{Config, Memory, ProviderConfig};
 
@@ -116,6 +117,77 @@ enum Command {
         #[arg(long, value_name = "KEY")]
         idempotency_key: Option<String>,
     },
+    /// A document's revisions, newest first: number, time (UTC), surface, sizes, what changed
+    /// and who.
+    ///
+    /// Every write is a revision (tool, cli, web, api; external for a hand edit noticed since).
+    /// --json prints an array of revisions: number, path, version (after it; what --if-match
+    /// takes), version_before, time (ms since the epoch), time_utc, surface, personality, user,
+    /// idempotency_key, session, bytes_before, bytes_after, sha256_before, sha256_after,
+    /// updates, tombstone, and with --text the whole text after it.
+    ///
+    /// Example: memory log personalities/ada/MEMORY.md --limit 5
+    Log {
+        /// The document's layout path.
+        document: String,
+        /// Show at most this many revisions.
+        #[arg(long, default_value_t = 20, value_name = "N",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        limit: u64,
+        /// Print the revisions as JSON.
+        #[arg(long)]
+        json: bool,
+        /// With --json: include each revision's whole text.
+        #[arg(long, requires = "json")]
+        text: bool,
+    },
+    /// A unified diff of a document between two revisions.
+    ///
+    /// With no revision: the newest against the one before it. With FROM alone: revision FROM
+    /// against the document as it is now. Revision 0 is the empty document before the first.
+    /// Prints nothing when the texts are equal.
+    ///
+    /// Example: memory diff personalities/ada/MEMORY.md 3 5
+    Diff {
+        /// The document's layout path.
+        document: String,
+        /// The revision to compare from.
+        #[arg(value_parser = history::parse_revision)]
+        from: Option<u64>,
+        /// The revision to compare to (default: the document now).
+        #[arg(value_parser = history::parse_revision)]
+        to: Option<u64>,
+    },
+    /// Put a document back to the text it had after a revision.
+    ///
+    /// The revert is a revision of its own (surface cli), so it can be reverted too; a recall
+    /// index follows it like any write.
+    ///
+    /// Example: memory revert personalities/ada/MEMORY.md 3
+    Revert {
+        /// The document's layout path.
+        document: String,
+        /// The revision whose text to restore (see memory log).
+        #[arg(value_parser = history::parse_revision)]
+        revision: u64,
+        /// Refuse (exit 3) unless the document is still at this version.
+        #[arg(long, value_name = "VERSION")]
+        if_match: Option<String>,
+    },
+    /// Erase a document for good: its text, its history, its idempotency receipts and its
+    /// recall index entries (the right to be forgotten).
+    ///
+    /// Without --yes it only says what would be erased, and exits 2. Its history keeps one
+    /// tombstone revision without content, recording when the purge happened.
+    ///
+    /// Example: memory purge users/grace/USER.md --yes
+    Purge {
+        /// The document's layout path.
+        document: String,
+        /// Erase it: there is no undo.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Link platform accounts to users, and look them up.
     #[command(subcommand)]
     Identity(IdentityCommand),
@@ -148,9 +220,9 @@ enum Command {
     },
     /// Serve the memory tools to an MCP client over stdio, for one personality and user.
     ///
-    /// Tools: memory_view, memory_add, memory_replace, memory_remove, memory_consolidate, and
-    /// memory_search where the personality's provider can recall. Resources: the two
-    /// documents. Logs go to stderr.
+    /// Tools: memory_view, memory_add, memory_replace, memory_remove, memory_consolidate,
+    /// memory_history, and memory_search where the personality's provider can recall. Their
+    /// writes are revisions with surface tool. Resources: the two documents. Logs go to stderr.
     ///
     /// Example: memory mcp --personality ada --user grace
     Mcp {
@@ -379,7 +451,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if_match_user,
             idempotency_key,
         } => {
-            let mut ctx = memory.context(PersonalityId::new(personality)?, UserId::new(user)?);
+            let mut ctx = memory
+                .context(PersonalityId::new(personality)?, UserId::new(user)?)
+                .with_surface(Surface::Cli);
             if let Some(key) = idempotency_key {
                 ctx = ctx.with_idempotency_key(IdempotencyKey::new(key)?);
             }
@@ -392,6 +466,22 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print_json(&report)?;
             settle(&memory).await;
         }
+        Command::Log {
+            document,
+            limit,
+            json,
+            text,
+        } => {
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            history::log(&memory, &document, limit, json, text).await?
+        }
+        Command::Diff { document, from, to } => history::diff(&memory, &document, from, to).await?,
+        Command::Revert {
+            document,
+            revision,
+            if_match,
+        } => history::revert(&memory, &document, revision, if_match).await?,
+        Command::Purge { document, yes } => history::purge(&memory, &document, yes).await?,
         Command::Identity(IdentityCommand::Link {
             platform,
             platform_user,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use memory_conformance::services::Service;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `memory` on the markdown default at `root`, whatever the environment says.
 fn memory(root: &Path) -> Command {
@@ -82,6 +82,10 @@ fn every_subcommand_has_help_with_an_example() {
         &["migrate"],
         &["reindex"],
         &["demo"],
+        &["log"],
+        &["diff"],
+        &["revert"],
+        &["purge"],
     ] {
         let (code, stdout, _) = run(memory(dir.path()).args(args).arg("--help"));
         assert_eq!(code, 0, "{args:?}");
@@ -742,9 +746,25 @@ fn demo_runs_the_scripted_session() {
         "refused (Conflict), nothing lost",
         "consolidated from the fresh view",
         "Recall: on",
+        "undo it with: memory revert personalities/ada/MEMORY.md ",
     ] {
         assert!(stdout.contains(expected), "{expected:?} not in {stdout}");
     }
+    // The agent's writes are tool writes; the newest of ada's is the consolidation.
+    let newest = stdout
+        .lines()
+        .skip_while(|line| !line.contains("history: "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no history line in {stdout}"));
+    assert!(
+        newest.contains(" tool ") && newest.ends_with("replace  (personality ada, user grace)"),
+        "{newest}"
+    );
+    let log = log_json(&root, "personalities/ada/MEMORY.md");
+    assert!(
+        log.iter().all(|revision| revision["surface"] == "tool"),
+        "{log:?}"
+    );
     assert!(root.join("users/grace/USER.md").is_file());
     assert!(root.join("MEMORY.md").is_file());
     assert_eq!(
@@ -767,4 +787,355 @@ fn demo_says_how_to_enable_recall_without_the_model() {
         stdout.contains("consolidated from the fresh view"),
         "{stdout}"
     );
+}
+
+const ADA: &str = "personalities/ada/MEMORY.md";
+
+/// `memory log --json` of `path`: its revisions, newest first.
+fn log_json(root: &Path, path: &str) -> Vec<Value> {
+    let (code, stdout, stderr) = run(memory(root).args(["log", "--json", path]));
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+/// The text of `path` as `memory cat` prints it.
+fn cat(root: &Path, path: &str) -> String {
+    let (code, stdout, stderr) = run(memory(root).args(["cat", path]));
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+}
+
+/// Ada's MEMORY.md after two adds and a consolidation: three revisions.
+fn three_revisions(root: &Path) {
+    for updates in [
+        r#"[{"action":"add","store":"memory","content":"Likes tea."}]"#,
+        r#"[{"action":"add","store":"memory","content":"Flies Tuesday."}]"#,
+        r#"[{"action":"replace","store":"memory","content":"Tea."}]"#,
+    ] {
+        let (code, _, stderr) = sync(root, "ada", "grace", updates);
+        assert_eq!(code, 0, "{stderr}");
+    }
+}
+
+#[test]
+fn log_diff_and_revert_a_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    three_revisions(root);
+
+    let log = log_json(root, ADA);
+    let numbers: Vec<u64> = log.iter().map(|r| r["number"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, [3, 2, 1], "newest first");
+    for revision in &log {
+        assert_eq!(revision["surface"], "cli", "{revision}");
+        assert_eq!(revision["personality"], "ada");
+        assert_eq!(revision["user"], "grace");
+        assert!(revision["idempotency_key"].is_string(), "{revision}");
+        assert_eq!(revision["version"], revision["version_after"]);
+        assert!(revision["time"].is_u64() && revision["time_utc"].is_string());
+        assert_eq!(revision["tombstone"], false);
+        assert!(revision.get("text").is_none(), "no text without --text");
+    }
+    assert_eq!(
+        (&log[0]["bytes_before"], &log[0]["bytes_after"]),
+        (&json!(27), &json!(5))
+    );
+    assert_eq!(log[0]["updates"][0]["action"], "replace");
+    assert_eq!(log[2]["updates"][0]["content"], "Likes tea.");
+    assert_eq!(
+        log[0]["version"].as_str().unwrap(),
+        memory_core::sha256_hex("Tea.\n"),
+        "the version `cat` shows"
+    );
+    assert_eq!(log[0]["sha256_before"], log[1]["sha256_after"]);
+    let (code, stdout, _) =
+        run(memory(root).args(["log", ADA, "--json", "--text", "--limit", "1"]));
+    assert_eq!(code, 0);
+    let newest: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(newest.len(), 1);
+    assert_eq!(newest[0]["text"], "Tea.\n");
+
+    let (code, stdout, _) = run(memory(root).args(["log", ADA]));
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(lines[0].trim_start().starts_with("3  20"), "{stdout}");
+    assert!(
+        lines[0].contains(" cli ")
+            && lines[0].contains("27 → 5")
+            && lines[0].ends_with("replace  (personality ada, user grace)"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].contains("0 → 11") && lines[2].contains(" add "),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run(memory(root).args(["diff", ADA]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with(&format!("--- {ADA}@2\n+++ {ADA}@3\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("-Likes tea.\n") && stdout.contains("+Tea.\n"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(memory(root).args(["diff", ADA, "1", "2"]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("+Flies Tuesday.\n") && !stdout.contains("-Likes"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(memory(root).args(["diff", ADA, "3"]));
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, ""),
+        "revision 3 is the text now"
+    );
+    let (code, stdout, _) = run(memory(root).args(["diff", ADA, "2"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains(&format!("+++ {ADA}@current\n")), "{stdout}");
+
+    // Undo the consolidation: revision 4, back to what revision 2 left.
+    let (code, stdout, stderr) = run(memory(root).args(["revert", ADA, "2"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("reverted to revision 2 as revision 4 (5 → 27 bytes")
+            && stdout.contains(&format!("undo with: memory revert {ADA} 3")),
+        "{stdout}"
+    );
+    assert_eq!(cat(root, ADA), "Likes tea.\n\nFlies Tuesday.\n");
+    let log = log_json(root, ADA);
+    assert_eq!(log.len(), 4);
+    assert_eq!(log[0]["surface"], "cli");
+    assert_eq!(log[0]["updates"][0]["action"], "replace");
+    assert_eq!(
+        (&log[0]["personality"], &log[0]["user"]),
+        (&json!("ada"), &Value::Null),
+        "the document's personality; no user's conversation"
+    );
+
+    // The revert is a revision like any other: revert it.
+    let (code, _, stderr) = run(memory(root).args(["revert", ADA, "3"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(cat(root, ADA), "Tea.\n");
+    let (code, stdout, _) = run(memory(root).args(["revert", ADA, "3"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("nothing written"), "{stdout}");
+    assert_eq!(log_json(root, ADA).len(), 5);
+
+    // Guarded: a stale version is a conflict and writes nothing; the current one lands.
+    let stale = log[0]["version"].as_str().unwrap().to_owned();
+    let before = snapshot(root);
+    assert_fails(
+        run(memory(root).args(["revert", ADA, "2", "--if-match", &stale])),
+        3,
+        "read it again",
+    );
+    assert_eq!(snapshot(root), before);
+    let current = log_json(root, ADA)[0]["version"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, _, stderr) = run(memory(root).args(["revert", ADA, "2", "--if-match", &current]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(log_json(root, ADA).len(), 6);
+}
+
+#[test]
+fn purge_refuses_without_yes_and_leaves_only_a_tombstone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    three_revisions(root);
+    assert_eq!(sync(root, "ada", "grace", GRACE).0, 0);
+
+    let before = snapshot(root);
+    let (code, stdout, stderr) = run(memory(root).args(["purge", ADA]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    for needle in [
+        "20 bytes of text",
+        "4 revisions",
+        "cannot be undone",
+        "--yes",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+    assert_eq!(snapshot(root), before, "nothing erased without --yes");
+
+    let (code, stdout, stderr) = run(memory(root).args(["purge", ADA, "--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("erased 20 bytes of text and 4 revisions of history")
+            && stdout.contains("tombstone without content, revision 5"),
+        "{stdout}"
+    );
+    assert_eq!(cat(root, ADA), "");
+    let (code, _, stderr) = run(memory(root).args(["cat", ADA]));
+    assert!(code == 0 && stderr.contains("never written"), "{stderr}");
+    let log = log_json(root, ADA);
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (&log[0]["number"], &log[0]["tombstone"], &log[0]["surface"]),
+        (&json!(5), &json!(true), &json!("cli"))
+    );
+    assert_eq!(log[0]["bytes_before"], 20);
+    let on_disk = snapshot(root);
+    assert!(
+        !on_disk
+            .values()
+            .any(|bytes| String::from_utf8_lossy(bytes).contains("Kyoto in May")),
+        "no copy of the text is left anywhere under the root"
+    );
+    // The other documents are untouched.
+    assert_eq!(cat(root, "users/grace/USER.md"), "Name: Grace.\n");
+    let (code, stdout, _) =
+        run(memory(root).args(["show", "--personality", "ada", "--user", "grace"]));
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("## Memory"), "{stdout}");
+
+    assert_fails(run(memory(root).args(["diff", ADA])), 2, "tombstone");
+    assert_fails(run(memory(root).args(["revert", ADA, "5"])), 2, "tombstone");
+    assert_fails(
+        run(memory(root).args(["revert", ADA, "2"])),
+        2,
+        "no revision 2",
+    );
+
+    // Writes number on from the tombstone, and the diff of the first starts from nothing.
+    assert_eq!(sync(root, "ada", "grace", GRACE).0, 0);
+    let log = log_json(root, ADA);
+    assert_eq!(log[0]["number"], 6);
+    let (code, stdout, _) = run(memory(root).args(["diff", ADA]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with(&format!("--- {ADA}@5\n+++ {ADA}@6\n"))
+            && stdout.contains("+Kyoto in May."),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run(memory(root).args(["purge", "users/nobody/USER.md", "--yes"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("nothing to erase"), "{stdout}");
+}
+
+#[test]
+fn a_hand_edit_heads_the_log_as_an_external_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    three_revisions(root);
+    std::fs::write(root.join(ADA), "Tea.\n\nEdited in vim.\n").unwrap();
+
+    let log = log_json(root, ADA);
+    assert_eq!(log.len(), 4);
+    assert_eq!(
+        (
+            &log[0]["number"],
+            &log[0]["surface"],
+            &log[0]["personality"]
+        ),
+        (&json!(4), &json!("external"), &Value::Null)
+    );
+    assert_eq!(log[0]["updates"], json!([]));
+    let (code, stdout, _) = run(memory(root).args(["log", ADA, "--limit", "1"]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains(" external ") && stdout.trim_end().ends_with("hand edit"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(memory(root).args(["diff", ADA]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("+Edited in vim.\n"), "{stdout}");
+
+    // The next write records it, then itself.
+    let (code, _, stderr) = sync(
+        root,
+        "ada",
+        "grace",
+        r#"[{"action":"add","store":"memory","content":"More."}]"#,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let log = log_json(root, ADA);
+    let heads: Vec<(&Value, &Value)> = log
+        .iter()
+        .take(2)
+        .map(|r| (&r["number"], &r["surface"]))
+        .collect();
+    assert_eq!(
+        heads,
+        [(&json!(5), &json!("cli")), (&json!(4), &json!("external"))]
+    );
+
+    // The hand edit can be reverted away like any change.
+    let (code, _, stderr) = run(memory(root).args(["revert", ADA, "3"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(cat(root, ADA), "Tea.\n");
+}
+
+#[test]
+fn bad_history_arguments_exit_2_and_name_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    three_revisions(root);
+    let before = snapshot(root);
+    assert_fails(
+        run(memory(root).args(["log", "notes.md"])),
+        2,
+        "\"notes.md\" is not a document",
+    );
+    assert_fails(
+        run(memory(root).args(["revert", "users/../x/USER.md", "1"])),
+        2,
+        "is not a document",
+    );
+    assert_fails(
+        run(memory(root).args(["log", "personalities/a b/MEMORY.md"])),
+        2,
+        "invalid personality id",
+    );
+    assert_fails(
+        run(memory(root).args(["diff", ADA, "x"])),
+        2,
+        "\"x\" is not a revision number",
+    );
+    assert_fails(run(memory(root).args(["revert", ADA, "-1"])), 2, "-1");
+    assert_fails(
+        run(memory(root).args(["revert", ADA, "two"])),
+        2,
+        "\"two\" is not a revision number",
+    );
+    assert_fails(
+        run(memory(root).args(["diff", ADA, "9"])),
+        2,
+        "no revision 9: revisions 1 to 3 are kept",
+    );
+    assert_fails(
+        run(memory(root).args(["diff", ADA, "1", "9"])),
+        2,
+        "no revision 9",
+    );
+    assert_fails(
+        run(memory(root).args(["revert", ADA, "9"])),
+        2,
+        "no revision 9",
+    );
+    assert_fails(run(memory(root).args(["revert", ADA])), 2, "REVISION");
+    assert_fails(
+        run(memory(root).args(["log", ADA, "--limit", "0"])),
+        2,
+        "--limit",
+    );
+    assert_fails(run(memory(root).args(["log", ADA, "--text"])), 2, "--json");
+    assert_fails(
+        run(memory(root).args(["diff", "MEMORY.md"])),
+        2,
+        "no revisions to compare",
+    );
+    assert_eq!(snapshot(root), before, "nothing written");
+    let (code, stdout, _) = run(memory(root).args(["log", "MEMORY.md"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("MEMORY.md has no revisions"), "{stdout}");
+    let (code, stdout, _) = run(memory(root).args(["log", "--json", "MEMORY.md"]));
+    assert_eq!((code, stdout.trim()), (0, "[]"));
 }
