@@ -70,7 +70,8 @@ impl ServerHandler for MemoryServer {
             "Durable memory across conversations. MEMORY.md holds your notes, USER.md what you \
              know about the user. Add what is worth remembering with memory_add; keep the files \
              short with memory_replace, memory_remove and, after memory_view, \
-             memory_consolidate.",
+             memory_consolidate. Every change is kept: memory_history shows the latest and \
+             undoes a bad one.",
         )
     }
 

@@ -106,7 +106,8 @@ async fn every_tool_and_both_resources_over_stdio() {
             "memory_add",
             "memory_replace",
             "memory_remove",
-            "memory_consolidate"
+            "memory_consolidate",
+            "memory_history"
         ],
         "no memory_search: markdown cannot recall"
     );
@@ -219,6 +220,35 @@ async fn every_tool_and_both_resources_over_stdio() {
         .await
         .unwrap_err();
     assert!(outside.to_string().contains("not served here"), "{outside}");
+
+    // Every write above is a revision the agent can see, made by the tools, and undo.
+    let history = ok(&call(&client, "memory_history", json!({"file": "USER.md"})).await);
+    assert!(
+        history.contains("Revision 2 ·")
+            && history.contains("from tool (personality coder, user ada)")
+            && history.contains("+Ada, who prefers short answers."),
+        "{history}"
+    );
+    let reverted = ok(&call(
+        &client,
+        "memory_history",
+        json!({"file": "USER.md", "revert_to": 1}),
+    )
+    .await);
+    assert!(
+        reverted.starts_with("Reverted USER.md to the text of revision 1"),
+        "{reverted}"
+    );
+    assert_eq!(read_resource(&client, uris[1]).await, "Name: Ada\n");
+    let missing = refused(
+        &call(
+            &client,
+            "memory_history",
+            json!({"file": "USER.md", "revert_to": 7}),
+        )
+        .await,
+    );
+    assert!(missing.contains("no revision 7"), "{missing}");
 
     client.cancel().await.unwrap();
     let mut logs = String::new();
@@ -435,6 +465,25 @@ async fn a_recall_provider_adds_search_and_a_queried_view() {
         found.ends_with("[1] The wifi password is in the blue binder."),
         "{found}"
     );
+
+    // Reverting the hand edit away takes it out of recall too: the index follows reverts.
+    let reverted = ok(&call(
+        &client,
+        "memory_history",
+        json!({"file": "MEMORY.md", "revert_to": 3}),
+    )
+    .await);
+    assert!(
+        reverted.contains("revision 5"),
+        "the hand edit is 4: {reverted}"
+    );
+    let found = ok(&call(
+        &client,
+        "memory_search",
+        json!({"query": "where is the wifi password?", "k": 3}),
+    )
+    .await);
+    assert!(!found.contains("blue binder"), "{found}");
 
     // USER.md lives in the users provider, for the tools and the resource alike.
     add_lands_in(&client, &root.path().join("people/users/ada/USER.md")).await;
