@@ -8,10 +8,10 @@
 //! through. A writer killed mid-append leaves a last line without its newline: ignored and cut
 //! off the same way.
 //!
-//! Appends are not flushed to disk: an fsync more per write would cost ~40% of a write's time.
-//! After a power loss the document (which is flushed) may be ahead of the journal; the next
-//! write then records the difference as an `external` revision. No text is lost, only who
-//! wrote it.
+//! Appends are not flushed to disk: a second fsync per write would cost 20% to 200% of a write's
+//! p50 (measured over 200 adds; under 7% without it). After a power loss the document (which is
+//! flushed) may be ahead of the journal; the next write then records the difference as an
+//! `external` revision. No text is lost, only who wrote it.
 
 use std::fs::{self, File};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
