@@ -225,6 +225,18 @@ pub async fn revert(
     let id = parse_document(path)?;
     let (ctx, store) = MemoryContext::writing(&id);
     let ctx = ctx.with_surface(Surface::Cli);
+    // The wiring writes where the personality's settings send its memory: a personality
+    // configured global writes MEMORY.md, never its own file, which it would revert instead.
+    let routed = memory
+        .context(ctx.personality.clone(), ctx.user.clone())
+        .document(store);
+    if routed != id {
+        return Err(Failure::invalid(format!(
+            "{path} is not where {} keeps its memory: the config gives it global scope, so its writes go to {}; revert that instead, or change its scope to revert this file",
+            ctx.personality,
+            routed.relative_path()
+        )));
+    }
     let if_match = if_match.map(Version::new);
     // Sent again with one key when the reply is lost: it lands once, and a resend of a revert
     // that landed is replayed, not refused by its own guard.

@@ -1133,6 +1133,21 @@ fn bad_history_arguments_exit_2_and_name_what_is_wrong() {
         "no revisions to compare",
     );
     assert_eq!(snapshot(root), before, "nothing written");
+    // A personality configured global writes MEMORY.md: its own file is not what a revert
+    // through the wiring would write.
+    let config = root.join("memory.toml");
+    std::fs::write(
+        &config,
+        "[providers.files]\nkind = \"markdown\"\nroot = \".\"\n[personalities.ada]\nmemory_scope = \"global\"\n",
+    )
+    .unwrap();
+    let before = snapshot(root);
+    assert_fails(
+        run(configured(root, &config).args(["revert", ADA, "1"])),
+        2,
+        "global scope, so its writes go to MEMORY.md",
+    );
+    assert_eq!(snapshot(root), before, "nothing written");
     let (code, stdout, _) = run(memory(root).args(["log", "MEMORY.md"]));
     assert_eq!(code, 0);
     assert!(stdout.contains("MEMORY.md has no revisions"), "{stdout}");
