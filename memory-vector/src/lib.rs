@@ -1026,12 +1026,28 @@ impl MemoryProvider for VectorProvider {
         self.indexer.source.history(document, limit).await
     }
 
+    /// The index rows go first, then the source's document and history, with the index held
+    /// so no catch-up re-indexes the text in between; the table is then compacted and its
+    /// old versions dropped, so the erased entries leave the disk too. A failure after the
+    /// rows went leaves the source whole and is caught up at the next query: nothing is lost.
     async fn purge(
         &self,
         document: &DocumentId,
         surface: memory_core::Surface,
     ) -> Result<memory_core::Purged, MemoryError> {
-        self.indexer.source.purge(document, surface).await
+        let indexer = &self.indexer;
+        if document.store() != Store::Memory {
+            return indexer.source.purge(document, surface).await;
+        }
+        let _writing = indexer.writing().await?;
+        let scope = document.relative_path();
+        // Records first, rows second: a query never trusts a record of cleared rows.
+        let mut record = indexer.coverage.read();
+        record.documents.remove(&scope);
+        indexer.coverage.write(&record)?;
+        indexer.table.clear(&scope).await?;
+        indexer.table.optimize().await?;
+        indexer.source.purge(document, surface).await
     }
 
     fn subscribe(&self) -> Subscription {

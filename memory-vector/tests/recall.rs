@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use memory_core::{
     IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId,
-    Store, UserId,
+    Store, Surface, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider, entries};
@@ -812,4 +812,84 @@ async fn a_query_gets_one_entry_of_a_section_sign_file() {
     assert!(memory.contains(notes[1]), "{memory}");
     assert!(!memory.contains('§'), "{memory}");
     assert_eq!(entries(&memory).len(), 2, "{memory}");
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if std::fs::read(&path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|window| window == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// A purge takes the document's entries out of the index and off the disk, with its source
+/// document and history; other documents keep theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_erases_the_index_rows_too() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let (ada, bob) = (ctx("ada", "grace"), ctx("bob", "grace"));
+    add_all(&p, &ada, &NOTES).await;
+    add_all(&p, &bob, &NOTES[..2]).await;
+    let index = dir.path().join("index");
+    assert!(
+        !files_holding(&index, "AZ-77120").is_empty(),
+        "indexed first"
+    );
+
+    let doc = ada.document(Store::Memory);
+    let purged = p.purge(&doc, Surface::Cli).await.unwrap();
+    assert_eq!(purged.revisions, 1);
+    let rows = p.index_status().await.unwrap().rows;
+    assert_eq!(rows.get(&doc.relative_path()).copied().unwrap_or(0), 0);
+    assert_eq!(rows[&bob.document(Store::Memory).relative_path()], 2);
+    assert_eq!(
+        files_holding(&index, "AZ-77120"),
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert!(files_holding(&dir.path().join("memory"), "AZ-77120").is_empty());
+    let (memory, _) = recalled(&p, &ada, "car insurance").await;
+    assert_eq!(memory, "", "nothing is recalled of a purged memory");
+}
+
+/// Recall follows a revert like any write: the entries it brings back are found again.
+#[tokio::test(flavor = "multi_thread")]
+async fn recall_follows_a_revert() {
+    let dir = TempDir::new().unwrap();
+    let p = open(dir.path(), embedder(), 3).await;
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES).await;
+    p.sync(
+        &c,
+        &[MemoryUpdate::replace(
+            Store::Memory,
+            "Consolidated: nothing left.",
+        )],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    assert!(p.settle().await.is_empty());
+    let (memory, _) = recalled(&p, &c, "shellfish allergy").await;
+    assert!(!memory.contains("shellfish"), "{memory}");
+
+    let doc = c.document(Store::Memory);
+    let before = p.history(&doc, 2).await.unwrap()[1].number;
+    p.revert(&c, Store::Memory, before, None).await.unwrap();
+    assert!(p.settle().await.is_empty());
+    let (memory, _) = recalled(&p, &c, "shellfish allergy").await;
+    assert!(memory.contains("Allergic to shellfish"), "{memory}");
 }

@@ -5,7 +5,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use memory_core::{
-    Budgets, Caps, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId, UserId,
+    Budgets, Caps, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId,
+    Retention, UserId,
 };
 use memory_postgres::PostgresConfig;
 use memory_redis::RedisConfig;
@@ -57,6 +58,8 @@ pub enum ProviderConfig {
     Markdown {
         /// The root directory.
         root: PathBuf,
+        /// How many revisions of each document its journal keeps.
+        history: Retention,
     },
     /// PostgreSQL.
     Postgres(PostgresConfig),
@@ -139,7 +142,10 @@ impl Config {
 
     /// The built-in default: one markdown provider at `root`, every personality on it.
     pub fn markdown(root: impl Into<PathBuf>) -> Config {
-        let provider = ProviderConfig::Markdown { root: root.into() };
+        let provider = ProviderConfig::Markdown {
+            root: root.into(),
+            history: Retention::default(),
+        };
         Config {
             origin: None,
             providers: BTreeMap::from([(DEFAULT_PROVIDER.to_owned(), provider)]),
@@ -185,6 +191,7 @@ impl Config {
             let provider = match spanned.get_ref() {
                 RawProvider::Markdown(md) => ProviderConfig::Markdown {
                     root: path("root", &md.root)?,
+                    history: md.history,
                 },
                 RawProvider::Postgres(pg) => {
                     let mut pg = pg.clone();
@@ -552,6 +559,8 @@ enum RawProvider {
 #[serde(deny_unknown_fields)]
 struct RawMarkdown {
     root: String,
+    #[serde(default)]
+    history: Retention,
 }
 
 #[derive(Deserialize)]

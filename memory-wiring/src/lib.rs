@@ -44,8 +44,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, DocumentReport, EventBus, Identity, IdentityMap, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Receipts, Store,
-    Subscription, SyncReport, UserId, is_blank, plan_sync,
+    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Revision,
+    Store, Subscription, Surface, SyncReport, UserId, Version, is_blank, plan_sync,
+    revert_by_replace,
 };
 use memory_markdown::MarkdownProvider;
 use memory_postgres::PostgresProvider;
@@ -271,7 +272,9 @@ impl Memory {
 
     async fn connect(&self, name: &str) -> Result<Backend, MemoryError> {
         Ok(match &self.inner.config.providers[name] {
-            ProviderConfig::Markdown { root } => Backend::storage(MarkdownProvider::new(root)),
+            ProviderConfig::Markdown { root, history } => {
+                Backend::storage(MarkdownProvider::new(root).with_retention(*history))
+            }
             ProviderConfig::Postgres(config) => {
                 Backend::storage(PostgresProvider::connect(config).await?)
             }
@@ -564,26 +567,35 @@ impl MemoryProvider for Memory {
         Ok(documents)
     }
 
+    /// From the provider that stores the document's bytes, as `read`: a recall provider keeps
+    /// no history of its own.
     async fn history(
         &self,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
-        let _ = (document, limit);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): history".into(),
-        })
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let config = &self.inner.config;
+        let storage = config.storage_of(config.home_of(document));
+        self.provider(storage).await?.history(document, limit).await
     }
 
-    async fn purge(
+    /// The document the personality's settings route `ctx` to (its scope may be configured
+    /// global), reverted through `sync` like any write, so recall follows it.
+    async fn revert(
         &self,
-        document: &DocumentId,
-        surface: memory_core::Surface,
-    ) -> Result<memory_core::Purged, MemoryError> {
-        let _ = (document, surface);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): purge".into(),
-        })
+        ctx: &MemoryContext,
+        store: Store,
+        number: u64,
+        if_match: Option<&Version>,
+    ) -> Result<SyncReport, MemoryError> {
+        let routed = self.route(ctx).ctx;
+        revert_by_replace(self, &routed, store, number, if_match).await
+    }
+
+    /// Through the document's home, so a recall provider drops its index rows too.
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        let home = self.inner.config.home_of(document);
+        self.provider(home).await?.purge(document, surface).await
     }
 
     fn subscribe(&self) -> Subscription {

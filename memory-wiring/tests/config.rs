@@ -58,7 +58,7 @@ fn a_full_config_parses_with_paths_and_secrets_resolved() {
     let config = parse(FULL).unwrap();
     assert_eq!(config.default_provider, "files");
     assert_eq!(config.users_provider, "shared");
-    let ProviderConfig::Markdown { root } = &config.providers["files"] else {
+    let ProviderConfig::Markdown { root, .. } = &config.providers["files"] else {
         panic!("files is markdown")
     };
     assert_eq!(root, Path::new("/etc/agent/memory"));

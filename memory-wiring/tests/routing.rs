@@ -579,3 +579,27 @@ mod documents_apart {
 
     memory_conformance::conformance_suite!(setup);
 }
+
+/// A revert goes where the personality's settings route its writes: a personality configured
+/// with the global scope reverts the global MEMORY.md, whose history is in the users provider.
+#[tokio::test]
+async fn a_revert_follows_the_personality_s_routing() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = wiring(dir.path(), "kind = \"markdown\"\nroot = \"b\"");
+    add(&memory, "concierge", Store::Memory, "Lobby opens at 7.").await;
+    add(&memory, "concierge", Store::Memory, "Wrong note.").await;
+    let ctx = memory.context(id("concierge"), grace());
+    let history = memory.history(&DocumentId::GlobalMemory, 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    memory.revert(&ctx, Store::Memory, 1, None).await.unwrap();
+    let global = memory.read(&DocumentId::GlobalMemory).await.unwrap();
+    assert_eq!(global.text, "Lobby opens at 7.\n");
+    let own = memory
+        .history(
+            &DocumentId::memory(&id("concierge"), MemoryScope::PerPersonality),
+            10,
+        )
+        .await
+        .unwrap();
+    assert!(own.is_empty(), "its own MEMORY.md was never touched");
+}
