@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use memory_core::{DEFAULT_DEADLINE, MemoryError, hide_password_of, redact_url};
+use memory_core::{DEFAULT_DEADLINE, MemoryError, Retention, hide_password_of, redact_url};
 use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
@@ -58,6 +58,11 @@ pub struct PostgresConfig {
     /// Compare-and-swap attempts per `sync` before it gives up with `Contention`; default 64.
     #[serde(default = "defaults::max_attempts")]
     pub max_attempts: u32,
+    /// How much of each document's history to keep: `history = { keep = 100, max_age_days =
+    /// 90 }`, both optional; default the newest 100 revisions, of any age. `keep = 0` records
+    /// none. Older revisions are pruned by later writes of the same document.
+    #[serde(default)]
+    pub history: Retention,
 }
 
 mod defaults {
@@ -99,6 +104,7 @@ impl PostgresConfig {
             deadline_ms: defaults::deadline_ms(),
             migrate: defaults::migrate(),
             max_attempts: defaults::max_attempts(),
+            history: Retention::default(),
         }
     }
 
@@ -170,6 +176,7 @@ impl fmt::Debug for PostgresConfig {
             .field("deadline_ms", &self.deadline_ms)
             .field("migrate", &self.migrate)
             .field("max_attempts", &self.max_attempts)
+            .field("history", &self.history)
             .finish()
     }
 }
@@ -215,8 +222,27 @@ mod tests {
         assert_eq!(config.deadline(), Duration::from_secs(10));
         assert_eq!(config.lock_timeout(), Duration::from_secs(5));
         assert!(config.migrate);
+        assert_eq!(config.history, Retention::default());
         let unknown = serde_json::from_str::<PostgresConfig>(r#"{"url": "x", "pool": 3}"#);
         assert!(unknown.unwrap_err().to_string().contains("pool"));
+    }
+
+    #[test]
+    fn history_retention_reads_as_configured() {
+        let config: PostgresConfig = serde_json::from_str(
+            r#"{"url": "postgres://localhost/memory", "history": {"keep": 5, "max_age_days": 90}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.history,
+            Retention::keep(5).with_max_age(Duration::from_secs(90 * 86_400))
+        );
+        let off: PostgresConfig =
+            serde_json::from_str(r#"{"url": "x", "history": {"keep": 0}}"#).unwrap();
+        assert!(!off.history.is_on());
+        let unknown =
+            serde_json::from_str::<PostgresConfig>(r#"{"url": "x", "history": {"days": 3}}"#);
+        assert!(unknown.unwrap_err().to_string().contains("days"));
     }
 
     #[test]

@@ -11,6 +11,12 @@
 //! another session's row lock past it, and a connection that stops answering fails the call
 //! with `Unavailable` (or `OutcomeUnknown` for an unanswered write) and is closed, not reused.
 //!
+//! Each document's history is the table `memory_history`: one row per revision, written by the
+//! same statement as the change it records (one round trip, one atomic step), with the
+//! server's time; the same statement prunes what the retention (`history`, default the newest
+//! 100 per document) no longer keeps, a few rows per write. `purge` erases a document, its
+//! receipts and its history in one transaction, leaving a tombstone without content.
+//!
 //! The identity map is the table `memory_identities` beside the documents, one row per
 //! (platform, platform user id); a link runs in a transaction that holds the row's lock.
 //!
@@ -35,8 +41,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use memory_core::{
     CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
-    Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    PersonalityId, Prefetch, Receipts, Subscription, SyncReport, UserId, Version, sha256_hex,
+    IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Retention, Revision, RevisionTip,
+    Subscription, Surface, SyncReport, UserId, Version, history_view, sha256_hex,
 };
 use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
@@ -55,10 +62,14 @@ pub struct PostgresProvider {
     table: String,
     /// `"<schema>".memory_identities`, for messages.
     identities: String,
+    /// `"<schema>".memory_history`, for messages.
+    history: String,
     sql: Statements,
     /// `postgres://host:port/database/schema`: where documents are, without credentials.
     location: String,
     writer: CasWriter,
+    /// How much history writes keep; `writer` records revisions only when it is on.
+    retention: Retention,
     max_attempts: u32,
     /// How long one call may take; `writer` has the same.
     deadline: Duration,
@@ -115,7 +126,8 @@ impl PostgresProvider {
         };
         let mut provider = Self::from_pool(pool, &config.schema)?
             .with_max_attempts(config.max_attempts)
-            .with_deadline(config.deadline());
+            .with_deadline(config.deadline())
+            .with_retention(config.history);
         provider.lock_timeout = Some(config.lock_timeout());
         if config.migrate {
             provider.migrate().await?;
@@ -141,14 +153,17 @@ impl PostgresProvider {
         );
         let table = format!("\"{schema}\".memory_documents");
         let identities = format!("\"{schema}\".memory_identities");
+        let history = format!("\"{schema}\".memory_history");
         Ok(PostgresProvider {
-            sql: Statements::for_tables(&table, &identities),
+            sql: Statements::for_tables(&table, &history, &identities),
             table,
             identities,
+            history,
             schema: schema.to_owned(),
             location,
             pool,
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
+            retention: Retention::default(),
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             deadline: DEFAULT_DEADLINE,
             lock_timeout: None,
@@ -159,14 +174,28 @@ impl PostgresProvider {
     /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts;
-        self.writer = CasWriter::new(max_attempts).with_deadline(self.deadline);
-        self
+        self.rebuild_writer()
     }
 
     /// Sets how long one call may take in all (see [`PostgresConfig::deadline_ms`]).
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
-        self.writer = CasWriter::new(self.max_attempts).with_deadline(deadline);
+        self.rebuild_writer()
+    }
+
+    /// Sets how much of each document's history writes keep (see [`PostgresConfig::history`]);
+    /// [`Retention::OFF`] records none.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self.rebuild_writer()
+    }
+
+    /// The writer for the current settings: each `with_` setter builds it anew, so none may
+    /// drop what another set.
+    fn rebuild_writer(mut self) -> Self {
+        self.writer = CasWriter::new(self.max_attempts)
+            .with_deadline(self.deadline)
+            .with_history(self.retention.is_on());
         self
     }
 
@@ -327,6 +356,11 @@ impl PostgresProvider {
         self.table_error(&self.table, err)
     }
 
+    /// An error on the history table.
+    fn history_error(&self, err: sqlx::Error) -> MemoryError {
+        self.table_error(&self.history, err)
+    }
+
     /// An error on the identity map's table.
     fn identity_error(&self, err: sqlx::Error) -> MemoryError {
         self.table_error(&self.identities, err)
@@ -337,6 +371,12 @@ impl PostgresProvider {
         if let sqlx::Error::Database(db) = &err
             && matches!(db.code().as_deref(), Some("42P01" | "3F000"))
         {
+            // Reads and writes of documents touch their history too: name the one missing.
+            let table = if db.message().contains("memory_history") {
+                &self.history
+            } else {
+                table
+            };
             return MemoryError::Config {
                 message: format!(
                     "{table} does not exist in {}: call migrate() or connect with migrate on",
@@ -352,6 +392,266 @@ impl PostgresProvider {
         UserId::new(user).map_err(|err| MemoryError::Corrupt {
             location: format!("{}/memory_identities/{identity}", self.location),
             reason: err.to_string(),
+        })
+    }
+
+    /// Where `id` is, for reports and messages.
+    fn location_of(&self, id: &DocumentId) -> String {
+        format!("{}/{}", self.location, id.relative_path())
+    }
+
+    /// Where `id`'s history is, for messages about its stored revisions.
+    fn history_location(&self, id: &DocumentId) -> String {
+        format!("{}/memory_history/{}", self.location, id.relative_path())
+    }
+
+    /// The rows of `ids`, in order, one statement on `connection`: each document with the tip
+    /// of its history, both absent (NULL) for a document never written or never recorded.
+    async fn select_on(
+        &self,
+        connection: &mut PgConnection,
+        ids: &[DocumentId],
+        receipts: bool,
+    ) -> Result<Vec<SelectedRow>, sqlx::Error> {
+        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
+            .bind(&kinds)
+            .bind(&owners)
+            .bind(receipts)
+            .fetch_all(connection)
+            .await
+    }
+
+    /// `id` as [`PostgresProvider::select_on`] read it.
+    fn fetched(&self, id: &DocumentId, row: SelectedRow) -> Result<Fetched, MemoryError> {
+        let corrupt = |reason: String| MemoryError::Corrupt {
+            location: self.location_of(id),
+            reason,
+        };
+        // The table's CHECK keeps versions positive.
+        let version = match row.version {
+            Some(version) => u64::try_from(version)
+                .map_err(|_| corrupt(format!("version {version} is not positive")))?,
+            None => 0,
+        };
+        let tip = self.tip(id, row.tip)?;
+        let document = Document {
+            id: id.clone(),
+            text: row.content.unwrap_or_default(),
+            version: Version::new(version.to_string()),
+            location: self.location_of(id),
+            modified: row.updated_at.map(unix_millis),
+        };
+        Ok(Fetched {
+            document,
+            version,
+            receipts: row.receipts,
+            tip,
+        })
+    }
+
+    /// The tip of `id`'s history as stored: none (every column NULL) is the empty tip.
+    fn tip(&self, id: &DocumentId, tip: TipColumns) -> Result<RevisionTip, MemoryError> {
+        let (Some(number), Some(version_after), Some(sha256_after), Some(bytes)) = (
+            tip.tip_number,
+            tip.tip_version,
+            tip.tip_sha256,
+            tip.tip_bytes,
+        ) else {
+            return Ok(RevisionTip::empty(Version::new("0")));
+        };
+        let location = || self.history_location(id);
+        Ok(RevisionTip {
+            number: stored_count(number, "revision number", location)?,
+            version_after: Version::new(version_after),
+            sha256_after,
+            bytes_after: stored_count(bytes, "size", location)?,
+        })
+    }
+
+    /// A stored revision of `id`, or `Corrupt` naming what in it is not ours.
+    fn revision(&self, id: &DocumentId, row: HistoryRow) -> Result<Revision, MemoryError> {
+        let location = || self.history_location(id);
+        let corrupt = |what: &str, reason: String| MemoryError::Corrupt {
+            location: format!("{}#{}", location(), row.number),
+            reason: format!("{what}: {reason}"),
+        };
+        let surface = match row.surface.as_str() {
+            "tool" => Surface::Tool,
+            "cli" => Surface::Cli,
+            "web" => Surface::Web,
+            "api" => Surface::Api,
+            "external" => Surface::External,
+            other => {
+                return Err(corrupt(
+                    "surface",
+                    format!("{other:?} is not tool, cli, web, api or external"),
+                ));
+            }
+        };
+        let personality = row
+            .personality
+            .map(PersonalityId::new)
+            .transpose()
+            .map_err(|err| corrupt("personality", err.to_string()))?;
+        let user = row
+            .user_id
+            .map(UserId::new)
+            .transpose()
+            .map_err(|err| corrupt("user_id", err.to_string()))?;
+        let idempotency_key = row
+            .idempotency_key
+            .map(IdempotencyKey::new)
+            .transpose()
+            .map_err(|err| corrupt("idempotency_key", err.to_string()))?;
+        let updates: Vec<MemoryUpdate> = serde_json::from_str(&row.updates)
+            .map_err(|err| corrupt("updates", err.to_string()))?;
+        Ok(Revision {
+            number: stored_count(row.number, "revision number", location)?,
+            document: id.clone(),
+            version_before: Version::new(row.version_before),
+            version_after: Version::new(row.version_after),
+            sha256_before: row.sha256_before,
+            sha256_after: row.sha256_after,
+            bytes_before: stored_count(row.bytes_before, "size", location)?,
+            bytes_after: stored_count(row.bytes_after, "size", location)?,
+            time: unix_millis(row.time),
+            surface,
+            personality,
+            user,
+            idempotency_key,
+            session: row.session,
+            updates,
+            text: row.content,
+        })
+    }
+
+    /// [`MemoryProvider::history`] on `connection`: the document, its tip and its newest
+    /// `limit` revisions read in one snapshot (a read-only repeatable-read transaction).
+    async fn history_on(
+        &self,
+        connection: &mut PgConnection,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let failed = |err| self.history_error(err);
+        let mut transaction = connection
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await
+            .map_err(failed)?;
+        let selected = self
+            .select_on(&mut transaction, std::slice::from_ref(document), false)
+            .await
+            .map_err(failed)?;
+        let (kind, owner) = row_key(document);
+        let rows: Vec<HistoryRow> = sqlx::query_as(AssertSqlSafe(self.sql.history.clone()))
+            .bind(kind)
+            .bind(owner)
+            // "All" (usize::MAX) is more than any document holds.
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(failed)?;
+        transaction.commit().await.map_err(failed)?;
+        let Some(row) = selected.into_iter().next() else {
+            return Err(self.unavailable(sqlx::Error::RowNotFound));
+        };
+        let now = unix_millis(row.now);
+        let fetched = self.fetched(document, row)?;
+        let tip = fetched.tip.number;
+        let mut recorded = Vec::with_capacity(rows.len());
+        for row in rows {
+            let revision = self.revision(document, row)?;
+            // Writes prune a bounded number per write, so a few more than kept may be stored
+            // (after the retention was lowered): they are not shown.
+            if !self
+                .retention
+                .prunes(revision.number, revision.time, tip, now)
+            {
+                recorded.push(revision);
+            }
+        }
+        Ok(history_view(
+            recorded,
+            &fetched.tip,
+            &fetched.document,
+            limit,
+            now,
+        ))
+    }
+
+    /// [`MemoryProvider::purge`] on `connection`, in one transaction that holds the document's
+    /// row (or, for a document with no row, its key) from the first statement, so that no
+    /// write lands between the erasing and the commit: a write waiting on it then finds the
+    /// document gone, and retries on the document as never written.
+    async fn purge_on(
+        &self,
+        connection: &mut PgConnection,
+        document: &DocumentId,
+        surface: Surface,
+    ) -> Result<Purged, MemoryError> {
+        let failed = |err| self.db_error(err);
+        let (kind, owner) = row_key(document);
+        let mut transaction = connection.begin().await.map_err(failed)?;
+        let erased_text = loop {
+            let deleted: Option<String> =
+                sqlx::query_scalar(AssertSqlSafe(self.sql.purge_document.clone()))
+                    .bind(kind)
+                    .bind(owner)
+                    .fetch_optional(&mut *transaction)
+                    .await
+                    .map_err(failed)?;
+            if deleted.is_some() {
+                break deleted;
+            }
+            // No row: an empty one, never committed, holds the key instead, so a first write
+            // of the document waits for the purge. One written in between ends in a conflict
+            // here: then it is deleted like any other.
+            let held = sqlx::query(AssertSqlSafe(self.sql.purge_hold.clone()))
+                .bind(kind)
+                .bind(owner)
+                .bind(sha256_hex(""))
+                .execute(&mut *transaction)
+                .await
+                .map_err(failed)?;
+            if held.rows_affected() == 1 {
+                break None;
+            }
+        };
+        let erased: ErasedRow = sqlx::query_as(AssertSqlSafe(self.sql.purge_history.clone()))
+            .bind(kind)
+            .bind(owner)
+            .fetch_one(&mut *transaction)
+            .await
+            .map_err(|err| self.history_error(err))?;
+        let tip = self.tip(document, erased.tip)?;
+        let revisions = stored_count(erased.count, "count", || self.history_location(document))?;
+        let now = unix_millis(erased.now);
+        let tombstone = (self.retention.is_on() && (erased_text.is_some() || revisions > 0))
+            .then(|| Revision::tombstone(document, &tip, Version::new("0"), surface, now));
+        if let Some(tombstone) = &tombstone {
+            sqlx::query(AssertSqlSafe(self.sql.tombstone.clone()))
+                .bind(kind)
+                .bind(owner)
+                .bind(to_i64(tombstone.number))
+                .bind(tombstone.version_before.as_str())
+                .bind(tombstone.version_after.as_str())
+                .bind(&tombstone.sha256_before)
+                .bind(&tombstone.sha256_after)
+                .bind(to_i64(tombstone.bytes_before))
+                .bind(to_i64(tombstone.bytes_after))
+                .bind(tombstone.surface.to_string())
+                .execute(&mut *transaction)
+                .await
+                .map_err(|err| self.history_error(err))?;
+        }
+        transaction.commit().await.map_err(failed)?;
+        Ok(Purged {
+            document: document.clone(),
+            location: self.location_of(document),
+            bytes: erased_text.map_or(0, |text| text.len()),
+            revisions,
+            tombstone,
         })
     }
 }
@@ -401,26 +701,32 @@ impl MemoryProvider for PostgresProvider {
         Ok(ids)
     }
 
+    /// The document, its history's tip and its newest `limit` revisions in one read-only
+    /// repeatable-read transaction, so a hand edit shows as an external revision at the head.
     async fn history(
         &self,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
-        let _ = (document, limit);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): history".into(),
+    ) -> Result<Vec<Revision>, MemoryError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.within_deadline(async {
+            self.leased(async |connection| self.history_on(connection, document, limit).await)
+                .await?
         })
+        .await
     }
 
-    async fn purge(
-        &self,
-        document: &DocumentId,
-        surface: memory_core::Surface,
-    ) -> Result<memory_core::Purged, MemoryError> {
-        let _ = (document, surface);
-        Err(MemoryError::Config {
-            message: "TODO(issue 21): purge".into(),
+    /// One transaction: the row (text and receipts) and the history go, and a tombstone is
+    /// left when something was erased and history is on. Past the deadline the call is
+    /// `Unavailable`, whether or not its commit landed: repeating a purge is safe.
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        self.within_deadline(async {
+            self.leased(async |connection| self.purge_on(connection, document, surface).await)
+                .await?
         })
+        .await
     }
 
     fn subscribe(&self) -> Subscription {
@@ -499,54 +805,17 @@ impl IdentityMap for PostgresProvider {
 /// The two round trips [`CasWriter`] needs: one snapshot read, one conditional write.
 #[async_trait]
 impl CompareAndSwap for PostgresProvider {
-    /// Reads `ids` in one statement, so they are one consistent snapshot.
+    /// Reads `ids` in one statement, so they are one consistent snapshot, each with the tip of
+    /// its history.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
-        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
-        let rows: Vec<(String, String, String, i64, i64, Option<String>)> = self
-            .leased(async |connection| {
-                sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
-                    .bind(&kinds)
-                    .bind(&owners)
-                    .bind(receipts)
-                    .fetch_all(connection)
-                    .await
-            })
+        let rows = self
+            .leased(async |connection| self.select_on(connection, ids, receipts).await)
             .await?
             .map_err(|err| self.db_error(err))?;
-        Ok(ids
-            .iter()
-            .map(|id| {
-                let key = row_key(id);
-                let (text, version, modified, receipts) = rows
-                    .iter()
-                    .find(|(kind, owner, ..)| (kind.as_str(), owner.as_str()) == key)
-                    // The table's CHECK keeps versions positive.
-                    .map_or(
-                        (String::new(), 0, None, None),
-                        |(.., text, version, millis, receipts)| {
-                            (
-                                text.clone(),
-                                version.unsigned_abs(),
-                                Some(unix_millis(*millis)),
-                                receipts.clone(),
-                            )
-                        },
-                    );
-                let document = Document {
-                    id: id.clone(),
-                    text,
-                    version: Version::new(version.to_string()),
-                    location: format!("{}/{}", self.location, id.relative_path()),
-                    modified,
-                };
-                Fetched {
-                    document,
-                    version,
-                    receipts,
-                    tip: memory_core::RevisionTip::empty(Version::new("0")),
-                }
-            })
-            .collect())
+        ids.iter()
+            .zip(rows)
+            .map(|(id, row)| self.fetched(id, row))
+            .collect()
     }
 
     /// One statement for all writes. It runs alone when the connections' `lock_timeout`
@@ -576,13 +845,37 @@ impl CompareAndSwap for PostgresProvider {
             .collect();
         let hashes: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
         let receipts: Vec<Option<&str>> = writes.iter().map(|write| write.receipts).collect();
-        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.upsert.clone()))
+        // Per document: the number its first revision takes and the one its last takes (0:
+        // it records none), and the lowest number its retention keeps after them.
+        let numbers = |write: &CasWrite<'_>| {
+            let number = |revision: Option<&Revision>| revision.map_or(0, |r| r.number);
+            (
+                number(write.revisions.first()),
+                number(write.revisions.last()),
+            )
+        };
+        let first: Vec<i64> = writes.iter().map(|w| to_i64(numbers(w).0)).collect();
+        let tip: Vec<i64> = writes.iter().map(|w| to_i64(numbers(w).1)).collect();
+        let oldest: Vec<i64> = writes
+            .iter()
+            .map(|w| to_i64(self.retention.oldest_kept(numbers(w).1)))
+            .collect();
+        let revisions = RevisionColumns::of(writes)?;
+        let max_age_ms = self
+            .retention
+            .max_age
+            .map(|age| i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.write.clone()))
             .bind(&kinds)
             .bind(&owners)
             .bind(&texts)
             .bind(&expected)
             .bind(&hashes)
-            .bind(&receipts);
+            .bind(&receipts)
+            .bind(&first)
+            .bind(&tip)
+            .bind(&oldest);
+        let query = revisions.bind(query).bind(max_age_ms);
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
         let landed = self
             .leased(async |connection| {
@@ -596,8 +889,8 @@ impl CompareAndSwap for PostgresProvider {
             .await?;
         let landed = match landed {
             Ok(rows) => rows,
-            // A lock held past `lock_timeout`, or two writers locking the same rows in a
-            // different order: a lost race too.
+            // A lock held past `lock_timeout`, two writers locking the same rows in a
+            // different order, or a revision number taken meanwhile: a lost race too.
             Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
             Err(err) => return Err(self.db_error(err)),
         };
@@ -611,6 +904,179 @@ impl CompareAndSwap for PostgresProvider {
                     .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
             })
             .cloned())
+    }
+}
+
+/// How many of a document's oldest revisions a write looks at for pruning: a bounded amount of
+/// work per write, more than the one or two revisions a write adds, so that what a lowered
+/// retention leaves behind drains away over the next writes.
+const PRUNE_PER_WRITE: usize = 8;
+
+/// A document as [`Statements::select`] reads it, with the tip of its history.
+#[derive(sqlx::FromRow)]
+struct SelectedRow {
+    content: Option<String>,
+    version: Option<i64>,
+    /// Milliseconds since the Unix epoch: sqlx decodes TIMESTAMPTZ only with a time crate.
+    updated_at: Option<i64>,
+    receipts: Option<String>,
+    #[sqlx(flatten)]
+    tip: TipColumns,
+    /// The server's clock, in milliseconds.
+    now: i64,
+}
+
+/// The newest revision of a document: every column NULL when it has none.
+#[derive(sqlx::FromRow)]
+struct TipColumns {
+    tip_number: Option<i64>,
+    tip_version: Option<String>,
+    tip_sha256: Option<String>,
+    tip_bytes: Option<i64>,
+}
+
+/// What [`Statements::purge_history`] erased: how many revisions, the newest of them.
+#[derive(sqlx::FromRow)]
+struct ErasedRow {
+    count: i64,
+    #[sqlx(flatten)]
+    tip: TipColumns,
+    now: i64,
+}
+
+/// One stored revision, as [`Statements::history`] reads it.
+#[derive(sqlx::FromRow)]
+struct HistoryRow {
+    number: i64,
+    version_before: String,
+    version_after: String,
+    sha256_before: String,
+    sha256_after: String,
+    bytes_before: i64,
+    bytes_after: i64,
+    /// Milliseconds since the Unix epoch.
+    time: i64,
+    surface: String,
+    personality: Option<String>,
+    user_id: Option<String>,
+    idempotency_key: Option<String>,
+    session: Option<String>,
+    updates: String,
+    content: Option<String>,
+}
+
+/// The revisions of one compare-and-swap, one array per column of the history table, as the
+/// write statement unnests them.
+struct RevisionColumns<'a> {
+    kind: Vec<&'static str>,
+    owner: Vec<&'a str>,
+    number: Vec<i64>,
+    version_before: Vec<&'a str>,
+    version_after: Vec<&'a str>,
+    sha256_before: Vec<&'a str>,
+    sha256_after: Vec<&'a str>,
+    bytes_before: Vec<i64>,
+    bytes_after: Vec<i64>,
+    surface: Vec<String>,
+    personality: Vec<Option<&'a str>>,
+    user: Vec<Option<&'a str>>,
+    idempotency_key: Vec<Option<&'a str>>,
+    session: Vec<Option<&'a str>>,
+    updates: Vec<String>,
+    content: Vec<Option<&'a str>>,
+}
+
+impl<'a> RevisionColumns<'a> {
+    /// The revisions of all `writes`, in order. Their `time` is left out: the server stamps
+    /// its own.
+    ///
+    /// # Errors
+    /// [`MemoryError::InvalidUpdate`] for updates that cannot be written as JSON (none can
+    /// fail today; the error is there so that no future update panics a write).
+    fn of(writes: &'a [CasWrite<'a>]) -> Result<Self, MemoryError> {
+        let count = writes.iter().map(|write| write.revisions.len()).sum();
+        let mut columns = RevisionColumns {
+            kind: Vec::with_capacity(count),
+            owner: Vec::with_capacity(count),
+            number: Vec::with_capacity(count),
+            version_before: Vec::with_capacity(count),
+            version_after: Vec::with_capacity(count),
+            sha256_before: Vec::with_capacity(count),
+            sha256_after: Vec::with_capacity(count),
+            bytes_before: Vec::with_capacity(count),
+            bytes_after: Vec::with_capacity(count),
+            surface: Vec::with_capacity(count),
+            personality: Vec::with_capacity(count),
+            user: Vec::with_capacity(count),
+            idempotency_key: Vec::with_capacity(count),
+            session: Vec::with_capacity(count),
+            updates: Vec::with_capacity(count),
+            content: Vec::with_capacity(count),
+        };
+        for write in writes {
+            let (kind, owner) = row_key(write.id);
+            for revision in write.revisions {
+                let updates = serde_json::to_string(&revision.updates).map_err(|err| {
+                    MemoryError::InvalidUpdate {
+                        index: 0,
+                        document: write.id.clone(),
+                        reason: format!("cannot be recorded as JSON: {err}"),
+                    }
+                })?;
+                columns.kind.push(kind);
+                columns.owner.push(owner);
+                columns.number.push(to_i64(revision.number));
+                columns
+                    .version_before
+                    .push(revision.version_before.as_str());
+                columns.version_after.push(revision.version_after.as_str());
+                columns.sha256_before.push(&revision.sha256_before);
+                columns.sha256_after.push(&revision.sha256_after);
+                columns.bytes_before.push(to_i64(revision.bytes_before));
+                columns.bytes_after.push(to_i64(revision.bytes_after));
+                columns.surface.push(revision.surface.to_string());
+                columns
+                    .personality
+                    .push(revision.personality.as_ref().map(PersonalityId::as_str));
+                columns
+                    .user
+                    .push(revision.user.as_ref().map(UserId::as_str));
+                columns.idempotency_key.push(
+                    revision
+                        .idempotency_key
+                        .as_ref()
+                        .map(IdempotencyKey::as_str),
+                );
+                columns.session.push(revision.session.as_deref());
+                columns.updates.push(updates);
+                columns.content.push(revision.text.as_deref());
+            }
+        }
+        Ok(columns)
+    }
+
+    /// `query` with the columns bound, in the order [`Statements::write`] takes them.
+    fn bind<'q>(
+        &'q self,
+        query: QueryAs<'q, Postgres, (String, String), PgArguments>,
+    ) -> QueryAs<'q, Postgres, (String, String), PgArguments> {
+        query
+            .bind(&self.kind)
+            .bind(&self.owner)
+            .bind(&self.number)
+            .bind(&self.version_before)
+            .bind(&self.version_after)
+            .bind(&self.sha256_before)
+            .bind(&self.sha256_after)
+            .bind(&self.bytes_before)
+            .bind(&self.bytes_after)
+            .bind(&self.surface)
+            .bind(&self.personality)
+            .bind(&self.user)
+            .bind(&self.idempotency_key)
+            .bind(&self.session)
+            .bind(&self.updates)
+            .bind(&self.content)
     }
 }
 
@@ -684,7 +1150,12 @@ impl DerefMut for Lease {
 #[derive(Debug)]
 struct Statements {
     select: Arc<str>,
-    upsert: Arc<str>,
+    write: Arc<str>,
+    history: Arc<str>,
+    purge_document: Arc<str>,
+    purge_hold: Arc<str>,
+    purge_history: Arc<str>,
+    tombstone: Arc<str>,
     list: Arc<str>,
     resolve: Arc<str>,
     link_first: Arc<str>,
@@ -694,31 +1165,135 @@ struct Statements {
 }
 
 impl Statements {
-    fn for_tables(table: &str, identities: &str) -> Self {
+    fn for_tables(table: &str, history: &str, identities: &str) -> Self {
+        // The newest revision of document `w`: one backward step on the primary key.
+        let tip = format!(
+            "SELECT h.number AS tip_number, h.version_after AS tip_version, \
+                    h.sha256_after AS tip_sha256, h.bytes_after AS tip_bytes \
+             FROM {history} AS h WHERE h.kind = w.kind AND h.owner = w.owner \
+             ORDER BY h.number DESC LIMIT 1"
+        );
+        // Whether a write whose first revision is `w.first` still numbers on from the tip it
+        // read (trivially so when it records none). A document purged and written again
+        // since reads the same version as before, but its history has moved on: the write
+        // must not land, or text computed from the purged content would.
+        let unchanged_tip = format!(
+            "(w.first = 0 OR NOT EXISTS (SELECT FROM {history} AS n \
+               WHERE n.kind = w.kind AND n.owner = w.owner AND n.number >= w.first))"
+        );
         Statements {
-            // The time as epoch milliseconds: sqlx decodes TIMESTAMPTZ only with a time crate.
+            // One row per id, in order, whether or not the document or its history exists.
+            // Times as epoch milliseconds: sqlx decodes TIMESTAMPTZ only with a time crate.
             select: format!(
-                "SELECT kind, owner, content, version, \
-                   (extract(epoch FROM updated_at) * 1000)::int8, \
-                   CASE WHEN $3 THEN receipts END FROM {table} \
-                 WHERE (kind, owner) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
+                "SELECT d.content, d.version, \
+                   (extract(epoch FROM d.updated_at) * 1000)::int8 AS updated_at, \
+                   CASE WHEN $3 THEN d.receipts END AS receipts, \
+                   t.tip_number, t.tip_version, t.tip_sha256, t.tip_bytes, \
+                   (extract(epoch FROM now()) * 1000)::int8 AS now \
+                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(kind, owner, position) \
+                 LEFT JOIN {table} AS d ON d.kind = w.kind AND d.owner = w.owner \
+                 LEFT JOIN LATERAL ({tip}) AS t ON true \
+                 ORDER BY w.position"
             )
             .into(),
-            // A new document is inserted at version 1; an existing one is updated only where
-            // its version is still the expected one. A row another writer got to first is
-            // neither, and is missing from RETURNING. A NULL receipts value keeps the stored one.
-            upsert: format!(
-                "INSERT INTO {table} AS d (kind, owner, content, version, sha256, receipts) \
-                 SELECT kind, owner, content, expected + 1, sha256, receipts \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], \
-                             $6::text[]) \
-                   AS w(kind, owner, content, expected, sha256, receipts) \
-                 ON CONFLICT (kind, owner) DO UPDATE \
-                   SET content = excluded.content, version = excluded.version, \
-                       sha256 = excluded.sha256, updated_at = now(), \
-                       receipts = COALESCE(excluded.receipts, d.receipts) \
-                   WHERE d.version = excluded.version - 1 \
-                 RETURNING kind, owner"
+            // The compare-and-swap, its revisions and their pruning in one statement (one
+            // round trip, one atomic step). An existing document is updated only where its
+            // version is still the expected one; a new one (expected 0) is inserted only where
+            // no row is. A row another writer got to first is neither, and is missing from
+            // RETURNING, so its revisions are not recorded either. Then each landed document
+            // drops, from its oldest few revisions, the ones its retention no longer keeps
+            // (never the new tip): by count (below `w.oldest`) or by age ($26 milliseconds,
+            // NULL for none), by the server's clock like the revisions' times. A NULL receipts
+            // value keeps the stored one.
+            write: format!(
+                "WITH w AS ( \
+                   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], \
+                                        $5::text[], $6::text[], $7::int8[], $8::int8[], \
+                                        $9::int8[]) \
+                     AS w(kind, owner, content, expected, sha256, receipts, first, tip, oldest)), \
+                 updated AS ( \
+                   UPDATE {table} AS d \
+                   SET content = w.content, version = w.expected + 1, sha256 = w.sha256, \
+                       updated_at = now(), receipts = COALESCE(w.receipts, d.receipts) \
+                   FROM w \
+                   WHERE d.kind = w.kind AND d.owner = w.owner AND w.expected > 0 \
+                     AND d.version = w.expected AND {unchanged_tip} \
+                   RETURNING d.kind, d.owner), \
+                 inserted AS ( \
+                   INSERT INTO {table} (kind, owner, content, version, sha256, receipts) \
+                   SELECT w.kind, w.owner, w.content, 1, w.sha256, w.receipts FROM w \
+                   WHERE w.expected = 0 AND {unchanged_tip} \
+                   ON CONFLICT (kind, owner) DO NOTHING \
+                   RETURNING kind, owner), \
+                 landed AS (SELECT kind, owner FROM updated \
+                            UNION ALL SELECT kind, owner FROM inserted), \
+                 recorded AS ( \
+                   INSERT INTO {history} (kind, owner, number, version_before, version_after, \
+                     sha256_before, sha256_after, bytes_before, bytes_after, surface, \
+                     personality, user_id, idempotency_key, session, updates, content) \
+                   SELECT r.* FROM unnest($10::text[], $11::text[], $12::int8[], $13::text[], \
+                       $14::text[], $15::text[], $16::text[], $17::int8[], $18::int8[], \
+                       $19::text[], $20::text[], $21::text[], $22::text[], $23::text[], \
+                       $24::text[], $25::text[]) \
+                     AS r(kind, owner, number, version_before, version_after, sha256_before, \
+                       sha256_after, bytes_before, bytes_after, surface, personality, user_id, \
+                       idempotency_key, session, updates, content) \
+                   JOIN landed AS l ON l.kind = r.kind AND l.owner = r.owner), \
+                 pruned AS ( \
+                   DELETE FROM {history} AS h \
+                   USING landed AS l \
+                   JOIN w ON w.kind = l.kind AND w.owner = l.owner \
+                   CROSS JOIN LATERAL ( \
+                     SELECT o.number FROM {history} AS o \
+                     WHERE o.kind = l.kind AND o.owner = l.owner \
+                     ORDER BY o.number LIMIT {PRUNE_PER_WRITE}) AS old \
+                   WHERE h.kind = l.kind AND h.owner = l.owner AND h.number = old.number \
+                     AND h.number < w.tip \
+                     AND (h.number < w.oldest \
+                          OR now() - h.time > $26::int8 * interval '1 millisecond')) \
+                 SELECT kind, owner FROM landed"
+            )
+            .into(),
+            history: format!(
+                "SELECT number, version_before, version_after, sha256_before, sha256_after, \
+                   bytes_before, bytes_after, (extract(epoch FROM time) * 1000)::int8 AS time, \
+                   surface, personality, user_id, idempotency_key, session, updates, content \
+                 FROM {history} WHERE kind = $1 AND owner = $2 \
+                 ORDER BY number DESC LIMIT $3"
+            )
+            .into(),
+            // Takes the row's lock, waiting for a write in progress, and erases it.
+            purge_document: format!(
+                "DELETE FROM {table} WHERE kind = $1 AND owner = $2 RETURNING content"
+            )
+            .into(),
+            // Holds a document's key while it has no row; never committed (purge_history
+            // deletes it). Waits for a first write in progress, then inserts nothing.
+            purge_hold: format!(
+                "INSERT INTO {table} (kind, owner, content, version, sha256) \
+                 VALUES ($1, $2, '', 1, $3) ON CONFLICT (kind, owner) DO NOTHING"
+            )
+            .into(),
+            // Erases the history (and the row purge_hold may have inserted), returning how
+            // many revisions there were and the newest, which the tombstone numbers on from.
+            purge_history: format!(
+                "WITH erased AS ( \
+                   DELETE FROM {history} WHERE kind = $1 AND owner = $2 \
+                   RETURNING number, version_after, sha256_after, bytes_after), \
+                 held AS (DELETE FROM {table} WHERE kind = $1 AND owner = $2) \
+                 SELECT (SELECT count(*) FROM erased) AS count, \
+                   t.number AS tip_number, t.version_after AS tip_version, \
+                   t.sha256_after AS tip_sha256, t.bytes_after AS tip_bytes, \
+                   (extract(epoch FROM now()) * 1000)::int8 AS now \
+                 FROM (SELECT) AS one \
+                 LEFT JOIN (SELECT * FROM erased ORDER BY number DESC LIMIT 1) AS t ON true"
+            )
+            .into(),
+            // At the transaction's time, which purge_history returned.
+            tombstone: format!(
+                "INSERT INTO {history} (kind, owner, number, version_before, version_after, \
+                   sha256_before, sha256_after, bytes_before, bytes_after, surface, content) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL)"
             )
             .into(),
             list: format!("SELECT kind, owner FROM {table}").into(),
@@ -779,10 +1354,29 @@ fn unix_millis(millis: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
 }
 
-/// Serialization failures, deadlocks and lock waits past `lock_timeout`: the statement was
-/// rolled back and may be retried.
+/// Serialization failures, deadlocks, lock waits past `lock_timeout`, and unique violations
+/// (only a revision number can be one: a purge's tombstone took it after the writer read the
+/// tip): the statement was rolled back and may be retried on a fresh read.
 fn is_retryable(code: Option<&str>) -> bool {
-    matches!(code, Some("40001" | "40P01" | "55P03"))
+    matches!(code, Some("40001" | "40P01" | "55P03" | "23505"))
+}
+
+/// A count or size for a column (BIGINT): ours never reach `i64::MAX`.
+fn to_i64(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
+}
+
+/// A count, size or revision number as stored: a negative one (or a zero revision number, which
+/// the table's CHECK forbids) was not written by us.
+fn stored_count<T: TryFrom<i64>>(
+    value: i64,
+    what: &str,
+    location: impl Fn() -> String,
+) -> Result<T, MemoryError> {
+    T::try_from(value).map_err(|_| MemoryError::Corrupt {
+        location: location(),
+        reason: format!("{what} {value} is negative"),
+    })
 }
 
 /// Schema names go into SQL, so only plain identifiers are accepted.
