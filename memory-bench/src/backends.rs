@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memory_core::{MemoryError, MemoryProvider};
+use memory_core::{MemoryError, MemoryProvider, Retention};
 use memory_markdown::MarkdownProvider;
 use memory_postgres::{PostgresConfig, PostgresProvider};
 use memory_redis::{RedisConfig, RedisProvider};
@@ -57,16 +57,8 @@ impl Backend {
         &self,
     ) -> Result<(Arc<dyn MemoryProvider>, Option<Arc<VectorProvider>>), MemoryError> {
         Ok(match self {
-            Backend::Markdown { root } => (Arc::new(MarkdownProvider::new(root)), None),
-            Backend::Postgres { url, schema } => {
-                let mut config = PostgresConfig::new(url).with_schema(schema);
-                // One each: 64 writers stay under PostgreSQL's default of 100 connections.
-                config.max_connections = 1;
-                (Arc::new(PostgresProvider::connect(&config).await?), None)
-            }
-            Backend::Redis { url, prefix } => {
-                let config = RedisConfig::new(url).with_prefix(prefix);
-                (Arc::new(RedisProvider::connect(&config).await?), None)
+            Backend::Markdown { .. } | Backend::Postgres { .. } | Backend::Redis { .. } => {
+                (self.open_storage(Retention::default()).await?, None)
             }
             Backend::Vector {
                 root,
@@ -83,6 +75,37 @@ impl Backend {
                     .await?,
                 );
                 (vector.clone(), Some(vector))
+            }
+        })
+    }
+
+    /// A new instance of a storage backend (not `vector`) that keeps `history` of each
+    /// document: [`Retention::OFF`] for a baseline without history.
+    pub async fn open_storage(
+        &self,
+        history: Retention,
+    ) -> Result<Arc<dyn MemoryProvider>, MemoryError> {
+        Ok(match self {
+            Backend::Markdown { root } | Backend::Vector { root, .. } => {
+                Arc::new(MarkdownProvider::new(root).with_retention(history))
+            }
+            Backend::Postgres { url, schema } => {
+                let mut config = PostgresConfig::new(url).with_schema(schema);
+                // One each: 64 writers stay under PostgreSQL's default of 100 connections.
+                config.max_connections = 1;
+                Arc::new(
+                    PostgresProvider::connect(&config)
+                        .await?
+                        .with_retention(history),
+                )
+            }
+            Backend::Redis { url, prefix } => {
+                let config = RedisConfig::new(url).with_prefix(prefix);
+                Arc::new(
+                    RedisProvider::connect(&config)
+                        .await?
+                        .with_retention(history),
+                )
             }
         })
     }

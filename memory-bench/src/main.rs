@@ -105,6 +105,8 @@ struct Measured {
     floor: Floor,
     prefetch: Vec<(usize, Samples)>,
     sync: Samples,
+    /// Sync with history off, then on; `None` for the vector provider (its source's).
+    history: Option<(Samples, Samples)>,
     contention: Vec<Contention>,
     growth: Vec<(usize, Duration, Duration)>,
 }
@@ -302,6 +304,13 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
     progress(name, "sync of one add");
     let sync = workloads::sync(&*provider, args.samples).await?;
     settled().await;
+    let history = match backend {
+        Backend::Vector { .. } => None,
+        _ => {
+            progress(name, "sync with history off and on");
+            Some(workloads::history_cost(backend, args.samples).await?)
+        }
+    };
     let mut contention = Vec::new();
     for &writers in &args.writers {
         progress(name, &format!("{writers} concurrent writers"));
@@ -317,6 +326,7 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
         floor,
         prefetch,
         sync,
+        history,
         contention,
         growth,
     })
@@ -435,6 +445,33 @@ impl Report<'_> {
                 "\nThe vector provider's sync p50 is {} its markdown source's.",
                 ratio(vector, markdown)
             );
+        }
+
+        let _ = writeln!(md, "\n## History cost\n");
+        let _ = writeln!(
+            md,
+            "The same one-`add` syncs ({} per side, on fresh documents, in alternating rounds) \
+             on an instance that keeps no history and one that keeps the default 100 revisions \
+             per document. The goal: history on within 15% of off.\n",
+            a.samples.div_ceil(4) * 4
+        );
+        let _ = writeln!(
+            md,
+            "| provider | history off p50 / p95 / p99 | history on p50 / p95 / p99 | p50 change |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|");
+        for m in self.measured {
+            if let Some((off, on)) = &m.history {
+                let (off50, on50) = (off.quantile_ms(0.5), on.quantile_ms(0.5));
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {:+.1}% |",
+                    m.backend.name(),
+                    off.percentiles(),
+                    on.percentiles(),
+                    (on50 / off50 - 1.0) * 100.0
+                );
+            }
         }
 
         let _ = writeln!(md, "\n## Contention\n");

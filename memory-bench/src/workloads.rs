@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memory_core::{
-    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Retention,
+    Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, RecallConfig, VectorProvider};
@@ -93,8 +94,43 @@ pub async fn prefetch(
 
 /// Latency of `samples` one-add syncs by a single writer.
 pub async fn sync(provider: &dyn MemoryProvider, samples: usize) -> Result<Samples, MemoryError> {
-    let ctx = ctx("sync");
-    let mut latencies = Samples::default();
+    sync_to(provider, "sync", samples, Samples::default()).await
+}
+
+/// [`sync`] with history off and on (the default retention), in alternating rounds on fresh
+/// documents so that drift in the machine's speed lands on both alike: (off, on).
+pub async fn history_cost(
+    backend: &Backend,
+    samples: usize,
+) -> Result<(Samples, Samples), MemoryError> {
+    const ROUNDS: usize = 4;
+    let off = backend.open_storage(Retention::OFF).await?;
+    let on = backend.open_storage(Retention::default()).await?;
+    let (mut without, mut with) = (Samples::default(), Samples::default());
+    let per_round = samples.div_ceil(ROUNDS);
+    for round in 0..ROUNDS {
+        let off_first = round % 2 == 0;
+        for history in [!off_first, off_first] {
+            if history {
+                let document = format!("history-on-{round}");
+                with = sync_to(&*on, &document, per_round, with).await?;
+            } else {
+                let document = format!("history-off-{round}");
+                without = sync_to(&*off, &document, per_round, without).await?;
+            }
+        }
+    }
+    Ok((without, with))
+}
+
+/// `samples` one-add syncs to `personality`'s MEMORY.md, timed into `latencies`.
+async fn sync_to(
+    provider: &dyn MemoryProvider,
+    personality: &str,
+    samples: usize,
+    mut latencies: Samples,
+) -> Result<Samples, MemoryError> {
+    let ctx = ctx(personality);
     for i in 0..samples {
         let add = [MemoryUpdate::add(Store::Memory, entry(i))];
         latencies
