@@ -25,39 +25,30 @@ const MAX_VERSION: u64 = (1 << 53) - 1;
 /// The last millisecond of the year 9999: a later `updated_at_ms` is no clock's reading.
 const LAST_MILLISECOND: u64 = 253_402_300_799_999;
 
-/// The Lua every document script shares: reading a document hash and the newest revision of a
-/// history stream, each checked to be ours. A macro, so `concat!` can put it before each script.
+/// The Lua every document script shares: reading a document hash with its newest revision,
+/// checked to be ours. A macro, so `concat!` can put it before each script.
+///
+/// A document's newest revision (its tip: number, version, SHA-256 and size after it) is kept
+/// twice: as the newest entry of its history stream, and in four fields of its hash that the
+/// write script sets with the content. Reading the fields costs nothing; reading the entry
+/// brings its whole text into Lua, which costs more than the rest of a write. The entry is read
+/// only for a hash without the fields: after a purge (the tombstone), or never recorded.
 macro_rules! shared_lua {
     () => {
         r#"
--- A document: {'ok', content, version, updated_at_ms, receipts} (the time empty for a hash
--- written without it, the receipts empty unless asked for or never written), {'none'} for a
--- key never written, or {reason} for a key that is not one of our documents.
-local function document_of(key, with_receipts)
-  local kind = redis.call('TYPE', key).ok
-  if kind == 'none' then
-    return {'none'}
-  elseif kind ~= 'hash' then
-    return {'it holds a ' .. kind .. ', not a hash'}
-  end
-  local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms', 'receipts')
-  local version = tonumber(f[2])
-  if f[1] and version and version >= 1 and version == math.floor(version) then
-    local receipts = ''
-    if with_receipts then receipts = f[4] or '' end
-    return {'ok', f[1], f[2], f[3] or '', receipts}
-  end
-  return {'its hash lacks a content field and a positive integer version'}
+-- A decimal count as every revision stores them (below 10^15, so Lua counts exactly).
+local function is_count(value)
+  return value and #value <= 15 and string.match(value, '^%d+$') ~= nil
 end
 
--- A decimal count as every revision entry stores them (below 10^15, so Lua counts exactly).
-local function is_count(value)
-  return value ~= nil and #value <= 15 and string.match(value, '^%d+$') ~= nil
+-- Whether these are the number, version, SHA-256 and size of a revision of ours.
+local function is_tip(number, version, sha256, bytes)
+  return is_count(number) and tonumber(number) >= 1 and version and sha256 and #sha256 == 64
+    and not string.find(sha256, '[^0-9a-f]') and is_count(bytes)
 end
 
 -- The newest revision of a history stream: {number, version_after, sha256_after, bytes_after},
--- {} when it holds none, or nil and why the key is not a history of ours. Only the tip is read:
--- the text stays on the server.
+-- {} when it holds none, or nil and why the key is not a history of ours.
 local function tip_of(key)
   local kind = redis.call('TYPE', key).ok
   if kind == 'none' then
@@ -73,13 +64,61 @@ local function tip_of(key)
   for j = 1, #newest[2], 2 do
     f[newest[2][j]] = newest[2][j + 1]
   end
-  local sha = f['sha256_after']
-  if is_count(f['number']) and tonumber(f['number']) >= 1 and f['version_after']
-      and sha and #sha == 64 and not string.find(sha, '[^0-9a-f]')
-      and is_count(f['bytes_after']) then
-    return {f['number'], f['version_after'], sha, f['bytes_after']}
+  if is_tip(f['number'], f['version_after'], f['sha256_after'], f['bytes_after']) then
+    return {f['number'], f['version_after'], f['sha256_after'], f['bytes_after']}
   end
   return nil, 'its newest entry ' .. newest[1] .. ' is not a revision of ours'
+end
+
+-- The tip of the document at `key` whose hash holds the revision fields `stored` (as HMGET
+-- gives them: false when absent), else of its history stream: as `tip_of`, or nil, the key at
+-- fault and why.
+local function document_tip(key, history, stored)
+  if stored[1] then
+    if is_tip(stored[1], stored[2], stored[3], stored[4]) then
+      return {stored[1], stored[2], stored[3], stored[4]}
+    end
+    return nil, key, 'its revision fields are not a revision of ours'
+  end
+  local tip, reason = tip_of(history)
+  return tip, history, reason
+end
+
+-- A document as the read script answers for it: {'ok', content, version, updated_at_ms,
+-- receipts, tip...} (the time empty for a hash written without it, the receipts empty unless
+-- asked for or never written) or {'none', tip...} for a key never written, where the tip is
+-- the four fields of `tip_of`, all empty when there is none or it was not asked for; {reason}
+-- for a document key that is not ours, {'history', reason} for a history key that is not.
+local function read_document(key, history, with_receipts, with_tip)
+  local kind = redis.call('TYPE', key).ok
+  local reply, stored = {'none'}, {false}
+  if kind == 'hash' then
+    local f = redis.call('HMGET', key, 'content', 'version', 'updated_at_ms', 'receipts',
+      'revision', 'revision_version', 'revision_sha256', 'revision_bytes')
+    local version = tonumber(f[2])
+    if not (f[1] and version and version >= 1 and version == math.floor(version)) then
+      return {'its hash lacks a content field and a positive integer version'}
+    end
+    local receipts = ''
+    if with_receipts then receipts = f[4] or '' end
+    reply = {'ok', f[1], f[2], f[3] or '', receipts}
+    stored = {f[5], f[6], f[7], f[8]}
+  elseif kind ~= 'none' then
+    return {'it holds a ' .. kind .. ', not a hash'}
+  end
+  local tip = {}
+  if with_tip then
+    local at, reason
+    tip, at, reason = document_tip(key, history, stored)
+    if not tip then
+      if at == key then return {reason} end
+      return {'history', reason}
+    end
+  end
+  for j = 1, 4 do
+    reply[#reply + 1] = tip[j] or ''
+  end
+  return reply
 end
 "#
     };
@@ -87,31 +126,14 @@ end
 
 /// Reads documents atomically. KEYS: the documents, then their history streams. ARGV[1]: `1`
 /// to read the idempotency receipts too; ARGV[2]: `1` to read each document's newest revision.
-/// Per document: `{"ok", content, version, updated_at_ms, receipts, tip...}` or
-/// `{"none", tip...}` for a key never written, where the tip is the four fields of `tip_of`
-/// (all empty when there is none or it was not asked for); `{reason}` for a document key that
-/// is not ours, `{"history", reason}` for a history key that is not.
+/// Per document what `read_document` answers.
 const READ_SCRIPT: &str = concat!(
     shared_lua!(),
     r#"
 local n = #KEYS / 2
 local out = {}
 for i = 1, n do
-  local reply = document_of(KEYS[i], ARGV[1] == '1')
-  if #reply > 1 or reply[1] == 'none' then
-    local tip, reason = {}, nil
-    if ARGV[2] == '1' then
-      tip, reason = tip_of(KEYS[n + i])
-    end
-    if tip then
-      for j = 1, 4 do
-        reply[#reply + 1] = tip[j] or ''
-      end
-    else
-      reply = {'history', reason}
-    end
-  end
-  out[i] = reply
+  out[i] = read_document(KEYS[i], KEYS[n + i], ARGV[1] == '1', ARGV[2] == '1')
 end
 return out
 "#
@@ -144,12 +166,16 @@ local index_kind = redis.call('TYPE', index).ok
 if index_kind ~= 'set' and index_kind ~= 'none' then
   return redis.error_reply('CORRUPT ' .. index .. ' it holds a ' .. index_kind .. ', not a set')
 end
+-- When each document was last changed, as a read showed it (a time no clock gives is none).
+local modified = {}
 for i = 1, n do
   local key = KEYS[i]
   local kind = redis.call('TYPE', key).ok
-  local current = 0
+  local current, stored = 0, {false, false, false, false, false, false}
   if kind == 'hash' then
-    current = tonumber(redis.call('HGET', key, 'version'))
+    stored = redis.call('HMGET', key, 'version', 'updated_at_ms',
+      'revision', 'revision_version', 'revision_sha256', 'revision_bytes')
+    current = tonumber(stored[1])
   elseif kind ~= 'none' then
     current = nil
   end
@@ -159,11 +185,19 @@ for i = 1, n do
   if current ~= tonumber(ARGV[(i - 1) * 5 + 1]) then
     return i
   end
+  if stored[2] and string.match(stored[2], '^%d+$') and tonumber(stored[2]) <= 253402300799999 then
+    modified[i] = string.format('%d', tonumber(stored[2]))
+  end
   local expected_tip = ARGV[5 * n + 2 + i]
   if expected_tip ~= '' then
-    local tip, reason = tip_of(KEYS[n + 1 + i])
+    local history = KEYS[n + 1 + i]
+    local history_kind = redis.call('TYPE', history).ok
+    if history_kind ~= 'stream' and history_kind ~= 'none' then
+      return redis.error_reply('CORRUPT ' .. history .. ' it holds a ' .. history_kind .. ', not a stream of revisions')
+    end
+    local tip, at, reason = document_tip(key, history, {stored[3], stored[4], stored[5], stored[6]})
     if not tip then
-      return redis.error_reply('CORRUPT ' .. KEYS[n + 1 + i] .. ' ' .. reason)
+      return redis.error_reply('CORRUPT ' .. at .. ' ' .. reason)
     end
     -- Only a purge changes a history without changing its document's version.
     if tonumber(tip[1] or '0') ~= tonumber(expected_tip) then
@@ -178,38 +212,27 @@ local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local at = 6 * n + 3
 for i = 1, n do
   local base = (i - 1) * 5
-  -- When the document was last changed, as a read showed it (a time no clock gives is none).
-  local modified = redis.call('HGET', KEYS[i], 'updated_at_ms')
-  if modified and string.match(modified, '^%d+$') and tonumber(modified) <= 253402300799999 then
-    modified = string.format('%d', tonumber(modified))
-  else
-    modified = nil
-  end
-  redis.call('HSET', KEYS[i],
-    'content', ARGV[base + 2],
-    'version', string.format('%d', tonumber(ARGV[base + 1]) + 1),
-    'sha256', ARGV[base + 3],
-    'updated_at_ms', string.format('%d', now_ms))
-  if ARGV[base + 5] ~= '' then
-    redis.call('HSET', KEYS[i], 'receipts', ARGV[base + 5])
-  end
-  redis.call('SADD', index, ARGV[base + 4])
+  local history = KEYS[n + 1 + i]
+  -- This document's revisions as XADD arguments, and the newest one's fields.
+  local entries, newest = {}, nil
   if ARGV[5 * n + 2 + i] ~= '' then
-    local history = KEYS[n + 1 + i]
     local count = tonumber(ARGV[at])
     at = at + 1
-    local newest
-    for _ = 1, count do
+    for r = 1, count do
       local pairs_count = tonumber(ARGV[at])
-      -- Trimmed to the newest `keep` as it is added: the count rule costs one entry's work.
-      local entry = {history, 'MAXLEN', '=', keep, '*'}
-      for j = 1, 2 * pairs_count do
+      -- Trimmed to about the newest `keep` as it is added, a whole stream node at a time (an
+      -- exact trim walks the entries it marks deleted); `history` shows only the newest `keep`.
+      local entry = {history, 'MAXLEN', '~', keep, '*'}
+      newest = {}
+      for j = 1, 2 * pairs_count, 2 do
         entry[5 + j] = ARGV[at + j]
+        entry[6 + j] = ARGV[at + j + 1]
+        newest[ARGV[at + j]] = ARGV[at + j + 1]
       end
       at = at + 2 * pairs_count + 1
-      if ARGV[at] == '1' and modified then
+      if ARGV[at] == '1' and modified[i] then
         entry[#entry + 1] = 'time'
-        entry[#entry + 1] = modified
+        entry[#entry + 1] = modified[i]
       end
       at = at + 1
       if ARGV[at] == '=' then
@@ -223,17 +246,38 @@ for i = 1, n do
       else
         at = at + 1
       end
-      newest = redis.call('XADD', unpack(entry))
+      entries[r] = entry
     end
-    if max_age and newest then
-      local oldest_ms = now_ms - max_age
-      if oldest_ms > 0 then
-        -- Entries stamped before oldest_ms are too old; never the tip, whatever the clock did.
-        if oldest_ms > tonumber(string.match(newest, '^(%d+)')) then
-          redis.call('XTRIM', history, 'MINID', newest)
-        else
-          redis.call('XTRIM', history, 'MINID', string.format('%d', oldest_ms))
-        end
+  end
+  local document = {KEYS[i],
+    'content', ARGV[base + 2],
+    'version', string.format('%d', tonumber(ARGV[base + 1]) + 1),
+    'sha256', ARGV[base + 3],
+    'updated_at_ms', string.format('%d', now_ms)}
+  if newest then
+    local fields = {'revision', newest['number'], 'revision_version', newest['version_after'],
+      'revision_sha256', newest['sha256_after'], 'revision_bytes', newest['bytes_after']}
+    for j = 1, 8 do
+      document[#document + 1] = fields[j]
+    end
+  end
+  redis.call('HSET', unpack(document))
+  if ARGV[base + 5] ~= '' then
+    redis.call('HSET', KEYS[i], 'receipts', ARGV[base + 5])
+  end
+  redis.call('SADD', index, ARGV[base + 4])
+  local last
+  for _, entry in ipairs(entries) do
+    last = redis.call('XADD', unpack(entry))
+  end
+  if max_age and last then
+    local oldest_ms = now_ms - max_age
+    if oldest_ms > 0 then
+      -- Entries stamped before oldest_ms are too old; never the tip, whatever the clock did.
+      if oldest_ms > tonumber(string.match(last, '^(%d+)')) then
+        redis.call('XTRIM', history, 'MINID', '~', last)
+      else
+        redis.call('XTRIM', history, 'MINID', '~', string.format('%d', oldest_ms))
       end
     end
   end
@@ -242,63 +286,91 @@ return 0
 "#
 );
 
-/// Reads one document and its newest revisions in one atomic step. KEYS: the document, its
-/// history stream. ARGV[1]: how many revisions. Returns `{seconds, microseconds, document,
-/// history_state, entries}`: the server's `TIME`, the document as `document_of` gives it, an
-/// empty state or why the history key is not ours, and the newest entries as `XREVRANGE`
-/// gives them (`{id, {field, value, ...}}`, newest first).
+/// Reads one document, its tip and its newest revisions in one atomic step. KEYS: the
+/// document, its history stream. ARGV[1]: how many revisions. Returns `{seconds,
+/// microseconds, document, entries}`: the server's `TIME`, the document as `read_document`
+/// gives it, and the newest entries as `XREVRANGE` gives them (`{id, {field, value, ...}}`,
+/// newest first).
 const HISTORY_SCRIPT: &str = concat!(
     shared_lua!(),
     r#"
 local time = redis.call('TIME')
-local document = document_of(KEYS[1], false)
-local kind = redis.call('TYPE', KEYS[2]).ok
+local document = read_document(KEYS[1], KEYS[2], false, true)
 local entries = {}
-local state = ''
+local kind = redis.call('TYPE', KEYS[2]).ok
 if kind == 'stream' then
   entries = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', ARGV[1])
 elseif kind ~= 'none' then
-  state = 'it holds a ' .. kind .. ', not a stream of revisions'
+  document = {'history', 'it holds a ' .. kind .. ', not a stream of revisions'}
 end
-return {time[1], time[2], document, state, entries}
+return {time[1], time[2], document, entries}
 "#
 );
 
 /// Erases a document, its receipts and its history, atomically, and leaves a tombstone. KEYS:
 /// the document, its history stream, the index set. ARGV: the document's relative path, the
-/// surface, `1` when history is on, the SHA-256 of the empty text. Returns `{bytes, revisions,
-/// tombstone}`: the size of the content erased, the count of revisions erased, and the
-/// tombstone's entry as `{id, {field, value, ...}}` (empty when none was left: history off, or
-/// nothing erased). Keys that are not ours (a history with an entry whose fields are not a
+/// surface, the revisions kept per document (0: history off), the maximum age in ms (empty:
+/// none), the SHA-256 of the empty text. Returns `{bytes, revisions, tombstone}`: the size of
+/// the content erased, the count of revisions erased that the retention kept (the stream may
+/// hold a few it no longer keeps, see the write script), and the tombstone's entry as
+/// `{id, {field, value, ...}}` (empty when none was left: history off, or nothing erased). Keys
+/// that are not ours (a history with an entry whose fields or counts and hashes are not a
 /// revision's, among them) are errors `CORRUPT <key> <reason>`, checked before anything is
 /// erased, and left untouched.
 const PURGE_SCRIPT: &str = concat!(
     shared_lua!(),
     r#"
-local document = document_of(KEYS[1], false)
-if #document == 1 and document[1] ~= 'none' then
+local document = read_document(KEYS[1], KEYS[2], false, true)
+if document[1] == 'history' then
+  return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' ' .. document[2])
+elseif #document == 1 then
   return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' ' .. document[1])
 end
-local tip, reason = tip_of(KEYS[2])
-if not tip then
-  return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' ' .. reason)
+local kind = redis.call('TYPE', KEYS[2]).ok
+if kind ~= 'stream' and kind ~= 'none' then
+  return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' it holds a ' .. kind .. ', not a stream of revisions')
 end
 -- Erasing what is not ours is for a person to decide: every entry must be a revision.
 local fields = {number = 1, version_before = 1, version_after = 1, sha256_before = 1,
   sha256_after = 1, bytes_before = 1, bytes_after = 1, surface = 1, personality = 0, user = 0,
   key = 0, session = 0, updates = 0, text = 0, time = 0}
-for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do
-  local required, seen = 8, {}
+local entries = redis.call('XRANGE', KEYS[2], '-', '+')
+local keep, max_age = tonumber(ARGV[3]), tonumber(ARGV[4])
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- Counted as `history` shows them: from the oldest, those the retention no longer keeps are
+-- left out until the first it keeps (Retention::prunes).
+local erased, newest, pruning = 0, 0, true
+local last = entries[#entries]
+for j = 1, last and #last[2] or 0, 2 do
+  if last[2][j] == 'number' then
+    newest = tonumber(last[2][j + 1]) or 0
+  end
+end
+for _, entry in ipairs(entries) do
+  local required, f = 8, {}
   for j = 1, #entry[2], 2 do
     local name = entry[2][j]
-    if not fields[name] or seen[name] then
-      return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' its entry ' .. entry[1] .. ' is not a revision of ours')
+    if not fields[name] or f[name] then
+      required = -1
+      break
     end
-    seen[name] = true
+    f[name] = entry[2][j + 1]
     required = required - fields[name]
   end
-  if required ~= 0 then
+  if required ~= 0
+      or not is_tip(f['number'], f['version_after'], f['sha256_after'], f['bytes_after'])
+      or not is_tip('1', f['version_before'], f['sha256_before'], f['bytes_before'])
+      or (f['time'] and not is_count(f['time'])) then
     return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' its entry ' .. entry[1] .. ' is not a revision of ours')
+  end
+  local number = tonumber(f['number'])
+  local at_ms = tonumber(f['time'] or string.match(entry[1], '^(%d+)'))
+  local prunes = number < newest
+    and (number < newest + 1 - keep or (max_age ~= nil and now_ms - at_ms > max_age))
+  if not (pruning and prunes) then
+    pruning = false
+    erased = erased + 1
   end
 end
 local index_kind = redis.call('TYPE', KEYS[3]).ok
@@ -309,17 +381,21 @@ local bytes = 0
 if document[1] == 'ok' then
   bytes = #document[2]
 end
-local erased = redis.call('XLEN', KEYS[2])
+-- The tip is the last four fields of the document's reply, all empty for none.
+local tip = {}
+if document[#document - 3] ~= '' then
+  tip = {document[#document - 3], document[#document - 2], document[#document - 1], document[#document]}
+end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 local tombstone = {}
-if ARGV[3] == '1' and (document[1] == 'ok' or erased > 0) then
+if keep > 0 and (document[1] == 'ok' or erased > 0) then
   local id = redis.call('XADD', KEYS[2], '*',
     'number', string.format('%d', tonumber(tip[1] or '0') + 1),
     'version_before', tip[2] or '0',
     'version_after', '0',
-    'sha256_before', tip[3] or ARGV[4],
-    'sha256_after', ARGV[4],
+    'sha256_before', tip[3] or ARGV[5],
+    'sha256_after', ARGV[5],
     'bytes_before', tip[4] or '0',
     'bytes_after', '0',
     'surface', ARGV[2])
@@ -643,36 +719,45 @@ impl RedisProvider {
         ids.iter()
             .zip(keys.iter().zip(&history_keys))
             .zip(replies)
-            .map(|((id, (key, history_key)), reply)| {
-                let (state, fields, tip) = match reply.as_slice() {
-                    [state, fields @ .., number, version, sha256, bytes]
-                        if state == b"ok" || state == b"none" =>
-                    {
-                        let tip = self.tip(history_key, [number, version, sha256, bytes])?;
-                        (state, fields, tip)
-                    }
-                    [state, reason] if state == b"history" => {
-                        return Err(self.corrupt(history_key, String::from_utf8_lossy(reason)));
-                    }
-                    [reason] => return Err(self.corrupt(key, String::from_utf8_lossy(reason))),
-                    _ => {
-                        return Err(
-                            self.corrupt(key, "the read script answered in an unknown shape")
-                        );
-                    }
-                };
-                let (document, version, receipts) = self.document(id, key, state, fields)?;
-                Ok(Fetched {
-                    document,
-                    version,
-                    receipts,
-                    tip,
-                })
-            })
+            .map(|((id, (key, history_key)), reply)| self.fetched(id, key, history_key, &reply))
             .collect()
     }
 
-    /// The document at `key` from the fields `document_of` answered after its `state` (`ok`
+    /// Document `id` at `key`, with history at `history_key`, from what `read_document`
+    /// answered for it.
+    fn fetched(
+        &self,
+        id: &DocumentId,
+        key: &str,
+        history_key: &str,
+        reply: &[Vec<u8>],
+    ) -> Result<Fetched, MemoryError> {
+        let (state, fields, tip) = match reply {
+            [state, fields @ .., number, version, sha256, bytes]
+                if state == b"ok" || state == b"none" =>
+            {
+                (
+                    state,
+                    fields,
+                    self.tip(key, [number, version, sha256, bytes])?,
+                )
+            }
+            [state, reason] if state == b"history" => {
+                return Err(self.corrupt(history_key, String::from_utf8_lossy(reason)));
+            }
+            [reason] => return Err(self.corrupt(key, String::from_utf8_lossy(reason))),
+            _ => return Err(self.corrupt(key, "the read script answered in an unknown shape")),
+        };
+        let (document, version, receipts) = self.document(id, key, state, fields)?;
+        Ok(Fetched {
+            document,
+            version,
+            receipts,
+            tip,
+        })
+    }
+
+    /// The document at `key` from the fields `read_document` answered after its `state` (`ok`
     /// or `none`): the document, its version counter and its receipts as stored.
     fn document(
         &self,
@@ -716,13 +801,14 @@ impl RedisProvider {
         Ok((document, version, receipts))
     }
 
-    /// The tip `tip_of` answered for the history at `key`: all empty when it holds none.
+    /// The tip `read_document` answered for the document at `key`: all empty when it has none.
+    /// (The script checked the fields; only a size past this machine's fails here.)
     fn tip(&self, key: &str, fields: [&Vec<u8>; 4]) -> Result<RevisionTip, MemoryError> {
         let [number, version, sha256, bytes] = fields;
         if number.is_empty() {
             return Ok(RevisionTip::empty(Version::new("0")));
         }
-        let corrupt = || self.corrupt(key, "its newest entry is not a revision of ours");
+        let corrupt = || self.corrupt(key, "its newest revision is not a revision of ours");
         let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| corrupt());
         let count = |bytes: &[u8]| -> Result<u64, MemoryError> {
             std::str::from_utf8(bytes)
@@ -961,6 +1047,14 @@ impl RedisProvider {
             .collect()
     }
 
+    /// The retention's maximum age for a script: milliseconds (Lua counts them exactly up to
+    /// 2^53), empty for none.
+    fn max_age_arg(&self) -> String {
+        self.retention.max_age.map_or(String::new(), |age| {
+            age.as_millis().min(u128::from(MAX_VERSION)).to_string()
+        })
+    }
+
     /// The error for a script that answered for fewer documents than it was given.
     fn short_reply(&self) -> MemoryError {
         MemoryError::Unavailable {
@@ -1032,11 +1126,16 @@ impl CompareAndSwap for RedisProvider {
     ) -> Result<Option<DocumentId>, MemoryError> {
         let mut invocation = self.write_script.prepare_invoke();
         for write in writes {
+            // The write's own revision (the last) hashed this same text already.
+            let sha256 = match write.revisions.last() {
+                Some(own) if own.text.as_deref() == Some(write.text) => own.sha256_after.clone(),
+                _ => sha256_hex(write.text),
+            };
             invocation
                 .key(self.key(write.id))
                 .arg(write.expected)
                 .arg(write.text)
-                .arg(sha256_hex(write.text))
+                .arg(sha256)
                 .arg(write.id.relative_path())
                 .arg(write.receipts.unwrap_or_default());
         }
@@ -1044,12 +1143,9 @@ impl CompareAndSwap for RedisProvider {
         for write in writes {
             invocation.key(self.history_key(write.id));
         }
-        // Redis takes counts up to i64::MAX; Lua counts milliseconds exactly up to 2^53.
+        // Redis takes counts up to i64::MAX.
         let keep = self.retention.keep.min(i64::MAX as usize);
-        let max_age = self.retention.max_age.map_or(String::new(), |age| {
-            age.as_millis().min(u128::from(MAX_VERSION)).to_string()
-        });
-        invocation.arg(keep).arg(max_age);
+        invocation.arg(keep).arg(self.max_age_arg());
         // The revisions of a write follow on from its history's tip, read with the document.
         let recorded = |write: &CasWrite<'_>| self.retention.is_on() && !write.revisions.is_empty();
         for write in writes {
@@ -1201,26 +1297,18 @@ impl MemoryProvider for RedisProvider {
                 "the history script answered in an unknown shape",
             )
         };
-        let [seconds, micros, fields, state, entries] = array(&reply)
-            .and_then(|reply| <&[redis::Value; 5]>::try_from(reply).ok())
+        let [seconds, micros, fields, entries] = array(&reply)
+            .and_then(|reply| <&[redis::Value; 4]>::try_from(reply).ok())
             .ok_or_else(shape)?;
         let now = server_time(bulk(seconds), bulk(micros)).ok_or_else(shape)?;
         let fields: Vec<Vec<u8>> = array(fields)
             .and_then(|fields| fields.iter().map(|f| bulk(f).map(<[u8]>::to_vec)).collect())
             .ok_or_else(shape)?;
-        let current = match fields.split_first() {
-            Some((state, fields)) if state == b"ok" || state == b"none" => {
-                self.document(document, &key, state, fields)?.0
-            }
-            Some((reason, [])) => {
-                return Err(self.corrupt(&key, String::from_utf8_lossy(reason)));
-            }
-            _ => return Err(shape()),
-        };
-        match bulk(state).ok_or_else(shape)? {
-            [] => {}
-            reason => return Err(self.corrupt(&history_key, String::from_utf8_lossy(reason))),
-        }
+        let Fetched {
+            document: current,
+            tip,
+            ..
+        } = self.fetched(document, &key, &history_key, &fields)?;
         let recorded = self.revisions(document, &history_key, entries)?;
         if let Some(pair) = recorded
             .windows(2)
@@ -1234,9 +1322,6 @@ impl MemoryProvider for RedisProvider {
                 ),
             ));
         }
-        let tip = recorded
-            .first()
-            .map_or_else(|| RevisionTip::empty(Version::new("0")), RevisionTip::of);
         // What the retention no longer keeps and no write has pruned yet (the age rule, or a
         // smaller `keep` than the one the history was written with), pruned as the write script
         // and the reference provider would: from the oldest end.
@@ -1262,7 +1347,8 @@ impl MemoryProvider for RedisProvider {
                 .key(self.index_key())
                 .arg(document.relative_path())
                 .arg(surface.to_string())
-                .arg(if self.retention.is_on() { "1" } else { "0" })
+                .arg(self.retention.keep.min(i64::MAX as usize))
+                .arg(self.max_age_arg())
                 .arg(sha256_hex(""))
                 .invoke_async(&mut self.connection.clone())
                 .await

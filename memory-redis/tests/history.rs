@@ -68,9 +68,11 @@ async fn retention_keeps_the_newest_three() {
     retention_keeps_the_newest(Arc::new(p), 3).await;
 }
 
-/// Count pruning happens in the write itself: the stream never holds more than `keep`.
+/// Count pruning happens in the write itself, a stream node at a time: the stream holds at
+/// most one node (100 entries) more than the retention keeps, and `history` and `purge` count
+/// only the kept ones.
 #[tokio::test]
-async fn the_stream_holds_no_more_than_the_retention_keeps() {
+async fn the_stream_holds_little_more_than_the_retention_keeps() {
     let Some((p, keys)) = common::provider_with(|config| RedisConfig {
         history: Retention::keep(2),
         ..config
@@ -81,7 +83,8 @@ async fn the_stream_holds_no_more_than_the_retention_keeps() {
     };
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
-    for i in 0..5 {
+    let document = c.document(Store::Memory);
+    for i in 0..300 {
         p.sync(
             &c,
             &[MemoryUpdate::add(Store::Memory, format!("entry {i}"))],
@@ -89,12 +92,13 @@ async fn the_stream_holds_no_more_than_the_retention_keeps() {
         )
         .await
         .unwrap();
-        let held: usize = connection
-            .xlen(p.history_key(&c.document(Store::Memory)))
-            .await
-            .unwrap();
-        assert_eq!(held, (i + 1).min(2), "after write {i}");
+        let held: usize = connection.xlen(p.history_key(&document)).await.unwrap();
+        assert!(held <= 2 + 100, "after write {i}: {held}");
     }
+    let log = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(log.iter().map(|r| r.number).collect::<Vec<_>>(), [300, 299]);
+    let purged = p.purge(&document, Surface::Cli).await.unwrap();
+    assert_eq!(purged.revisions, 2, "the kept ones");
 }
 
 /// Hand edits as a person with `redis-cli` makes them: `HSET` of the content, the next
@@ -199,8 +203,7 @@ async fn revision_times_come_from_the_server_clock() {
     );
 }
 
-/// Revisions older than `max_age` are pruned by the next write (never the tip) and are not
-/// shown before it.
+/// Revisions older than `max_age` are not shown (never the tip), and writes trim them.
 #[tokio::test]
 async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
     let Some((p, keys)) = common::provider_with(|config| RedisConfig {
@@ -256,11 +259,19 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
     )
     .await
     .unwrap();
-    let ids = entry_ids(&mut connection, &history_key).await;
-    assert_eq!(ids.len(), 1, "the write pruned both old ones: {ids:?}");
     let log = p.history(&document, usize::MAX).await.unwrap();
-    assert_eq!(log.len(), 1);
+    assert_eq!(
+        log.len(),
+        1,
+        "the tip moved on: both old ones are past the limit"
+    );
     assert_eq!((log[0].number, log[0].version_before.as_str()), (3, "2"));
+    // The write trims whole stream nodes: the old ones go once their node holds nothing newer.
+    let ids = entry_ids(&mut connection, &history_key).await;
+    assert!(ids.len() <= 3, "{ids:?}");
+    let purged = p.purge(&document, Surface::Cli).await.unwrap();
+    assert_eq!(purged.revisions, 1, "only the kept one counts");
+    assert_eq!(purged.tombstone.unwrap().number, 4);
 }
 
 /// History off: writes record nothing and touch no history key; a purge erases and leaves

@@ -399,13 +399,15 @@ async fn an_index_with_foreign_bytes_is_corrupt_or_skipped() {
     assert_corrupt_naming("list", p.list().await, &p.index_key());
 }
 
-/// `Corrupt` naming the history key from sync, history and purge, with the document and its
-/// history left byte for byte as they were; read and prefetch do not need the history.
+/// `Corrupt` naming the key `at` from sync, history and purge of the memory document of `c`,
+/// with the document and its history left byte for byte as they were; read and prefetch do
+/// not need the history.
 async fn assert_history_corrupt(
     p: &RedisProvider,
     connection: &mut MultiplexedConnection,
     c: &MemoryContext,
     label: &str,
+    at: &str,
 ) {
     let document = c.document(Store::Memory);
     let (key, history_key) = (p.key(&document), p.history_key(&document));
@@ -419,17 +421,17 @@ async fn assert_history_corrupt(
     assert_corrupt_naming(
         &format!("{label}: sync"),
         p.sync(c, &add, &IfMatch::NONE).await,
-        &history_key,
+        at,
     );
     assert_corrupt_naming(
         &format!("{label}: history"),
         p.history(&document, usize::MAX).await,
-        &history_key,
+        at,
     );
     assert_corrupt_naming(
         &format!("{label}: purge"),
         p.purge(&document, Surface::Cli).await,
-        &history_key,
+        at,
     );
     let after = (
         dump(connection, &key).await,
@@ -481,8 +483,64 @@ async fn history_keys_of_other_types_are_corrupt_naming_the_key() {
     for (label, cmd) in fill {
         let () = connection.del(&history_key).await.unwrap();
         let _: redis::Value = cmd.query_async(&mut connection).await.unwrap();
-        assert_history_corrupt(&p, &mut connection, &c, label).await;
+        assert_history_corrupt(&p, &mut connection, &c, label, &history_key).await;
     }
+}
+
+/// The fields of the document hash that keep its newest revision.
+const TIP_FIELDS: [&str; 4] = [
+    "revision",
+    "revision_version",
+    "revision_sha256",
+    "revision_bytes",
+];
+
+async fn hmget(connection: &mut MultiplexedConnection, key: &str, fields: &[&str]) -> Vec<String> {
+    redis::cmd("HMGET")
+        .arg(key)
+        .arg(fields)
+        .query_async(connection)
+        .await
+        .unwrap()
+}
+
+/// The newest revision's fields a write keeps in the document hash (`revision`,
+/// `revision_version`, `revision_sha256`, `revision_bytes`) that are not a revision's are
+/// `Corrupt` naming the document key for every call that needs the history.
+#[tokio::test]
+async fn revision_fields_that_are_not_ours_are_corrupt_naming_the_document() {
+    let Some((p, keys)) = common::provider().await else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "kept")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let key = p.key(&c.document(Store::Memory));
+    let stored: Vec<(&str, String)> = TIP_FIELDS
+        .into_iter()
+        .zip(hmget(&mut connection, &key, &TIP_FIELDS).await)
+        .collect();
+    assert_eq!(stored[0].1, "1", "the write kept its revision in the hash");
+    for (field, value) in [
+        ("revision", "one"),
+        ("revision", "0"),
+        ("revision", "-1"),
+        ("revision_sha256", "not a hash"),
+        ("revision_bytes", "1e3"),
+    ] {
+        let () = connection.hset_multiple(&key, &stored).await.unwrap();
+        let () = connection.hset(&key, field, value).await.unwrap();
+        assert_history_corrupt(&p, &mut connection, &c, &format!("{field} {value}"), &key).await;
+    }
+    let () = connection.hset_multiple(&key, &stored).await.unwrap();
+    let () = connection.hdel(&key, "revision_version").await.unwrap();
+    assert_history_corrupt(&p, &mut connection, &c, "no revision_version", &key).await;
 }
 
 /// The fields of the first revision as the provider stored it.
@@ -567,9 +625,30 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
             with_field(&second, "version_after", None),
         ),
     ];
+    let key = p.key(&c.document(Store::Memory));
+    let document = c.document(Store::Memory);
     for (label, fields) in &newest {
         write(&mut connection, &[&first, fields]).await;
-        assert_history_corrupt(&p, &mut connection, &c, label).await;
+        // The document hash keeps its newest revision, so a write does not read the entry;
+        // showing or purging the history does, and refuses.
+        let before = (
+            dump(&mut connection, &key).await,
+            dump(&mut connection, &history_key).await,
+        );
+        assert_corrupt_naming(label, p.history(&document, usize::MAX).await, &history_key);
+        assert_corrupt_naming(label, p.purge(&document, Surface::Cli).await, &history_key);
+        let after = (
+            dump(&mut connection, &key).await,
+            dump(&mut connection, &history_key).await,
+        );
+        assert_eq!(after, before, "{label}: left untouched");
+        // A hash without those fields (written before history was kept, or by hand) takes
+        // its tip from the newest entry: then a write refuses too.
+        let stored = hmget(&mut connection, &key, &TIP_FIELDS).await;
+        let () = connection.hdel(&key, &TIP_FIELDS).await.unwrap();
+        assert_history_corrupt(&p, &mut connection, &c, label, &history_key).await;
+        let restore: Vec<(&str, String)> = TIP_FIELDS.into_iter().zip(stored).collect();
+        let () = connection.hset_multiple(&key, &restore).await.unwrap();
     }
 
     // Not ours further back: the history cannot be shown or purged, and is left alone.
@@ -581,7 +660,6 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
         .unwrap();
     let _: String = connection.xadd(&history_key, "*", &second).await.unwrap();
     let before = dump(&mut connection, &history_key).await;
-    let document = c.document(Store::Memory);
     assert_corrupt_naming(
         "older: history",
         p.history(&document, usize::MAX).await,
@@ -633,10 +711,16 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
         assert_corrupt_naming(label, result, &history_key);
         assert_eq!(dump(&mut connection, &history_key).await, before, "{label}");
     }
+    // With the history deleted by hand, what is left shows, and writes number on.
     let () = connection.del(&history_key).await.unwrap();
-    assert_eq!(
-        p.history(&document, usize::MAX).await.unwrap()[0].surface,
-        Surface::External,
-        "with its history gone, the document is a change nobody recorded"
-    );
+    assert!(p.history(&document, usize::MAX).await.unwrap().is_empty());
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "more")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let log = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(log.iter().map(|r| r.number).collect::<Vec<_>>(), [2]);
 }
