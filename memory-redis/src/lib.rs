@@ -146,11 +146,13 @@ return out
 /// expected version, content, SHA-256, relative path and idempotency receipts (empty: leave
 /// them as they are); then the revisions kept per document (`MAXLEN`), the maximum age in ms
 /// (empty: none); per document the number of the revision its history is expected to end at
-/// (`0`: none; empty: record nothing for it); then for each document that records, the count
-/// of its revisions and for each: the count of its field pairs, the pairs, `1` if it is dated
-/// by the document's `updated_at_ms` as stored (a change nobody recorded, dated as
-/// [`RedisProvider::history`] showed it) else `0`, and its text: `-` (none), `=` (the
-/// document's new content) or `+` followed by the text.
+/// (`0`: none; empty: record nothing for it); then for each document that records: the count
+/// of its revisions, the newest one's number, version, SHA-256 and size after (kept in the
+/// hash), and for each revision the count of its field pairs, how its text and time are
+/// stored, and the pairs. `=`: its text is the document's new content, not among the pairs;
+/// `d`: dated by the document's `updated_at_ms` as stored (a change nobody recorded, dated as
+/// [`RedisProvider::history`] showed it); `-`: neither. The time of all others is their entry
+/// id.
 ///
 /// Returns 0 when all landed, else the 1-based position of a document another writer changed
 /// (nothing written). A key that is not ours is an error `CORRUPT <key> <reason>`, checked
@@ -210,65 +212,44 @@ local max_age = tonumber(ARGV[5 * n + 2])
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local at = 6 * n + 3
+local now = string.format('%d', now_ms)
 for i = 1, n do
   local base = (i - 1) * 5
   local history = KEYS[n + 1 + i]
-  -- This document's revisions as XADD arguments, and the newest one's fields.
-  local entries, newest = {}, nil
+  local version = string.format('%d', tonumber(ARGV[base + 1]) + 1)
+  local count = 0
   if ARGV[5 * n + 2 + i] ~= '' then
-    local count = tonumber(ARGV[at])
-    at = at + 1
-    for r = 1, count do
-      local pairs_count = tonumber(ARGV[at])
-      -- Trimmed to about the newest `keep` as it is added, a whole stream node at a time (an
-      -- exact trim walks the entries it marks deleted); `history` shows only the newest `keep`.
-      local entry = {history, 'MAXLEN', '~', keep, '*'}
-      newest = {}
-      for j = 1, 2 * pairs_count, 2 do
-        entry[5 + j] = ARGV[at + j]
-        entry[6 + j] = ARGV[at + j + 1]
-        newest[ARGV[at + j]] = ARGV[at + j + 1]
-      end
-      at = at + 2 * pairs_count + 1
-      if ARGV[at] == '1' and modified[i] then
-        entry[#entry + 1] = 'time'
-        entry[#entry + 1] = modified[i]
-      end
-      at = at + 1
-      if ARGV[at] == '=' then
-        entry[#entry + 1] = 'text'
-        entry[#entry + 1] = ARGV[base + 2]
-        at = at + 1
-      elseif ARGV[at] == '+' then
-        entry[#entry + 1] = 'text'
-        entry[#entry + 1] = ARGV[at + 1]
-        at = at + 2
-      else
-        at = at + 1
-      end
-      entries[r] = entry
-    end
+    -- The newest revision's fields go into the hash with the content it describes.
+    count = tonumber(ARGV[at])
+    redis.call('HSET', KEYS[i], 'content', ARGV[base + 2], 'version', version,
+      'sha256', ARGV[base + 3], 'updated_at_ms', now,
+      'revision', ARGV[at + 1], 'revision_version', ARGV[at + 2],
+      'revision_sha256', ARGV[at + 3], 'revision_bytes', ARGV[at + 4])
+    at = at + 5
+  else
+    redis.call('HSET', KEYS[i], 'content', ARGV[base + 2], 'version', version,
+      'sha256', ARGV[base + 3], 'updated_at_ms', now)
   end
-  local document = {KEYS[i],
-    'content', ARGV[base + 2],
-    'version', string.format('%d', tonumber(ARGV[base + 1]) + 1),
-    'sha256', ARGV[base + 3],
-    'updated_at_ms', string.format('%d', now_ms)}
-  if newest then
-    local fields = {'revision', newest['number'], 'revision_version', newest['version_after'],
-      'revision_sha256', newest['sha256_after'], 'revision_bytes', newest['bytes_after']}
-    for j = 1, 8 do
-      document[#document + 1] = fields[j]
-    end
-  end
-  redis.call('HSET', unpack(document))
   if ARGV[base + 5] ~= '' then
     redis.call('HSET', KEYS[i], 'receipts', ARGV[base + 5])
   end
   redis.call('SADD', index, ARGV[base + 4])
   local last
-  for _, entry in ipairs(entries) do
-    last = redis.call('XADD', unpack(entry))
+  for _ = 1, count do
+    -- The pairs go to XADD straight from ARGV. Trimmed to about the newest `keep` as it is
+    -- added, a whole stream node at a time (an exact trim walks the entries it marks
+    -- deleted); `history` shows only the newest `keep`.
+    local mode, from, to = ARGV[at + 1], at + 2, at + 1 + 2 * tonumber(ARGV[at])
+    if mode == '=' then
+      last = redis.call('XADD', history, 'MAXLEN', '~', keep, '*',
+        'text', ARGV[base + 2], unpack(ARGV, from, to))
+    elseif mode == 'd' and modified[i] then
+      last = redis.call('XADD', history, 'MAXLEN', '~', keep, '*',
+        'time', modified[i], unpack(ARGV, from, to))
+    else
+      last = redis.call('XADD', history, 'MAXLEN', '~', keep, '*', unpack(ARGV, from, to))
+    end
+    at = to + 1
   end
   if max_age and last then
     local oldest_ms = now_ms - max_age
@@ -1155,22 +1136,32 @@ impl CompareAndSwap for RedisProvider {
             });
         }
         for write in writes.iter().filter(|write| recorded(write)) {
-            invocation.arg(write.revisions.len());
-            let own = write.revisions.len() - 1;
+            let (own_index, own) = match write.revisions {
+                [.., own] => (write.revisions.len() - 1, own),
+                [] => continue,
+            };
+            invocation
+                .arg(write.revisions.len())
+                .arg(own.number)
+                .arg(own.version_after.as_str())
+                .arg(&own.sha256_after)
+                .arg(own.bytes_after);
             for (index, revision) in write.revisions.iter().enumerate() {
-                let fields = Self::entry_fields(revision)?;
-                invocation.arg(fields.len());
+                let mut fields = Self::entry_fields(revision)?;
+                // The write's own revision comes last, its text the document's new content
+                // (not sent twice); any before it record changes nobody recorded, dated as the
+                // document's `modified` dated them when read.
+                let mode = match revision.text.as_deref() {
+                    Some(text) if index == own_index && text == write.text => "=",
+                    text => {
+                        fields.extend(text.map(|text| ("text", text.to_owned())));
+                        if index < own_index { "d" } else { "-" }
+                    }
+                };
+                invocation.arg(fields.len()).arg(mode);
                 for (name, value) in fields {
                     invocation.arg(name).arg(value);
                 }
-                // The write's own revision comes last; any before it record changes nobody
-                // recorded, dated as the document's `modified` dated them when read.
-                invocation.arg(if index < own { "1" } else { "0" });
-                match revision.text.as_deref() {
-                    None => invocation.arg("-"),
-                    Some(text) if text == write.text => invocation.arg("="),
-                    Some(text) => invocation.arg("+").arg(text),
-                };
             }
         }
         let lost_at: usize = invocation
