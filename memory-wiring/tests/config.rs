@@ -275,3 +275,50 @@ fn a_url_written_where_a_kind_belongs_is_not_echoed_with_its_password() {
     );
     assert!(message.contains("/etc/agent/memory.toml:2"), "{message}");
 }
+
+#[test]
+fn history_retention_is_set_per_provider() {
+    use memory_core::Retention;
+    use std::time::Duration;
+    let config = parse(
+        r#"
+        default_provider = "files"
+        [providers.files]
+        kind = "markdown"
+        root = "m"
+        history = { keep = 3, max_age_days = 2 }
+        [providers.shared]
+        kind = "postgres"
+        url = "postgres://db/agents"
+        history = { keep = 0 }
+        [providers.fast]
+        kind = "redis"
+        url = "redis://127.0.0.1"
+        "#,
+    )
+    .unwrap();
+    let ProviderConfig::Markdown { history, .. } = &config.providers["files"] else {
+        panic!("files is markdown")
+    };
+    let two_days = Duration::from_secs(2 * 86_400);
+    assert_eq!(*history, Retention::keep(3).with_max_age(two_days));
+    let ProviderConfig::Postgres(pg) = &config.providers["shared"] else {
+        panic!("shared is postgres")
+    };
+    assert_eq!(pg.history, Retention::OFF);
+    let ProviderConfig::Redis(redis) = &config.providers["fast"] else {
+        panic!("fast is redis")
+    };
+    assert_eq!(
+        redis.history,
+        Retention::default(),
+        "100 revisions unless set"
+    );
+
+    let message =
+        error("[providers.files]\nkind = \"markdown\"\nroot = \"m\"\nhistory = { kept = 3 }\n");
+    assert!(
+        message.contains("unknown field `kept`") && message.contains("max_age_days"),
+        "{message}"
+    );
+}
