@@ -110,7 +110,7 @@ impl Journal {
         {
             let place = format!("the line at byte {start}");
             let revision = parse_line(&journal.path, id, &line, &place)?;
-            if never_landed(&revision, &sha256, current.modified) {
+            if never_landed(&revision, sha256, current.modified) {
                 end = start;
                 continue;
             }
@@ -407,7 +407,7 @@ fn read_landed(
     let sha256 = text_sha256(current);
     while revisions
         .last()
-        .is_some_and(|tip| never_landed(tip, &sha256, current.modified))
+        .is_some_and(|tip| never_landed(tip, sha256, current.modified))
     {
         revisions.pop();
     }
@@ -549,7 +549,9 @@ pub(crate) fn purge(
     erase(&receipts::path(&document))?;
     let journal = path(&document);
     match &purged.tombstone {
-        Some(tombstone) => files::replace(&journal, &lines(&journal, &[tombstone.clone()])?)?,
+        Some(tombstone) => {
+            files::replace(&journal, &lines(&journal, std::slice::from_ref(tombstone))?)?
+        }
         None => erase(&journal)?,
     }
     for file in [&document, &journal] {

@@ -314,6 +314,9 @@ fn assert_corrupt(err: &MemoryError, journal: &Path, says: &str) {
     }
 }
 
+/// Journal bytes made from a real journal's lines and another document's revision line.
+type MakeJournal = fn(&[String], &str) -> String;
+
 /// Whole lines that are not revisions of this document are not ours: `Corrupt`, naming the
 /// journal and the line, from `history`, `sync` and `purge` alike, which then change nothing.
 #[tokio::test]
@@ -329,7 +332,7 @@ async fn journal_lines_that_are_not_ours_are_corrupt() {
         revision
     })
     .unwrap();
-    let cases: [(&str, fn(&[String], &str) -> String, &str); 6] = [
+    let cases: [(&str, MakeJournal, &str); 6] = [
         (
             "garbage",
             |lines, _| format!("{}\nnot json\n", lines[0]),
