@@ -306,7 +306,7 @@ pub(crate) fn write_target(document: &Path) -> Result<PathBuf, MemoryError> {
 /// after a crash, see either the old text or the new one, never a mix: write a temporary file
 /// beside it, flush it, rename it over the file, then flush the directory so the rename itself
 /// is durable. The caller holds the document's lock.
-pub(crate) fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
+fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
     let (dir, name) = split(target);
     remove_stale_temps(dir, &name)?;
     let temp = dir.join(temp_name(&name));
