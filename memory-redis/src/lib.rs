@@ -845,7 +845,7 @@ impl RedisProvider {
             .filter(|millis| *millis <= LAST_MILLISECOND)
             .ok_or_else(|| corrupt("its id is not a time in milliseconds".to_owned()))?;
         let mut values: HashMap<&str, String> = HashMap::with_capacity(fields.len() / 2);
-        if fields.len() % 2 != 0 {
+        if !fields.len().is_multiple_of(2) {
             return Err(corrupt("its fields do not come in pairs".to_owned()));
         }
         for pair in fields.chunks_exact(2) {

@@ -543,9 +543,12 @@ async fn revision_fields_that_are_not_ours_are_corrupt_naming_the_document() {
     assert_history_corrupt(&p, &mut connection, &c, "no revision_version", &key).await;
 }
 
+/// A stream entry's fields, as bytes.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The fields of the first revision as the provider stored it.
-async fn first_entry(connection: &mut MultiplexedConnection, key: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let entries: Vec<(String, Vec<(Vec<u8>, Vec<u8>)>)> = redis::cmd("XRANGE")
+async fn first_entry(connection: &mut MultiplexedConnection, key: &str) -> Fields {
+    let entries: Vec<(String, Fields)> = redis::cmd("XRANGE")
         .arg(key)
         .arg("-")
         .arg("+")
@@ -556,11 +559,7 @@ async fn first_entry(connection: &mut MultiplexedConnection, key: &str) -> Vec<(
 }
 
 /// `fields` with `name` set to `value` (added when absent), or removed when `value` is `None`.
-fn with_field(
-    fields: &[(Vec<u8>, Vec<u8>)],
-    name: &str,
-    value: Option<&[u8]>,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn with_field(fields: &[(Vec<u8>, Vec<u8>)], name: &str, value: Option<&[u8]>) -> Fields {
     let mut changed: Vec<_> = fields
         .iter()
         .filter(|(field, _)| field != name.as_bytes())
@@ -601,7 +600,7 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
         }
     };
 
-    let newest: [(&str, Vec<(Vec<u8>, Vec<u8>)>); 7] = [
+    let newest: [(&str, Fields); 7] = [
         ("foreign fields", vec![(b"content".to_vec(), b"x".to_vec())]),
         (
             "number not a count",
@@ -672,7 +671,7 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
     );
     assert_eq!(dump(&mut connection, &history_key).await, before);
 
-    let values: [(&str, Vec<(Vec<u8>, Vec<u8>)>); 9] = [
+    let values: [(&str, Fields); 9] = [
         ("text not UTF-8", with_field(&second, "text", Some(b"\xff"))),
         (
             "text not what its hash says",
