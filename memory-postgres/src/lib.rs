@@ -460,21 +460,22 @@ impl PostgresProvider {
         ) else {
             return Ok(RevisionTip::empty(Version::new("0")));
         };
-        let location = || self.history_location(id);
+        let location = || format!("{}#{number}", self.history_location(id));
         Ok(RevisionTip {
-            number: stored_count(number, "revision number", location)?,
+            number: stored_count(number, "number", location)?,
             version_after: Version::new(version_after),
             sha256_after,
-            bytes_after: stored_count(bytes, "size", location)?,
+            bytes_after: stored_count(bytes, "bytes_after", location)?,
         })
     }
 
     /// A stored revision of `id`, or `Corrupt` naming what in it is not ours.
     fn revision(&self, id: &DocumentId, row: HistoryRow) -> Result<Revision, MemoryError> {
-        let location = || self.history_location(id);
-        let corrupt = |what: &str, reason: String| MemoryError::Corrupt {
-            location: format!("{}#{}", location(), row.number),
-            reason: format!("{what}: {reason}"),
+        let number = row.number;
+        let location = || format!("{}#{number}", self.history_location(id));
+        let corrupt = |column: &str, reason: String| MemoryError::Corrupt {
+            location: location(),
+            reason: format!("{column}: {reason}"),
         };
         let surface = match row.surface.as_str() {
             "tool" => Surface::Tool,
@@ -507,14 +508,14 @@ impl PostgresProvider {
         let updates: Vec<MemoryUpdate> = serde_json::from_str(&row.updates)
             .map_err(|err| corrupt("updates", err.to_string()))?;
         Ok(Revision {
-            number: stored_count(row.number, "revision number", location)?,
+            number: stored_count(number, "number", location)?,
             document: id.clone(),
             version_before: Version::new(row.version_before),
             version_after: Version::new(row.version_after),
             sha256_before: row.sha256_before,
             sha256_after: row.sha256_after,
-            bytes_before: stored_count(row.bytes_before, "size", location)?,
-            bytes_after: stored_count(row.bytes_after, "size", location)?,
+            bytes_before: stored_count(row.bytes_before, "bytes_before", location)?,
+            bytes_after: stored_count(row.bytes_after, "bytes_after", location)?,
             time: unix_millis(row.time),
             surface,
             personality,
@@ -1366,16 +1367,16 @@ fn to_i64(value: impl TryInto<i64>) -> i64 {
     value.try_into().unwrap_or(i64::MAX)
 }
 
-/// A count, size or revision number as stored: a negative one (or a zero revision number, which
-/// the table's CHECK forbids) was not written by us.
+/// A count, size or revision number as stored in `column`: a negative one was not written by
+/// us (the tables' CHECKs forbid it; a hand edit may have dropped them).
 fn stored_count<T: TryFrom<i64>>(
     value: i64,
-    what: &str,
+    column: &str,
     location: impl Fn() -> String,
 ) -> Result<T, MemoryError> {
     T::try_from(value).map_err(|_| MemoryError::Corrupt {
         location: location(),
-        reason: format!("{what} {value} is negative"),
+        reason: format!("{column}: {value} is negative"),
     })
 }
 
