@@ -5,9 +5,8 @@ use std::time::SystemTime;
 
 use memory_core::{
     DocumentId, MemoryContext, MemoryProvider, MemoryUpdate, Revision, Surface, Version,
-    unified_diff,
+    revert_exactly_once, unified_diff,
 };
-use memory_tools::revert_exactly_once;
 use memory_wiring::Memory;
 use serde_json::{Map, Value};
 

@@ -127,7 +127,7 @@ impl Revision {
         time: SystemTime,
     ) -> Revision {
         Revision {
-            number: tip.number + 1,
+            number: tip.number.saturating_add(1),
             document: document.clone(),
             version_before: tip.version_after.clone(),
             version_after: never_written,
@@ -205,7 +205,7 @@ impl RevisionTip {
     pub fn unrecorded(&self, current: &Document, now: SystemTime) -> Option<Revision> {
         let sha256 = sha256_hex(&current.text);
         (sha256 != self.sha256_after).then(|| Revision {
-            number: self.number + 1,
+            number: self.number.saturating_add(1),
             document: current.id.clone(),
             version_before: self.version_after.clone(),
             version_after: current.version.clone(),

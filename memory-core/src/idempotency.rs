@@ -8,6 +8,7 @@
 //! holds does not touch that document again and reports what the first call did.
 
 use std::fmt;
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     DocumentReport, ErrorKind, IdKind, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, SyncReport, Version,
+    MemoryUpdate, Store, SyncReport, Version,
 };
 
 /// How many receipts a document keeps: the keys of its last 64 keyed writes. A retry comes
@@ -128,16 +129,49 @@ pub async fn sync_exactly_once<P: MemoryProvider + ?Sized>(
     updates: &[MemoryUpdate],
     if_match: &IfMatch,
 ) -> Result<SyncReport, MemoryError> {
-    let keyed;
-    let ctx = if ctx.idempotency_key.is_some() {
-        ctx
-    } else {
-        keyed = ctx.clone().with_idempotency_key(IdempotencyKey::generate());
-        &keyed
-    };
+    exactly_once(ctx, |ctx| async move {
+        provider.sync(&ctx, updates, if_match).await
+    })
+    .await
+}
+
+/// `provider.revert` sent like [`sync_exactly_once`] sends a `sync`: with one idempotency key
+/// on every send. A revert is a `replace` guarded by `if_match`, so a plain resend after a send
+/// that landed unseen would meet the revert's own write and be refused as a conflict; with the
+/// key, the provider replays the landed send's report (receipts are checked before `if_match`).
+///
+/// # Errors
+/// The last send's error; any refusal (a revision not kept, a conflict, a cap) at once.
+pub async fn revert_exactly_once<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+    store: Store,
+    number: u64,
+    if_match: Option<&Version>,
+) -> Result<SyncReport, MemoryError> {
+    exactly_once(ctx, |ctx| async move {
+        provider.revert(&ctx, store, number, if_match).await
+    })
+    .await
+}
+
+/// Sends `call` with `ctx` keyed (its own key, else a fresh one), again on the failures a
+/// resend with the same key can complete, at most [`SYNC_SENDS`] times.
+/// (`call` gets its own copy of the keyed context: a future borrowing it could not be `Send`
+/// for every lifetime, as axum's handlers need.)
+async fn exactly_once<Sent>(
+    ctx: &MemoryContext,
+    call: impl Fn(MemoryContext) -> Sent,
+) -> Result<SyncReport, MemoryError>
+where
+    Sent: Future<Output = Result<SyncReport, MemoryError>>,
+{
+    let mut ctx = ctx.clone();
+    ctx.idempotency_key
+        .get_or_insert_with(IdempotencyKey::generate);
     let mut pause = FIRST_RESEND_PAUSE;
     for send in 1.. {
-        match provider.sync(ctx, updates, if_match).await {
+        match call(ctx.clone()).await {
             Err(err) if send < SYNC_SENDS && resending_can_help(&err) => {
                 tokio::time::sleep(pause).await;
                 pause *= 2;

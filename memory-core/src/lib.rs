@@ -29,7 +29,8 @@ pub use history::{
 };
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::{
-    IdempotencyKey, MAX_KEY_LEN, RECEIPTS_KEPT, Receipts, SYNC_SENDS, sync_exactly_once,
+    IdempotencyKey, MAX_KEY_LEN, RECEIPTS_KEPT, Receipts, SYNC_SENDS, revert_exactly_once,
+    sync_exactly_once,
 };
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
 pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};

@@ -239,7 +239,10 @@ impl PlannedWrite {
         };
         let before = &self.before;
         let external = tip.unrecorded(before, now);
-        let number = external.as_ref().map_or(tip.number, |r| r.number) + 1;
+        let number = external
+            .as_ref()
+            .map_or(tip.number, |r| r.number)
+            .saturating_add(1);
         let write = Revision {
             number,
             document: before.id.clone(),

@@ -5,9 +5,9 @@ mod definitions;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use memory_core::{
-    Caps, Document, DocumentReport, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, Prefetch, Recall, Revision, SYNC_SENDS, Store, Surface,
-    SyncReport, Version, is_blank, render, sync_exactly_once, unified_diff,
+    Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Prefetch, Recall, Revision, Store, Surface, Version, is_blank, render,
+    revert_exactly_once, sync_exactly_once, unified_diff,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -554,51 +554,6 @@ impl MemoryTools {
     fn viewed(&self) -> std::sync::MutexGuard<'_, Viewed> {
         self.viewed.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// [`MemoryProvider::revert`] for a caller that can neither lose a revert nor make it twice, as
-/// [`sync_exactly_once`] is for `sync`: the call carries an idempotency key (the context's,
-/// else a fresh one) and is sent again with it, at most [`SYNC_SENDS`] times in all, when its
-/// outcome is unknown or its backend busy or unavailable. A revert that landed is replayed, not
-/// applied again, even under `if_match` (the key is checked first).
-///
-/// # Errors
-/// The last send's error; any refusal (a revision not kept, a conflict, a cap) at once.
-pub async fn revert_exactly_once<P: MemoryProvider + ?Sized>(
-    provider: &P,
-    ctx: &MemoryContext,
-    store: Store,
-    number: u64,
-    if_match: Option<&Version>,
-) -> Result<SyncReport, MemoryError> {
-    let keyed;
-    let ctx = if ctx.idempotency_key.is_some() {
-        ctx
-    } else {
-        keyed = ctx.clone().with_idempotency_key(IdempotencyKey::generate());
-        &keyed
-    };
-    let mut pause = std::time::Duration::from_millis(200);
-    let mut sends = 1;
-    loop {
-        match provider.revert(ctx, store, number, if_match).await {
-            Err(err) if sends < SYNC_SENDS && resending_can_help(&err) => {
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-                sends += 1;
-            }
-            outcome => return outcome,
-        }
-    }
-}
-
-/// Whether sending a keyed call again can complete it without applying anything twice.
-fn resending_can_help(err: &MemoryError) -> bool {
-    err.kind().retry_can_help()
-        || matches!(
-            err.kind(),
-            ErrorKind::OutcomeUnknown | ErrorKind::PartiallyApplied
-        )
 }
 
 /// The text `revision` started from, when it can be told: the empty document before the

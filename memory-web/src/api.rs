@@ -1,7 +1,7 @@
 //! The JSON API behind the page.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Query, State};
@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use memory_core::{
-    Caps, Document, DocumentId, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Revision, SYNC_SENDS, Store, Surface,
-    SyncReport, UserId, Version, sync_exactly_once, unified_diff,
+    Caps, Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryScope,
+    MemoryUpdate, PersonalityId, Revision, Store, Surface, UserId, Version, revert_exactly_once,
+    sync_exactly_once, unified_diff,
 };
 use memory_wiring::{Memory, ProviderConfig};
 use serde::{Deserialize, Serialize};
@@ -373,8 +373,14 @@ async fn revert(
 ) -> Result<Json<Saved>, ApiError> {
     let Json(revert) = body.map_err(ApiError::from_json)?;
     let ctx = context(&memory, &revert.personality, &revert.user)?;
-    let report =
-        revert_exactly_once(&memory, &ctx, revert.store, revert.number, &revert.version).await?;
+    let report = revert_exactly_once(
+        &memory,
+        &ctx,
+        revert.store,
+        revert.number,
+        Some(&revert.version),
+    )
+    .await?;
     let written = report.get(revert.store);
     let document = memory.read(&ctx.document(revert.store)).await?;
     Ok(Json(Saved {
@@ -382,45 +388,6 @@ async fn revert(
         written: written.is_some_and(|report| report.written),
         over_soft_cap: written.is_some_and(|report| report.over_soft_cap),
     }))
-}
-
-/// `memory.revert`, sent again like [`sync_exactly_once`] sends a save: with one idempotency
-/// key for every send, when the outcome is unknown or the backend briefly unavailable.
-///
-/// A revert is a replace guarded by the page's version, so sending it twice can never apply
-/// two different things; but a plain resend after a send that landed unseen would meet the
-/// revert's own write and be refused as a conflict, telling the person the document changed
-/// under them when only their revert did. With the key, the provider replays the landed send's
-/// report instead, so the page hears what actually happened.
-async fn revert_exactly_once(
-    memory: &Memory,
-    ctx: &MemoryContext,
-    store: Store,
-    number: u64,
-    version: &Version,
-) -> Result<SyncReport, MemoryError> {
-    let ctx = ctx.clone().with_idempotency_key(IdempotencyKey::generate());
-    let mut pause = Duration::from_millis(200);
-    let mut send = 1;
-    loop {
-        match memory.revert(&ctx, store, number, Some(version)).await {
-            Err(err) if send < SYNC_SENDS && resending_can_help(err.kind()) => {
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-                send += 1;
-            }
-            outcome => return outcome,
-        }
-    }
-}
-
-/// Whether a keyed call that failed so can complete when sent again unchanged.
-fn resending_can_help(kind: ErrorKind) -> bool {
-    kind.retry_can_help()
-        || matches!(
-            kind,
-            ErrorKind::OutcomeUnknown | ErrorKind::PartiallyApplied
-        )
 }
 
 /// The wiring's context for the pair, ids validated; its writes are recorded as the page's.
