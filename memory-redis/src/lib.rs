@@ -1065,7 +1065,8 @@ fn bulk(value: &redis::Value) -> Option<&[u8]> {
 /// The server's `TIME` (seconds, microseconds) as a time.
 fn server_time(seconds: Option<&[u8]>, micros: Option<&[u8]>) -> Option<SystemTime> {
     let parse = |bytes: Option<&[u8]>| std::str::from_utf8(bytes?).ok()?.parse::<u64>().ok();
-    let at = Duration::from_secs(parse(seconds)?) + Duration::from_micros(parse(micros)?);
+    let at =
+        Duration::from_secs(parse(seconds)?).checked_add(Duration::from_micros(parse(micros)?))?;
     UNIX_EPOCH.checked_add(at)
 }
 
@@ -1345,7 +1346,8 @@ impl MemoryProvider for RedisProvider {
                 .await
                 .map_err(|err| self.script_error(err))
         };
-        // Purging again after a lost reply finds the document gone and erases nothing more.
+        // Purging again after a lost reply finds the document gone: it erases at most the
+        // tombstone the first purge left, and leaves the next.
         let reply: redis::Value = self
             .within_deadline(
                 || document.to_string(),
