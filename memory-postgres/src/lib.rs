@@ -865,7 +865,7 @@ impl CompareAndSwap for PostgresProvider {
         let max_age_ms = self
             .retention
             .max_age
-            .map(|age| i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+            .map(|age| to_i64(age.min(LONGEST_MAX_AGE).as_millis()));
         let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.write.clone()))
             .bind(&kinds)
             .bind(&owners)
@@ -907,6 +907,10 @@ impl CompareAndSwap for PostgresProvider {
             .cloned())
     }
 }
+
+/// The longest age limit sent to the server: the statement subtracts it from `now()`, which must
+/// stay a timestamp (they end at 4713 BC). Any longer limit prunes nothing more.
+const LONGEST_MAX_AGE: Duration = Duration::from_secs(1000 * 366 * 86_400);
 
 /// How many of a document's oldest revisions a write looks at for pruning: a bounded amount of
 /// work per write, more than the one or two revisions a write adds, so that what a lowered
@@ -1251,7 +1255,7 @@ impl Statements {
                    WHERE h.kind = l.kind AND h.owner = l.owner AND h.number = old.number \
                      AND h.number < w.tip \
                      AND (h.number < w.oldest \
-                          OR now() - h.time > $26::int8 * interval '1 millisecond')) \
+                          OR h.time < now() - $26::int8 * interval '1 millisecond')) \
                  SELECT kind, owner FROM landed"
             )
             .into(),

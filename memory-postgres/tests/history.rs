@@ -508,3 +508,24 @@ async fn stored_revisions_that_are_not_ours_are_corrupt() {
     }
     assert_eq!(p.history(&document, 10).await.unwrap().len(), 1);
 }
+
+/// The longest age limit a configuration can give (`max_age_days = 4294967295`) is one the
+/// server can compute with: writes land, and nothing is pruned by age.
+#[tokio::test]
+async fn the_longest_age_limit_writes_and_prunes_nothing() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let forever = Duration::from_secs(u64::from(u32::MAX) * 86_400);
+    let p = provider_on(&schema, Retention::default().with_max_age(forever)).await;
+    let c = ctx("ada", "u1");
+    for text in ["One.", "Two.", "Three."] {
+        p.sync(&c, &[MemoryUpdate::add(M, text)], &IfMatch::NONE)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        p.history(&c.document(M), usize::MAX).await.unwrap().len(),
+        3
+    );
+}
