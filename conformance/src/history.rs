@@ -209,7 +209,8 @@ pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>
     .await;
     write(&*p, &c, &[MemoryUpdate::add(M, "Also secret.")]).await;
     let document = c.document(M);
-    let bytes = p.read(&document).await.unwrap().text.len();
+    let erased = p.read(&document).await.unwrap();
+    let bytes = erased.text.len();
 
     let purged = p.purge(&document, Surface::Cli).await.expect("purge");
     assert_eq!((purged.bytes, purged.revisions), (bytes, 2));
@@ -229,6 +230,15 @@ pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>
     );
     let log = format!("{:?}", history(&*p, &document).await);
     assert!(!log.contains("ecret"), "no content survives: {log}");
+    assert!(
+        !log.contains(&sha256_hex(&erased.text)),
+        "nothing derived from the content survives either: {log}"
+    );
+    assert_eq!(
+        (&tombstone.version_before, tombstone.sha256_before.as_str()),
+        (&never, sha256_hex("").as_str()),
+        "the tombstone starts from the empty document, not the erased one's version"
+    );
     assert_eq!(p.read(&c.document(U)).await.unwrap().text, "Kept.\n");
     assert_eq!(history(&*p, &c.document(U)).await.len(), 1);
     let err = p.revert(&c, M, 3, None).await.unwrap_err();

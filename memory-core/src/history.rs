@@ -117,8 +117,10 @@ impl Revision {
         self.text.is_none()
     }
 
-    /// The tombstone a purge of `document` leaves after `tip`: sizes and hashes of the erased
-    /// text (it is gone) and of the empty document, no content.
+    /// The tombstone a purge of `document` leaves after `tip`: the size of the erased text,
+    /// and nothing derived from its content: no text, and the hash and version of the empty
+    /// document on both sides (a hash of personal text could confirm a guess of it, and
+    /// markdown versions are such hashes).
     pub fn tombstone(
         document: &DocumentId,
         tip: &RevisionTip,
@@ -129,9 +131,9 @@ impl Revision {
         Revision {
             number: tip.number.saturating_add(1),
             document: document.clone(),
-            version_before: tip.version_after.clone(),
+            version_before: never_written.clone(),
             version_after: never_written,
-            sha256_before: tip.sha256_after.clone(),
+            sha256_before: sha256_hex(""),
             sha256_after: sha256_hex(""),
             bytes_before: tip.bytes_after,
             bytes_after: 0,

@@ -124,9 +124,11 @@ pub trait MemoryProvider: Send + Sync {
     ///
     /// # Behavior
     /// - Afterwards the document reads as never written and `list` leaves it out.
-    /// - Its history is at most one tombstone revision without content, recording when and
-    ///   from which `surface` it was purged; later writes number on from it.
-    /// - Purging a document never written, or purged already, erases nothing and succeeds.
+    /// - Its history is at most one tombstone revision, with no content and nothing derived
+    ///   from it (no hash, no content version), recording when and from which `surface` it
+    ///   was purged; later writes number on from it.
+    /// - Purging a document never written erases nothing, leaves no tombstone and succeeds;
+    ///   purging one already purged replaces its tombstone with a newer one.
     async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError>;
 
     /// Subscribes to this provider's `memory.updated` and `memory.eviction` events.

@@ -362,7 +362,8 @@ local bytes = 0
 if document[1] == 'ok' then
   bytes = #document[2]
 end
--- The tip is the last four fields of the document's reply, all empty for none.
+-- The tip is the last four fields of the document's reply, all empty for none. The tombstone
+-- keeps its number and size only: nothing derived from the erased content (Revision::tombstone).
 local tip = {}
 if document[#document - 3] ~= '' then
   tip = {document[#document - 3], document[#document - 2], document[#document - 1], document[#document]}
@@ -373,9 +374,9 @@ local tombstone = {}
 if keep > 0 and (document[1] == 'ok' or erased > 0) then
   local id = redis.call('XADD', KEYS[2], '*',
     'number', string.format('%d', tonumber(tip[1] or '0') + 1),
-    'version_before', tip[2] or '0',
+    'version_before', '0',
     'version_after', '0',
-    'sha256_before', tip[3] or ARGV[5],
+    'sha256_before', ARGV[5],
     'sha256_after', ARGV[5],
     'bytes_before', tip[4] or '0',
     'bytes_after', '0',
