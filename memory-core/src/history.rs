@@ -205,7 +205,16 @@ impl RevisionTip {
     /// read now) is not the text this tip recorded. Its time is the document's `modified`
     /// (a file's mtime) where known, else `now`.
     pub fn unrecorded(&self, current: &Document, now: SystemTime) -> Option<Revision> {
-        let sha256 = sha256_hex(&current.text);
+        self.unrecorded_hashed(current, sha256_hex(&current.text), now)
+    }
+
+    /// [`RevisionTip::unrecorded`] given `sha256`, the hash of `current`'s text.
+    pub(crate) fn unrecorded_hashed(
+        &self,
+        current: &Document,
+        sha256: String,
+        now: SystemTime,
+    ) -> Option<Revision> {
         (sha256 != self.sha256_after).then(|| Revision {
             number: self.number.saturating_add(1),
             document: current.id.clone(),

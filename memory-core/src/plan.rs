@@ -156,6 +156,8 @@ impl DocumentBatch {
         )?;
         Ok(PlannedWrite {
             store: self.store,
+            sha256_before: sha256_hex(&current.text),
+            sha256_after: sha256_hex(&applied.text),
             before: current,
             applied,
             updates: self.updates.iter().map(|(_, u)| u.clone()).collect(),
@@ -181,6 +183,9 @@ pub struct PlannedWrite {
     store: Store,
     before: Document,
     applied: Applied,
+    /// The hashes of the text before and after, computed once for the report and revisions.
+    sha256_before: String,
+    sha256_after: String,
     updates: Vec<MemoryUpdate>,
     key: Option<IdempotencyKey>,
     origin: Arc<Origin>,
@@ -213,8 +218,8 @@ impl PlannedWrite {
             } else {
                 before.version.clone()
             },
-            sha256_before: sha256_hex(&before.text),
-            sha256_after: sha256_hex(&self.applied.text),
+            sha256_before: self.sha256_before.clone(),
+            sha256_after: self.sha256_after.clone(),
             bytes_before: before.text.len(),
             bytes_after: self.applied.text.len(),
             lines_removed: self.applied.lines_removed,
@@ -238,7 +243,7 @@ impl PlannedWrite {
             return Vec::new();
         };
         let before = &self.before;
-        let external = tip.unrecorded(before, now);
+        let external = tip.unrecorded_hashed(before, self.sha256_before.clone(), now);
         let number = external
             .as_ref()
             .map_or(tip.number, |r| r.number)
@@ -248,8 +253,8 @@ impl PlannedWrite {
             document: before.id.clone(),
             version_before: before.version.clone(),
             version_after,
-            sha256_before: sha256_hex(&before.text),
-            sha256_after: sha256_hex(text),
+            sha256_before: self.sha256_before.clone(),
+            sha256_after: self.sha256_after.clone(),
             bytes_before: before.text.len(),
             bytes_after: text.len(),
             time: now,
