@@ -43,7 +43,7 @@ use memory_core::{
     CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
     IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
     MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Retention, Revision, RevisionTip,
-    Subscription, Surface, SyncReport, UserId, Version, history_view, sha256_hex,
+    Store, Subscription, Surface, SyncReport, UserId, Version, history_view, sha256_hex,
 };
 use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
@@ -405,21 +405,41 @@ impl PostgresProvider {
         format!("{}/memory_history/{}", self.location, id.relative_path())
     }
 
-    /// The rows of `ids`, in order, one statement on `connection`: each document with the tip
-    /// of its history, both absent (NULL) for a document never written or never recorded.
+    /// The rows of `ids`, in order, one statement on `connection`: each document with (if
+    /// `tips`) the tip of its history, both absent (NULL) for a document never written or never
+    /// recorded.
     async fn select_on(
         &self,
         connection: &mut PgConnection,
         ids: &[DocumentId],
         receipts: bool,
+        tips: bool,
     ) -> Result<Vec<SelectedRow>, sqlx::Error> {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
-        sqlx::query_as(AssertSqlSafe(self.sql.select.clone()))
+        let statement = if tips {
+            &self.sql.select
+        } else {
+            &self.sql.select_documents
+        };
+        sqlx::query_as(AssertSqlSafe(statement.clone()))
             .bind(&kinds)
             .bind(&owners)
             .bind(receipts)
             .fetch_all(connection)
             .await
+    }
+
+    /// `ids` as one snapshot, in order, without their histories' tips: what reads need (a
+    /// `sync` reads through [`CompareAndSwap::fetch`], with them).
+    async fn documents(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
+        let rows = self
+            .leased(async |connection| self.select_on(connection, ids, false, false).await)
+            .await?
+            .map_err(|err| self.db_error(err))?;
+        ids.iter()
+            .zip(rows)
+            .map(|(id, row)| Ok(self.fetched(id, row)?.document))
+            .collect()
     }
 
     /// `id` as [`PostgresProvider::select_on`] read it.
@@ -541,7 +561,12 @@ impl PostgresProvider {
             .await
             .map_err(failed)?;
         let selected = self
-            .select_on(&mut transaction, std::slice::from_ref(document), false)
+            .select_on(
+                &mut transaction,
+                std::slice::from_ref(document),
+                false,
+                true,
+            )
             .await
             .map_err(failed)?;
         let (kind, owner) = row_key(document);
@@ -660,7 +685,9 @@ impl PostgresProvider {
 #[async_trait]
 impl MemoryProvider for PostgresProvider {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        self.within_deadline(self.prefetch_by_fetch(ctx)).await
+        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+        let documents = self.within_deadline(self.documents(&ids)).await?;
+        Ok(Prefetch::from_documents(ctx, &documents[0], &documents[1]))
     }
 
     async fn sync(
@@ -675,7 +702,13 @@ impl MemoryProvider for PostgresProvider {
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        self.within_deadline(self.read_by_fetch(document)).await
+        let documents = self
+            .within_deadline(self.documents(std::slice::from_ref(document)))
+            .await?;
+        documents
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.unavailable(sqlx::Error::RowNotFound))
     }
 
     async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
@@ -810,7 +843,7 @@ impl CompareAndSwap for PostgresProvider {
     /// its history.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
         let rows = self
-            .leased(async |connection| self.select_on(connection, ids, receipts).await)
+            .leased(async |connection| self.select_on(connection, ids, receipts, true).await)
             .await?
             .map_err(|err| self.db_error(err))?;
         ids.iter()
@@ -1155,6 +1188,7 @@ impl DerefMut for Lease {
 #[derive(Debug)]
 struct Statements {
     select: Arc<str>,
+    select_documents: Arc<str>,
     write: Arc<str>,
     history: Arc<str>,
     purge_document: Arc<str>,
@@ -1171,6 +1205,20 @@ struct Statements {
 
 impl Statements {
     fn for_tables(table: &str, history: &str, identities: &str) -> Self {
+        // `unnest` of the array parameters `$first..`, of these element types, each behind a
+        // scalar subquery. Unwrapped, the planner counts a bound array's elements (1 or 2) but
+        // assumes 10 for an unbound one, so a plan made for the values always looks cheaper
+        // than the generic plan and the statement is planned anew on every call (twice the
+        // time of the execution of `select`). Behind a subquery both assume the same, and the
+        // generic plan is kept after the first few calls.
+        let unnest = |first: usize, types: &[&str]| {
+            let arrays: Vec<String> = types
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| format!("(SELECT ${}::{ty}[])", first + i))
+                .collect();
+            format!("unnest({})", arrays.join(", "))
+        };
         // The newest revision of document `w`: one backward step on the primary key.
         let tip = format!(
             "SELECT h.number AS tip_number, h.version_after AS tip_version, \
@@ -1186,21 +1234,52 @@ impl Statements {
             "(w.first = 0 OR NOT EXISTS (SELECT FROM {history} AS n \
                WHERE n.kind = w.kind AND n.owner = w.owner AND n.number >= w.first))"
         );
-        Statements {
-            // One row per id, in order, whether or not the document or its history exists.
-            // Times as epoch milliseconds: sqlx decodes TIMESTAMPTZ only with a time crate.
-            select: format!(
+        // select: (kind, owner); write: (kind, owner, content, expected, sha256, receipts,
+        // first, tip, oldest), then the history table's columns as RevisionColumns has them.
+        let documents = unnest(1, &["text", "text"]);
+        let writes = unnest(
+            1,
+            &[
+                "text", "text", "text", "int8", "text", "text", "int8", "int8", "int8",
+            ],
+        );
+        let revisions = unnest(
+            10,
+            &[
+                "text", "text", "int8", "text", "text", "text", "text", "int8", "int8", "text",
+                "text", "text", "text", "text", "text", "text",
+            ],
+        );
+        // One row per id, in order, whether or not the document or its history exists, with
+        // the tip or (for reads, which do not need it) NULLs in its place.
+        // Times as epoch milliseconds: sqlx decodes TIMESTAMPTZ only with a time crate.
+        let select = |tip: &str| {
+            let (columns, join) = if tip.is_empty() {
+                (
+                    "NULL::int8 AS tip_number, NULL::text AS tip_version, \
+                     NULL::text AS tip_sha256, NULL::int8 AS tip_bytes"
+                        .to_owned(),
+                    String::new(),
+                )
+            } else {
+                (
+                    "t.tip_number, t.tip_version, t.tip_sha256, t.tip_bytes".to_owned(),
+                    format!("LEFT JOIN LATERAL ({tip}) AS t ON true"),
+                )
+            };
+            format!(
                 "SELECT d.content, d.version, \
                    (extract(epoch FROM d.updated_at) * 1000)::int8 AS updated_at, \
-                   CASE WHEN $3 THEN d.receipts END AS receipts, \
-                   t.tip_number, t.tip_version, t.tip_sha256, t.tip_bytes, \
+                   CASE WHEN $3 THEN d.receipts END AS receipts, {columns}, \
                    (extract(epoch FROM now()) * 1000)::int8 AS now \
-                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(kind, owner, position) \
-                 LEFT JOIN {table} AS d ON d.kind = w.kind AND d.owner = w.owner \
-                 LEFT JOIN LATERAL ({tip}) AS t ON true \
+                 FROM {documents} WITH ORDINALITY AS w(kind, owner, position) \
+                 LEFT JOIN {table} AS d ON d.kind = w.kind AND d.owner = w.owner {join} \
                  ORDER BY w.position"
             )
-            .into(),
+        };
+        Statements {
+            select: select(&tip).into(),
+            select_documents: select("").into(),
             // The compare-and-swap, its revisions and their pruning in one statement (one
             // round trip, one atomic step). An existing document is updated only where its
             // version is still the expected one; a new one (expected 0) is inserted only where
@@ -1212,9 +1291,7 @@ impl Statements {
             // value keeps the stored one.
             write: format!(
                 "WITH w AS ( \
-                   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], \
-                                        $5::text[], $6::text[], $7::int8[], $8::int8[], \
-                                        $9::int8[]) \
+                   SELECT * FROM {writes} \
                      AS w(kind, owner, content, expected, sha256, receipts, first, tip, oldest)), \
                  updated AS ( \
                    UPDATE {table} AS d \
@@ -1236,10 +1313,7 @@ impl Statements {
                    INSERT INTO {history} (kind, owner, number, version_before, version_after, \
                      sha256_before, sha256_after, bytes_before, bytes_after, surface, \
                      personality, user_id, idempotency_key, session, updates, content) \
-                   SELECT r.* FROM unnest($10::text[], $11::text[], $12::int8[], $13::text[], \
-                       $14::text[], $15::text[], $16::text[], $17::int8[], $18::int8[], \
-                       $19::text[], $20::text[], $21::text[], $22::text[], $23::text[], \
-                       $24::text[], $25::text[]) \
+                   SELECT r.* FROM {revisions} \
                      AS r(kind, owner, number, version_before, version_after, sha256_before, \
                        sha256_after, bytes_before, bytes_after, surface, personality, user_id, \
                        idempotency_key, session, updates, content) \

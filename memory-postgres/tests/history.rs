@@ -529,3 +529,48 @@ async fn the_longest_age_limit_writes_and_prunes_nothing() {
         3
     );
 }
+
+/// The statements a `sync` and a `prefetch` send are planned once per connection, not on every
+/// call: planning the write with its history, or the read with its tip, costs more than
+/// running it. (PostgreSQL re-plans a prepared statement whose plan for the values at hand
+/// always looks cheaper than the generic one, as happens with bound arrays unless they are
+/// hidden from the estimate.)
+#[tokio::test]
+async fn statements_are_not_planned_on_every_call() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let config = PostgresConfig {
+        migrate: false,
+        max_connections: 1,
+        ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
+    };
+    let p = PostgresProvider::connect(&config).await.unwrap();
+    let c = ctx("ada", "u1");
+    for i in 0..20 {
+        p.sync(
+            &c,
+            &[MemoryUpdate::add(M, format!("Note {i}."))],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+        p.prefetch(&c).await.unwrap();
+    }
+    // The pool's one connection, which prepared them.
+    let plans: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements \
+         WHERE statement LIKE '%memory_documents%' \
+           AND statement NOT LIKE '%pg_prepared_statements%'",
+    )
+    .fetch_all(p.pool())
+    .await
+    .unwrap();
+    assert!(plans.len() >= 3, "{plans:?}");
+    for (statement, generic, custom) in plans {
+        assert!(
+            custom <= 5 && generic >= 15,
+            "planned {custom} times for its values, {generic} times generic: {statement}"
+        );
+    }
+}
