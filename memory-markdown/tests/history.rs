@@ -665,7 +665,11 @@ async fn purge_of_what_was_never_recorded() {
     let tombstone = purged.tombstone.expect("a tombstone");
     assert_eq!(tombstone.number, 2);
     assert_eq!(tombstone.bytes_before, "By hand.\n".len());
-    assert_eq!(tombstone.sha256_before, sha256_hex(""), "no hash of what was erased");
+    assert_eq!(
+        tombstone.sha256_before,
+        sha256_hex(""),
+        "no hash of what was erased"
+    );
     assert_eq!(history(&provider).await, [tombstone]);
     assert!(!file.exists());
 }
