@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use memory_core::{
-    DocumentId, MemoryContext, MemoryProvider, MemoryUpdate, Revision, Surface, Version,
-    revert_exactly_once, unified_diff,
+    DocumentId, MemoryContext, MemoryProvider, Revision, Surface, Version, revert_exactly_once,
+    unified_diff,
 };
 use memory_wiring::Memory;
 use serde_json::{Map, Value};
@@ -69,7 +69,7 @@ pub fn line(revision: &Revision) -> String {
         revision.number,
         utc(revision.time),
         revision.surface.to_string(),
-        what_changed(revision),
+        revision.what_changed(),
     )
 }
 
@@ -81,30 +81,6 @@ fn utc(time: SystemTime) -> String {
         // A time RFC 3339 cannot show: said as it is.
         None => rfc3339,
     }
-}
-
-/// What a revision did: its updates' actions, a hand edit, or a purge.
-fn what_changed(revision: &Revision) -> String {
-    if revision.is_tombstone() {
-        return "purged".to_owned();
-    }
-    if revision.surface == Surface::External {
-        return "hand edit".to_owned();
-    }
-    if revision.updates.is_empty() {
-        return "-".to_owned();
-    }
-    revision
-        .updates
-        .iter()
-        .map(|update| match update {
-            MemoryUpdate::Add { .. } => "add",
-            MemoryUpdate::Replace { .. } => "replace",
-            MemoryUpdate::Remove { .. } => "remove",
-            MemoryUpdate::Edit { .. } => "edit",
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A revision for `memory log --json`: its wire form, plus `path` (the document's layout path),

@@ -112,6 +112,22 @@ pub struct Revision {
 }
 
 impl Revision {
+    /// What it did, in a few words for a log line: `purged`, `hand edit`, or its updates'
+    /// actions (`add, edit`).
+    pub fn what_changed(&self) -> String {
+        if self.is_tombstone() {
+            return "purged".to_owned();
+        }
+        if self.surface == Surface::External {
+            return "hand edit".to_owned();
+        }
+        if self.updates.is_empty() {
+            return "no updates recorded".to_owned();
+        }
+        let actions: Vec<&str> = self.updates.iter().map(MemoryUpdate::action).collect();
+        actions.join(", ")
+    }
+
     /// Whether this is the tombstone a purge leaves: no content, nothing to revert to.
     pub fn is_tombstone(&self) -> bool {
         self.text.is_none()

@@ -56,6 +56,16 @@ pub enum MemoryUpdate {
 }
 
 impl MemoryUpdate {
+    /// Its action as the JSON form names it: `add`, `replace`, `remove` or `edit`.
+    pub fn action(&self) -> &'static str {
+        match self {
+            MemoryUpdate::Add { .. } => "add",
+            MemoryUpdate::Replace { .. } => "replace",
+            MemoryUpdate::Remove { .. } => "remove",
+            MemoryUpdate::Edit { .. } => "edit",
+        }
+    }
+
     /// An `add` of `content` to `store`.
     pub fn add(store: Store, content: impl Into<String>) -> Self {
         MemoryUpdate::Add {

@@ -593,7 +593,7 @@ fn describe_revision(name: &str, revision: &Revision, before: Option<&str>) -> S
         revision.surface,
         revision.bytes_before,
         revision.bytes_after,
-        what_changed(revision),
+        revision.what_changed(),
     );
     let diff = match (&revision.text, before) {
         (None, _) => "(Purged: the text and the revisions before were erased; nothing to show \
@@ -636,30 +636,6 @@ fn cut_diff(diff: String) -> String {
         &diff[..end],
         diff.len() - end
     )
-}
-
-/// What a revision did, in words: its updates' actions, a hand edit, or a purge.
-fn what_changed(revision: &Revision) -> String {
-    if revision.is_tombstone() {
-        return "purged".to_owned();
-    }
-    if revision.surface == Surface::External {
-        return "hand edit (made outside the memory)".to_owned();
-    }
-    if revision.updates.is_empty() {
-        return "no updates recorded".to_owned();
-    }
-    revision
-        .updates
-        .iter()
-        .map(|update| match update {
-            MemoryUpdate::Add { .. } => "add",
-            MemoryUpdate::Replace { .. } => "replace",
-            MemoryUpdate::Remove { .. } => "remove",
-            MemoryUpdate::Edit { .. } => "edit",
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `2025-06-01 10:00:02 UTC`, or "unknown time" for a stored time that cannot be shown

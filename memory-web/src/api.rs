@@ -327,7 +327,7 @@ impl RevisionView {
             session: revision.session.clone(),
             bytes_before: revision.bytes_before,
             bytes_after: revision.bytes_after,
-            actions: revision.updates.iter().map(action_name).collect(),
+            actions: revision.updates.iter().map(MemoryUpdate::action).collect(),
             tombstone: revision.is_tombstone(),
             diff,
             oldest_kept,
@@ -341,16 +341,6 @@ fn unix_millis(time: SystemTime) -> u64 {
         .map_or(0, |since| {
             u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
         })
-}
-
-/// The update's action as its JSON form names it.
-fn action_name(update: &MemoryUpdate) -> &'static str {
-    match update {
-        MemoryUpdate::Add { .. } => "add",
-        MemoryUpdate::Replace { .. } => "replace",
-        MemoryUpdate::Remove { .. } => "remove",
-        MemoryUpdate::Edit { .. } => "edit",
-    }
 }
 
 #[derive(Debug, Deserialize)]
