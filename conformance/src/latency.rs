@@ -7,11 +7,15 @@ use memory_core::{IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
 
 use crate::cases::ctx;
 
-/// Times `samples` one-add `sync`s and as many `prefetch`es, alternating, on a fresh
-/// namespace, and prints p50, p95 and p99 of each, headed by `name`.
-pub async fn print_prefetch_and_sync_latency<P: MemoryProvider + ?Sized>(
+/// Times `samples` one-add `sync`s and as many `prefetch`es on each of two providers of one
+/// backend, history on (`on`, the default retention) and off, their calls interleaved (and
+/// which goes first alternating) so that whatever else loads the machine loads both alike;
+/// prints p50, p95 and p99 of each, headed by `name`, and the ratio of the sync p50s: what
+/// recording revisions costs.
+pub async fn print_history_cost<P: MemoryProvider + ?Sized>(
     name: &str,
-    provider: &P,
+    on: &P,
+    off: &P,
     samples: usize,
 ) -> Result<(), MemoryError> {
     let c = ctx("ada", "grace");
@@ -19,23 +23,39 @@ pub async fn print_prefetch_and_sync_latency<P: MemoryProvider + ?Sized>(
         Store::User,
         "Name: Grace. Prefers short answers.",
     )];
-    provider.sync(&c, &profile, &IfMatch::NONE).await?;
-    let (mut sync, mut prefetch) = (Vec::new(), Vec::new());
+    let providers = [on, off];
+    let (mut sync, mut prefetch) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for p in providers {
+        p.sync(&c, &profile, &IfMatch::NONE).await?;
+    }
     for i in 0..samples.max(1) {
         let add = [MemoryUpdate::add(
             Store::Memory,
             format!("Note {i}: worth keeping."),
         )];
-        let started = Instant::now();
-        provider.sync(&c, &add, &IfMatch::NONE).await?;
-        sync.push(started.elapsed());
-        let started = Instant::now();
-        provider.prefetch(&c).await?;
-        prefetch.push(started.elapsed());
+        for turn in 0..2 {
+            let which = (i + turn) % 2;
+            let started = Instant::now();
+            providers[which].sync(&c, &add, &IfMatch::NONE).await?;
+            sync[which].push(started.elapsed());
+            let started = Instant::now();
+            providers[which].prefetch(&c).await?;
+            prefetch[which].push(started.elapsed());
+        }
     }
-    println!("{name}: {} samples each, one client", sync.len());
-    print_percentiles("prefetch", &mut prefetch);
-    print_percentiles("sync (one add)", &mut sync);
+    for (which, history) in ["history on", "history off"].into_iter().enumerate() {
+        println!(
+            "{name}, {history}: {} samples each, one client, interleaved",
+            sync[which].len()
+        );
+        print_percentiles("prefetch", &mut prefetch[which]);
+        print_percentiles("sync (one add)", &mut sync[which]);
+    }
+    let p50 = |samples: &[Duration]| samples[samples.len() / 2].as_secs_f64();
+    println!(
+        "sync p50 with history on / off: {:.3}",
+        p50(&sync[0]) / p50(&sync[1])
+    );
     Ok(())
 }
 

@@ -5,10 +5,8 @@
 //! `MEMORY_TEST_REDIS_URL` (default: the local one), under key prefixes of their own that are
 //! deleted at the end.
 
-use std::time::{Duration, Instant};
-
-use memory_conformance::cases::ctx;
-use memory_core::{IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Retention, Store};
+use memory_conformance::latency::print_history_cost;
+use memory_core::Retention;
 use memory_redis::{RedisConfig, RedisProvider};
 use redis::AsyncCommands;
 
@@ -27,7 +25,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         providers.push((RedisProvider::connect(&config).await?, prefix));
     }
-    let measured = measure(&providers[0].0, &providers[1].0).await;
+    let measured =
+        print_history_cost("memory-redis", &providers[0].0, &providers[1].0, SAMPLES).await;
     for (memory, prefix) in &providers {
         let mut connection = memory.connection().clone();
         let keys: Vec<String> = connection.keys(format!("{{{prefix}}}:*")).await?;
@@ -36,62 +35,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(measured?)
-}
-
-/// `SAMPLES` one-add syncs and prefetches on each provider, alternating between them.
-async fn measure(on: &RedisProvider, off: &RedisProvider) -> Result<(), MemoryError> {
-    let c = ctx("ada", "grace");
-    let profile = [MemoryUpdate::add(
-        Store::User,
-        "Name: Grace. Prefers short answers.",
-    )];
-    let providers = [on, off];
-    let mut sync = [Vec::new(), Vec::new()];
-    let mut prefetch = [Vec::new(), Vec::new()];
-    for p in providers {
-        p.sync(&c, &profile, &IfMatch::NONE).await?;
-    }
-    for i in 0..SAMPLES {
-        let add = [MemoryUpdate::add(
-            Store::Memory,
-            format!("Note {i}: worth keeping."),
-        )];
-        // Which goes first alternates too, so neither always follows the other's write.
-        for turn in 0..2 {
-            let which = (i + turn) % 2;
-            let started = Instant::now();
-            providers[which].sync(&c, &add, &IfMatch::NONE).await?;
-            sync[which].push(started.elapsed());
-            let started = Instant::now();
-            providers[which].prefetch(&c).await?;
-            prefetch[which].push(started.elapsed());
-        }
-    }
-    for (which, name) in ["memory-redis", "memory-redis, history off"]
-        .into_iter()
-        .enumerate()
-    {
-        println!("{name}: {SAMPLES} samples each, one client, interleaved");
-        print_percentiles("prefetch", &mut prefetch[which]);
-        print_percentiles("sync (one add)", &mut sync[which]);
-    }
-    let ratio = median(&mut sync[0]).as_secs_f64() / median(&mut sync[1]).as_secs_f64();
-    println!("sync p50 with history on / off: {ratio:.3}");
-    Ok(())
-}
-
-fn median(samples: &mut [Duration]) -> Duration {
-    samples.sort_unstable();
-    samples[samples.len() / 2]
-}
-
-fn print_percentiles(what: &str, samples: &mut [Duration]) {
-    samples.sort_unstable();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
-    println!(
-        "  {what:<16} p50 {:>9.3?}  p95 {:>9.3?}  p99 {:>9.3?}",
-        at(0.50),
-        at(0.95),
-        at(0.99)
-    );
 }
