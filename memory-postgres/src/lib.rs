@@ -1287,8 +1287,9 @@ impl Statements {
             // RETURNING, so its revisions are not recorded either. Then each landed document
             // drops, from its oldest few revisions, the ones its retention no longer keeps
             // (never the new tip): by count (below `w.oldest`) or by age ($26 milliseconds,
-            // NULL for none), by the server's clock like the revisions' times. A NULL receipts
-            // value keeps the stored one.
+            // NULL for none), by the server's clock like the revisions' times. `doomed` is
+            // materialized so that the plan starts from those few rows, not from all the
+            // document's revisions. A NULL receipts value keeps the stored one.
             write: format!(
                 "WITH w AS ( \
                    SELECT * FROM {writes} \
@@ -1318,18 +1319,20 @@ impl Statements {
                        sha256_after, bytes_before, bytes_after, surface, personality, user_id, \
                        idempotency_key, session, updates, content) \
                    JOIN landed AS l ON l.kind = r.kind AND l.owner = r.owner), \
-                 pruned AS ( \
-                   DELETE FROM {history} AS h \
-                   USING landed AS l \
+                 doomed AS MATERIALIZED ( \
+                   SELECT o.kind, o.owner, o.number \
+                   FROM landed AS l \
                    JOIN w ON w.kind = l.kind AND w.owner = l.owner \
                    CROSS JOIN LATERAL ( \
-                     SELECT o.number FROM {history} AS o \
+                     SELECT o.kind, o.owner, o.number, o.time FROM {history} AS o \
                      WHERE o.kind = l.kind AND o.owner = l.owner \
-                     ORDER BY o.number LIMIT {PRUNE_PER_WRITE}) AS old \
-                   WHERE h.kind = l.kind AND h.owner = l.owner AND h.number = old.number \
-                     AND h.number < w.tip \
-                     AND (h.number < w.oldest \
-                          OR h.time < now() - $26::int8 * interval '1 millisecond')) \
+                     ORDER BY o.number LIMIT {PRUNE_PER_WRITE}) AS o \
+                   WHERE o.number < w.tip \
+                     AND (o.number < w.oldest \
+                          OR o.time < now() - $26::int8 * interval '1 millisecond')), \
+                 pruned AS ( \
+                   DELETE FROM {history} AS h USING doomed AS x \
+                   WHERE h.kind = x.kind AND h.owner = x.owner AND h.number = x.number) \
                  SELECT kind, owner FROM landed"
             )
             .into(),
