@@ -16,8 +16,8 @@ pub use crate::history::{
     purge_leaves_only_a_tombstone, revert_restores_a_revision_as_a_new_one,
 };
 
-const M: Store = Store::Memory;
-const U: Store = Store::User;
+pub(crate) const M: Store = Store::Memory;
+pub(crate) const U: Store = Store::User;
 
 /// A per-personality context for two ids known to be valid.
 pub fn ctx(personality: &str, user: &str) -> MemoryContext {
@@ -27,7 +27,8 @@ pub fn ctx(personality: &str, user: &str) -> MemoryContext {
     )
 }
 
-async fn sync<P: MemoryProvider + ?Sized>(
+/// `p.sync` without a precondition, which must succeed.
+pub(crate) async fn sync<P: MemoryProvider + ?Sized>(
     p: &P,
     ctx: &MemoryContext,
     updates: &[MemoryUpdate],

@@ -11,14 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memory_core::{
-    DocumentId, IdempotencyKey, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Revision,
-    Store, Surface, SyncReport, sha256_hex,
+    DocumentId, IdempotencyKey, MemoryError, MemoryProvider, MemoryUpdate, Revision, Surface,
+    sha256_hex,
 };
 
-use crate::cases::ctx;
-
-const M: Store = Store::Memory;
-const U: Store = Store::User;
+use crate::cases::{M, U, ctx, sync};
 
 /// How far a backend's clock (a server's) may be from this process's.
 const CLOCK_SKEW: Duration = Duration::from_secs(300);
@@ -29,19 +26,9 @@ async fn history<P: MemoryProvider + ?Sized>(p: &P, document: &DocumentId) -> Ve
         .unwrap_or_else(|err| panic!("history of {document}: {err}"))
 }
 
-async fn write<P: MemoryProvider + ?Sized>(
-    p: &P,
-    c: &memory_core::MemoryContext,
-    updates: &[MemoryUpdate],
-) -> SyncReport {
-    p.sync(c, updates, &IfMatch::NONE)
-        .await
-        .unwrap_or_else(|err| panic!("sync {updates:?}: {err}"))
-}
-
 /// Numbers run down by one from the newest, and each revision starts from what the one before
 /// it left.
-fn assert_chained(revisions: &[Revision]) {
+pub(crate) fn assert_chained(revisions: &[Revision]) {
     for pair in revisions.windows(2) {
         let (newer, older) = (&pair[0], &pair[1]);
         assert_eq!(
@@ -77,9 +64,9 @@ pub async fn every_change_is_one_revision_newest_first<P: MemoryProvider + ?Size
         MemoryUpdate::add(M, "Flies Tuesday."),
     ];
     let reports = [
-        write(&*p, &tool, &first).await,
-        write(&*p, &cli, &[MemoryUpdate::remove(M, "absent")]).await,
-        write(&*p, &cli, &[MemoryUpdate::edit(M, "Tuesday", "Friday")]).await,
+        sync(&*p, &tool, &first).await,
+        sync(&*p, &cli, &[MemoryUpdate::remove(M, "absent")]).await,
+        sync(&*p, &cli, &[MemoryUpdate::edit(M, "Tuesday", "Friday")]).await,
     ];
     assert!(!reports[1].documents[0].written);
     let document = tool.document(M);
@@ -150,9 +137,9 @@ pub async fn every_change_is_one_revision_newest_first<P: MemoryProvider + ?Size
 /// (so a revert can be reverted); guarded by `if_match`, and refused for a revision not kept.
 pub async fn revert_restores_a_revision_as_a_new_one<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     let c = ctx("ada", "u1").with_surface(Surface::Web);
-    write(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
-    write(&*p, &c, &[MemoryUpdate::add(M, "Flies Friday.")]).await;
-    write(&*p, &c, &[MemoryUpdate::replace(M, "Oops.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Flies Friday.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::replace(M, "Oops.")]).await;
     let document = c.document(M);
 
     let report = p.revert(&c, M, 2, None).await.expect("revert to 2");
@@ -198,7 +185,7 @@ pub async fn revert_restores_a_revision_as_a_new_one<P: MemoryProvider + ?Sized>
 pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     let c = ctx("ada", "u1");
     let never = p.read(&c.document(M)).await.unwrap().version;
-    write(
+    sync(
         &*p,
         &c,
         &[
@@ -207,7 +194,7 @@ pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>
         ],
     )
     .await;
-    write(&*p, &c, &[MemoryUpdate::add(M, "Also secret.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Also secret.")]).await;
     let document = c.document(M);
     let erased = p.read(&document).await.unwrap();
     let bytes = erased.text.len();
@@ -244,7 +231,7 @@ pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>
     let err = p.revert(&c, M, 3, None).await.unwrap_err();
     assert!(matches!(err, MemoryError::RevisionNotFound { .. }), "{err}");
 
-    write(&*p, &c, &[MemoryUpdate::add(M, "After.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "After.")]).await;
     let log = history(&*p, &document).await;
     assert_eq!(log.len(), 2);
     assert_eq!(log[0].number, 4, "numbers are never reused");
@@ -278,7 +265,7 @@ pub async fn concurrent_writes_have_one_revision_each<P: MemoryProvider + ?Sized
                 let mut reports = Vec::new();
                 for i in 0..ADDS {
                     let add = [MemoryUpdate::add(M, format!("task{t}-add{i}"))];
-                    reports.push(write(&*p, &c, &add).await.documents.remove(0));
+                    reports.push(sync(&*p, &c, &add).await.documents.remove(0));
                 }
                 reports
             })
@@ -313,7 +300,7 @@ pub async fn retention_keeps_the_newest<P: MemoryProvider + ?Sized>(p: Arc<P>, k
     let c = ctx("ada", "u1");
     let writes = keep as u64 * 3 + 2;
     for i in 0..writes {
-        write(&*p, &c, &[MemoryUpdate::add(M, format!("entry {i}"))]).await;
+        sync(&*p, &c, &[MemoryUpdate::add(M, format!("entry {i}"))]).await;
     }
     let log = history(&*p, &c.document(M)).await;
     let numbers: Vec<u64> = log.iter().map(|r| r.number).collect();
@@ -338,7 +325,7 @@ where
 {
     let c = ctx("ada", "u1");
     let document = c.document(M);
-    write(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
     edit(
         document.clone(),
         "Likes tea.\n\nEdited by hand.\n".to_owned(),
@@ -364,7 +351,7 @@ where
         "reading records nothing twice"
     );
 
-    write(&*p, &c, &[MemoryUpdate::add(M, "Then the agent.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Then the agent.")]).await;
     let log = history(&*p, &document).await;
     assert_eq!(
         log.iter()
@@ -386,7 +373,7 @@ where
     // A document created by hand before any write through the provider.
     let other = ctx("bob", "u2");
     edit(other.document(U), "Made by hand.\n".to_owned()).await;
-    write(&*p, &other, &[MemoryUpdate::add(U, "Then the agent.")]).await;
+    sync(&*p, &other, &[MemoryUpdate::add(U, "Then the agent.")]).await;
     let log = history(&*p, &other.document(U)).await;
     assert_eq!(
         log.iter()

@@ -206,10 +206,7 @@ impl History {
             let revisions = p.history(&id, usize::MAX).await.unwrap();
             assert_eq!(revisions.len(), steps.len().min(DEFAULT_KEEP), "{id}");
             assert_eq!(revisions[0].sha256_after, sha256_hex(&text), "{id}");
-            for pair in revisions.windows(2) {
-                assert_eq!(pair[0].number, pair[1].number + 1, "{id}");
-                assert_eq!(pair[0].sha256_before, pair[1].sha256_after, "{id}");
-            }
+            crate::history::assert_chained(&revisions);
             for revision in &revisions {
                 assert_eq!(
                     steps.get(&revision.sha256_before),
