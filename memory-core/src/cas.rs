@@ -1,6 +1,9 @@
 //! The `sync` of backends that keep a version counter per document and write with
 //! compare-and-swap (PostgreSQL, Redis): read, compute with no lock held, write only if the
-//! version is unchanged, else read again, with jittered backoff, a bounded number of times.
+//! version is unchanged. A writer that lost that race reads again holding the documents, when
+//! the store can hold them: other writers then wait their turn instead of racing, so many
+//! writers do not collapse into retries. A hold lost too is retried with jittered backoff, a
+//! bounded number of times.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -51,6 +54,40 @@ pub struct CasWrite<'a> {
     pub revisions: &'a [Revision],
 }
 
+/// Documents a store holds for one writer, from its read to its write: see
+/// [`CompareAndSwap::hold`].
+pub struct Held<'a> {
+    /// The documents as read while held, as [`CompareAndSwap::fetch`] gives them.
+    pub fetched: Vec<Fetched>,
+    /// The writer's turn: its write, or its release.
+    pub turn: Box<dyn HeldTurn + 'a>,
+}
+
+/// What [`CompareAndSwap::hold`] got.
+pub enum Hold<'a> {
+    /// The documents, held.
+    Held(Held<'a>),
+    /// Another writer held this document past the lock wait: a lost race.
+    Busy(DocumentId),
+}
+
+/// A writer's turn at documents the store holds for it ([`CompareAndSwap::hold`]). Dropped
+/// unused, the store lets the documents go on its own (a rolled-back transaction, a lock that
+/// expires), so a turn must not be held longer than a write takes.
+#[async_trait]
+pub trait HeldTurn: Send {
+    /// [`CompareAndSwap::compare_and_swap`] on the held documents, then lets them go. Other
+    /// writers waited, so this loses (`Ok(Some(id))`) only if the hold itself was lost (it
+    /// outlived its lock's expiry, or the store could not hold a document not yet written).
+    async fn write(
+        self: Box<Self>,
+        writes: &[CasWrite<'_>],
+    ) -> Result<Option<DocumentId>, MemoryError>;
+
+    /// Lets the documents go unwritten: the call refused, replayed, or changed nothing.
+    async fn release(self: Box<Self>);
+}
+
 /// The two round trips a versioned backend provides; [`CasWriter::sync`] does the rest.
 ///
 /// The store keeps each document's history beside it ([`crate::MemoryProvider::history`]):
@@ -71,6 +108,19 @@ pub trait CompareAndSwap: Send + Sync {
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError>;
+
+    /// [`CompareAndSwap::fetch`], holding the documents for this writer until its turn writes or
+    /// is released: other writers that hold or write them wait for the turn instead of racing
+    /// it. A writer holds only after losing a race, so one alone pays nothing for it.
+    /// `Ok(None)`: this store cannot hold (the default), and writers race.
+    async fn hold(
+        &self,
+        _ids: &[DocumentId],
+        _receipts: bool,
+        _lock_wait: Duration,
+    ) -> Result<Option<Hold<'_>>, MemoryError> {
+        Ok(None)
+    }
 
     /// [`crate::MemoryProvider::prefetch`] from one [`CompareAndSwap::fetch`] of both documents.
     async fn prefetch_by_fetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
@@ -115,9 +165,11 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
 /// Runs `sync` over a [`CompareAndSwap`] store.
 ///
 /// Writers in this process queue per document (striped, FIFO) instead of racing each other's
-/// compare-and-swap, so only writers in other processes or hosts can make an attempt fail;
-/// those are retried with jittered backoff up to `max_attempts`, then
-/// [`MemoryError::Contention`]. The whole call, queueing included, ends within its deadline.
+/// compare-and-swap, so only writers in other processes or hosts can make an attempt fail.
+/// After a lost race the next attempt holds the documents ([`CompareAndSwap::hold`]) where
+/// the store can, and so waits in the store's queue; lost attempts past that are retried with
+/// jittered backoff up to `max_attempts`, then [`MemoryError::Contention`]. The whole call,
+/// queueing included, ends within its deadline.
 #[derive(Debug)]
 pub struct CasWriter {
     local_queues: LocalQueues,
@@ -224,104 +276,49 @@ impl CasWriter {
         progress: &Progress,
     ) -> Result<SyncReport, MemoryError> {
         let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
-        let keyed = batches.iter().any(|b| b.key().is_some());
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
+        let mut mode = Mode::Race;
         for attempt in 1u32.. {
             let my_turn = self.local_queues.turn(&ids).await;
-            // Every batch is checked against one fresh snapshot before anything is written,
-            // so a refusal or a failed precondition writes nothing.
-            let mut steps = Vec::with_capacity(batches.len());
-            for (batch, fetched) in batches.iter().zip(store.fetch(&ids, keyed).await?) {
-                let mut receipts =
-                    Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
-                let planned = batch.plan(fetched.document, &receipts)?;
-                // The receipt goes into the same compare-and-swap as the text it describes.
-                let receipts = match (&planned, batch.key()) {
-                    (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
-                        let after = Version::new((fetched.version + 1).to_string());
-                        receipts.record(key, write.report(after));
-                        Some(receipts.to_json())
-                    }
-                    _ => None,
-                };
-                let revisions = match (&planned, self.history) {
-                    (Planned::Write(write), true) => {
-                        let after = Version::new((fetched.version + 1).to_string());
-                        write.revisions(&fetched.tip, after, SystemTime::now())
-                    }
-                    _ => Vec::new(),
-                };
-                steps.push((planned, fetched.version, receipts, revisions));
-            }
-            let writes: Vec<CasWrite<'_>> = steps
-                .iter()
-                .filter_map(|(planned, version, receipts, revisions)| match planned {
-                    Planned::Write(write) => write.new_text().map(|text| CasWrite {
-                        id: &write.before().id,
-                        text,
-                        expected: *version,
-                        receipts: receipts.as_deref(),
-                        revisions,
-                    }),
-                    Planned::Replayed(_) => None,
-                })
-                .collect();
-            let lost_on = if writes.is_empty() {
-                None
-            } else {
-                let lock_wait = deadline
-                    .saturating_duration_since(Instant::now())
-                    .saturating_sub(DEADLINE_MARGIN);
-                // Until the outcome is known (the reply, or the read that checks for a lost
-                // one), a deadline passing here leaves it unknown.
-                progress.writing.store(true, Ordering::SeqCst);
-                let lost_on = match store.compare_and_swap(&writes, lock_wait).await {
-                    Ok(lost_on) => lost_on,
-                    // The reply was lost: if the write landed, one read shows it, and the call
-                    // succeeded. If that cannot be told, the caller must hear so: a retry here
-                    // could apply the updates twice.
-                    Err(MemoryError::Unavailable {
-                        message, source, ..
-                    }) => {
-                        if landed(store, &writes).await {
-                            None
-                        } else {
-                            return Err(MemoryError::OutcomeUnknown {
-                                document: writes[0].id.clone(),
-                                message,
-                                source,
-                            });
-                        }
-                    }
-                    Err(err) => return Err(err),
-                };
-                progress.writing.store(false, Ordering::SeqCst);
-                lost_on
-            };
-            let Some(lost_on) = lost_on else {
-                let report = SyncReport {
-                    documents: steps
-                        .into_iter()
-                        .map(|(planned, version, ..)| match planned {
-                            Planned::Replayed(report) => report,
-                            Planned::Write(write) => {
-                                let after = version + u64::from(write.new_text().is_some());
-                                write.report(Version::new(after.to_string()))
-                            }
-                        })
-                        .collect(),
-                    retries: attempt - 1,
-                    ..SyncReport::default()
-                };
-                // Published in our turn, so events of one document come in write order.
-                events.publish(&report);
-                return Ok(report);
+            let lost_on = match self
+                .attempt(store, batches, &ids, &mut mode, deadline, progress)
+                .await?
+            {
+                Outcome::Landed(steps) => {
+                    let report = SyncReport {
+                        documents: steps
+                            .into_iter()
+                            .map(|step| match step.planned {
+                                Planned::Replayed(report) => report,
+                                Planned::Write(write) => {
+                                    let after =
+                                        step.version + u64::from(write.new_text().is_some());
+                                    write.report(Version::new(after.to_string()))
+                                }
+                            })
+                            .collect(),
+                        retries: attempt - 1,
+                        ..SyncReport::default()
+                    };
+                    // Published in our turn, so events of one document come in write order.
+                    events.publish(&report);
+                    return Ok(report);
+                }
+                Outcome::Lost(document) => document,
             };
             progress.lost.store(attempt, Ordering::SeqCst);
             // The turn is not held while backing off: local writers of other documents in the
             // same queue go on meanwhile.
             drop(my_turn);
-            let pause = backoff.next_pause();
+            // A first lost race is followed at once by an attempt that holds: it waits in the
+            // store's queue, which is the backoff.
+            let pause = match mode {
+                Mode::Race => {
+                    mode = Mode::Hold;
+                    Duration::ZERO
+                }
+                Mode::Hold | Mode::RaceOnly => backoff.next_pause(),
+            };
             if attempt < self.max_attempts && Instant::now() + pause < deadline {
                 tokio::time::sleep(pause).await;
             } else {
@@ -333,6 +330,170 @@ impl CasWriter {
         }
         unreachable!("the attempts end only by returning")
     }
+
+    /// One attempt: read (holding the documents in [`Mode::Hold`]), plan every batch against
+    /// that one snapshot, and write what changed. A refusal or a failed precondition is
+    /// returned before anything is written.
+    async fn attempt<S: CompareAndSwap + ?Sized>(
+        &self,
+        store: &S,
+        batches: &[DocumentBatch],
+        ids: &[DocumentId],
+        mode: &mut Mode,
+        deadline: Instant,
+        progress: &Progress,
+    ) -> Result<Outcome, MemoryError> {
+        let keyed = batches.iter().any(|b| b.key().is_some());
+        let lock_wait = || {
+            deadline
+                .saturating_duration_since(Instant::now())
+                .saturating_sub(DEADLINE_MARGIN)
+        };
+        let held = match mode {
+            Mode::Hold => store.hold(ids, keyed, lock_wait()).await?,
+            Mode::Race | Mode::RaceOnly => None,
+        };
+        let (fetched, turn) = match held {
+            Some(Hold::Held(held)) => (held.fetched, Some(held.turn)),
+            Some(Hold::Busy(document)) => return Ok(Outcome::Lost(document)),
+            None => {
+                if *mode == Mode::Hold {
+                    *mode = Mode::RaceOnly;
+                }
+                (store.fetch(ids, keyed).await?, None)
+            }
+        };
+        let steps = match self.plan(batches, fetched) {
+            Ok(steps) => steps,
+            Err(err) => {
+                if let Some(turn) = turn {
+                    turn.release().await;
+                }
+                return Err(err);
+            }
+        };
+        let writes: Vec<CasWrite<'_>> = steps
+            .iter()
+            .filter_map(|step| match &step.planned {
+                Planned::Write(write) => write.new_text().map(|text| CasWrite {
+                    id: &write.before().id,
+                    text,
+                    expected: step.version,
+                    receipts: step.receipts.as_deref(),
+                    revisions: &step.revisions,
+                }),
+                Planned::Replayed(_) => None,
+            })
+            .collect();
+        if writes.is_empty() {
+            if let Some(turn) = turn {
+                turn.release().await;
+            }
+            return Ok(Outcome::Landed(steps));
+        }
+        // Until the outcome is known (the reply, or the read that checks for a lost one), a
+        // deadline passing here leaves it unknown.
+        progress.writing.store(true, Ordering::SeqCst);
+        let written = match turn {
+            Some(turn) => turn.write(&writes).await,
+            None => store.compare_and_swap(&writes, lock_wait()).await,
+        };
+        let lost_on = match written {
+            Ok(lost_on) => lost_on,
+            // The reply was lost: if the write landed, one read shows it, and the call
+            // succeeded. If that cannot be told, the caller must hear so: a retry here could
+            // apply the updates twice.
+            Err(MemoryError::Unavailable {
+                message, source, ..
+            }) => {
+                if landed(store, &writes).await {
+                    None
+                } else {
+                    return Err(MemoryError::OutcomeUnknown {
+                        document: writes[0].id.clone(),
+                        message,
+                        source,
+                    });
+                }
+            }
+            Err(err) => return Err(err),
+        };
+        progress.writing.store(false, Ordering::SeqCst);
+        drop(writes);
+        Ok(match lost_on {
+            None => Outcome::Landed(steps),
+            Some(document) => Outcome::Lost(document),
+        })
+    }
+
+    /// Each batch planned against its document as `fetched` (in the same order), with the
+    /// receipts and revisions to store beside a write.
+    fn plan(
+        &self,
+        batches: &[DocumentBatch],
+        fetched: Vec<Fetched>,
+    ) -> Result<Vec<Step>, MemoryError> {
+        batches
+            .iter()
+            .zip(fetched)
+            .map(|(batch, fetched)| {
+                let mut receipts =
+                    Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
+                let planned = batch.plan(fetched.document, &receipts)?;
+                let after = Version::new((fetched.version + 1).to_string());
+                // The receipt goes into the same compare-and-swap as the text it describes.
+                let receipts = match (&planned, batch.key()) {
+                    (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
+                        receipts.record(key, write.report(after.clone()));
+                        Some(receipts.to_json())
+                    }
+                    _ => None,
+                };
+                let revisions = match (&planned, self.history) {
+                    (Planned::Write(write), true) => {
+                        write.revisions(&fetched.tip, after, SystemTime::now())
+                    }
+                    _ => Vec::new(),
+                };
+                Ok(Step {
+                    planned,
+                    version: fetched.version,
+                    receipts,
+                    revisions,
+                })
+            })
+            .collect()
+    }
+}
+
+/// How an attempt reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Without holding: the first attempt, which a writer alone always wins.
+    Race,
+    /// Holding the documents, after a lost race.
+    Hold,
+    /// Without holding, for good: the store cannot hold.
+    RaceOnly,
+}
+
+/// How an attempt ended.
+enum Outcome {
+    /// Everything planned landed (or there was nothing to write).
+    Landed(Vec<Step>),
+    /// Another writer changed (or held) this document first; nothing was written.
+    Lost(DocumentId),
+}
+
+/// One document's part of an attempt.
+struct Step {
+    planned: Planned,
+    /// The version it was read at.
+    version: u64,
+    /// The receipts to store with the write.
+    receipts: Option<String>,
+    /// The revisions to record with the write.
+    revisions: Vec<Revision>,
 }
 
 /// Whether each of `writes` is what its document holds now, exactly one version on: then the
@@ -616,6 +777,176 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(report.documents[0].version_after, Version::new("2"));
+    }
+
+    /// A [`FlakyStore`] that can hold documents: a held write cannot lose, unless `busy` says
+    /// the next holds find the documents held by another writer.
+    #[derive(Default)]
+    struct HoldingStore {
+        store: FlakyStore,
+        holds: AtomicU32,
+        busy: AtomicU32,
+        released: AtomicU32,
+        /// Written as another writer's text before the next hold reads.
+        other_writer: StdMutex<Option<String>>,
+    }
+
+    struct TestTurn<'a>(&'a HoldingStore);
+
+    #[async_trait]
+    impl HeldTurn for TestTurn<'_> {
+        async fn write(
+            self: Box<Self>,
+            writes: &[CasWrite<'_>],
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            // Held: the races `lose` stands for cannot happen.
+            let lose = self.0.store.lose.swap(0, Ordering::SeqCst);
+            let result = self.0.store.compare_and_swap(writes, Duration::ZERO).await;
+            self.0.store.lose.store(lose, Ordering::SeqCst);
+            result
+        }
+
+        async fn release(self: Box<Self>) {
+            self.0.released.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait]
+    impl CompareAndSwap for HoldingStore {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
+            self.store.fetch(ids, receipts).await
+        }
+
+        async fn compare_and_swap(
+            &self,
+            writes: &[CasWrite<'_>],
+            lock_wait: Duration,
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            self.store.compare_and_swap(writes, lock_wait).await
+        }
+
+        async fn hold(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+            _lock_wait: Duration,
+        ) -> Result<Option<Hold<'_>>, MemoryError> {
+            self.holds.fetch_add(1, Ordering::SeqCst);
+            let busy = self
+                .busy
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if busy {
+                return Ok(Some(Hold::Busy(ids[0].clone())));
+            }
+            if let Some(text) = self.other_writer.lock().unwrap().take() {
+                let mut documents = self.store.documents.lock().unwrap();
+                let (_, version, receipts) = documents.get(&ids[0]).cloned().unwrap_or_default();
+                documents.insert(ids[0].clone(), (text, version + 1, receipts));
+            }
+            Ok(Some(Hold::Held(Held {
+                fetched: self.fetch(ids, receipts).await?,
+                turn: Box::new(TestTurn(self)),
+            })))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_race_is_followed_at_once_by_a_held_attempt() {
+        let store = HoldingStore::default();
+        let writer = CasWriter::new(5);
+        let add = [MemoryUpdate::add(Store::Memory, "queued")];
+        // Every racing attempt would lose: only holding gets the write in.
+        store.store.lose.store(u32::MAX, Ordering::SeqCst);
+        let started = Instant::now();
+        let report = writer
+            .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "no backoff before holding"
+        );
+        assert_eq!(report.retries, 1);
+        assert_eq!(store.holds.load(Ordering::SeqCst), 1);
+        assert_eq!(report.documents[0].version_after, Version::new("1"));
+
+        // Held by another writer past the lock wait: backed off, then held again.
+        store.busy.store(2, Ordering::SeqCst);
+        store.holds.store(0, Ordering::SeqCst);
+        let report = writer
+            .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!((report.retries, store.holds.load(Ordering::SeqCst)), (3, 3));
+        assert!(started.elapsed() > Duration::ZERO, "busy holds back off");
+
+        // Busy to the end: contention, nothing written.
+        store.busy.store(u32::MAX, Ordering::SeqCst);
+        let err = writer
+            .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, MemoryError::Contention { attempts: 5, .. }),
+            "{err:?}"
+        );
+        let memory = store
+            .read_by_fetch(&ctx().document(Store::Memory))
+            .await
+            .unwrap();
+        assert_eq!(memory.version, Version::new("2"));
+    }
+
+    #[tokio::test]
+    async fn a_held_attempt_that_writes_nothing_releases_its_hold() {
+        let store = HoldingStore::default();
+        let writer = CasWriter::new(3);
+        store.store.lose.store(u32::MAX, Ordering::SeqCst);
+        // Changes nothing: no write, and the hold is let go.
+        let noop = [MemoryUpdate::remove(Store::Memory, "absent")];
+        let report = writer
+            .sync(&store, &EventBus::new(), &ctx(), &noop, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert!(!report.documents[0].written);
+        assert_eq!(
+            store.holds.load(Ordering::SeqCst),
+            0,
+            "nothing to write, no race"
+        );
+
+        // Lost to another writer, whose text the held read then sees: the caller's if_match is
+        // stale now, so the call is refused, nothing is written and the hold is let go.
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        store.store.lose.store(1, Ordering::SeqCst);
+        *store.other_writer.lock().unwrap() = Some("theirs\n".to_owned());
+        let err = writer
+            .sync(
+                &store,
+                &EventBus::new(),
+                &ctx(),
+                &add,
+                &IfMatch::only(Store::Memory, Some(Version::new("0"))),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MemoryError::Conflict { .. }), "{err:?}");
+        assert_eq!(store.holds.load(Ordering::SeqCst), 1);
+        assert_eq!(store.released.load(Ordering::SeqCst), 1);
+        let memory = store
+            .read_by_fetch(&ctx().document(Store::Memory))
+            .await
+            .unwrap();
+        assert_eq!(
+            (memory.text.as_str(), memory.version),
+            ("theirs\n", Version::new("1"))
+        );
     }
 
     /// A store whose compare-and-swap never answers, as behind a proxy that stopped forwarding.

@@ -19,7 +19,10 @@ mod report;
 mod update;
 
 pub use backoff::Backoff;
-pub use cas::{CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, LocalQueues};
+pub use cas::{
+    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, Held, HeldTurn, Hold,
+    LocalQueues,
+};
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
 pub use error::{BoxError, ErrorKind, MemoryError};
