@@ -5,6 +5,7 @@
 //! writers do not collapse into retries. A hold lost too is retried with jittered backoff, a
 //! bounded number of times.
 
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
@@ -44,6 +45,11 @@ pub struct CasWrite<'a> {
     pub text: &'a str,
     /// The version it was read at: 0 for a document never written.
     pub expected: u64,
+    /// `Some` when the write was planned from this writer's last view of the document instead
+    /// of a fresh read ([`CompareAndSwap::checks_text`]): it then lands only where the document
+    /// also still holds exactly this text. A version alone can repeat (a purged document
+    /// starts again at 1) and an edit made outside agent-memory need not change it.
+    pub expected_text: Option<&'a str>,
     /// Its idempotency receipts to store with the text in the same step, or `None` to leave
     /// the stored ones as they are.
     pub receipts: Option<&'a str>,
@@ -109,6 +115,15 @@ pub trait CompareAndSwap: Send + Sync {
         lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError>;
 
+    /// Whether [`CompareAndSwap::compare_and_swap`] (and a held write) honour
+    /// [`CasWrite::expected_text`]. Then a writer plans its next write from its last view of a
+    /// document (what it read or wrote last) and skips the read: a writer alone writes in one
+    /// round trip, and a stale view costs one lost attempt. `false` (the default): every
+    /// attempt reads first.
+    fn checks_text(&self) -> bool {
+        false
+    }
+
     /// [`CompareAndSwap::fetch`], holding the documents for this writer until its turn writes or
     /// is released: other writers that hold or write them wait for the turn instead of racing
     /// it. A writer holds only after losing a race, so one alone pays nothing for it.
@@ -173,6 +188,7 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 pub struct CasWriter {
     local_queues: LocalQueues,
+    views: Views,
     max_attempts: u32,
     deadline: Duration,
     /// Whether writes record revisions (the store's retention keeps any).
@@ -192,6 +208,7 @@ impl CasWriter {
     pub fn new(max_attempts: u32) -> Self {
         CasWriter {
             local_queues: LocalQueues::default(),
+            views: Views::default(),
             max_attempts: max_attempts.max(1),
             deadline: DEFAULT_DEADLINE,
             history: true,
@@ -277,7 +294,11 @@ impl CasWriter {
     ) -> Result<SyncReport, MemoryError> {
         let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
-        let mut mode = Mode::Race;
+        let mut mode = if store.checks_text() {
+            Mode::View
+        } else {
+            Mode::Race
+        };
         for attempt in 1u32.. {
             let my_turn = self.local_queues.turn(&ids).await;
             let lost_on = match self
@@ -310,9 +331,13 @@ impl CasWriter {
             // The turn is not held while backing off: local writers of other documents in the
             // same queue go on meanwhile.
             drop(my_turn);
-            // A first lost race is followed at once by an attempt that holds: it waits in the
-            // store's queue, which is the backoff.
+            // A stale view is followed at once by a read; a first lost race by an attempt that
+            // holds: it waits in the store's queue, which is the backoff.
             let pause = match mode {
+                Mode::View => {
+                    mode = Mode::Race;
+                    Duration::ZERO
+                }
                 Mode::Race => {
                     mode = Mode::Hold;
                     Duration::ZERO
@@ -351,19 +376,36 @@ impl CasWriter {
         };
         let held = match mode {
             Mode::Hold => store.hold(ids, keyed, lock_wait()).await?,
-            Mode::Race | Mode::RaceOnly => None,
+            Mode::View | Mode::Race | Mode::RaceOnly => None,
         };
-        let (fetched, turn) = match held {
-            Some(Hold::Held(held)) => (held.fetched, Some(held.turn)),
+        let fresh = |fetched: Vec<Fetched>| -> Vec<View> {
+            let receipts_known = keyed;
+            fetched
+                .into_iter()
+                .map(|fetched| View {
+                    fetched,
+                    receipts_known,
+                })
+                .collect()
+        };
+        let (views, turn, from_view) = match held {
+            Some(Hold::Held(held)) => (fresh(held.fetched), Some(held.turn), false),
             Some(Hold::Busy(document)) => return Ok(Outcome::Lost(document)),
             None => {
                 if *mode == Mode::Hold {
                     *mode = Mode::RaceOnly;
                 }
-                (store.fetch(ids, keyed).await?, None)
+                let kept = match mode {
+                    Mode::View => self.views.all(ids, keyed),
+                    _ => None,
+                };
+                match kept {
+                    Some(views) => (views, None, true),
+                    None => (fresh(store.fetch(ids, keyed).await?), None, false),
+                }
             }
         };
-        let steps = match self.plan(batches, fetched) {
+        let steps = match self.plan(batches, views) {
             Ok(steps) => steps,
             Err(err) => {
                 if let Some(turn) = turn {
@@ -379,6 +421,7 @@ impl CasWriter {
                     id: &write.before().id,
                     text,
                     expected: step.version,
+                    expected_text: from_view.then_some(write.before().text.as_str()),
                     receipts: step.receipts.as_deref(),
                     revisions: &step.revisions,
                 }),
@@ -389,6 +432,7 @@ impl CasWriter {
             if let Some(turn) = turn {
                 turn.release().await;
             }
+            self.views.keep(&steps);
             return Ok(Outcome::Landed(steps));
         }
         // Until the outcome is known (the reply, or the read that checks for a lost one), a
@@ -421,47 +465,61 @@ impl CasWriter {
         progress.writing.store(false, Ordering::SeqCst);
         drop(writes);
         Ok(match lost_on {
-            None => Outcome::Landed(steps),
-            Some(document) => Outcome::Lost(document),
+            None => {
+                self.views.keep(&steps);
+                Outcome::Landed(steps)
+            }
+            Some(document) => {
+                self.views.forget(ids);
+                Outcome::Lost(document)
+            }
         })
     }
 
     /// Each batch planned against its document as `fetched` (in the same order), with the
     /// receipts and revisions to store beside a write.
-    fn plan(
-        &self,
-        batches: &[DocumentBatch],
-        fetched: Vec<Fetched>,
-    ) -> Result<Vec<Step>, MemoryError> {
+    fn plan(&self, batches: &[DocumentBatch], views: Vec<View>) -> Result<Vec<Step>, MemoryError> {
         batches
             .iter()
-            .zip(fetched)
-            .map(|(batch, fetched)| {
-                let mut receipts =
-                    Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
-                let planned = batch.plan(fetched.document, &receipts)?;
-                let after = Version::new((fetched.version + 1).to_string());
-                // The receipt goes into the same compare-and-swap as the text it describes.
-                let receipts = match (&planned, batch.key()) {
-                    (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
-                        receipts.record(key, write.report(after.clone()));
-                        Some(receipts.to_json())
-                    }
-                    _ => None,
-                };
-                let revisions = match (&planned, self.history) {
-                    (Planned::Write(write), true) => {
-                        write.revisions(&fetched.tip, after, SystemTime::now())
-                    }
-                    _ => Vec::new(),
-                };
-                Ok(Step {
-                    planned,
-                    version: fetched.version,
-                    receipts,
-                    revisions,
-                })
-            })
+            .zip(views)
+            .map(
+                |(
+                    batch,
+                    View {
+                        fetched,
+                        receipts_known,
+                    },
+                )| {
+                    let mut receipts =
+                        Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
+                    let receipts_before = fetched.receipts.clone();
+                    let planned = batch.plan(fetched.document, &receipts)?;
+                    let after = Version::new((fetched.version + 1).to_string());
+                    // The receipt goes into the same compare-and-swap as the text it describes.
+                    let receipts = match (&planned, batch.key()) {
+                        (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
+                            receipts.record(key, write.report(after.clone()));
+                            Some(receipts.to_json())
+                        }
+                        _ => None,
+                    };
+                    let revisions = match (&planned, self.history) {
+                        (Planned::Write(write), true) => {
+                            write.revisions(&fetched.tip, after, SystemTime::now())
+                        }
+                        _ => Vec::new(),
+                    };
+                    Ok(Step {
+                        planned,
+                        version: fetched.version,
+                        receipts,
+                        revisions,
+                        tip: fetched.tip,
+                        receipts_before,
+                        receipts_known,
+                    })
+                },
+            )
             .collect()
     }
 }
@@ -469,7 +527,10 @@ impl CasWriter {
 /// How an attempt reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// Without holding: the first attempt, which a writer alone always wins.
+    /// From this writer's last view of the documents, without a read, where the store checks
+    /// the text ([`CompareAndSwap::checks_text`]) and a view is kept: the first attempt.
+    View,
+    /// Reading without holding: the first attempt otherwise, which a writer alone always wins.
     Race,
     /// Holding the documents, after a lost race.
     Hold,
@@ -494,6 +555,105 @@ struct Step {
     receipts: Option<String>,
     /// The revisions to record with the write.
     revisions: Vec<Revision>,
+    /// Its history's tip, its receipts and whether they were read, as it was read.
+    tip: RevisionTip,
+    receipts_before: Option<String>,
+    receipts_known: bool,
+}
+
+impl Step {
+    /// The document as it is once this step landed: what the next write can be planned from.
+    /// `None` for a replay, which read receipts only.
+    fn view_after(&self) -> Option<(DocumentId, View)> {
+        let Planned::Write(write) = &self.planned else {
+            return None;
+        };
+        let before = write.before();
+        let (document, version) = match write.new_text() {
+            Some(text) => (
+                Document {
+                    id: before.id.clone(),
+                    text: text.to_owned(),
+                    version: Version::new((self.version + 1).to_string()),
+                    location: before.location.clone(),
+                    // Written now: no change since that anyone could have left unrecorded.
+                    modified: None,
+                },
+                self.version + 1,
+            ),
+            None => (before.clone(), self.version),
+        };
+        let tip = self
+            .revisions
+            .last()
+            .map_or_else(|| self.tip.clone(), RevisionTip::of);
+        let view = View {
+            fetched: Fetched {
+                document,
+                version,
+                receipts: self
+                    .receipts
+                    .clone()
+                    .or_else(|| self.receipts_before.clone()),
+                tip,
+            },
+            receipts_known: self.receipts_known || self.receipts.is_some(),
+        };
+        Some((before.id.clone(), view))
+    }
+}
+
+/// How many documents' views a writer keeps: past it they are dropped, and the next write of
+/// each reads first.
+const VIEWS_KEPT: usize = 256;
+
+/// A document as this writer last read or wrote it.
+#[derive(Debug, Clone)]
+struct View {
+    fetched: Fetched,
+    /// Whether `fetched.receipts` are the stored ones (a read that did not ask leaves them
+    /// unknown, and a keyed call must then read them).
+    receipts_known: bool,
+}
+
+/// The views of one writer, by document.
+#[derive(Debug, Default)]
+struct Views(std::sync::Mutex<HashMap<DocumentId, View>>);
+
+impl Views {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<DocumentId, View>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The views of all `ids` in order, with their receipts if `keyed`; `None` if one is not
+    /// kept.
+    fn all(&self, ids: &[DocumentId], keyed: bool) -> Option<Vec<View>> {
+        let map = self.map();
+        ids.iter()
+            .map(|id| map.get(id).filter(|v| v.receipts_known || !keyed).cloned())
+            .collect()
+    }
+
+    /// Keeps the documents as `steps` left them.
+    fn keep(&self, steps: &[Step]) {
+        let mut map = self.map();
+        for (id, view) in steps.iter().filter_map(Step::view_after) {
+            if map.len() >= VIEWS_KEPT && !map.contains_key(&id) {
+                map.clear();
+            }
+            map.insert(id, view);
+        }
+    }
+
+    /// Drops the views of `ids`: another writer changed one of them.
+    fn forget(&self, ids: &[DocumentId]) {
+        let mut map = self.map();
+        for id in ids {
+            map.remove(id);
+        }
+    }
 }
 
 /// Whether each of `writes` is what its document holds now, exactly one version on: then the
@@ -565,6 +725,9 @@ mod tests {
         attempts: AtomicU32,
         /// Reply `Unavailable` to the next compare-and-swap, after writing (true) or before.
         drop_reply: StdMutex<Option<bool>>,
+        /// Whether it honours `expected_text` (and so gets writes planned from views).
+        checks_text: bool,
+        fetches: AtomicU32,
     }
 
     #[async_trait]
@@ -574,6 +737,7 @@ mod tests {
             ids: &[DocumentId],
             receipts: bool,
         ) -> Result<Vec<Fetched>, MemoryError> {
+            self.fetches.fetch_add(1, Ordering::SeqCst);
             let documents = self.documents.lock().unwrap();
             Ok(ids
                 .iter()
@@ -596,6 +760,10 @@ mod tests {
                 .collect())
         }
 
+        fn checks_text(&self) -> bool {
+            self.checks_text
+        }
+
         async fn compare_and_swap(
             &self,
             writes: &[CasWrite<'_>],
@@ -616,8 +784,14 @@ mod tests {
             }
             let mut documents = self.documents.lock().unwrap();
             for write in writes {
+                let (text, current, _) = documents.get(write.id).cloned().unwrap_or_default();
+                let text_moved = write.expected_text.is_some_and(|expected| expected != text);
+                if current != write.expected || text_moved {
+                    return Ok(Some(write.id.clone()));
+                }
+            }
+            for write in writes {
                 let (_, current, receipts) = documents.get(write.id).cloned().unwrap_or_default();
-                assert_eq!(current, write.expected, "fetched under the same queue");
                 let receipts = write.receipts.map(str::to_owned).or(receipts);
                 documents.insert(
                     write.id.clone(),
@@ -777,6 +951,130 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(report.documents[0].version_after, Version::new("2"));
+    }
+
+    #[tokio::test]
+    async fn a_writer_alone_writes_from_its_view_without_reading() {
+        let store = FlakyStore {
+            checks_text: true,
+            ..FlakyStore::default()
+        };
+        let writer = CasWriter::new(3);
+        let events = EventBus::new();
+        let add = |text: &str| [MemoryUpdate::add(Store::Memory, text)];
+        for (i, text) in ["one", "two", "three"].into_iter().enumerate() {
+            let report = writer
+                .sync(&store, &events, &ctx(), &add(text), &IfMatch::NONE)
+                .await
+                .unwrap();
+            assert_eq!(report.retries, 0);
+            assert_eq!(
+                report.documents[0].version_after,
+                Version::new((i + 1).to_string())
+            );
+        }
+        assert_eq!(
+            store.fetches.load(Ordering::SeqCst),
+            1,
+            "only the first read"
+        );
+        let memory = store
+            .read_by_fetch(&ctx().document(Store::Memory))
+            .await
+            .unwrap();
+        assert_eq!(memory.text, "one\n\ntwo\n\nthree\n");
+
+        // A store that does not check the text reads before every write.
+        let store = FlakyStore::default();
+        for text in ["one", "two"] {
+            writer
+                .sync(&store, &events, &ctx(), &add(text), &IfMatch::NONE)
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.fetches.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_stale_view_costs_one_lost_attempt_and_loses_nothing() {
+        let store = FlakyStore {
+            checks_text: true,
+            ..FlakyStore::default()
+        };
+        let writer = CasWriter::new(3);
+        let events = EventBus::new();
+        let memory = ctx().document(Store::Memory);
+        writer
+            .sync(
+                &store,
+                &events,
+                &ctx(),
+                &[MemoryUpdate::add(Store::Memory, "mine")],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+        // Purged and written again elsewhere: the same version, another text.
+        store
+            .documents
+            .lock()
+            .unwrap()
+            .insert(memory.clone(), ("theirs\n".to_owned(), 1, None));
+        let report = writer
+            .sync(
+                &store,
+                &events,
+                &ctx(),
+                &[MemoryUpdate::add(Store::Memory, "more")],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+        assert_eq!(report.retries, 1, "the view lost, the read won");
+        assert_eq!(report.documents[0].version_after, Version::new("2"));
+        let text = store.read_by_fetch(&memory).await.unwrap().text;
+        assert_eq!(
+            text, "theirs\n\nmore\n",
+            "planned from what the store holds"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_keyed_call_reads_receipts_its_view_does_not_have() {
+        let store = FlakyStore {
+            checks_text: true,
+            ..FlakyStore::default()
+        };
+        let writer = CasWriter::new(3);
+        let events = EventBus::new();
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        writer
+            .sync(&store, &events, &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        let keyed =
+            |key: &str| ctx().with_idempotency_key(crate::IdempotencyKey::new(key).unwrap());
+        // The view was left by a call without a key, which did not read the receipts.
+        let first = writer
+            .sync(&store, &events, &keyed("k1"), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.fetches.load(Ordering::SeqCst),
+            2,
+            "read for the receipts"
+        );
+        // Now the view holds the receipts it wrote: a replay is answered from it.
+        let again = writer
+            .sync(&store, &events, &keyed("k1"), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert!(again.documents[0].replayed);
+        assert_eq!(
+            again.documents[0].version_after,
+            first.documents[0].version_after
+        );
+        assert_eq!(store.fetches.load(Ordering::SeqCst), 2);
     }
 
     /// A [`FlakyStore`] that can hold documents: a held write cannot lose, unless `busy` says

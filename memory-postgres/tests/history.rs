@@ -427,6 +427,7 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
         id: &document,
         text: "Secret.\n\nMore.\n",
         expected,
+        expected_text: None,
         receipts: None,
         revisions: std::slice::from_ref(&revision),
     };
@@ -451,6 +452,7 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
         id: &profile,
         text: "Stale.\n",
         expected,
+        expected_text: None,
         receipts: None,
         revisions: std::slice::from_ref(&revision),
     };

@@ -290,6 +290,7 @@ async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
                 id: &c.document(Store::User),
                 text: "overwrite",
                 expected: 0,
+                expected_text: None,
                 receipts: None,
                 revisions: &[],
             }],
