@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use memory_core::{MemoryError, MemoryProvider, Retention};
 use memory_markdown::MarkdownProvider;
@@ -217,42 +218,66 @@ fn write_durably(dir: &Path, file: &Path, text: &str, n: usize) -> std::io::Resu
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// What the naive baseline did under one load.
+#[derive(Debug, Clone, Default)]
+pub struct Naive {
+    /// Acknowledged adds missing at the end: the lost updates.
+    pub lost: usize,
+    /// Adds per second over the whole run.
+    pub throughput: f64,
+    /// Latency of each add (its read and its write).
+    pub latencies: Samples,
+}
+
 /// The hand-written read-then-write a memory layer without compare-and-swap or locks does:
-/// `writers` tasks each append `adds` entries to one shared text. Returns how many of the
-/// acknowledged adds are missing at the end.
-pub async fn naive_lost_updates(
+/// `writers` tasks each append `adds` entries (`entry(writer, n)`) to one shared text named
+/// `name`, read and written back whole (on files with `std::fs`, no lock, no fsync).
+pub async fn naive(
     backend: &Backend,
+    name: &str,
     writers: usize,
     adds: usize,
-) -> Result<usize, BoxError> {
-    let entry = |writer: usize, n: usize| format!("naive writer {writer} entry {n}");
+    entry: fn(usize, usize) -> String,
+) -> Result<Naive, BoxError> {
     // Created once up front, so the writers race on the text only.
-    NaiveStore::open(backend, writers).await?;
+    NaiveStore::open(backend, name).await?;
+    let started = Instant::now();
     let tasks: Vec<_> = (0..writers)
         .map(|writer| {
-            let backend = backend.clone();
+            let (backend, name) = (backend.clone(), name.to_owned());
             tokio::spawn(async move {
-                let mut store = NaiveStore::open(&backend, writers).await?;
+                let mut store = NaiveStore::open(&backend, &name).await?;
+                let mut latencies = Samples::default();
                 for n in 0..adds {
+                    let began = Instant::now();
                     let text = store.read().await?;
                     store
                         .write(format!("{text}\n\n{}", entry(writer, n)))
                         .await?;
+                    latencies.push(began.elapsed());
                 }
-                Ok::<_, BoxError>(())
+                Ok::<_, BoxError>(latencies)
             })
         })
         .collect();
+    let mut latencies = Samples::default();
     for task in tasks {
-        task.await??;
+        for sample in task.await??.samples() {
+            latencies.push(*sample);
+        }
     }
-    let text = NaiveStore::open(backend, writers).await?.read().await?;
+    let throughput = (writers * adds) as f64 / started.elapsed().as_secs_f64();
+    let text = NaiveStore::open(backend, name).await?.read().await?;
     let present: std::collections::HashSet<&str> = text.split("\n\n").collect();
-    let missing = (0..writers)
+    let lost = (0..writers)
         .flat_map(|w| (0..adds).map(move |n| (w, n)))
         .filter(|(w, n)| !present.contains(entry(*w, *n).as_str()))
         .count();
-    Ok(missing)
+    Ok(Naive {
+        lost,
+        throughput,
+        latencies,
+    })
 }
 
 /// One writer's handle on the naive baseline's shared text, per backend and writer count.
@@ -267,8 +292,7 @@ enum NaiveStore {
 }
 
 impl NaiveStore {
-    async fn open(backend: &Backend, writers: usize) -> Result<NaiveStore, BoxError> {
-        let name = format!("naive-{writers}");
+    async fn open(backend: &Backend, name: &str) -> Result<NaiveStore, BoxError> {
         Ok(match backend {
             Backend::Markdown { root } | Backend::Vector { root, .. } => {
                 std::fs::create_dir_all(root.join("naive"))?;
@@ -287,9 +311,10 @@ impl NaiveStore {
                 sqlx::query(AssertSqlSafe(format!(
                     "INSERT INTO {table} VALUES ($1, '') ON CONFLICT (name) DO NOTHING"
                 )))
-                .bind(&name)
+                .bind(name)
                 .execute(&mut db)
                 .await?;
+                let name = name.to_owned();
                 NaiveStore::Postgres { db, table, name }
             }
             Backend::Redis { url, prefix } => {

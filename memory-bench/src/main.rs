@@ -105,6 +105,8 @@ struct Measured {
     floor: Floor,
     prefetch: Vec<(usize, Samples)>,
     sync: Samples,
+    /// The same adds by the naive read-append-write baseline on the same storage.
+    naive_sync: Samples,
     /// Sync with history off, then on; `None` for the vector provider (its source's).
     history: Option<(Samples, Samples)>,
     contention: Vec<Contention>,
@@ -304,6 +306,7 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
     progress(name, "sync of one add");
     let sync = workloads::sync(&*provider, args.samples).await?;
     settled().await;
+    let naive_sync = workloads::naive_sync(backend, args.samples).await?;
     let history = match backend {
         Backend::Vector { .. } => None,
         _ => {
@@ -326,6 +329,7 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
         floor,
         prefetch,
         sync,
+        naive_sync,
         history,
         contention,
         growth,
@@ -373,6 +377,7 @@ impl Report<'_> {
         for (name, reason) in self.skipped {
             let _ = writeln!(md, "**{name} was not measured:** {reason}\n");
         }
+        md.push_str(&self.goals());
 
         let _ = writeln!(md, "## Prefetch\n");
         let _ = writeln!(
@@ -421,18 +426,28 @@ impl Report<'_> {
              backend's bare durable write p50: a sync must read, then write conditionally. The \
              vector provider acknowledges a write once its markdown source has it; its index \
              catches up in the background (and every measurement here waits for that before the \
-             next starts).\n",
+             next starts). \"Naive\" is the same adds by a hand-written baseline on the same \
+             storage: read the whole text, append, write it back, with no lock, no version \
+             check, no history and (on files: `std::fs` read, write and rename) no fsync. It \
+             loses updates under concurrency (see Contention); the last column is what the \
+             safety costs a single writer.\n",
             a.samples
         );
-        let _ = writeln!(md, "| provider | p50 / p95 / p99 | p50 ÷ write floor |");
-        let _ = writeln!(md, "|---|---|---|");
+        let _ = writeln!(
+            md,
+            "| provider | p50 / p95 / p99 | p50 ÷ write floor | naive p50 / p95 / p99 | p50 ÷ naive p50 |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|");
         for m in self.measured {
+            let p50 = m.sync.quantile_ms(0.5);
             let _ = writeln!(
                 md,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 m.backend.name(),
                 m.sync.percentiles(),
-                ratio(m.sync.quantile_ms(0.5), m.floor.write.quantile_ms(0.5))
+                ratio(p50, m.floor.write.quantile_ms(0.5)),
+                m.naive_sync.percentiles(),
+                ratio(p50, m.naive_sync.quantile_ms(0.5))
             );
         }
         let sync_p50 = |name: &str| {
@@ -481,21 +496,21 @@ impl Report<'_> {
              provider instance, with its own connections, as separate processes or hosts would \
              be (within one instance, writers queue instead of racing). The vector provider's \
              writes go to its markdown source, so it runs its writers on one instance. \
-             \"Naive lost\" is the hand-written read-then-write baseline (read the text, append, \
-             write it back, with no lock or version check) under the same load: what the \
-             compare-and-swap and the locks prevent.\n",
+             \"Naive\" is the hand-written read-then-write baseline (read the text, append, \
+             write it back, with no lock or version check) under the same load: its speed, and \
+             the updates it loses, which the compare-and-swap and the locks prevent.\n",
             a.contention_adds
         );
         let _ = writeln!(
             md,
-            "| provider | writers | adds/s | p95 ms | CAS retries | refused (Contention) | lost | naive lost |"
+            "| provider | writers | adds/s | p95 ms | CAS retries | refused (Contention) | lost | naive adds/s | naive p95 ms | naive lost |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
         for m in self.measured {
             for c in &m.contention {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.0} | {} | {} | {} | **{}** | {} |",
+                    "| {} | {} | {:.0} | {} | {} | {} | **{}** | {:.0} | {} | {} |",
                     m.backend.name(),
                     c.writers,
                     c.throughput,
@@ -503,7 +518,9 @@ impl Report<'_> {
                     c.retries,
                     c.refused,
                     c.lost,
-                    c.naive_lost
+                    c.naive.throughput,
+                    ms(c.naive.latencies.quantile_ms(0.95)),
+                    c.naive.lost
                 );
             }
         }
@@ -632,6 +649,120 @@ impl Report<'_> {
              `./scripts/bench --help` builds without measuring. Stop other builds while it \
              measures: they share the cores and the disk."
         );
+        md
+    }
+
+    /// The performance goals (issue 22) against this run's figures, one row each, with whether
+    /// the run met them. A figure this run did not measure is left out.
+    fn goals(&self) -> String {
+        let provider = |name: &str| self.measured.iter().find(|m| m.backend.name() == name);
+        let mut rows: Vec<(String, String, &str, bool)> = Vec::new();
+        for name in ["postgres", "redis"] {
+            let Some(m) = provider(name) else { continue };
+            let one = m.contention.iter().find(|c| c.writers == 1);
+            let most = m.contention.iter().max_by_key(|c| c.writers);
+            if let (Some(one), Some(most)) = (one, most)
+                && most.writers > 1
+            {
+                let share = most.throughput / one.throughput;
+                rows.push((
+                    format!("{name}, {} writers on one document", most.writers),
+                    format!(
+                        "{:.0} adds/s, {:.0}% of one writer's {:.0}; {} lost; p95 {} ms",
+                        most.throughput,
+                        share * 100.0,
+                        one.throughput,
+                        most.lost,
+                        ms(most.latencies.quantile_ms(0.95))
+                    ),
+                    if name == "postgres" {
+                        ">= 50% of one writer's, 0 lost, p95 <= 150 ms"
+                    } else {
+                        ">= 50% of one writer's, 0 lost"
+                    },
+                    share >= 0.5
+                        && most.lost == 0
+                        && (name != "postgres" || most.latencies.quantile_ms(0.95) <= 150.0),
+                ));
+            }
+            let sync = m.sync.quantile_ms(0.5) / m.floor.write.quantile_ms(0.5);
+            rows.push((
+                format!("{name}, one-add sync ÷ durable write floor"),
+                format!("{sync:.1}×"),
+                "<= 2×",
+                sync <= 2.0,
+            ));
+            if let Some((_, prefetch)) = m.prefetch.first() {
+                let (ratio, goal) = (
+                    prefetch.quantile_ms(0.5) / m.floor.read.quantile_ms(0.5),
+                    if name == "postgres" { 2.0 } else { 1.3 },
+                );
+                rows.push((
+                    format!("{name}, prefetch ÷ read floor"),
+                    format!("{ratio:.1}×"),
+                    if name == "postgres" {
+                        "<= 2×"
+                    } else {
+                        "<= 1.3×"
+                    },
+                    ratio <= goal,
+                ));
+            }
+        }
+        if let (Some(vector), Some(markdown)) = (provider("vector"), provider("markdown")) {
+            let ratio = vector.sync.quantile_ms(0.5) / markdown.sync.quantile_ms(0.5);
+            rows.push((
+                "recall provider, one-add sync ÷ its markdown source's".to_owned(),
+                format!("{ratio:.1}×"),
+                "<= 2×",
+                ratio <= 2.0,
+            ));
+        }
+        if let Some(slowest) = self
+            .recall
+            .iter()
+            .min_by(|a, b| a.ingest_per_second.total_cmp(&b.ingest_per_second))
+        {
+            rows.push((
+                "recall ingest (slowest size)".to_owned(),
+                format!(
+                    "{:.0} entries/s (at {} entries)",
+                    slowest.ingest_per_second, slowest.entries
+                ),
+                ">= 500 entries/s",
+                slowest.ingest_per_second >= 500.0,
+            ));
+        }
+        if let Some(largest) = self.recall.iter().max_by_key(|r| r.entries) {
+            let p50 = largest.queries.quantile_ms(0.5);
+            rows.push((
+                format!(
+                    "recall query (`memory_search`) at {} entries",
+                    largest.entries
+                ),
+                format!("p50 {} ms", ms(p50)),
+                "p50 <= 20 ms",
+                p50 <= 20.0,
+            ));
+        }
+        let minutes = self.took.as_secs_f64() / 60.0;
+        rows.push((
+            "this run".to_owned(),
+            format!("{minutes:.1} min"),
+            "<= 10 min",
+            minutes <= 10.0,
+        ));
+        let mut md = String::from(
+            "## Goals\n\nThis run's figures against the goals of the performance issue; the sections below have the detail.\n\n| figure | this run | goal | met |\n|---|---|---|---|\n",
+        );
+        for (figure, now, goal, met) in rows {
+            let _ = writeln!(
+                md,
+                "| {figure} | {now} | {goal} | {} |",
+                if met { "yes" } else { "**no**" }
+            );
+        }
+        md.push('\n');
         md
     }
 

@@ -10,7 +10,7 @@ use memory_core::{
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, RecallConfig, VectorProvider};
 
-use crate::backends::{Backend, BoxError};
+use crate::backends::{Backend, BoxError, Naive};
 use crate::stats::Samples;
 
 /// The prefetch budget of every context here: large enough that no document is cut, so the
@@ -97,6 +97,13 @@ pub async fn sync(provider: &dyn MemoryProvider, samples: usize) -> Result<Sampl
     sync_to(provider, "sync", samples, Samples::default()).await
 }
 
+/// [`sync`]'s adds by the naive baseline on the same storage: read the whole text, append,
+/// write it back, with no lock, no version check and (on files) no fsync.
+pub async fn naive_sync(backend: &Backend, samples: usize) -> Result<Samples, BoxError> {
+    let naive = crate::backends::naive(backend, "naive-sync", 1, samples, |_, n| entry(n)).await?;
+    Ok(naive.latencies)
+}
+
 /// [`sync`] with history off and on (the default retention), in alternating rounds on fresh
 /// documents so that drift in the machine's speed lands on both alike: (off, on).
 pub async fn history_cost(
@@ -155,8 +162,8 @@ pub struct Contention {
     pub refused: usize,
     /// Acknowledged adds missing from the document at the end: must be 0.
     pub lost: usize,
-    /// The naive read-then-write baseline's missing adds under the same load.
-    pub naive_lost: usize,
+    /// The naive read-then-write baseline under the same load.
+    pub naive: Naive,
 }
 
 /// `writers` writers, each its own provider instance (as separate processes would be), adding
@@ -169,7 +176,14 @@ pub async fn contention(
 ) -> Result<Contention, BoxError> {
     let adds = (total / writers).max(1);
     // The baseline first, so its connections are gone before the providers open theirs.
-    let naive_lost = crate::backends::naive_lost_updates(backend, writers, adds).await?;
+    let naive = crate::backends::naive(
+        backend,
+        &format!("naive-{writers}"),
+        writers,
+        adds,
+        |w, n| format!("naive writer {w} entry {n}"),
+    )
+    .await?;
     let ctx = ctx(&format!("contention-{writers}"));
     let mut providers = Vec::new();
     for _ in 0..writers {
@@ -212,7 +226,7 @@ pub async fn contention(
         retries: 0,
         refused: 0,
         lost: 0,
-        naive_lost,
+        naive,
     };
     let mut acknowledged = Vec::new();
     for task in tasks {
