@@ -1,0 +1,321 @@
+//! Holding documents after a lost race ([`CompareAndSwap::hold`]), so that writers queue in
+//! Redis instead of retrying.
+//!
+//! A held document has a lock key, `{prefix}:lock:<path>`, holding its holder's random token
+//! with an expiry ([`LOCK_TTL`], for a holder that dies holding it). One script run takes the
+//! locks of every document of a call, all or none, and reads them as `fetch` does: one round
+//! trip. The write script loses for anyone but the holder, so a racing writer cannot slip in
+//! under one, and the holder's write lets go in the same run and wakes one waiter per document
+//! (a push onto `{prefix}:wake:<path>`). A writer that found a document held blocks on its
+//! wake list with `BLPOP`, on a connection of its own (a blocked command would stall every
+//! other command of the shared, multiplexed one); Redis serves blocked clients first come first
+//! served, so waiters take turns in the order they came. The wait is short ([`WAKE_POLL`]) and
+//! then the writer tries again: a wake that went to nobody costs one poll, never a stall.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use memory_core::{CasWrite, DocumentId, Held, HeldTurn, Hold, MemoryError};
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Script};
+use tokio::time::Instant;
+
+use crate::RedisProvider;
+use crate::scripts::{HOLD_SCRIPT, RELEASE_SCRIPT};
+
+/// How long a lock outlives a holder that neither writes nor lets go (it died, or its
+/// connection did). A live holder's turn lasts one computation and one write, far less.
+pub(crate) const LOCK_TTL: Duration = Duration::from_secs(2);
+/// How long a wake waits for a waiter that is about to block.
+pub(crate) const WAKE_TTL: Duration = Duration::from_secs(1);
+/// The longest a waiter blocks before it tries the locks again: the bound on what a lost wake
+/// costs (its waiter went away, or it came before the waiter blocked, with another's).
+const WAKE_POLL: Duration = Duration::from_millis(50);
+
+/// What a provider needs to hold documents: the scripts, and connections to wait on.
+pub(crate) struct Holds {
+    /// Where waiting connections come from; `None` (a provider made from a connection alone):
+    /// this provider does not hold, and its writers race.
+    client: Option<redis::Client>,
+    connect_timeout: Duration,
+    hold_script: Script,
+    release_script: Script,
+    /// Waiting connections not in use, each used by one waiter at a time.
+    idle: Mutex<Vec<MultiplexedConnection>>,
+}
+
+impl Default for Holds {
+    fn default() -> Self {
+        Holds {
+            client: None,
+            connect_timeout: Duration::from_secs(1),
+            hold_script: Script::new(HOLD_SCRIPT),
+            release_script: Script::new(RELEASE_SCRIPT),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Holds {
+    /// Holds that wait on connections made by `client`.
+    pub(crate) fn new(client: redis::Client, connect_timeout: Duration) -> Self {
+        Holds {
+            client: Some(client),
+            connect_timeout,
+            ..Holds::default()
+        }
+    }
+
+    /// Blocks until a wake on `wake_key` or `timeout`. Anything that goes wrong ends the wait
+    /// early (the caller tries the locks again), after a short pause if no connection was made.
+    async fn wait(&self, wake_key: &str, timeout: Duration) {
+        let Some(mut connection) = self.take().await else {
+            tokio::time::sleep(timeout.min(Duration::from_millis(5))).await;
+            return;
+        };
+        // Redis reads the timeout as seconds; 0 would block forever.
+        let seconds = format!("{:.3}", timeout.as_secs_f64().max(0.001));
+        let woke: redis::RedisResult<redis::Value> = redis::cmd("BLPOP")
+            .arg(wake_key)
+            .arg(seconds)
+            .query_async(&mut connection)
+            .await;
+        // A connection whose wait failed, or was cancelled (then this is never reached), may
+        // still be blocked: it is dropped, never reused.
+        if woke.is_ok() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(connection);
+        }
+    }
+
+    /// An idle waiting connection, or a new one.
+    async fn take(&self) -> Option<MultiplexedConnection> {
+        let client = self.client.as_ref()?;
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop();
+        if idle.is_some() {
+            return idle;
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(WAKE_POLL + Duration::from_secs(1)));
+        client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .ok()
+    }
+}
+
+impl RedisProvider {
+    /// The key of `document`'s lock: `{prefix}:lock:` and its path in the markdown layout. It
+    /// exists only while a writer holds the document, after losing a race for it.
+    pub fn lock_key(&self, document: &DocumentId) -> String {
+        format!("{{{}}}:lock:{}", self.prefix, document.relative_path())
+    }
+
+    /// The key of the list where writers wait for `document`'s lock: `{prefix}:wake:` and its
+    /// path in the markdown layout.
+    pub fn wake_key(&self, document: &DocumentId) -> String {
+        format!("{{{}}}:wake:{}", self.prefix, document.relative_path())
+    }
+
+    /// [`CompareAndSwap::hold`](memory_core::CompareAndSwap::hold): tries the locks, and while
+    /// another writer holds one, waits on its wake list and tries again, up to `lock_wait`.
+    pub(crate) async fn hold_documents(
+        &self,
+        ids: &[DocumentId],
+        receipts: bool,
+        lock_wait: Duration,
+    ) -> Result<Option<Hold<'_>>, MemoryError> {
+        if self.holds.client.is_none() || ids.is_empty() {
+            return Ok(None);
+        }
+        let started = Instant::now();
+        let token = new_token();
+        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let history_keys: Vec<String> = ids.iter().map(|id| self.history_key(id)).collect();
+        let lock_keys: Vec<String> = ids.iter().map(|id| self.lock_key(id)).collect();
+        let mut invocation = self.holds.hold_script.prepare_invoke();
+        invocation
+            .key(&keys)
+            .key(&history_keys)
+            .key(&lock_keys)
+            .arg(if receipts { "1" } else { "0" })
+            .arg(if self.retention.is_on() { "1" } else { "0" })
+            .arg(&token)
+            .arg(LOCK_TTL.as_millis() as u64);
+        loop {
+            // Should this call be dropped with the script sent, the locks may be taken: let go.
+            let mut guard = Some(self.release_of(ids, &token));
+            let mut reply = invocation.invoke_async(&mut self.connection.clone()).await;
+            // As for a read, a connection dropped since the last call fails its first command;
+            // holding again under the same token is safe.
+            if reply
+                .as_ref()
+                .is_err_and(redis::RedisError::is_connection_dropped)
+            {
+                reply = invocation.invoke_async(&mut self.connection.clone()).await;
+            }
+            let reply: redis::Value = reply.map_err(|err| self.script_error(err))?;
+            let busy = match reply {
+                redis::Value::Int(position) => usize::try_from(position)
+                    .ok()
+                    .and_then(|position| position.checked_sub(1))
+                    .and_then(|index| ids.get(index)),
+                reply => {
+                    let replies: Vec<Vec<Vec<u8>>> =
+                        redis::from_redis_value(reply).map_err(|err| MemoryError::Unavailable {
+                            what: self.server.clone(),
+                            message: format!("the hold script answered in an unknown shape: {err}"),
+                            source: None,
+                        })?;
+                    let fetched = self.parse_documents(ids, &keys, &history_keys, replies)?;
+                    return Ok(Some(Hold::Held(Held {
+                        fetched,
+                        turn: Box::new(RedisTurn {
+                            provider: self,
+                            ids: ids.to_vec(),
+                            token,
+                            release: guard.take(),
+                        }),
+                    })));
+                }
+            };
+            let Some(busy) = busy else {
+                return Err(MemoryError::Unavailable {
+                    what: self.server.clone(),
+                    message: "the hold script named no document it was given".to_owned(),
+                    source: None,
+                });
+            };
+            // Nothing was taken.
+            if let Some(release) = guard.take() {
+                release.forget();
+            }
+            let left = lock_wait.saturating_sub(started.elapsed());
+            if left < Duration::from_millis(1) {
+                return Ok(Some(Hold::Busy(busy.clone())));
+            }
+            self.holds
+                .wait(&self.wake_key(busy), left.min(WAKE_POLL))
+                .await;
+        }
+    }
+
+    /// What lets go of the locks of `ids` that `token` holds.
+    fn release_of(&self, ids: &[DocumentId], token: &str) -> Release {
+        Release {
+            connection: self.connection.clone(),
+            script: self.holds.release_script.clone(),
+            locks: ids.iter().map(|id| self.lock_key(id)).collect(),
+            wakes: ids.iter().map(|id| self.wake_key(id)).collect(),
+            token: token.to_owned(),
+            armed: true,
+        }
+    }
+}
+
+/// A writer's turn at documents it holds.
+struct RedisTurn<'a> {
+    provider: &'a RedisProvider,
+    ids: Vec<DocumentId>,
+    token: String,
+    /// Lets go if the turn ends otherwise than by a write that got its reply (which let go).
+    release: Option<Release>,
+}
+
+#[async_trait]
+impl HeldTurn for RedisTurn<'_> {
+    async fn write(
+        mut self: Box<Self>,
+        writes: &[CasWrite<'_>],
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let written = self
+            .provider
+            .write_documents(writes, Some((&self.ids, &self.token)))
+            .await;
+        // A reply means the script ran, and let go; without one, the release goes after the
+        // write on the same connection, and lets go only what the token still holds.
+        if written.is_ok()
+            && let Some(release) = self.release.take()
+        {
+            release.forget();
+        }
+        written
+    }
+
+    async fn release(mut self: Box<Self>) {
+        if let Some(release) = self.release.take() {
+            release.run().await;
+        }
+    }
+}
+
+/// Lets go of the locks a token holds, waking one waiter per document: run, or (dropped
+/// unrun) spawned, so that a turn cut off by a deadline or an error does not leave the next
+/// writer waiting for the expiry.
+struct Release {
+    connection: ConnectionManager,
+    script: Script,
+    locks: Vec<String>,
+    wakes: Vec<String>,
+    token: String,
+    armed: bool,
+}
+
+impl Release {
+    /// Lets go now. A failure leaves the locks to their expiry.
+    async fn run(mut self) {
+        self.armed = false;
+        let mut invocation = self.script.prepare_invoke();
+        invocation
+            .key(&self.locks)
+            .key(&self.wakes)
+            .arg(&self.token)
+            .arg(WAKE_TTL.as_millis() as u64);
+        let _: redis::RedisResult<redis::Value> =
+            invocation.invoke_async(&mut self.connection.clone()).await;
+    }
+
+    /// Nothing to let go of.
+    fn forget(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.armed = false;
+        // Outside a runtime nothing can be sent: the expiry lets go.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let release = Release {
+                connection: self.connection.clone(),
+                script: self.script.clone(),
+                locks: std::mem::take(&mut self.locks),
+                wakes: std::mem::take(&mut self.wakes),
+                token: std::mem::take(&mut self.token),
+                armed: true,
+            };
+            runtime.spawn(release.run());
+        }
+    }
+}
+
+/// A token no other holder has: random, with a count for this process.
+fn new_token() -> String {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let count = COUNT.fetch_add(1, Ordering::Relaxed);
+    let random = RandomState::new().hash_one((count, std::process::id(), SystemTime::now()));
+    format!("{random:016x}-{count:x}")
+}
