@@ -4,6 +4,7 @@ mod config;
 #[macro_use]
 mod scripts;
 mod hold;
+mod read;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -878,13 +879,9 @@ impl MemoryProvider for RedisProvider {
         };
         let prefetch = async {
             let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-            let mut documents = self.fetch_with(&ids, false, false).await?.into_iter();
+            let mut documents = self.read_documents(&ids).await?.into_iter();
             match (documents.next(), documents.next()) {
-                (Some(memory), Some(user)) => Ok(Prefetch::from_documents(
-                    ctx,
-                    &memory.document,
-                    &user.document,
-                )),
+                (Some(memory), Some(user)) => Ok(Prefetch::from_documents(ctx, &memory, &user)),
                 _ => Err(self.short_reply()),
             }
         };
@@ -904,13 +901,10 @@ impl MemoryProvider for RedisProvider {
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
         let read = async {
-            let fetched = self
-                .fetch_with(std::slice::from_ref(document), false, false)
-                .await?;
-            fetched
+            self.read_documents(std::slice::from_ref(document))
+                .await?
                 .into_iter()
                 .next()
-                .map(|fetched| fetched.document)
                 .ok_or_else(|| self.short_reply())
         };
         self.within_deadline(|| document.to_string(), "", read)
