@@ -41,9 +41,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use memory_core::{
     CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
-    IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Retention, Revision, RevisionTip,
-    Store, Subscription, Surface, SyncReport, UserId, Version, history_view, sha256_hex,
+    Held, HeldTurn, Hold, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext,
+    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts,
+    Retention, Revision, RevisionTip, Store, Subscription, Surface, SyncReport, UserId, Version,
+    history_view, sha256_hex,
 };
 use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
@@ -155,7 +156,7 @@ impl PostgresProvider {
         let identities = format!("\"{schema}\".memory_identities");
         let history = format!("\"{schema}\".memory_history");
         Ok(PostgresProvider {
-            sql: Statements::for_tables(&table, &history, &identities),
+            sql: Statements::for_tables(schema, &table, &history, &identities),
             table,
             identities,
             history,
@@ -855,6 +856,8 @@ impl CompareAndSwap for PostgresProvider {
     /// One statement for all writes. It runs alone when the connections' `lock_timeout`
     /// keeps its lock waits within `lock_wait`; otherwise (and for two documents, which commit
     /// only if both rows landed) in a transaction, which first lowers `lock_timeout` to fit.
+    /// A row another session holds locked is not waited for: it is about to change, so the
+    /// write loses at once, and [`CasWriter`] holds the documents next (see `hold`).
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
@@ -870,46 +873,8 @@ impl CompareAndSwap for PostgresProvider {
         if per_row < Duration::from_millis(1) {
             return Ok(Some(first.id.clone()));
         }
-        let (kinds, owners): (Vec<&str>, Vec<&str>) =
-            writes.iter().map(|write| row_key(write.id)).unzip();
-        let texts: Vec<&str> = writes.iter().map(|write| write.text).collect();
-        let expected: Vec<i64> = writes
-            .iter()
-            .map(|write| write.expected.try_into().unwrap_or(i64::MAX))
-            .collect();
-        let hashes: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
-        let receipts: Vec<Option<&str>> = writes.iter().map(|write| write.receipts).collect();
-        // Per document: the number its first revision takes and the one its last takes (0:
-        // it records none), and the lowest number its retention keeps after them.
-        let numbers = |write: &CasWrite<'_>| {
-            let number = |revision: Option<&Revision>| revision.map_or(0, |r| r.number);
-            (
-                number(write.revisions.first()),
-                number(write.revisions.last()),
-            )
-        };
-        let first: Vec<i64> = writes.iter().map(|w| to_i64(numbers(w).0)).collect();
-        let tip: Vec<i64> = writes.iter().map(|w| to_i64(numbers(w).1)).collect();
-        let oldest: Vec<i64> = writes
-            .iter()
-            .map(|w| to_i64(self.retention.oldest_kept(numbers(w).1)))
-            .collect();
-        let revisions = RevisionColumns::of(writes)?;
-        let max_age_ms = self
-            .retention
-            .max_age
-            .map(|age| to_i64(age.min(LONGEST_MAX_AGE).as_millis()));
-        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(self.sql.write.clone()))
-            .bind(&kinds)
-            .bind(&owners)
-            .bind(&texts)
-            .bind(&expected)
-            .bind(&hashes)
-            .bind(&receipts)
-            .bind(&first)
-            .bind(&tip)
-            .bind(&oldest);
-        let query = revisions.bind(query).bind(max_age_ms);
+        let binds = WriteBinds::of(writes, &self.retention)?;
+        let query = binds.query(&self.sql.write);
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
         let landed = self
             .leased(async |connection| {
@@ -928,16 +893,271 @@ impl CompareAndSwap for PostgresProvider {
             Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
             Err(err) => return Err(self.db_error(err)),
         };
-        Ok(writes
+        Ok(lost_on(writes, &landed))
+    }
+
+    /// The write statement compares the text too, where a write gives it.
+    fn checks_text(&self) -> bool {
+        true
+    }
+
+    /// A transaction on a connection of its own that takes, in key order, each document's
+    /// advisory lock (every holder takes it, so holders take turns also on a document with no
+    /// row yet) and its row's lock, then reads the documents: the migration's `memory_hold`,
+    /// one round trip after `BEGIN`. Each lock is waited for at most `lock_timeout` and at most
+    /// its share of `lock_wait`; past that the hold is `Busy`. The turn's write is the usual
+    /// statement (its version check stays as a guard) and `COMMIT`; its release `ROLLBACK`.
+    /// A turn dropped unused closes its connection, which ends the transaction (see
+    /// [`Lease`]): it never goes back to the pool with the locks held.
+    async fn hold(
+        &self,
+        ids: &[DocumentId],
+        receipts: bool,
+        lock_wait: Duration,
+    ) -> Result<Option<Hold<'_>>, MemoryError> {
+        let Some(first) = ids.first() else {
+            return Ok(None);
+        };
+        // Two locks per document, each waited for in turn.
+        let locks = u32::try_from(2 * ids.len()).unwrap_or(u32::MAX);
+        let mut per_lock = lock_wait / locks;
+        if let Some(timeout) = self.lock_timeout {
+            per_lock = per_lock.min(timeout);
+        }
+        if per_lock < Duration::from_millis(1) {
+            return Ok(Some(Hold::Busy(first.clone())));
+        }
+        let connection = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|err| self.db_error(err))?;
+        let mut lease = Lease {
+            connection,
+            answered: false,
+        };
+        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let lock_timeout = format!("{}ms", per_lock.as_millis());
+        let held = async {
+            sqlx::raw_sql("BEGIN").execute(&mut *lease).await?;
+            sqlx::query_as::<_, SelectedRow>(AssertSqlSafe(self.sql.hold.clone()))
+                .bind(&kinds)
+                .bind(&owners)
+                .bind(receipts)
+                .bind(&lock_timeout)
+                .fetch_all(&mut *lease)
+                .await
+        }
+        .await;
+        let rows = match held {
+            Ok(rows) => rows,
+            Err(err) => {
+                // Answered with an error: the transaction, if begun, is rolled back and the
+                // connection goes back to the pool. Unanswered, the lease closes it.
+                let answered = matches!(err, sqlx::Error::Database(_));
+                // A lock held past the wait, or a deadlock: another writer has the documents.
+                let busy = matches!(&err, sqlx::Error::Database(db)
+                    if is_retryable(db.code().as_deref()));
+                let rolled_back = answered && finish(lease, "ROLLBACK").await.is_ok();
+                if rolled_back && busy {
+                    return Ok(Some(Hold::Busy(first.clone())));
+                }
+                return Err(self.db_error(err));
+            }
+        };
+        let fetched = ids
             .iter()
-            .map(|write| write.id)
-            .find(|id| {
-                let key = row_key(id);
-                !landed
-                    .iter()
-                    .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
-            })
-            .cloned())
+            .zip(rows)
+            .map(|(id, row)| self.fetched(id, row))
+            .collect::<Result<Vec<_>, _>>();
+        match fetched {
+            Ok(fetched) if fetched.len() == ids.len() => Ok(Some(Hold::Held(Held {
+                fetched,
+                turn: Box::new(PgTurn {
+                    provider: self,
+                    lease,
+                }),
+            }))),
+            Ok(_) => {
+                let _ = finish(lease, "ROLLBACK").await;
+                Err(self.unavailable(sqlx::Error::RowNotFound))
+            }
+            Err(err) => {
+                let _ = finish(lease, "ROLLBACK").await;
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Documents a writer holds: the transaction of [`CompareAndSwap::hold`] on its connection.
+struct PgTurn<'a> {
+    provider: &'a PostgresProvider,
+    /// In the transaction that holds the locks; unanswered, so that dropping the turn unused
+    /// closes the connection rather than pool it with the transaction open.
+    lease: Lease,
+}
+
+#[async_trait]
+impl HeldTurn for PgTurn<'_> {
+    async fn write(
+        self: Box<Self>,
+        writes: &[CasWrite<'_>],
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let PgTurn {
+            provider,
+            mut lease,
+        } = *self;
+        let Some(first) = writes.first() else {
+            let _ = finish(lease, "ROLLBACK").await;
+            return Ok(None);
+        };
+        let binds = match WriteBinds::of(writes, &provider.retention) {
+            Ok(binds) => binds,
+            Err(err) => {
+                let _ = finish(lease, "ROLLBACK").await;
+                return Err(err);
+            }
+        };
+        let landed = binds
+            .query(&provider.sql.write)
+            .fetch_all(&mut *lease)
+            .await;
+        match landed {
+            Ok(landed) => match lost_on(writes, &landed) {
+                None => {
+                    finish(lease, "COMMIT")
+                        .await
+                        .map_err(|err| provider.db_error(err))?;
+                    Ok(None)
+                }
+                // The hold was lost: a document without a row that another writer inserted
+                // meanwhile. Nothing of the others is committed either.
+                Some(lost) => {
+                    finish(lease, "ROLLBACK")
+                        .await
+                        .map_err(|err| provider.db_error(err))?;
+                    Ok(Some(lost))
+                }
+            },
+            Err(sqlx::Error::Database(err)) => {
+                let retryable = is_retryable(err.code().as_deref());
+                finish(lease, "ROLLBACK")
+                    .await
+                    .map_err(|err| provider.db_error(err))?;
+                if retryable {
+                    Ok(Some(first.id.clone()))
+                } else {
+                    Err(provider.db_error(sqlx::Error::Database(err)))
+                }
+            }
+            // No reply: the lease closes the connection, which rolls the transaction back.
+            Err(err) => Err(provider.db_error(err)),
+        }
+    }
+
+    async fn release(self: Box<Self>) {
+        // One that cannot be rolled back is closed: that ends the transaction as well.
+        let _ = finish(self.lease, "ROLLBACK").await;
+    }
+}
+
+/// Ends the transaction on `lease` with `statement` (`COMMIT` or `ROLLBACK`). Answered, the
+/// connection may go back to the pool; otherwise it is closed, which ends the transaction.
+async fn finish(mut lease: Lease, statement: &'static str) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(statement).execute(&mut *lease).await?;
+    lease.answered();
+    Ok(())
+}
+
+/// The first of `writes` whose row is not among `landed` (the rows the write statement
+/// returned): the document another writer changed first.
+fn lost_on(writes: &[CasWrite<'_>], landed: &[(String, String)]) -> Option<DocumentId> {
+    writes
+        .iter()
+        .map(|write| write.id)
+        .find(|id| {
+            let key = row_key(id);
+            !landed
+                .iter()
+                .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
+        })
+        .cloned()
+}
+
+/// The values [`Statements::write`] binds for one compare-and-swap.
+struct WriteBinds<'a> {
+    kinds: Vec<&'static str>,
+    owners: Vec<&'a str>,
+    texts: Vec<&'a str>,
+    expected: Vec<i64>,
+    /// The text each was planned from, where that was the writer's view and not a read.
+    expected_texts: Vec<Option<&'a str>>,
+    hashes: Vec<String>,
+    receipts: Vec<Option<&'a str>>,
+    /// Per document: the number its first revision takes and the one its last takes (0: it
+    /// records none), and the lowest number its retention keeps after them.
+    first: Vec<i64>,
+    tip: Vec<i64>,
+    oldest: Vec<i64>,
+    revisions: RevisionColumns<'a>,
+    max_age_ms: Option<i64>,
+}
+
+impl<'a> WriteBinds<'a> {
+    /// The values for `writes`, pruned as `retention` says.
+    ///
+    /// # Errors
+    /// As [`RevisionColumns::of`].
+    fn of(writes: &'a [CasWrite<'a>], retention: &Retention) -> Result<Self, MemoryError> {
+        let (kinds, owners): (Vec<&'static str>, Vec<&'a str>) =
+            writes.iter().map(|write| row_key(write.id)).unzip();
+        let texts: Vec<&'a str> = writes.iter().map(|write| write.text).collect();
+        let numbers = |write: &CasWrite<'_>| {
+            let number = |revision: Option<&Revision>| revision.map_or(0, |r| r.number);
+            (
+                number(write.revisions.first()),
+                number(write.revisions.last()),
+            )
+        };
+        Ok(WriteBinds {
+            kinds,
+            owners,
+            expected: writes
+                .iter()
+                .map(|write| write.expected.try_into().unwrap_or(i64::MAX))
+                .collect(),
+            expected_texts: writes.iter().map(|write| write.expected_text).collect(),
+            hashes: texts.iter().map(|text| sha256_hex(text)).collect(),
+            texts,
+            receipts: writes.iter().map(|write| write.receipts).collect(),
+            first: writes.iter().map(|w| to_i64(numbers(w).0)).collect(),
+            tip: writes.iter().map(|w| to_i64(numbers(w).1)).collect(),
+            oldest: writes
+                .iter()
+                .map(|w| to_i64(retention.oldest_kept(numbers(w).1)))
+                .collect(),
+            revisions: RevisionColumns::of(writes)?,
+            max_age_ms: retention
+                .max_age
+                .map(|age| to_i64(age.min(LONGEST_MAX_AGE).as_millis())),
+        })
+    }
+
+    /// `sql` (the write statement) with these values bound.
+    fn query(&self, sql: &Arc<str>) -> QueryAs<'_, Postgres, (String, String), PgArguments> {
+        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(sql.clone()))
+            .bind(&self.kinds)
+            .bind(&self.owners)
+            .bind(&self.texts)
+            .bind(&self.expected)
+            .bind(&self.hashes)
+            .bind(&self.receipts)
+            .bind(&self.first)
+            .bind(&self.tip)
+            .bind(&self.oldest)
+            .bind(&self.expected_texts);
+        self.revisions.bind(query).bind(self.max_age_ms)
     }
 }
 
@@ -1188,6 +1408,7 @@ impl DerefMut for Lease {
 #[derive(Debug)]
 struct Statements {
     select: Arc<str>,
+    hold: Arc<str>,
     select_documents: Arc<str>,
     write: Arc<str>,
     history: Arc<str>,
@@ -1204,7 +1425,7 @@ struct Statements {
 }
 
 impl Statements {
-    fn for_tables(table: &str, history: &str, identities: &str) -> Self {
+    fn for_tables(schema: &str, table: &str, history: &str, identities: &str) -> Self {
         // `unnest` of the array parameters `$first..`, of these element types, each behind a
         // scalar subquery. Unwrapped, the planner counts a bound array's elements (1 or 2) but
         // assumes 10 for an unbound one, so a plan made for the values always looks cheaper
@@ -1235,16 +1456,17 @@ impl Statements {
                WHERE n.kind = w.kind AND n.owner = w.owner AND n.number >= w.first))"
         );
         // select: (kind, owner); write: (kind, owner, content, expected, sha256, receipts,
-        // first, tip, oldest), then the history table's columns as RevisionColumns has them.
+        // first, tip, oldest, expected_text), then the history table's columns as
+        // RevisionColumns has them, then the age limit.
         let documents = unnest(1, &["text", "text"]);
         let writes = unnest(
             1,
             &[
-                "text", "text", "text", "int8", "text", "text", "int8", "int8", "int8",
+                "text", "text", "text", "int8", "text", "text", "int8", "int8", "int8", "text",
             ],
         );
         let revisions = unnest(
-            10,
+            11,
             &[
                 "text", "text", "int8", "text", "text", "text", "text", "int8", "int8", "text",
                 "text", "text", "text", "text", "text", "text",
@@ -1279,32 +1501,58 @@ impl Statements {
         };
         Statements {
             select: select(&tip).into(),
+            // The migration's function: the locks, then `select`'s read.
+            hold: format!(
+                "SELECT content, version, updated_at, receipts, tip_number, tip_version, \
+                   tip_sha256, tip_bytes, now \
+                 FROM \"{schema}\".memory_hold($1, $2, $3, $4)"
+            )
+            .into(),
             select_documents: select("").into(),
             // The compare-and-swap, its revisions and their pruning in one statement (one
             // round trip, one atomic step). An existing document is updated only where its
-            // version is still the expected one; a new one (expected 0) is inserted only where
-            // no row is. A row another writer got to first is neither, and is missing from
+            // version is still the expected one, its text the expected one when the write was
+            // planned from the writer's last view of it (a hand edit need not change the
+            // version; the lengths are compared first, so the stored text is read only when
+            // they are equal), and its row is not locked by another session (`free`): a
+            // writer holding it ([`CompareAndSwap::hold`]) is about to change it, so this write
+            // would lose anyway, and losing at once sends it to the holders' queue instead of
+            // a wait on the row and then that queue too. A held write locked the row itself,
+            // which does not stop it. A new document (expected 0) is inserted only where no
+            // row is. A row another writer got to first is neither, and is missing from
             // RETURNING, so its revisions are not recorded either. Then each landed document
             // drops, from its oldest few revisions, the ones its retention no longer keeps
-            // (never the new tip): by count (below `w.oldest`) or by age ($26 milliseconds,
+            // (never the new tip): by count (below `w.oldest`) or by age ($27 milliseconds,
             // NULL for none), by the server's clock like the revisions' times. `doomed` is
             // materialized so that the plan starts from those few rows, not from all the
-            // document's revisions. A NULL receipts value keeps the stored one.
+            // document's revisions. A NULL receipts value keeps the stored one. Times are the
+            // statement's: in a held write's transaction `now()` is when it began to wait, so
+            // its revision could be older than the one it waited for.
             write: format!(
                 "WITH w AS ( \
                    SELECT * FROM {writes} \
-                     AS w(kind, owner, content, expected, sha256, receipts, first, tip, oldest)), \
+                     AS w(kind, owner, content, expected, sha256, receipts, first, tip, oldest, \
+                          expected_text)), \
+                 free AS ( \
+                   SELECT d.kind, d.owner FROM {table} AS d \
+                   JOIN w ON d.kind = w.kind AND d.owner = w.owner \
+                   WHERE w.expected > 0 AND d.version = w.expected \
+                     AND (w.expected_text IS NULL OR d.content = w.expected_text) \
+                   FOR UPDATE OF d SKIP LOCKED), \
                  updated AS ( \
                    UPDATE {table} AS d \
                    SET content = w.content, version = w.expected + 1, sha256 = w.sha256, \
-                       updated_at = now(), receipts = COALESCE(w.receipts, d.receipts) \
-                   FROM w \
-                   WHERE d.kind = w.kind AND d.owner = w.owner AND w.expected > 0 \
+                       updated_at = statement_timestamp(), \
+                       receipts = COALESCE(w.receipts, d.receipts) \
+                   FROM w JOIN free AS f ON f.kind = w.kind AND f.owner = w.owner \
+                   WHERE d.kind = w.kind AND d.owner = w.owner \
                      AND d.version = w.expected AND {unchanged_tip} \
                    RETURNING d.kind, d.owner), \
                  inserted AS ( \
-                   INSERT INTO {table} (kind, owner, content, version, sha256, receipts) \
-                   SELECT w.kind, w.owner, w.content, 1, w.sha256, w.receipts FROM w \
+                   INSERT INTO {table} \
+                     (kind, owner, content, version, sha256, receipts, updated_at) \
+                   SELECT w.kind, w.owner, w.content, 1, w.sha256, w.receipts, \
+                     statement_timestamp() FROM w \
                    WHERE w.expected = 0 AND {unchanged_tip} \
                    ON CONFLICT (kind, owner) DO NOTHING \
                    RETURNING kind, owner), \
@@ -1313,8 +1561,8 @@ impl Statements {
                  recorded AS ( \
                    INSERT INTO {history} (kind, owner, number, version_before, version_after, \
                      sha256_before, sha256_after, bytes_before, bytes_after, surface, \
-                     personality, user_id, idempotency_key, session, updates, content) \
-                   SELECT r.* FROM {revisions} \
+                     personality, user_id, idempotency_key, session, updates, content, time) \
+                   SELECT r.*, statement_timestamp() FROM {revisions} \
                      AS r(kind, owner, number, version_before, version_after, sha256_before, \
                        sha256_after, bytes_before, bytes_after, surface, personality, user_id, \
                        idempotency_key, session, updates, content) \
@@ -1329,7 +1577,7 @@ impl Statements {
                      ORDER BY o.number LIMIT {PRUNE_PER_WRITE}) AS o \
                    WHERE o.number < w.tip \
                      AND (o.number < w.oldest \
-                          OR o.time < now() - $26::int8 * interval '1 millisecond')), \
+                          OR o.time < statement_timestamp() - $27::int8 * interval '1 millisecond')), \
                  pruned AS ( \
                    DELETE FROM {history} AS h USING doomed AS x \
                    WHERE h.kind = x.kind AND h.owner = x.owner AND h.number = x.number) \

@@ -429,12 +429,21 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
         started.elapsed()
     );
 
+    // The stalled sync's first statement may be its write (planned from the writer's view of
+    // the document, without a read), which can land with its reply stalled: that call said
+    // OutcomeUnknown. Nothing else of the stalled calls landed, and nothing twice.
+    let memory = [
+        ("before\n\nafter\n".to_owned(), "2".to_owned()),
+        (
+            "before\n\nduring the stall\n\nafter\n".to_owned(),
+            "3".to_owned(),
+        ),
+    ];
+    let documents = documents(&direct, &c).await;
+    assert!(memory.contains(&documents[0]), "{documents:?}");
     assert_eq!(
-        documents(&direct, &c).await,
-        [
-            ("before\n\nafter\n".to_owned(), "2".to_owned()),
-            ("before\n\nafter\n".to_owned(), "2".to_owned())
-        ],
+        documents[1],
+        ("before\n\nafter\n".to_owned(), "2".to_owned()),
         "nothing of the stalled calls landed"
     );
 

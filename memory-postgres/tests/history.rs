@@ -568,8 +568,14 @@ async fn statements_are_not_planned_on_every_call() {
     .fetch_all(p.pool())
     .await
     .unwrap();
-    assert!(plans.len() >= 3, "{plans:?}");
-    for (statement, generic, custom) in plans {
+    // The write and prefetch's read, sent on every call. (The read with the tip ran once: a
+    // writer alone plans its next write from its last one, without reading.)
+    let repeated: Vec<_> = plans
+        .into_iter()
+        .filter(|(_, generic, custom)| generic + custom >= 20)
+        .collect();
+    assert!(repeated.len() >= 2, "{repeated:?}");
+    for (statement, generic, custom) in repeated {
         assert!(
             custom <= 5 && generic >= 15,
             "planned {custom} times for its values, {generic} times generic: {statement}"

@@ -141,9 +141,9 @@ async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
     hosts::entries(&content).len()
 }
 
-/// A connection killed while its write waits on a row lock leaves both documents at the old
-/// version (a two-document call is one transaction), the caller hears that the write went
-/// unanswered (`OutcomeUnknown`), and the pool recovers for the next call.
+/// A connection killed while its write waits on a lock, mid-statement, leaves both documents at
+/// the old version (a two-document call is one transaction), the caller hears that the write
+/// went unanswered (`OutcomeUnknown`), and the pool recovers for the next call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_terminated_mid_sync_leaves_old_or_new_never_between() {
     let Some((setup, schema)) = common::provider().await else {
@@ -178,13 +178,19 @@ async fn connection_terminated_mid_sync_leaves_old_or_new_never_between() {
             read(&*p, &c, Store::Memory).await,
             read(&*p, &c, Store::User).await,
         );
-        // Hold the user row, so the sync's write blocks on it mid-statement (in the
-        // two-document case, after it has updated the memory row).
+        // Insert, uncommitted, the user document's next revision, so the sync's write blocks
+        // on its number mid-statement, after it has updated the documents' rows. (A locked
+        // row would not do: a write skips it and loses, and the wait is then a hold's, which
+        // is a read.)
         let mut blocker = PgConnection::connect(&schema.url).await.unwrap();
         blocker.execute("BEGIN").await.unwrap();
         blocker
             .execute(AssertSqlSafe(format!(
-                "SELECT 1 FROM \"{}\".memory_documents WHERE kind = 'user_profile' FOR UPDATE",
+                "INSERT INTO \"{0}\".memory_history (kind, owner, number, version_before, \
+                   version_after, sha256_before, sha256_after, bytes_before, bytes_after, \
+                   surface) \
+                 SELECT 'user_profile', 'u1', max(number) + 1, '', '', '', '', 0, 0, 'external' \
+                 FROM \"{0}\".memory_history WHERE kind = 'user_profile' AND owner = 'u1'",
                 schema.schema
             )))
             .await
