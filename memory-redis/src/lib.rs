@@ -733,10 +733,11 @@ const ENTRY_FIELDS: [&str; 15] = [
 
 #[async_trait]
 impl CompareAndSwap for RedisProvider {
-    /// One script run: one round trip, one atomic snapshot, with each document's newest
-    /// revision when history is on.
+    /// One transaction (see `read.rs`): one round trip, one atomic snapshot, with each
+    /// document's newest revision when history is on.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
-        self.fetch_with(ids, receipts, self.retention.is_on()).await
+        self.read_fetched(ids, receipts, self.retention.is_on())
+            .await
     }
 
     /// One script run: checks every version (and, where revisions are recorded, that the
