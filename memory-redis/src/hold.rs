@@ -20,11 +20,11 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use memory_core::{CasWrite, DocumentId, Held, HeldTurn, Hold, MemoryError};
 use redis::aio::{ConnectionManager, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Script};
+use redis::{AsyncConnectionConfig, Script, Value};
 use tokio::time::Instant;
 
 use crate::RedisProvider;
-use crate::scripts::{HOLD_SCRIPT, RELEASE_SCRIPT};
+use crate::scripts::{LOCK_SCRIPT, RELEASE_SCRIPT};
 
 /// How long a lock outlives a holder that neither writes nor lets go (it died, or its
 /// connection did). A live holder's turn lasts one computation and one write, far less.
@@ -41,7 +41,7 @@ pub(crate) struct Holds {
     /// this provider does not hold, and its writers race.
     client: Option<redis::Client>,
     connect_timeout: Duration,
-    hold_script: Script,
+    lock_script: Script,
     release_script: Script,
     /// Waiting connections not in use, each used by one waiter at a time.
     idle: Mutex<Vec<MultiplexedConnection>>,
@@ -52,7 +52,7 @@ impl Default for Holds {
         Holds {
             client: None,
             connect_timeout: Duration::from_secs(1),
-            hold_script: Script::new(HOLD_SCRIPT),
+            lock_script: Script::new(LOCK_SCRIPT),
             release_script: Script::new(RELEASE_SCRIPT),
             idle: Mutex::new(Vec::new()),
         }
@@ -140,64 +140,108 @@ impl RedisProvider {
         }
         let started = Instant::now();
         let token = new_token();
+        let tips = self.retention.is_on();
         let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
-        let history_keys: Vec<String> = ids.iter().map(|id| self.history_key(id)).collect();
         let lock_keys: Vec<String> = ids.iter().map(|id| self.lock_key(id)).collect();
-        let mut invocation = self.holds.hold_script.prepare_invoke();
-        invocation
-            .key(&keys)
-            .key(&history_keys)
-            .key(&lock_keys)
-            .arg(if receipts { "1" } else { "0" })
-            .arg(if self.retention.is_on() { "1" } else { "0" })
+        // One round trip: the locks, then (read only if they were taken) the documents, as a
+        // transaction that passes nothing through Lua. Once the locks are taken no other
+        // writer can write, so the read is the snapshot the turn writes on.
+        let mut pipeline = redis::pipe();
+        pipeline.ignore_errors();
+        pipeline
+            .cmd("EVALSHA")
+            .arg(self.holds.lock_script.get_hash())
+            .arg(lock_keys.len())
+            .arg(&lock_keys)
             .arg(&token)
             .arg(LOCK_TTL.as_millis() as u64);
+        pipeline.cmd("MULTI");
+        self.queue_reads(&mut pipeline, ids, &keys, receipts, tips);
+        pipeline.cmd("EXEC");
+        let mut loaded = false;
         loop {
             // Should this call be dropped with the script sent, the locks may be taken: let go.
-            let mut guard = Some(self.release_of(ids, &token));
-            let mut reply = invocation.invoke_async(&mut self.connection.clone()).await;
+            let mut release = Some(self.release_of(ids, &token));
+            let mut reply: redis::RedisResult<Vec<Value>> =
+                pipeline.query_async(&mut self.connection.clone()).await;
             // As for a read, a connection dropped since the last call fails its first command;
             // holding again under the same token is safe.
             if reply
                 .as_ref()
                 .is_err_and(redis::RedisError::is_connection_dropped)
             {
-                reply = invocation.invoke_async(&mut self.connection.clone()).await;
+                reply = pipeline.query_async(&mut self.connection.clone()).await;
             }
-            let reply: redis::Value = reply.map_err(|err| self.script_error(err))?;
-            let busy = match reply {
-                redis::Value::Int(position) => usize::try_from(position)
+            let replies = reply.map_err(|err| self.error(err))?;
+            let busy = match replies.first() {
+                Some(Value::Int(0)) => {
+                    let read = match replies.last() {
+                        Some(Value::Array(reads)) => {
+                            self.parse_reads(ids, &keys, reads, receipts, tips)
+                        }
+                        _ => None,
+                    };
+                    let read = match read {
+                        Some(read) => read,
+                        None => self.fetch_with(ids, receipts, tips).await,
+                    };
+                    let release = release.take();
+                    return match read {
+                        Ok(fetched) => Ok(Some(Hold::Held(Held {
+                            fetched,
+                            turn: Box::new(RedisTurn {
+                                provider: self,
+                                ids: ids.to_vec(),
+                                token,
+                                release,
+                            }),
+                        }))),
+                        Err(err) => {
+                            if let Some(release) = release {
+                                release.run().await;
+                            }
+                            Err(err)
+                        }
+                    };
+                }
+                Some(Value::Int(position)) => usize::try_from(*position)
                     .ok()
                     .and_then(|position| position.checked_sub(1))
                     .and_then(|index| ids.get(index)),
-                reply => {
-                    let replies: Vec<Vec<Vec<u8>>> =
-                        redis::from_redis_value(reply).map_err(|err| MemoryError::Unavailable {
-                            what: self.server.clone(),
-                            message: format!("the hold script answered in an unknown shape: {err}"),
-                            source: None,
-                        })?;
-                    let fetched = self.parse_documents(ids, &keys, &history_keys, replies)?;
-                    return Ok(Some(Hold::Held(Held {
-                        fetched,
-                        turn: Box::new(RedisTurn {
-                            provider: self,
-                            ids: ids.to_vec(),
-                            token,
-                            release: guard.take(),
-                        }),
-                    })));
+                // First use on this server (or after a restart or SCRIPT FLUSH): load it.
+                Some(Value::ServerError(err)) if err.code() == "NOSCRIPT" && !loaded => {
+                    loaded = true;
+                    if let Some(release) = release.take() {
+                        release.forget();
+                    }
+                    let _: String = redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(LOCK_SCRIPT)
+                        .query_async(&mut self.connection.clone())
+                        .await
+                        .map_err(|err| self.error(err))?;
+                    continue;
                 }
+                Some(Value::ServerError(err)) if err.code() == "CORRUPT" => {
+                    let detail = err.details().unwrap_or_default();
+                    let (key, reason) =
+                        detail.split_once(' ').unwrap_or((detail, "it is not ours"));
+                    return Err(self.corrupt(key, reason));
+                }
+                _ => None,
             };
             let Some(busy) = busy else {
                 return Err(MemoryError::Unavailable {
                     what: self.server.clone(),
-                    message: "the hold script named no document it was given".to_owned(),
+                    message: format!(
+                        "the lock script answered in an unknown shape: {:?}",
+                        replies.first()
+                    ),
                     source: None,
                 });
             };
             // Nothing was taken.
-            if let Some(release) = guard.take() {
+            if let Some(release) = release.take() {
                 release.forget();
             }
             let left = lock_wait.saturating_sub(started.elapsed());

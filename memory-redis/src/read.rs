@@ -49,25 +49,11 @@ impl RedisProvider {
         tips: bool,
     ) -> Result<Vec<Fetched>, MemoryError> {
         let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
-        // Only what is asked for: the receipts and the tip fields can be most of a reply.
-        let fields: &[&str] = match (receipts, tips) {
-            (_, true) => &FIELDS,
-            (true, false) => &FIELDS[..4],
-            (false, false) => &FIELDS[..3],
-        };
         let mut transaction = redis::pipe();
         // A command the server refuses (HMGET on a key of another type) is an item of the
         // reply, not a failure of the whole: the read script then says what the key holds.
         transaction.atomic().ignore_errors();
-        for (id, key) in ids.iter().zip(&keys) {
-            transaction.cmd("TYPE").arg(key);
-            transaction.cmd("HMGET").arg(key).arg(fields);
-            if tips {
-                // A missing document may have a history (a purge's tombstone): the script
-                // reads its tip.
-                transaction.cmd("EXISTS").arg(self.history_key(id));
-            }
-        }
+        self.queue_reads(&mut transaction, ids, &keys, receipts, tips);
         let mut reply: Result<Vec<Value>, RedisError> =
             transaction.query_async(&mut self.connection.clone()).await;
         // As for the read script: a connection dropped since the last call fails its first
@@ -80,20 +66,57 @@ impl RedisProvider {
             Err(err) if err.code().is_some() => Vec::new(),
             Err(err) => return Err(self.error(err)),
         };
-        let per = if tips { 3 } else { 2 };
-        let plain = (replies.len() == per * ids.len())
-            .then(|| {
-                ids.iter()
-                    .zip(&keys)
-                    .zip(replies.chunks_exact(per))
-                    .map(|((id, key), reply)| self.plain(id, key, reply, receipts, tips))
-                    .collect::<Option<Result<Vec<Fetched>, MemoryError>>>()
-            })
-            .flatten();
-        match plain {
+        match self.parse_reads(ids, &keys, &replies, receipts, tips) {
             Some(fetched) => fetched,
             None => self.fetch_with(ids, receipts, tips).await,
         }
+    }
+
+    /// Adds the reads of `ids` (at `keys`) to `pipeline`, between its `MULTI` and `EXEC`.
+    pub(crate) fn queue_reads(
+        &self,
+        pipeline: &mut redis::Pipeline,
+        ids: &[DocumentId],
+        keys: &[String],
+        receipts: bool,
+        tips: bool,
+    ) {
+        // Only what is asked for: the receipts and the tip fields can be most of a reply.
+        let fields: &[&str] = match (receipts, tips) {
+            (_, true) => &FIELDS,
+            (true, false) => &FIELDS[..4],
+            (false, false) => &FIELDS[..3],
+        };
+        for (id, key) in ids.iter().zip(keys) {
+            pipeline.cmd("TYPE").arg(key);
+            pipeline.cmd("HMGET").arg(key).arg(fields);
+            if tips {
+                // A missing document may have a history (a purge's tombstone): the script
+                // reads its tip.
+                pipeline.cmd("EXISTS").arg(self.history_key(id));
+            }
+        }
+    }
+
+    /// The documents from the replies to [`RedisProvider::queue_reads`], or `None` when only
+    /// the read script can tell.
+    pub(crate) fn parse_reads(
+        &self,
+        ids: &[DocumentId],
+        keys: &[String],
+        replies: &[Value],
+        receipts: bool,
+        tips: bool,
+    ) -> Option<Result<Vec<Fetched>, MemoryError>> {
+        let per = if tips { 3 } else { 2 };
+        if replies.len() != per * ids.len() {
+            return None;
+        }
+        ids.iter()
+            .zip(keys)
+            .zip(replies.chunks_exact(per))
+            .map(|((id, key), reply)| self.plain(id, key, reply, receipts, tips))
+            .collect()
     }
 
     /// The document at `key` from its `TYPE`, `HMGET` (and `EXISTS` of its history if `tips`),
@@ -130,11 +153,11 @@ impl RedisProvider {
             "hash" => {
                 let (content, version) = (field(0)?, field(1)?);
                 // What the read script checks: a positive integer version.
-                if !std::str::from_utf8(&version)
+                let positive = std::str::from_utf8(&version)
                     .ok()
                     .and_then(|version| version.parse::<u64>().ok())
-                    .is_some_and(|version| version >= 1)
-                {
+                    .is_some_and(|version| version >= 1);
+                if !positive {
                     return None;
                 }
                 let tip = if tips {

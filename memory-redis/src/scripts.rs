@@ -128,37 +128,26 @@ end
     };
 }
 
-/// Takes the locks of documents for one writer, all or none, and reads them as the read
-/// script does while holding them. KEYS: the n documents, their n history streams, their n
-/// lock keys. ARGV: `1` to read receipts, `1` to read tips, the token, the locks' expiry in ms.
-/// Returns the 1-based position of a document another token holds (nothing taken), else per
-/// document what `read_document` answers; a document that is not ours takes no lock.
-pub(crate) const HOLD_SCRIPT: &str = concat!(
-    shared_lua!(),
+/// Takes the locks of documents for one writer, all or none. KEYS: the lock keys. ARGV: the
+/// token, the locks' expiry in ms. Returns 0 when it took them all, else the 1-based position
+/// of one another token holds (nothing taken). The holder reads the documents in the same
+/// round trip, after this, with the transaction of `read.rs`.
+pub(crate) const LOCK_SCRIPT: &str = concat!(
     release_lua!(),
     r#"
-local n = #KEYS / 3
-local token = ARGV[3]
-for i = 1, n do
-  local holder, reason = lock_holder(KEYS[2 * n + i])
+for i = 1, #KEYS do
+  local holder, reason = lock_holder(KEYS[i])
   if reason then
-    return redis.error_reply('CORRUPT ' .. KEYS[2 * n + i] .. ' ' .. reason)
+    return redis.error_reply('CORRUPT ' .. KEYS[i] .. ' ' .. reason)
   end
-  if holder and holder ~= token then
+  if holder and holder ~= ARGV[1] then
     return i
   end
 end
-local out = {}
-for i = 1, n do
-  out[i] = read_document(KEYS[i], KEYS[n + i], ARGV[1] == '1', ARGV[2] == '1')
-  if out[i][1] ~= 'ok' and out[i][1] ~= 'none' then
-    return out
-  end
+for i = 1, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
-for i = 1, n do
-  redis.call('SET', KEYS[2 * n + i], token, 'PX', ARGV[4])
-end
-return out
+return 0
 "#
 );
 
