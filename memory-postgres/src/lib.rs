@@ -96,6 +96,26 @@ impl PostgresProvider {
         let connecting = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(timeout)
+            // sqlx pings every idle connection as a call takes it: a round trip before each
+            // call's first statement, as long as the statement itself for a prefetch. A
+            // connection comes back to the pool only after answering all its call's statements
+            // and the pings below, so one used moments ago is taken as it is; one idle longer
+            // (a server restarted meanwhile) is pinged first, within the deadline.
+            .test_before_acquire(false)
+            .before_acquire(move |connection, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < TEST_IDLE_AFTER {
+                        return Ok(true);
+                    }
+                    match tokio::time::timeout(deadline, connection.ping()).await {
+                        Ok(answered) => answered.map(|()| true),
+                        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no reply to a ping on acquire within the deadline",
+                        ))),
+                    }
+                })
+            })
             // sqlx pings every connection that comes back to the pool, with no time bound: one
             // whose path stalls would hold its pool slot until TCP gives up, minutes later (or
             // never, behind a proxy that keeps the socket open). A first ping bounded by the
@@ -1160,6 +1180,9 @@ impl<'a> WriteBinds<'a> {
         self.revisions.bind(query).bind(self.max_age_ms)
     }
 }
+
+/// How long a pooled connection may sit idle and still be used without a ping first.
+const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The longest age limit sent to the server: the statement subtracts it from `now()`, which must
 /// stay a timestamp (they end at 4713 BC). Any longer limit prunes nothing more.

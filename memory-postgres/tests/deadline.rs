@@ -389,12 +389,12 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
     p.sync(&c, &both("before"), &IfMatch::NONE).await.unwrap();
 
     for name in CALLS {
-        // The connection answers a call, and is back in the pool; then it answers sqlx's
-        // test when the next call takes it, and stalls under that call's statement.
+        // The connection answers a call, and is back in the pool; then it stalls under the
+        // next call's first statement (a connection idle so briefly is not pinged first).
         proxy.resume();
         p.list().await.unwrap();
         until_idle(&p).await;
-        proxy.stall_after(1);
+        proxy.stall_after(0);
         assert_fails_in_time(&p, name, deadline, &password).await;
     }
 
@@ -406,12 +406,12 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
         "the stalled connection was not kept: {report:?}"
     );
 
-    // A connection that answers a call and then stalls, as sqlx tests it on its way back to
+    // A connection that answers a call and then stalls, as it is tested on its way back to
     // the pool: closed within the deadline, and the calls after it get a new one. (The
-    // statement is prepared by then, so the call is two reads: sqlx's test and the query.)
+    // statement is prepared by then, so the call is one read: the query.)
     p.list().await.unwrap();
     until_idle(&p).await;
-    proxy.stall_after(2);
+    proxy.stall_after(1);
     p.list().await.unwrap();
     proxy.let_new_through();
     let started = Instant::now();
@@ -429,9 +429,10 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
         started.elapsed()
     );
 
-    // The stalled sync's first statement may be its write (planned from the writer's view of
-    // the document, without a read), which can land with its reply stalled: that call said
-    // OutcomeUnknown. Nothing else of the stalled calls landed, and nothing twice.
+    // The stalled sync's first statement is its write (planned from the writer's view of the
+    // document, without a read): sent, and held by the stalled path, which delivers it when it
+    // resumes, after the call said OutcomeUnknown. Nothing else of the stalled calls landed,
+    // and nothing twice.
     let memory = [
         ("before\n\nafter\n".to_owned(), "2".to_owned()),
         (
