@@ -370,3 +370,40 @@ async fn identity_rows_that_are_not_ours_are_corrupt_and_left_alone() {
         .unwrap();
     assert_corrupt(p.identities().await.map(drop));
 }
+
+/// Where the server has lz4, a document's text and its revision's are compressed with it
+/// rather than pglz (cheaper on every write, which compresses both).
+#[tokio::test]
+async fn texts_are_compressed_with_lz4_where_the_server_has_it() {
+    let Some((p, schema)) = common::provider().await else {
+        return;
+    };
+    let mut admin = PgConnection::connect(&schema.url).await.unwrap();
+    if admin
+        .execute("SET default_toast_compression = lz4")
+        .await
+        .is_err()
+    {
+        println!("this server has no lz4: skipped");
+        return;
+    }
+    let c = ctx("ada", "u1");
+    let text = "A line that compresses well.\n".repeat(200);
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, text)],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    for table in ["memory_documents", "memory_history"] {
+        let method: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT pg_column_compression(content) FROM \"{}\".{table}",
+            schema.schema
+        )))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+        assert_eq!(method.as_deref(), Some("lz4"), "{table}");
+    }
+}
