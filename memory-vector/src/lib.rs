@@ -4,6 +4,7 @@ mod coverage;
 mod embed;
 mod entries;
 mod index;
+mod parsed;
 mod terms;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -15,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Recall, Recalled, Receipts, Store, Subscription, SyncReport, Version, render,
+    Prefetch, Recall, Recalled, Receipts, Store, Subscription, SyncReport, render,
 };
 use serde::Deserialize;
 
@@ -26,7 +27,7 @@ pub use entries::{Entry, entries};
 
 use coverage::{Coverage, Mark};
 use index::EntryTable;
-use terms::TermStats;
+use parsed::{Parsed, ParsedCache};
 
 /// How a query picks entries.
 ///
@@ -170,10 +171,6 @@ const ENTRIES_PER_WRITE: usize = 256;
 /// Background failures kept for [`VectorProvider::settle`]; older ones are dropped.
 const FAILURES_KEPT: usize = 16;
 
-/// Documents whose term statistics are kept between queries: enough for the memories one
-/// process answers for at once, small enough to not grow with every user it has served.
-const TERM_STATS_KEPT: usize = 16;
-
 /// A source-of-truth provider with a recall index beside it.
 ///
 /// The index follows its source, whoever writes it: before a query is answered, the index is
@@ -202,9 +199,9 @@ struct Indexer {
     idle: tokio::sync::Notify,
     /// Why catch-ups in the background failed, until [`VectorProvider::settle`] takes them.
     failures: Mutex<Vec<String>>,
-    /// The term statistics of the documents queried last, by document and version, oldest
-    /// first: see [`Indexer::term_stats`].
-    term_stats: Mutex<Vec<KeptStats>>,
+    /// The documents queried or caught up last, parsed: a query reads the source every time,
+    /// but splits and weighs only a text it has not seen.
+    parsed: ParsedCache,
 }
 
 /// `MEMORY.md` as a query renders it: see [`VectorProvider::recalled_memory`].
@@ -260,7 +257,7 @@ struct Picked {
 /// A document as a query was answered from it: its entries and the ones picked.
 struct Selection {
     document: Document,
-    all: Vec<Entry>,
+    parsed: Arc<Parsed>,
     picked: Picked,
     /// Why `picked.unranked` is not empty (the index behind, or failing); `None` when the
     /// ranking covered the whole document.
@@ -309,7 +306,7 @@ impl VectorProvider {
                 in_flight: AtomicUsize::new(0),
                 idle: tokio::sync::Notify::new(),
                 failures: Mutex::default(),
-                term_stats: Mutex::default(),
+                parsed: ParsedCache::default(),
             }),
         };
         let indexer = &provider.indexer;
@@ -441,10 +438,8 @@ impl VectorProvider {
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
         let document = self.indexer.source.read(document).await?;
-        let all = entries(&document.text);
-        self.indexer
-            .rank(&document, &all, query, ranking, limit)
-            .await
+        let parsed = self.indexer.parsed.parsed(&document, true).await;
+        self.indexer.rank(&parsed, query, ranking, limit).await
     }
 
     /// `document` (a `MEMORY.md`) cut to the `k` entries that best match `query`, in document
@@ -462,10 +457,11 @@ impl VectorProvider {
         let k = self.indexer.recall.k;
         let Selection {
             document,
-            all,
+            parsed,
             picked,
             behind,
         } = self.indexer.select(document, query, k, true).await?;
+        let all = parsed.entries();
         let warnings = behind
             .iter()
             .map(|behind| {
@@ -480,7 +476,7 @@ impl VectorProvider {
         let text = if shown.len() == all.len() {
             document.text.clone()
         } else {
-            entries::render_selection(&all, &shown)
+            entries::render_selection(all, &shown)
         };
         Ok(RecalledMemory {
             document,
@@ -488,13 +484,6 @@ impl VectorProvider {
             warnings,
         })
     }
-}
-
-/// The term statistics of one version of a document, kept between queries.
-struct KeptStats {
-    document: DocumentId,
-    version: Version,
-    stats: Arc<TermStats>,
 }
 
 /// What every index write holds: this process's turn, then the lock every process takes, always
@@ -669,7 +658,7 @@ impl Indexer {
         if record.documents.remove(&scope).is_some() {
             self.coverage.write(&record)?;
         }
-        self.diff_and_apply(&scope, &current.text).await?;
+        self.diff_and_apply(&scope, &current).await?;
         self.table.ensure_text_index().await?;
         record.documents.insert(scope, mark);
         self.coverage.write(&record)?;
@@ -677,10 +666,13 @@ impl Indexer {
         Ok(current)
     }
 
-    /// Diffs the entries of `text` against the rows of `scope` and applies the difference:
-    /// removed entries deleted, new ones embedded and added, a few hundred per table write.
-    async fn diff_and_apply(&self, scope: &str, text: &str) -> Result<(), MemoryError> {
-        let current = entries(text);
+    /// Diffs the entries of `document` against the rows of `scope` and applies the
+    /// difference: removed entries deleted, new ones embedded and added, a few hundred per
+    /// table write.
+    async fn diff_and_apply(&self, scope: &str, document: &Document) -> Result<(), MemoryError> {
+        // Parsed through the cache: the query that follows a write finds it split already.
+        let parsed = self.parsed.parsed(document, false).await;
+        let current = parsed.entries();
         let model = self.model();
         let rows = self.table.rows(scope).await?;
         let wanted: HashSet<&str> = current.iter().map(|e| e.hash.as_str()).collect();
@@ -700,13 +692,24 @@ impl Indexer {
             .map(|row| row.hash.as_str())
             .collect();
         let new: Vec<Entry> = current
-            .into_iter()
+            .iter()
             .filter(|entry| !indexed.contains(entry.hash.as_str()))
+            .cloned()
             .collect();
-        for chunk in new.chunks(ENTRIES_PER_WRITE) {
-            let vectors = self
-                .embed(chunk.iter().map(Entry::indexed).collect())
-                .await?;
+        // The next chunk is embedded (on the blocking pool) while this one is written: the
+        // table write's own work overlaps the model's instead of adding to it.
+        let embedding = |chunk: &[Entry]| {
+            let texts: Vec<String> = chunk.iter().map(Entry::indexed).collect();
+            let embedder = Arc::clone(&self.embedder);
+            tokio::task::spawn_blocking(move || embedder.embed(&texts))
+        };
+        let mut chunks = new.chunks(ENTRIES_PER_WRITE);
+        let mut next = chunks.next().map(|chunk| (chunk, embedding(chunk)));
+        while let Some((chunk, embedded)) = next.take() {
+            let vectors = embedded
+                .await
+                .map_err(|err| MemoryError::unavailable("the embedding task", err))??;
+            next = chunks.next().map(|chunk| (chunk, embedding(chunk)));
             let added: Vec<(Entry, Vec<f32>)> = chunk.iter().cloned().zip(vectors).collect();
             self.table.add(scope, "memory", model, &added).await?;
         }
@@ -754,39 +757,43 @@ impl Indexer {
             .map_err(|err| MemoryError::unavailable("the embedding task", err))?
     }
 
-    /// The hashes of the best entries of `document` for `query` by `ranking`, from the index as
-    /// it is now; `all` are the document's entries, which weigh the query's words.
+    /// The hashes of the best entries of `parsed` for `query` by `ranking`, from the index as
+    /// it is now; the document's entries weigh the query's words.
     async fn rank(
         &self,
-        document: &Document,
-        all: &[Entry],
+        parsed: &Parsed,
         query: &str,
         ranking: Ranking,
         limit: usize,
     ) -> Result<Vec<String>, MemoryError> {
-        let scope = document.id.relative_path();
+        let scope = parsed.id().relative_path();
         let candidates = self.recall.candidates.max(limit);
-        let nearest = match ranking {
-            Ranking::FullText => Vec::new(),
-            _ => {
-                let query = self.embed(vec![query.to_owned()]).await?.remove(0);
-                self.table.nearest(&scope, &query, candidates).await?
+        // The two searches run side by side: the query's embedding is made on the blocking
+        // pool while the full-text search runs.
+        let nearest = async {
+            match ranking {
+                Ranking::FullText => Ok(Vec::new()),
+                _ => {
+                    let vector = self.embed(vec![query.to_owned()]).await?.remove(0);
+                    self.table.nearest(&scope, &vector, candidates).await
+                }
             }
         };
-        let text = match ranking {
-            Ranking::Vector => Vec::new(),
-            _ => self.table.full_text(&scope, query, candidates).await?,
+        let text = async {
+            match ranking {
+                Ranking::Vector => Ok(Vec::new()),
+                _ => self.table.full_text(&scope, query, candidates).await,
+            }
         };
+        let (nearest, text) = tokio::try_join!(nearest, text)?;
         let mut ranked: Vec<String> = match ranking {
             Ranking::Vector => nearest.into_iter().map(|(hash, _)| hash).collect(),
             Ranking::FullText => text,
             Ranking::Hybrid => {
-                let stats = self.term_stats(document, all);
+                let stats = parsed.stats();
                 let query = terms::terms(query);
-                let by_hash: HashMap<&str, &Entry> =
-                    all.iter().map(|e| (e.hash.as_str(), e)).collect();
                 let coverage = |hash: &str| {
-                    by_hash.get(hash).map_or(0.0, |entry| {
+                    parsed.entry(hash).map_or(0.0, |entry| {
                         stats.coverage(&query, &terms::terms(&entry.indexed()))
                     })
                 };
@@ -795,33 +802,6 @@ impl Indexer {
         };
         ranked.truncate(limit);
         Ok(ranked)
-    }
-
-    /// The term statistics of `document` (whose entries are `all`), kept for the few documents
-    /// queried last: they change only when the document does.
-    fn term_stats(&self, document: &Document, all: &[Entry]) -> Arc<TermStats> {
-        let mut kept = self
-            .term_stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let found = kept
-            .iter()
-            .position(|k| k.document == document.id && k.version == document.version);
-        let entry = match found {
-            Some(at) => kept.remove(at),
-            None => KeptStats {
-                document: document.id.clone(),
-                version: document.version.clone(),
-                stats: Arc::new(TermStats::of(all.iter().map(Entry::indexed))),
-            },
-        };
-        let stats = Arc::clone(&entry.stats);
-        if kept.len() == TERM_STATS_KEPT {
-            kept.remove(0);
-        }
-        // Most recently used last.
-        kept.push(entry);
-        stats
     }
 
     /// `document` as the source holds it, and up to `limit` of its entries for `query`, best
@@ -838,24 +818,30 @@ impl Indexer {
         let mut why = String::new();
         for _ in 0..QUERY_ATTEMPTS {
             let snapshot = self.current(document).await?;
-            let all = entries(&snapshot.document.text);
-            if whole_if_within && all.len() <= limit {
+            let parsed = self
+                .parsed
+                .parsed(&snapshot.document, !whole_if_within)
+                .await;
+            let count = parsed.entries().len();
+            if whole_if_within && count <= limit {
                 let picked = Picked {
-                    ranked: (0..all.len()).collect(),
+                    ranked: (0..count).collect(),
                     unranked: Vec::new(),
                 };
                 return Ok(Selection {
                     document: snapshot.document,
-                    all,
+                    parsed,
                     picked,
                     behind: None,
                 });
             }
-            match self.pick(&snapshot, &all, query, limit).await {
+            // Ranked: the words' weights are wanted too (made once per state of the text).
+            let parsed = ParsedCache::weighed(parsed).await;
+            match self.pick(&snapshot, &parsed, query, limit).await {
                 Ok(Some(picked)) => {
                     return Ok(Selection {
                         document: snapshot.document,
-                        all,
+                        parsed,
                         picked,
                         behind: snapshot.behind,
                     });
@@ -865,26 +851,26 @@ impl Indexer {
             }
         }
         let document = self.source.read(document).await?;
-        let all = entries(&document.text);
+        let parsed = self.parsed.parsed(&document, false).await;
         let picked = Picked {
             ranked: Vec::new(),
-            unranked: (0..all.len()).collect(),
+            unranked: (0..parsed.entries().len()).collect(),
         };
         Ok(Selection {
             document,
-            all,
+            parsed,
             picked,
             behind: Some(why),
         })
     }
 
-    /// Up to `limit` of the snapshot's entries (`all`) for `query`, best first; and when the
+    /// Up to `limit` of the snapshot's entries (`parsed`) for `query`, best first; and when the
     /// index is behind, every entry it has not covered. `None` when the ranking trusted the
     /// coverage record and a catch-up changed the table meanwhile: ask again.
     async fn pick(
         &self,
         snapshot: &Snapshot,
-        all: &[Entry],
+        parsed: &Parsed,
         query: &str,
         limit: usize,
     ) -> Result<Option<Picked>, MemoryError> {
@@ -895,22 +881,12 @@ impl Indexer {
         };
         // Ask for more than `limit`: the index may still hold entries the source has lost.
         let hashes = self
-            .rank(
-                &snapshot.document,
-                all,
-                query,
-                Ranking::Hybrid,
-                limit.saturating_mul(2),
-            )
+            .rank(parsed, query, Ranking::Hybrid, limit.saturating_mul(2))
             .await?;
-        let position: HashMap<&str, usize> = all
-            .iter()
-            .enumerate()
-            .map(|(i, entry)| (entry.hash.as_str(), i))
-            .collect();
+        let all = parsed.entries();
         let ranked: Vec<usize> = hashes
             .iter()
-            .filter_map(|hash| position.get(hash.as_str()).copied())
+            .filter_map(|hash| parsed.position(hash))
             .take(limit)
             .collect();
         let unranked = match before {
@@ -964,7 +940,8 @@ impl Recall for VectorProvider {
         let texts = |positions: Vec<usize>| -> Vec<String> {
             positions
                 .into_iter()
-                .map(|i| selection.all[i].text.clone())
+                .filter_map(|i| selection.parsed.entries().get(i))
+                .map(|entry| entry.text.clone())
                 .collect()
         };
         Ok(Recalled {
