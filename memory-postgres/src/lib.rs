@@ -452,15 +452,71 @@ impl PostgresProvider {
 
     /// `ids` as one snapshot, in order, without their histories' tips: what reads need (a
     /// `sync` reads through [`CompareAndSwap::fetch`], with them).
+    ///
+    /// One or two documents (a read, a prefetch) are read by the leaner `read_two`: two
+    /// primary-key lookups, no arrays to unnest, no join, no sort, no tip; rows are matched to
+    /// `ids` here.
     async fn documents(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
-        let rows = self
-            .leased(async |connection| self.select_on(connection, ids, false, false).await)
+        let (first, second) = match ids {
+            [one] => (one, one),
+            [first, second] => (first, second),
+            _ => {
+                let rows = self
+                    .leased(async |connection| self.select_on(connection, ids, false, false).await)
+                    .await?
+                    .map_err(|err| self.db_error(err))?;
+                return ids
+                    .iter()
+                    .zip(rows)
+                    .map(|(id, row)| Ok(self.fetched(id, row)?.document))
+                    .collect();
+            }
+        };
+        let (first, second) = (row_key(first), row_key(second));
+        let mut rows: Vec<ReadRow> = self
+            .leased(async |connection| {
+                sqlx::query_as(AssertSqlSafe(self.sql.read_two.clone()))
+                    .bind(first.0)
+                    .bind(first.1)
+                    .bind(second.0)
+                    .bind(second.1)
+                    .fetch_all(connection)
+                    .await
+            })
             .await?
             .map_err(|err| self.db_error(err))?;
-        ids.iter()
-            .zip(rows)
-            .map(|(id, row)| Ok(self.fetched(id, row)?.document))
-            .collect()
+        let mut documents: Vec<Document> = Vec::with_capacity(ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            // The same document twice: one row, read once.
+            if i > 0 && ids[i - 1] == *id {
+                documents.push(documents[i - 1].clone());
+                continue;
+            }
+            let key = row_key(id);
+            let row = rows
+                .iter()
+                .position(|row| (row.kind.as_str(), row.owner.as_str()) == key)
+                .map(|at| rows.swap_remove(at));
+            let (version, updated_at) = (
+                row.as_ref().map(|row| row.version),
+                row.as_ref().map(|row| row.updated_at),
+            );
+            let selected = SelectedRow {
+                content: row.map(|row| row.content),
+                version,
+                updated_at,
+                receipts: None,
+                tip: TipColumns {
+                    tip_number: None,
+                    tip_version: None,
+                    tip_sha256: None,
+                    tip_bytes: None,
+                },
+                now: 0,
+            };
+            documents.push(self.fetched(id, selected)?.document);
+        }
+        Ok(documents)
     }
 
     /// `id` as [`PostgresProvider::select_on`] read it.
@@ -1207,6 +1263,17 @@ struct SelectedRow {
     now: i64,
 }
 
+/// A document as [`Statements::read_two`] reads it.
+#[derive(sqlx::FromRow)]
+struct ReadRow {
+    kind: String,
+    owner: String,
+    content: String,
+    version: i64,
+    /// Milliseconds since the Unix epoch.
+    updated_at: i64,
+}
+
 /// The newest revision of a document: every column NULL when it has none.
 #[derive(sqlx::FromRow)]
 struct TipColumns {
@@ -1433,6 +1500,7 @@ struct Statements {
     select: Arc<str>,
     hold: Arc<str>,
     select_documents: Arc<str>,
+    read_two: Arc<str>,
     write: Arc<str>,
     history: Arc<str>,
     purge_document: Arc<str>,
@@ -1532,6 +1600,18 @@ impl Statements {
             )
             .into(),
             select_documents: select("").into(),
+            // Two documents by their keys, in one statement (one snapshot); the second is left
+            // out where it is the first again.
+            read_two: format!(
+                "SELECT kind, owner, content, version, \
+                   (extract(epoch FROM updated_at) * 1000)::int8 AS updated_at \
+                 FROM {table} WHERE kind = $1 AND owner = $2 \
+                 UNION ALL \
+                 SELECT kind, owner, content, version, \
+                   (extract(epoch FROM updated_at) * 1000)::int8 AS updated_at \
+                 FROM {table} WHERE kind = $3 AND owner = $4 AND NOT (kind = $1 AND owner = $2)"
+            )
+            .into(),
             // The compare-and-swap, its revisions and their pruning in one statement (one
             // round trip, one atomic step). An existing document is updated only where its
             // version is still the expected one, its text the expected one when the write was
