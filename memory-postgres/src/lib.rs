@@ -3,8 +3,10 @@
 //! One row per document (`memory_documents` in the provider's schema) carries the text and a
 //! version that every write bumps by one. `sync` reads the rows, computes the new text with
 //! memory-core's shared semantics while holding no lock, and writes with compare-and-swap: the
-//! write lands only if the version is still the one it read. A writer that lost the race reads
-//! again and retries with jittered backoff, up to `max_attempts`, then reports `Contention`.
+//! write lands only if the version is still the one it read. A writer that lost the race holds
+//! the documents (their advisory and row locks, in a transaction) and writes in its turn, so
+//! writers queue on the server instead of retrying; past that, lost attempts are retried with
+//! jittered backoff, up to `max_attempts`, then `Contention`.
 //! A call that touches both documents commits both in one transaction, or neither.
 //!
 //! Every call ends within its deadline (`deadline_ms`, default 10 s): a write never waits on
