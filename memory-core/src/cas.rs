@@ -294,7 +294,11 @@ impl CasWriter {
     ) -> Result<SyncReport, MemoryError> {
         let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
-        let mut mode = if store.checks_text() {
+        // Where other writers raced for one of the documents a moment ago, they most likely
+        // still do: hold at once rather than lose a view and a read first.
+        let mut mode = if self.views.contended(&ids) {
+            Mode::Hold
+        } else if store.checks_text() {
             Mode::View
         } else {
             Mode::Race
@@ -616,12 +620,21 @@ struct View {
     receipts_known: bool,
 }
 
-/// The views of one writer, by document.
+/// How long after a lost race a writer's calls on that document hold from their first attempt.
+const CONTENDED_FOR: Duration = Duration::from_secs(1);
+
+/// The views of one writer, by document, and when it last lost a race on each.
 #[derive(Debug, Default)]
-struct Views(std::sync::Mutex<HashMap<DocumentId, View>>);
+struct Views(std::sync::Mutex<Kept>);
+
+#[derive(Debug, Default)]
+struct Kept {
+    views: HashMap<DocumentId, View>,
+    lost: HashMap<DocumentId, Instant>,
+}
 
 impl Views {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<DocumentId, View>> {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -630,29 +643,48 @@ impl Views {
     /// The views of all `ids` in order, with their receipts if `keyed`; `None` if one is not
     /// kept.
     fn all(&self, ids: &[DocumentId], keyed: bool) -> Option<Vec<View>> {
-        let map = self.map();
+        let kept = self.kept();
         ids.iter()
-            .map(|id| map.get(id).filter(|v| v.receipts_known || !keyed).cloned())
+            .map(|id| {
+                kept.views
+                    .get(id)
+                    .filter(|v| v.receipts_known || !keyed)
+                    .cloned()
+            })
             .collect()
     }
 
     /// Keeps the documents as `steps` left them.
     fn keep(&self, steps: &[Step]) {
-        let mut map = self.map();
+        let mut kept = self.kept();
         for (id, view) in steps.iter().filter_map(Step::view_after) {
-            if map.len() >= VIEWS_KEPT && !map.contains_key(&id) {
-                map.clear();
+            if kept.views.len() >= VIEWS_KEPT && !kept.views.contains_key(&id) {
+                kept.views.clear();
             }
-            map.insert(id, view);
+            kept.views.insert(id, view);
         }
     }
 
-    /// Drops the views of `ids`: another writer changed one of them.
+    /// Drops the views of `ids` and notes the time: another writer changed or held one of them.
     fn forget(&self, ids: &[DocumentId]) {
-        let mut map = self.map();
+        let mut kept = self.kept();
+        let now = Instant::now();
+        kept.lost
+            .retain(|_, at| now.duration_since(*at) < CONTENDED_FOR);
         for id in ids {
-            map.remove(id);
+            kept.views.remove(id);
+            kept.lost.insert(id.clone(), now);
         }
+    }
+
+    /// Whether this writer lost a race on one of `ids` within [`CONTENDED_FOR`].
+    fn contended(&self, ids: &[DocumentId]) -> bool {
+        let kept = self.kept();
+        ids.iter().any(|id| {
+            kept.lost
+                .get(id)
+                .is_some_and(|at| at.elapsed() < CONTENDED_FOR)
+        })
     }
 }
 
@@ -1174,14 +1206,15 @@ mod tests {
         assert_eq!(store.holds.load(Ordering::SeqCst), 1);
         assert_eq!(report.documents[0].version_after, Version::new("1"));
 
-        // Held by another writer past the lock wait: backed off, then held again.
+        // Held by another writer past the lock wait: backed off, then held again (from the
+        // first attempt: the race was lost a moment ago).
         store.busy.store(2, Ordering::SeqCst);
         store.holds.store(0, Ordering::SeqCst);
         let report = writer
             .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
             .await
             .unwrap();
-        assert_eq!((report.retries, store.holds.load(Ordering::SeqCst)), (3, 3));
+        assert_eq!((report.retries, store.holds.load(Ordering::SeqCst)), (2, 3));
         assert!(started.elapsed() > Duration::ZERO, "busy holds back off");
 
         // Busy to the end: contention, nothing written.
@@ -1199,6 +1232,34 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(memory.version, Version::new("2"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_writer_that_just_lost_a_race_holds_from_its_next_first_attempt() {
+        let store = HoldingStore::default();
+        let writer = CasWriter::new(5);
+        let events = EventBus::new();
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        store.store.lose.store(1, Ordering::SeqCst);
+        let report = writer
+            .sync(&store, &events, &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!((report.retries, store.holds.load(Ordering::SeqCst)), (1, 1));
+        // Contended a moment ago: the next call holds at once, losing nothing first.
+        store.store.lose.store(u32::MAX, Ordering::SeqCst);
+        let report = writer
+            .sync(&store, &events, &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!((report.retries, store.holds.load(Ordering::SeqCst)), (0, 2));
+        // A while later it races first again (and, every race lost, holds after one).
+        tokio::time::advance(CONTENDED_FOR).await;
+        let report = writer
+            .sync(&store, &events, &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!((report.retries, store.holds.load(Ordering::SeqCst)), (1, 3));
     }
 
     #[tokio::test]
