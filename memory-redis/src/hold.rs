@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use memory_core::{CasWrite, DocumentId, Fetched, Held, HeldTurn, Hold, MemoryError};
+use memory_core::{CasWrite, DocumentId, Held, HeldTurn, Hold, MemoryError};
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Script, Value};
 use tokio::time::Instant;
@@ -251,32 +251,6 @@ impl RedisProvider {
             self.holds
                 .wait(&self.wake_key(busy), left.min(WAKE_POLL))
                 .await;
-        }
-    }
-
-    /// [`CompareAndSwap::fetch`](memory_core::CompareAndSwap::fetch), waiting while another
-    /// writer holds one of the documents, up to one lock expiry (then it reads all the same).
-    /// A writer alone pays one `EXISTS` per document in its read's transaction.
-    pub(crate) async fn fetch_when_free(
-        &self,
-        ids: &[DocumentId],
-        receipts: bool,
-    ) -> Result<Vec<Fetched>, MemoryError> {
-        let tips = self.retention.is_on();
-        // Without waiting connections, a held document costs only a lost write.
-        let locks = self.holds.client.is_some();
-        let started = Instant::now();
-        loop {
-            let (fetched, held) = self.read_locked(ids, receipts, tips, locks).await?;
-            let left = LOCK_TTL.saturating_sub(started.elapsed());
-            match held.and_then(|index| ids.get(index)) {
-                Some(held) if left >= Duration::from_millis(1) => {
-                    self.holds
-                        .wait(&self.wake_key(held), left.min(WAKE_POLL))
-                        .await;
-                }
-                _ => return Ok(fetched),
-            }
         }
     }
 

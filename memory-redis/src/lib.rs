@@ -734,12 +734,10 @@ const ENTRY_FIELDS: [&str; 15] = [
 #[async_trait]
 impl CompareAndSwap for RedisProvider {
     /// One transaction (see `read.rs`): one round trip, one atomic snapshot, with each
-    /// document's newest revision when history is on. A document another writer holds will
-    /// have changed once it is let go, and a write planned on it now would only lose: the read
-    /// then waits for the holder's turn to end, queued with the writers that hold next (see
-    /// `hold.rs`), and reads again.
+    /// document's newest revision when history is on.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
-        self.fetch_when_free(ids, receipts).await
+        self.read_fetched(ids, receipts, self.retention.is_on())
+            .await
     }
 
     /// One script run: checks every version (and, where revisions are recorded, that the

@@ -48,29 +48,12 @@ impl RedisProvider {
         receipts: bool,
         tips: bool,
     ) -> Result<Vec<Fetched>, MemoryError> {
-        Ok(self.read_locked(ids, receipts, tips, false).await?.0)
-    }
-
-    /// [`RedisProvider::read_fetched`], and if `locks`, in the same snapshot, which of the
-    /// documents (its index) another writer holds, if any.
-    pub(crate) async fn read_locked(
-        &self,
-        ids: &[DocumentId],
-        receipts: bool,
-        tips: bool,
-        locks: bool,
-    ) -> Result<(Vec<Fetched>, Option<usize>), MemoryError> {
         let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
         let mut transaction = redis::pipe();
         // A command the server refuses (HMGET on a key of another type) is an item of the
         // reply, not a failure of the whole: the read script then says what the key holds.
         transaction.atomic().ignore_errors();
         self.queue_reads(&mut transaction, ids, &keys, receipts, tips);
-        if locks {
-            for id in ids {
-                transaction.cmd("EXISTS").arg(self.lock_key(id));
-            }
-        }
         let mut reply: Result<Vec<Value>, RedisError> =
             transaction.query_async(&mut self.connection.clone()).await;
         // As for the read script: a connection dropped since the last call fails its first
@@ -78,21 +61,15 @@ impl RedisProvider {
         if reply.as_ref().is_err_and(RedisError::is_connection_dropped) {
             reply = transaction.query_async(&mut self.connection.clone()).await;
         }
-        let mut replies = match reply {
+        let replies = match reply {
             Ok(replies) => replies,
             Err(err) if err.code().is_some() => Vec::new(),
             Err(err) => return Err(self.error(err)),
         };
-        let mut held = None;
-        if locks && replies.len() >= ids.len() {
-            let flags = replies.split_off(replies.len() - ids.len());
-            held = flags.iter().position(|flag| matches!(flag, Value::Int(1)));
+        match self.parse_reads(ids, &keys, &replies, receipts, tips) {
+            Some(fetched) => fetched,
+            None => self.fetch_with(ids, receipts, tips).await,
         }
-        let fetched = match self.parse_reads(ids, &keys, &replies, receipts, tips) {
-            Some(fetched) => fetched?,
-            None => self.fetch_with(ids, receipts, tips).await?,
-        };
-        Ok((fetched, held))
     }
 
     /// Adds the reads of `ids` (at `keys`) to `pipeline`, between its `MULTI` and `EXEC`.
