@@ -216,10 +216,18 @@ impl EntryTable {
             .count_rows(None)
             .await
             .map_err(|err| self.failed(err))?;
-        if rows >= self.ann_index_rows && !self.has_index_on("vector").await? {
+        let build = match self.vector_index_rows().await? {
+            None => rows >= self.ann_index_rows,
+            // More rows outside the index than in it: building it afresh over all of them is
+            // cheaper than merging them in (at 100k entries over an index of 10k: ~75 s to
+            // merge), and trains its partitions on the whole table rather than a tenth of it.
+            Some((indexed, unindexed)) => unindexed > indexed,
+        };
+        if build {
             let ann = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
             self.table
                 .create_index(&["vector"], IndexKind::IvfHnswSq(ann))
+                .replace(true)
                 .execute()
                 .await
                 .map_err(|err| self.failed(err))?;
@@ -310,6 +318,27 @@ impl EntryTable {
     }
 
     /// Whether `column` has an index.
+    /// The rows inside and outside the vector index, or `None` when there is none.
+    async fn vector_index_rows(&self) -> Result<Option<(usize, usize)>, MemoryError> {
+        let indices = self
+            .table
+            .list_indices()
+            .await
+            .map_err(|err| self.failed(err))?;
+        let Some(index) = indices.iter().find(|index| index.columns == ["vector"]) else {
+            return Ok(None);
+        };
+        let stats = self
+            .table
+            .index_stats(&index.name)
+            .await
+            .map_err(|err| self.failed(err))?;
+        // An index without statistics is left as it is.
+        Ok(Some(stats.map_or((0, 0), |stats| {
+            (stats.num_indexed_rows, stats.num_unindexed_rows)
+        })))
+    }
+
     pub async fn has_index_on(&self, column: &str) -> Result<bool, MemoryError> {
         let indices = self
             .table
