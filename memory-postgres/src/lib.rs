@@ -353,6 +353,19 @@ impl PostgresProvider {
         }
     }
 
+    /// A connection from the pool, closed unless it is marked answered (see [`Lease`]).
+    async fn lease(&self) -> Result<Lease, MemoryError> {
+        let connection = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|err| self.db_error(err))?;
+        Ok(Lease {
+            connection,
+            answered: false,
+        })
+    }
+
     /// `work` on a connection from the pool, returning what it returned. The connection goes
     /// back to the pool only when `work` ran to its end: a call dropped while it waits (its
     /// deadline passed) closes it, see [`Lease`].
@@ -360,15 +373,7 @@ impl PostgresProvider {
         &self,
         work: impl AsyncFnOnce(&mut PgConnection) -> T,
     ) -> Result<T, MemoryError> {
-        let connection = self
-            .pool
-            .acquire()
-            .await
-            .map_err(|err| self.db_error(err))?;
-        let mut lease = Lease {
-            connection,
-            answered: false,
-        };
+        let mut lease = self.lease().await?;
         let answer = work(&mut lease).await;
         lease.answered();
         Ok(answer)
@@ -1005,15 +1010,7 @@ impl CompareAndSwap for PostgresProvider {
         if per_lock < Duration::from_millis(1) {
             return Ok(Some(Hold::Busy(first.clone())));
         }
-        let connection = self
-            .pool
-            .acquire()
-            .await
-            .map_err(|err| self.db_error(err))?;
-        let mut lease = Lease {
-            connection,
-            answered: false,
-        };
+        let mut lease = self.lease().await?;
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let lock_timeout = format!("{}ms", per_lock.as_millis());
         let held = async {

@@ -162,16 +162,13 @@ impl RedisProvider {
         loop {
             // Should this call be dropped with the script sent, the locks may be taken: let go.
             let mut release = Some(self.release_of(ids, &token));
-            let mut reply: redis::RedisResult<Vec<Value>> =
-                pipeline.query_async(&mut self.connection.clone()).await;
-            // As for a read, a connection dropped since the last call fails its first command;
-            // holding again under the same token is safe.
-            if reply
-                .as_ref()
-                .is_err_and(redis::RedisError::is_connection_dropped)
-            {
-                reply = pipeline.query_async(&mut self.connection.clone()).await;
-            }
+            // Holding again under the same token is safe to repeat.
+            let reply: redis::RedisResult<Vec<Value>> = self
+                .send_repeatable(|mut connection| {
+                    let pipeline = &pipeline;
+                    async move { pipeline.query_async(&mut connection).await }
+                })
+                .await;
             let replies = reply.map_err(|err| self.error(err))?;
             let busy = match replies.first() {
                 Some(Value::Int(0)) => {

@@ -278,11 +278,27 @@ impl RedisProvider {
         &self,
         cmd: &redis::Cmd,
     ) -> Result<T, MemoryError> {
-        let mut reply = cmd.query_async(&mut self.connection.clone()).await;
+        self.send_repeatable(|mut connection| async move { cmd.query_async(&mut connection).await })
+            .await
+            .map_err(|err| self.identity_error(err))
+    }
+
+    /// `send` on the provider's connection, and once more if the connection had dropped since
+    /// the last call (a server restart, an idle kill): the manager fails the first command on
+    /// a dropped connection while it reconnects. Only for what is safe to send twice (a read,
+    /// a hold under the same token).
+    pub(crate) async fn send_repeatable<T, F>(
+        &self,
+        send: impl Fn(ConnectionManager) -> F,
+    ) -> redis::RedisResult<T>
+    where
+        F: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let reply = send(self.connection.clone()).await;
         if reply.as_ref().is_err_and(RedisError::is_connection_dropped) {
-            reply = cmd.query_async(&mut self.connection.clone()).await;
+            return send(self.connection.clone()).await;
         }
-        reply.map_err(|err| self.identity_error(err))
+        reply
     }
 }
 
@@ -304,15 +320,12 @@ impl RedisProvider {
             .key(&history_keys)
             .arg(if receipts { "1" } else { "0" })
             .arg(if tips { "1" } else { "0" });
-        let mut replies = invocation.invoke_async(&mut self.connection.clone()).await;
-        // A connection dropped since the last call (a server restart, an idle kill) fails the
-        // first command on it while the manager reconnects; a read is safe to send again.
-        if replies
-            .as_ref()
-            .is_err_and(RedisError::is_connection_dropped)
-        {
-            replies = invocation.invoke_async(&mut self.connection.clone()).await;
-        }
+        let replies = self
+            .send_repeatable(|mut connection| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut connection).await }
+            })
+            .await;
         // As bytes: the fields are whatever the key holds, and a field that is not UTF-8 is
         // the key's fault (Corrupt, naming it), not the server's.
         let replies: Vec<Vec<Vec<u8>>> = replies.map_err(|err| self.error(err))?;
@@ -959,11 +972,12 @@ impl MemoryProvider for RedisProvider {
         let reading = async {
             let mut invocation = self.history_script.prepare_invoke();
             invocation.key(&key).key(&history_key).arg(count);
-            let mut reply = invocation.invoke_async(&mut self.connection.clone()).await;
-            if reply.as_ref().is_err_and(RedisError::is_connection_dropped) {
-                reply = invocation.invoke_async(&mut self.connection.clone()).await;
-            }
-            reply.map_err(|err| self.error(err))
+            self.send_repeatable(|mut connection| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut connection).await }
+            })
+            .await
+            .map_err(|err| self.error(err))
         };
         let reply: redis::Value = self
             .within_deadline(|| document.to_string(), "", reading)

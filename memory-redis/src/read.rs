@@ -54,13 +54,12 @@ impl RedisProvider {
         // reply, not a failure of the whole: the read script then says what the key holds.
         transaction.atomic().ignore_errors();
         self.queue_reads(&mut transaction, ids, &keys, receipts, tips);
-        let mut reply: Result<Vec<Value>, RedisError> =
-            transaction.query_async(&mut self.connection.clone()).await;
-        // As for the read script: a connection dropped since the last call fails its first
-        // command while the manager reconnects, and a read is safe to send again.
-        if reply.as_ref().is_err_and(RedisError::is_connection_dropped) {
-            reply = transaction.query_async(&mut self.connection.clone()).await;
-        }
+        let reply: Result<Vec<Value>, RedisError> = self
+            .send_repeatable(|mut connection| {
+                let transaction = &transaction;
+                async move { transaction.query_async(&mut connection).await }
+            })
+            .await;
         let replies = match reply {
             Ok(replies) => replies,
             Err(err) if err.code().is_some() => Vec::new(),
