@@ -247,3 +247,106 @@ pub async fn concurrent_links_of_one_identity_have_one_winner(maps: &[Arc<dyn Id
     );
     assert_eq!(all(last(maps)).await, vec![(identity, winner)]);
 }
+
+/// `unlink` returns the user the identity was linked to; then it resolves to none, through
+/// every handle, `identities` no longer lists it, and every other link is as it was.
+pub async fn unlink_returns_the_user_and_removes_only_its_link(maps: &[Arc<dyn IdentityMap>]) {
+    let (identity, grace, ada) = (id("telegram:12345"), user("grace"), user("ada"));
+    let others = [
+        (id("slack:12345"), grace.clone()),
+        (id("telegram:1234"), ada.clone()),
+        (id("telegram:123456"), grace.clone()),
+    ];
+    first(maps).link(&identity, &grace, false).await.unwrap();
+    for (other, owner) in &others {
+        first(maps).link(other, owner, false).await.unwrap();
+    }
+
+    assert_eq!(
+        last(maps).unlink(&identity).await.unwrap(),
+        Some(grace),
+        "unlink returns the user it was linked to"
+    );
+    let expected: Vec<(Identity, UserId)> = others
+        .iter()
+        .cloned()
+        .collect::<BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    for map in maps {
+        assert_eq!(map.resolve(&identity).await.unwrap(), None);
+        for (other, owner) in &others {
+            assert_eq!(
+                map.resolve(other).await.unwrap().as_ref(),
+                Some(owner),
+                "{other}"
+            );
+        }
+        assert_eq!(all(&**map).await, expected);
+    }
+}
+
+/// Unlinking an identity that is not linked returns none and changes nothing, on an empty map
+/// and beside other links, however often it is repeated.
+pub async fn unlinking_an_identity_not_linked_changes_nothing(maps: &[Arc<dyn IdentityMap>]) {
+    let absent = id("telegram:12345");
+    assert_eq!(first(maps).unlink(&absent).await.unwrap(), None);
+    assert!(
+        all(last(maps)).await.is_empty(),
+        "unlinking creates nothing"
+    );
+
+    first(maps)
+        .link(&id("slack:12345"), &user("grace"), false)
+        .await
+        .unwrap();
+    first(maps)
+        .link(&id("telegram:1234"), &user("ada"), false)
+        .await
+        .unwrap();
+    let before = all(first(maps)).await;
+    for map in maps {
+        assert_eq!(map.unlink(&absent).await.unwrap(), None);
+        assert_eq!(map.unlink(&absent).await.unwrap(), None);
+    }
+    assert_eq!(all(last(maps)).await, before);
+}
+
+/// Once unlinked, an identity is free: a link to another user, without `relink`, succeeds and
+/// returns none, as a first link does.
+pub async fn an_unlinked_identity_links_to_anyone_without_relink(maps: &[Arc<dyn IdentityMap>]) {
+    let (identity, grace, ada) = (id("telegram:12345"), user("grace"), user("ada"));
+    first(maps).link(&identity, &grace, false).await.unwrap();
+    assert_eq!(first(maps).unlink(&identity).await.unwrap(), Some(grace));
+
+    let previous = last(maps).link(&identity, &ada, false).await.unwrap();
+    assert_eq!(previous, None, "an unlinked identity is linked to no one");
+    for map in maps {
+        assert_eq!(map.resolve(&identity).await.unwrap(), Some(ada.clone()));
+    }
+    assert_eq!(all(first(maps)).await, vec![(identity, ada)]);
+}
+
+/// 8 tasks spread over the handles unlink one linked identity at once: exactly one gets the
+/// user it was linked to, every other gets none (a read then a delete without a lock would
+/// give it to several), and the map holds the other links alone.
+pub async fn concurrent_unlinks_of_one_identity_have_one_winner(maps: &[Arc<dyn IdentityMap>]) {
+    let (identity, bystander, grace) = (id("chat:shared"), id("chat:other"), user("grace"));
+    first(maps).link(&identity, &grace, false).await.unwrap();
+    first(maps).link(&bystander, &grace, false).await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let (map, identity) = (Arc::clone(&maps[i % maps.len()]), identity.clone());
+            tokio::spawn(async move { map.unlink(&identity).await })
+        })
+        .collect();
+    let mut winners = 0;
+    for task in tasks {
+        if let Some(user) = task.await.expect("task").expect("unlink") {
+            assert_eq!(user, grace, "an unlink returns the user it removed");
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1, "exactly one unlink removes the link");
+    assert_eq!(all(last(maps)).await, vec![(bystander, grace)]);
+}

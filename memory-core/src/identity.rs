@@ -131,6 +131,7 @@ impl std::str::FromStr for Identity {
 /// - Concurrent links of different identities are all kept (no lost update), across processes
 ///   for the backends that allow several.
 /// - A link never silently moves an identity from one user to another.
+/// - Links and unlinks are atomic across tasks, processes and hosts.
 #[async_trait]
 pub trait IdentityMap: Send + Sync {
     /// The user `identity` is linked to, if any.
@@ -148,6 +149,17 @@ pub trait IdentityMap: Send + Sync {
         user: &UserId,
         relink: bool,
     ) -> Result<Option<UserId>, MemoryError>;
+
+    /// Removes the link of `identity` and returns the user it was linked to, or `None` when it
+    /// was not linked (nothing written then).
+    ///
+    /// # Behavior
+    /// - Atomic across tasks, processes and hosts, like [`IdentityMap::link`]: of concurrent
+    ///   unlinks of one identity, exactly one returns the user, the others `None`.
+    /// - Unlinking an identity not linked writes nothing and returns `None`.
+    /// - Other links are untouched; the identity can then be linked to any user without
+    ///   `relink`.
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError>;
 
     /// Every link, sorted by identity.
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError>;
@@ -185,6 +197,10 @@ impl IdentityMap for InMemoryIdentityMap {
             links.insert(identity.clone(), user.clone());
         }
         Ok(previous)
+    }
+
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        Ok(self.links().remove(identity))
     }
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
@@ -242,5 +258,24 @@ mod tests {
             "{err}"
         );
         assert!(id.check_link(Some(&ada), &bob, true).unwrap());
+    }
+
+    #[tokio::test]
+    async fn unlink_removes_only_its_identity() {
+        let map = InMemoryIdentityMap::default();
+        let (slack, telegram): (Identity, Identity) =
+            ("slack:U1".parse().unwrap(), "telegram:1".parse().unwrap());
+        let (ada, bob) = (UserId::new("ada").unwrap(), UserId::new("bob").unwrap());
+        map.link(&slack, &ada, false).await.unwrap();
+        map.link(&telegram, &ada, false).await.unwrap();
+        assert_eq!(map.unlink(&slack).await.unwrap(), Some(ada.clone()));
+        assert_eq!(map.resolve(&slack).await.unwrap(), None);
+        assert_eq!(map.unlink(&slack).await.unwrap(), None);
+        assert_eq!(
+            map.identities().await.unwrap(),
+            vec![(telegram, ada.clone())]
+        );
+        assert_eq!(map.link(&slack, &bob, false).await.unwrap(), None);
+        assert_eq!(map.resolve(&slack).await.unwrap(), Some(bob));
     }
 }

@@ -73,6 +73,36 @@ pub(crate) fn link(
     Ok(previous)
 }
 
+/// Removes the link of `identity` under the map's lock, re-reading the map under it, and
+/// returns the user it was linked to. A corrupt map is reported and left as it is.
+///
+/// Not linked: nothing is written, not even the lock file or the `users` directory, since an
+/// identity absent from the map as read now (it is only ever replaced whole) is absent at that
+/// moment, which is all the answer `None` says. Of concurrent unlinks of one identity, exactly
+/// one finds it under the lock.
+pub(crate) fn unlink(
+    path: &Path,
+    identity: &Identity,
+    lock_timeout: Duration,
+) -> Result<Option<UserId>, MemoryError> {
+    if !read(path)?.contains_key(identity) {
+        return Ok(None);
+    }
+    let _lock = files::lock(path, lock_timeout, |attempts| MemoryError::Unavailable {
+        what: path.display().to_string(),
+        message: format!(
+            "other writers held its lock for longer than {lock_timeout:?} ({attempts} attempts); nothing was written"
+        ),
+        source: None,
+    })?;
+    let mut links = read(path)?;
+    let previous = links.remove(identity);
+    if previous.is_some() {
+        files::replace(path, &render(&links))?;
+    }
+    Ok(previous)
+}
+
 /// `{"<platform>": {"<platform user id>": "<user id>"}}`, sorted and indented, so that a person
 /// can read it and diffs between versions are one line per link.
 fn render(links: &Links) -> String {

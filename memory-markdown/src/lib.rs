@@ -175,8 +175,8 @@ impl MemoryProvider for MarkdownProvider {
 }
 
 /// The map is one JSON file, `users/identity-map.json`, shared by every provider, thread and
-/// process on the root like the documents are: links hold a lock file beside it and replace it
-/// by atomic rename; reads take no lock.
+/// process on the root like the documents are: links, and unlinks of a linked identity, hold a
+/// lock file beside it and replace it by atomic rename; reads take no lock.
 #[async_trait]
 impl IdentityMap for MarkdownProvider {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
@@ -193,6 +193,12 @@ impl IdentityMap for MarkdownProvider {
         let (path, identity, user) = (self.identity_map_path(), identity.clone(), user.clone());
         let lock_timeout = self.lock_timeout;
         blocking(move || identities::link(&path, &identity, &user, relink, lock_timeout)).await
+    }
+
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        let (path, identity) = (self.identity_map_path(), identity.clone());
+        let lock_timeout = self.lock_timeout;
+        blocking(move || identities::unlink(&path, &identity, lock_timeout)).await
     }
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {

@@ -562,7 +562,7 @@ async fn the_identity_map_is_sorted_json_beside_the_profiles() {
 }
 
 /// A map file that is not one (bad JSON, another shape, an invalid id) is `Corrupt` naming
-/// it, for reads and links alike, and is never overwritten, not even by a relink.
+/// it, for reads, links and unlinks alike, and is never overwritten, not even by a relink.
 #[tokio::test]
 async fn a_malformed_identity_map_is_corrupt_and_never_overwritten() {
     let (_dir, provider) = setup();
@@ -590,6 +590,8 @@ async fn a_malformed_identity_map_is_corrupt_and_never_overwritten() {
                 .link(&identity("slack:1"), &grace, true)
                 .await
                 .map(drop),
+            provider.unlink(&id).await.map(drop),
+            provider.unlink(&identity("slack:1")).await.map(drop),
         ];
         for err in errors {
             let err = err.unwrap_err();
@@ -602,4 +604,58 @@ async fn a_malformed_identity_map_is_corrupt_and_never_overwritten() {
         assert_eq!(fs::read_to_string(&path).unwrap(), bytes);
     }
     assert!(provider.list().await.unwrap().is_empty());
+}
+
+/// An unlink rewrites the map without its link, by rename; an unlink of an identity not
+/// linked writes nothing: not the map, and on a fresh root not even `users/` or the lock file.
+#[tokio::test]
+async fn an_unlink_rewrites_the_map_only_when_it_removes_a_link() {
+    use std::os::unix::fs::MetadataExt;
+    let (dir, provider) = setup();
+    let grace = UserId::new("grace").unwrap();
+    assert_eq!(
+        provider.unlink(&identity("telegram:12345")).await.unwrap(),
+        None
+    );
+    assert!(
+        names(dir.path()).is_empty(),
+        "an unlink of nothing creates nothing"
+    );
+
+    provider
+        .link(&identity("telegram:12345"), &grace, false)
+        .await
+        .unwrap();
+    provider
+        .link(&identity("slack:U024BE7LH"), &grace, false)
+        .await
+        .unwrap();
+    let path = provider.identity_map_path();
+    let inode = fs::metadata(&path).unwrap().ino();
+    assert_eq!(
+        provider.unlink(&identity("telegram:1")).await.unwrap(),
+        None
+    );
+    assert_eq!(fs::metadata(&path).unwrap().ino(), inode, "not rewritten");
+
+    assert_eq!(
+        provider.unlink(&identity("telegram:12345")).await.unwrap(),
+        Some(grace)
+    );
+    assert_ne!(
+        fs::metadata(&path).unwrap().ino(),
+        inode,
+        "replaced by rename"
+    );
+    let expected = r#"{
+  "slack": {
+    "U024BE7LH": "grace"
+  }
+}
+"#;
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    assert_eq!(
+        names(&dir.path().join("users")),
+        set(&["identity-map.json", ".identity-map.json.lock"])
+    );
 }

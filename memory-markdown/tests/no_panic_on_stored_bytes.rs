@@ -426,11 +426,37 @@ async fn check_identity_map(bytes: Vec<u8>) -> Result<(), TestCaseError> {
         }
         (Err(err), None) => {
             check_corrupt(&err, &path)?;
-            prop_assert_eq!(on_disk(&path), Some(bytes), "a corrupt map was touched");
+            prop_assert_eq!(
+                on_disk(&path),
+                Some(bytes.clone()),
+                "a corrupt map was touched"
+            );
         }
         (result, _) => {
             return Err(TestCaseError::fail(format!(
                 "link over {:?} gave {result:?}",
+                String::from_utf8_lossy(&bytes)
+            )));
+        }
+    }
+
+    // An unlink too; over a good map it removes its link alone.
+    match (provider.unlink(&probes[1]).await, &expected) {
+        (Ok(previous), Some(links)) => {
+            prop_assert_eq!(previous.as_ref(), links.get(&probes[1]));
+            let mut links = links.clone();
+            links.insert(probes[0].clone(), grace);
+            links.remove(&probes[1]);
+            let now = on_disk(&path).unwrap();
+            prop_assert_eq!(expected_links(&now), Some(links));
+        }
+        (Err(err), None) => {
+            check_corrupt(&err, &path)?;
+            prop_assert_eq!(on_disk(&path), Some(bytes), "a corrupt map was touched");
+        }
+        (result, _) => {
+            return Err(TestCaseError::fail(format!(
+                "unlink over {:?} gave {result:?}",
                 String::from_utf8_lossy(&bytes)
             )));
         }

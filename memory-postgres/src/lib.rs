@@ -20,7 +20,8 @@
 //! receipts and its history in one transaction, leaving a tombstone without content.
 //!
 //! The identity map is the table `memory_identities` beside the documents, one row per
-//! (platform, platform user id); a link runs in a transaction that holds the row's lock.
+//! (platform, platform user id); a link or an unlink runs in a transaction that holds the row's
+//! lock.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), memory_core::MemoryError> {
@@ -351,6 +352,31 @@ impl PostgresProvider {
             }
             return Ok(Some(current));
         }
+    }
+
+    /// [`IdentityMap::unlink`] on `connection`: one `DELETE ... RETURNING`, in a transaction
+    /// committed only when the row it removed held a user id of ours. A row that is not ours
+    /// is `Corrupt`, and dropping the transaction rolls the delete back, writing nothing.
+    async fn unlink_on(
+        &self,
+        connection: &mut PgConnection,
+        identity: &Identity,
+    ) -> Result<Option<UserId>, MemoryError> {
+        let failed = |err| self.identity_error(err);
+        let mut transaction = connection.begin().await.map_err(failed)?;
+        let removed: Option<String> = sqlx::query_scalar(AssertSqlSafe(self.sql.unlink.clone()))
+            .bind(identity.platform())
+            .bind(identity.platform_user())
+            .fetch_optional(&mut *transaction)
+            .await
+            .map_err(failed)?;
+        // Not linked: nothing was deleted, and dropping the transaction ends it.
+        let Some(removed) = removed else {
+            return Ok(None);
+        };
+        let removed = self.stored_user(identity, removed)?;
+        transaction.commit().await.map_err(failed)?;
+        Ok(Some(removed))
     }
 
     /// A connection from the pool, closed unless it is marked answered (see [`Lease`]).
@@ -885,6 +911,18 @@ impl IdentityMap for PostgresProvider {
     ) -> Result<Option<UserId>, MemoryError> {
         self.within_deadline(async {
             self.leased(async |connection| self.link_on(connection, identity, user, relink).await)
+                .await?
+        })
+        .await
+    }
+
+    /// One `DELETE ... RETURNING` (see `unlink_on`): concurrent unlinks of one identity queue on
+    /// its row, so exactly one deletes it and returns its user, the others find no row. Past the
+    /// deadline the call is `Unavailable`, whether or not its commit landed: repeating an unlink
+    /// is safe (once it has landed, a repeat finds no link and returns `None`).
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        self.within_deadline(async {
+            self.leased(async |connection| self.unlink_on(connection, identity).await)
                 .await?
         })
         .await
@@ -1511,6 +1549,7 @@ struct Statements {
     link_first: Arc<str>,
     lock_link: Arc<str>,
     relink: Arc<str>,
+    unlink: Arc<str>,
     identities: Arc<str>,
 }
 
@@ -1747,6 +1786,11 @@ impl Statements {
             relink: format!(
                 "UPDATE {identities} SET user_id = $3, updated_at = now() \
                  WHERE platform = $1 AND platform_user = $2"
+            )
+            .into(),
+            unlink: format!(
+                "DELETE FROM {identities} WHERE platform = $1 AND platform_user = $2 \
+                 RETURNING user_id"
             )
             .into(),
             identities: format!("SELECT platform, platform_user, user_id FROM {identities}").into(),

@@ -285,13 +285,14 @@ fn through(url: &str, proxy: SocketAddr) -> (String, String) {
 }
 
 /// The calls of the contract that talk to the server.
-const CALLS: [&str; 7] = [
+const CALLS: [&str; 8] = [
     "sync",
     "read",
     "prefetch",
     "list",
     "resolve",
     "link",
+    "unlink",
     "identities",
 ];
 
@@ -309,6 +310,7 @@ async fn call(p: &PostgresProvider, name: &str) -> Result<(), MemoryError> {
         "list" => p.list().await.map(drop),
         "resolve" => p.resolve(&identity).await.map(drop),
         "link" => p.link(&identity, &user, false).await.map(drop),
+        "unlink" => p.unlink(&identity).await.map(drop),
         "identities" => p.identities().await.map(drop),
         _ => unreachable!("{name}"),
     }

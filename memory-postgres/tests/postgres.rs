@@ -302,6 +302,7 @@ async fn missing_tables_are_a_config_error_naming_migrate() {
     for err in [
         p.resolve(&identity).await.map(drop),
         p.link(&identity, &user, false).await.map(drop),
+        p.unlink(&identity).await.map(drop),
         p.identities().await.map(drop),
     ] {
         let err = err.unwrap_err();
@@ -330,7 +331,7 @@ async fn bad_schema_names_are_refused() {
 }
 
 /// A row of the identity map that is not ours (an invalid user id or identity, written by hand)
-/// is `Corrupt` for reads and links (even a relink), and is left as it is.
+/// is `Corrupt` for reads, links (even a relink) and unlinks, and is left as it is.
 #[tokio::test]
 async fn identity_rows_that_are_not_ours_are_corrupt_and_left_alone() {
     let Some((p, schema)) = common::provider().await else {
@@ -356,6 +357,7 @@ async fn identity_rows_that_are_not_ours_are_corrupt_and_left_alone() {
     assert_corrupt(p.resolve(&identity).await.map(drop));
     assert_corrupt(p.identities().await.map(drop));
     assert_corrupt(p.link(&identity, &grace, true).await.map(drop));
+    assert_corrupt(p.unlink(&identity).await.map(drop));
     let (user,): (String,) = sqlx::query_as(AssertSqlSafe(format!("SELECT user_id FROM {table}")))
         .fetch_one(&mut admin)
         .await

@@ -21,7 +21,9 @@ use memory_core::{
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, RedisError, Script};
 
-use scripts::{HISTORY_SCRIPT, LINK_SCRIPT, PURGE_SCRIPT, READ_SCRIPT, WRITE_SCRIPT};
+use scripts::{
+    HISTORY_SCRIPT, LINK_SCRIPT, PURGE_SCRIPT, READ_SCRIPT, UNLINK_SCRIPT, WRITE_SCRIPT,
+};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, MAX_DEADLINE_MS, RedisConfig};
 
@@ -42,6 +44,7 @@ pub struct RedisProvider {
     history_script: Script,
     purge_script: Script,
     link_script: Script,
+    unlink_script: Script,
     /// The writers that hold documents after a lost race, and their waits: see `hold.rs`.
     holds: hold::Holds,
     writer: CasWriter,
@@ -134,6 +137,7 @@ impl RedisProvider {
             history_script: Script::new(HISTORY_SCRIPT),
             purge_script: Script::new(PURGE_SCRIPT),
             link_script: Script::new(LINK_SCRIPT),
+            unlink_script: Script::new(UNLINK_SCRIPT),
             holds: hold::Holds::default(),
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
             retention: Retention::default(),
@@ -245,7 +249,7 @@ impl RedisProvider {
     }
 
     /// An error on the identity map: a key of another type (`WRONGTYPE`) or content the link
-    /// script refused (`CORRUPT`) is `Corrupt`.
+    /// or unlink script refused (`CORRUPT`) is `Corrupt`.
     fn identity_error(&self, err: RedisError) -> MemoryError {
         let key = self.identity_map_key();
         match err.code() {
@@ -1092,7 +1096,7 @@ impl MemoryProvider for RedisProvider {
 }
 
 /// The identity map is one hash beside the documents, [`RedisProvider::identity_map_key`];
-/// links run in one Lua script, so they are atomic across every client.
+/// links and unlinks each run in one Lua script, so they are atomic across every client.
 #[async_trait]
 impl IdentityMap for RedisProvider {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
@@ -1138,6 +1142,30 @@ impl IdentityMap for RedisProvider {
         // The script wrote exactly when this says so; here it only raises IdentityTaken.
         identity.check_link(previous.as_ref(), user, relink)?;
         Ok(previous)
+    }
+
+    /// One script reads the field and deletes it, so of concurrent unlinks of one identity
+    /// exactly one gets its user. Not sent twice: a repeat after it landed would answer `None`.
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        let field = identity.to_string();
+        let unlinking = async {
+            self.unlink_script
+                .key(self.identity_map_key())
+                .arg(&field)
+                .invoke_async(&mut self.connection.clone())
+                .await
+                .map_err(|err| self.identity_error(err))
+        };
+        let previous: Option<Vec<u8>> = self
+            .within_deadline(
+                || self.location(&self.identity_map_key()),
+                "; the unlink may or may not have landed, and unlinking again is safe",
+                unlinking,
+            )
+            .await?;
+        previous
+            .map(|previous| self.stored_user(&field, previous))
+            .transpose()
     }
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {

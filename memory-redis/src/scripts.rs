@@ -489,3 +489,23 @@ end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return current
 "#;
+
+/// Unlinks an identity, atomically. KEYS[1]: the identity map. ARGV: the identity's field.
+/// Returns the user it was linked to (nil for none, with nothing written). A map key that is
+/// not a hash, or a stored user that is not an id, is an error starting with CORRUPT, left
+/// untouched, as in [`LINK_SCRIPT`].
+pub(crate) const UNLINK_SCRIPT: &str = r#"
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'hash' and kind ~= 'none' then
+  return redis.error_reply('CORRUPT it holds a ' .. kind .. ', not a hash')
+end
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if not current then
+  return current
+end
+if not (#current <= 64 and string.match(current, '^[A-Za-z0-9_%-]+$')) then
+  return redis.error_reply('CORRUPT its field ' .. ARGV[1] .. ' holds an invalid user id')
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return current
+"#;

@@ -269,6 +269,8 @@ async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
     p.sync(&c, &add("before"), &IfMatch::NONE).await.unwrap();
     let identity: Identity = "telegram:1".parse().unwrap();
     let grace = UserId::new("grace").unwrap();
+    let other: Identity = "telegram:2".parse().unwrap();
+    p.link(&other, &grace, false).await.unwrap();
 
     proxy.stall();
     let calls: Vec<(&str, Call<'_>)> = vec![
@@ -297,6 +299,10 @@ async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
             "link",
             Box::pin(async { p.link(&identity, &grace, false).await.map(drop) }),
         ),
+        (
+            "unlink",
+            Box::pin(async { p.unlink(&other).await.map(drop) }),
+        ),
     ];
     for (name, call) in calls {
         let started = Instant::now();
@@ -316,6 +322,9 @@ async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
         if name == "link" {
             assert!(message.contains("linking again is safe"), "{message}");
         }
+        if name == "unlink" {
+            assert!(message.contains("unlinking again is safe"), "{message}");
+        }
     }
 
     proxy.resume();
@@ -330,6 +339,9 @@ async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
         .await
         .expect("linking again is safe");
     assert_eq!(p.resolve(&identity).await.unwrap(), Some(grace));
+    // The stalled unlink too: unlinking again leaves the identity unlinked either way.
+    p.unlink(&other).await.expect("unlinking again is safe");
+    assert_eq!(p.resolve(&other).await.unwrap(), None);
 }
 
 /// A response timeout shorter than the deadline ends a call first, as `Unavailable`.

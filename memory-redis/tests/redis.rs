@@ -339,7 +339,7 @@ async fn bad_prefixes_are_refused() {
 }
 
 /// An identity-map key of another type, or a link to something that is not a user id, is
-/// `Corrupt` for reads and links (even a relink), and is never overwritten.
+/// `Corrupt` for reads, links (even a relink) and unlinks, and is never overwritten.
 #[tokio::test]
 async fn an_identity_map_that_is_not_ours_is_corrupt_and_left_alone() {
     let Some((p, keys)) = common::provider().await else {
@@ -362,6 +362,7 @@ async fn an_identity_map_that_is_not_ours_is_corrupt_and_left_alone() {
     assert_corrupt(p.resolve(&identity).await.map(drop));
     assert_corrupt(p.identities().await.map(drop));
     assert_corrupt(p.link(&identity, &grace, true).await.map(drop));
+    assert_corrupt(p.unlink(&identity).await.map(drop));
     let still: String = connection.get(&key).await.unwrap();
     assert_eq!(still, "a plain string");
 
@@ -373,6 +374,7 @@ async fn an_identity_map_that_is_not_ours_is_corrupt_and_left_alone() {
     assert_corrupt(p.resolve(&identity).await.map(drop));
     assert_corrupt(p.identities().await.map(drop));
     assert_corrupt(p.link(&identity, &grace, true).await.map(drop));
+    assert_corrupt(p.unlink(&identity).await.map(drop));
     let still: String = connection.hget(&key, "telegram:1").await.unwrap();
     assert_eq!(still, "not an id");
 

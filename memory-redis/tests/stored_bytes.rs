@@ -361,6 +361,7 @@ async fn an_identity_map_with_bytes_that_are_not_utf8_is_corrupt() {
     assert_corrupt_naming("identities", p.identities().await, &key);
     assert_corrupt_naming("relink", p.link(&identity, &grace, true).await, &key);
     assert_corrupt_naming("link", p.link(&identity, &grace, false).await, &key);
+    assert_corrupt_naming("unlink", p.unlink(&identity).await, &key);
     assert_eq!(dump(&mut connection, &key).await, before, "left untouched");
 
     let () = connection.del(&key).await.unwrap();
