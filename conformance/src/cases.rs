@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use memory_core::{
-    Budgets, Caps, DocumentId, DocumentReport, EVENT_BUFFER, IdempotencyKey, IfMatch,
+    Budgets, Caps, DocumentId, DocumentReport, EVENT_BUFFER, ErrorKind, IdempotencyKey, IfMatch,
     MemoryContext, MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate,
     PersonalityId, RECEIPTS_KEPT, Store, SyncReport, UserId, sha256_hex,
 };
@@ -1232,6 +1232,33 @@ pub async fn a_key_survives_other_writes<P: MemoryProvider + ?Sized>(p: Arc<P>) 
         text(&*p, &c, M).await,
         "Paid the deposit.\n\nAnother writer's note.\n"
     );
+}
+
+/// A key names one call: used again with other updates on a document it wrote, the call is
+/// refused and writes nothing, instead of being taken for a repeat and dropping its updates.
+pub async fn a_key_reused_for_other_updates_is_refused<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    sync(
+        &*p,
+        &keyed(&c, "turn-7"),
+        &[MemoryUpdate::add(M, "Booked the train.")],
+    )
+    .await;
+    let before = state(&*p, &c).await;
+    let err = p
+        .sync(
+            &keyed(&c, "turn-7"),
+            &[MemoryUpdate::add(M, "Booked the ferry.")],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::KeyReused { key, document } if key == "turn-7" && *document == c.document(M)),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Refused);
+    assert_eq!(state(&*p, &c).await, before, "nothing was written");
 }
 
 /// Several copies of one keyed call racing each other land once.

@@ -148,6 +148,7 @@ macro_rules! conformance_suite {
             modified_follows_writes,
             a_repeated_key_applies_once,
             a_key_survives_other_writes,
+            a_key_reused_for_other_updates_is_refused,
             concurrent_repeats_of_a_key_land_once,
             keys_are_kept_for_the_last_writes,
             every_change_is_one_revision_newest_first,
@@ -178,6 +179,10 @@ macro_rules! identity_map_suite {
             identities_are_sorted_and_complete,
             concurrent_links_lose_nothing,
             concurrent_links_of_one_identity_have_one_winner,
+            unlink_returns_the_user_and_removes_only_its_link,
+            unlinking_an_identity_not_linked_changes_nothing,
+            an_unlinked_identity_links_to_anyone_without_relink,
+            concurrent_unlinks_of_one_identity_have_one_winner,
         );
     };
 }

@@ -4,13 +4,12 @@
 use std::time::SystemTime;
 
 use memory_core::{
-    DocumentId, MemoryContext, MemoryProvider, Revision, Surface, Version, revert_exactly_once,
-    unified_diff,
+    MemoryProvider, Revision, RevisionDiff, RevisionEntry, Surface, Version, format_utc,
+    revert_exactly_once,
 };
 use memory_wiring::Memory;
-use serde_json::{Map, Value};
 
-use crate::{Failure, count, format_time, parse_document, print_json, settle};
+use crate::{Failure, count, parse_document, print_json, settle};
 
 /// A revision number as the commands take it, with an error that names what was given.
 pub fn parse_revision(text: &str) -> Result<u64, String> {
@@ -30,10 +29,10 @@ pub async fn log(
     let id = parse_document(path)?;
     let revisions = memory.history(&id, limit).await?;
     if json {
-        let listed: Vec<Value> = revisions
+        let listed: Vec<RevisionEntry> = revisions
             .iter()
-            .map(|revision| revision_json(revision, with_text))
-            .collect::<Result<_, _>>()?;
+            .map(|revision| RevisionEntry::new(revision, with_text))
+            .collect();
         return print_json(&listed);
     }
     if revisions.is_empty() {
@@ -75,45 +74,12 @@ pub fn line(revision: &Revision) -> String {
 
 /// `2025-06-01 10:00:02` (UTC).
 fn utc(time: SystemTime) -> String {
-    let rfc3339 = format_time(time);
+    let rfc3339 = format_utc(time);
     match rfc3339.strip_suffix('Z') {
         Some(seconds) => seconds.replacen('T', " ", 1),
         // A time RFC 3339 cannot show: said as it is.
         None => rfc3339,
     }
-}
-
-/// A revision for `memory log --json`: its wire form, plus `path` (the document's layout path),
-/// `version` (the version after, what `--if-match` takes), `time_utc` (RFC 3339 beside `time`
-/// in milliseconds) and `tombstone`,
-/// with every optional field present (null when unknown) so scripts need not test for keys.
-/// The text after is left out unless `with_text`: a hundred revisions of a long document are
-/// a lot to print for a log.
-fn revision_json(revision: &Revision, with_text: bool) -> Result<Value, Failure> {
-    let value = serde_json::to_value(revision)
-        .map_err(|err| Failure::other(format!("cannot print JSON: {err}")))?;
-    let Value::Object(mut fields) = value else {
-        return Err(Failure::other(
-            "a revision did not serialize as a JSON object",
-        ));
-    };
-    let mut out = Map::new();
-    out.insert("number".into(), revision.number.into());
-    out.insert("path".into(), revision.document.relative_path().into());
-    out.insert("version".into(), revision.version_after.as_str().into());
-    out.insert("time_utc".into(), format_time(revision.time).into());
-    out.insert("tombstone".into(), revision.is_tombstone().into());
-    for key in ["personality", "user", "idempotency_key", "session"] {
-        fields.entry(key).or_insert(Value::Null);
-    }
-    fields.entry("updates").or_insert(Value::Array(Vec::new()));
-    if with_text {
-        fields.entry("text").or_insert(Value::Null);
-    } else {
-        fields.remove("text");
-    }
-    out.extend(fields);
-    Ok(Value::Object(out))
 }
 
 /// `memory diff`: a unified diff between two revisions, a revision and the document as it is
@@ -126,67 +92,13 @@ pub async fn diff(
 ) -> Result<(), Failure> {
     let id = parse_document(path)?;
     let history = memory.history(&id, usize::MAX).await?;
-    let label = |number: u64| format!("{path}@{number}");
-    let (old, old_label, new, new_label) = match (from, to) {
-        (Some(from), Some(to)) => (
-            text_after(&id, &history, from)?,
-            label(from),
-            text_after(&id, &history, to)?,
-            label(to),
-        ),
-        (Some(from), None) => (
-            text_after(&id, &history, from)?,
-            label(from),
-            memory.read(&id).await?.text,
-            format!("{path}@current"),
-        ),
-        (None, _) => {
-            let Some(newest) = history.first() else {
-                return Err(Failure::invalid(format!(
-                    "{path} has no revisions to compare: it was never written, or its provider keeps no history"
-                )));
-            };
-            let new = text_after(&id, &history, newest.number)?;
-            let before = newest.number - 1;
-            // A purge's tombstone left the empty document: what the write after it started from.
-            let old = match history.iter().find(|revision| revision.number == before) {
-                Some(tombstone) if tombstone.is_tombstone() => String::new(),
-                _ => text_after(&id, &history, before)?,
-            };
-            (old, label(before), new, label(newest.number))
-        }
+    let current = match (from, to) {
+        (Some(_), None) => memory.read(&id).await?.text,
+        _ => String::new(),
     };
-    print!("{}", unified_diff(&old, &new, &old_label, &new_label));
+    let diff = RevisionDiff::between(&id, &history, &current, from, to)?;
+    print!("{}", diff.diff);
     Ok(())
-}
-
-/// The text `id` had after revision `number`; 0 is the empty document before the first.
-fn text_after(id: &DocumentId, history: &[Revision], number: u64) -> Result<String, Failure> {
-    if number == 0 {
-        return Ok(String::new());
-    }
-    let Some(revision) = history.iter().find(|revision| revision.number == number) else {
-        let kept = match (history.last(), history.first()) {
-            (Some(only), Some(newest)) if only.number == newest.number => {
-                format!("only revision {} is kept", only.number)
-            }
-            (Some(oldest), Some(newest)) => {
-                format!("revisions {} to {} are kept", oldest.number, newest.number)
-            }
-            _ => "it has no revisions".to_owned(),
-        };
-        return Err(Failure::invalid(format!(
-            "{} has no revision {number}: {kept} (see memory log {})",
-            id.relative_path(),
-            id.relative_path()
-        )));
-    };
-    revision.text.clone().ok_or_else(|| {
-        Failure::invalid(format!(
-            "revision {number} of {} is the tombstone of a purge, which keeps no content",
-            id.relative_path()
-        ))
-    })
 }
 
 /// `memory revert`: the document back to the text revision `number` left, as a revision of
@@ -198,20 +110,10 @@ pub async fn revert(
     if_match: Option<String>,
 ) -> Result<(), Failure> {
     let id = parse_document(path)?;
-    let (ctx, store) = MemoryContext::writing(&id);
-    let ctx = ctx.with_surface(Surface::Cli);
     // The wiring writes where the personality's settings send its memory: a personality
-    // configured global writes MEMORY.md, never its own file, which it would revert instead.
-    let routed = memory
-        .context(ctx.personality.clone(), ctx.user.clone())
-        .document(store);
-    if routed != id {
-        return Err(Failure::invalid(format!(
-            "{path} is not where {} keeps its memory: the config gives it global scope, so its writes go to {}; revert that instead, or change its scope to revert this file",
-            ctx.personality,
-            routed.relative_path()
-        )));
-    }
+    // configured global writes MEMORY.md, never its own file, so reverting that is refused.
+    let (ctx, store) = memory.writing(&id)?;
+    let ctx = ctx.with_surface(Surface::Cli);
     let if_match = if_match.map(Version::new);
     // Sent again with one key when the reply is lost: it lands once, and a resend of a revert
     // that landed is replayed, not refused by its own guard.

@@ -26,7 +26,6 @@ use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::SystemTime;
 
 use clap::{Parser, Subcommand};
 use memory_core::{
@@ -233,11 +232,14 @@ enum Command {
         #[arg(long)]
         user: Option<String>,
     },
-    /// Serve the Memory page: read and fix both documents of any personality and user in a
-    /// browser, and see what the agent gets.
+    /// Serve the memory service: the HTTP API under /v1 (its OpenAPI document at
+    /// /v1/openapi.json), /metrics, and the Memory page at /.
     ///
-    /// Binds 127.0.0.1 unless told otherwise. Another address needs --allow-remote and a token
-    /// of at least 16 chars: memory is personal, and the page can rewrite it.
+    /// Binds 127.0.0.1 unless told otherwise; without API keys it then serves this machine
+    /// only. Any other address refuses to start without keys: configure them under
+    /// [serve.keys] in memory.toml (memory key new prints a line), or pass --token for one
+    /// admin key. SIGTERM or Ctrl-C stops accepting, lets requests in flight and writes
+    /// finish, then exits.
     ///
     /// Example: memory serve --port 8700
     Serve {
@@ -247,14 +249,26 @@ enum Command {
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1")]
         bind: IpAddr,
-        /// Allow an address other machines can reach (a token is then required).
-        #[arg(long)]
+        /// Accepted for older scripts and ignored: keys decide who may call a reachable
+        /// address.
+        #[arg(long, hide = true)]
         allow_remote: bool,
-        /// The token every API request must carry as `Authorization: Bearer <token>`; prefer
-        /// the environment variable, which other users cannot see in the process list.
+        /// One admin API key (at least 16 chars), besides those of [serve.keys]; prefer the
+        /// environment variable, which other users cannot see in the process list.
         #[arg(long, env = memory_web::TOKEN_ENV, hide_env_values = true)]
         token: Option<String>,
+        /// Write one JSON line per request on stderr (time, request id, method, path, route,
+        /// status, duration, key name, error kind).
+        #[arg(long)]
+        access_log: bool,
     },
+    /// API keys for memory serve.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Print the OpenAPI document of memory serve's HTTP API.
+    ///
+    /// Example: memory openapi > openapi.json
+    Openapi,
     /// The main job: a scripted multi-turn agent session on the markdown default.
     ///
     /// Uses semantic recall when the embedding model is provisioned (MEMORY_MODEL_DIR).
@@ -265,6 +279,31 @@ enum Command {
         /// dir).
         #[arg(long)]
         root: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Mint an API key: prints the key (once: keep it secret) and the line that configures
+    /// it, with its SHA-256, under [serve.keys] in memory.toml.
+    ///
+    /// Scopes: read (documents, prefetch, search, history, directory, resolve identities),
+    /// write (sync, replace, updates, revert), admin (everything: purge, identity links),
+    /// metrics (/metrics). --user and --personality restrict the key to those.
+    ///
+    /// Example: memory key new alice-app --scope read --scope write --user alice
+    New {
+        /// The key's name, as logs show it.
+        name: String,
+        /// What it may do: read, write, admin, metrics (repeat for several).
+        #[arg(long = "scope", required = true, value_name = "SCOPE")]
+        scopes: Vec<memory_wiring::Scope>,
+        /// Only this user's USER.md (repeat for several; default: every user).
+        #[arg(long = "user", value_name = "USER")]
+        users: Vec<String>,
+        /// Only this personality's memory (repeat for several; default: every one).
+        #[arg(long = "personality", value_name = "PERSONALITY")]
+        personalities: Vec<String>,
     },
 }
 
@@ -392,8 +431,19 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    if let Command::Demo { root } = cli.command {
-        return demo::run(root).await;
+    match cli.command {
+        Command::Demo { root } => return demo::run(root).await,
+        Command::Key(KeyCommand::New {
+            name,
+            scopes,
+            users,
+            personalities,
+        }) => return new_key(&name, &scopes, users, personalities),
+        Command::Openapi => {
+            println!("{}", memory_web::openapi_json());
+            return Ok(());
+        }
+        _ => {}
     }
     let memory = Memory::new(Config::load(cli.config.as_deref())?);
     match cli.command {
@@ -416,8 +466,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if json {
                 print_json(&seen)?;
             } else {
-                for meta in [&seen.memory, &seen.user] {
-                    println!("{}", describe(meta));
+                for meta in [seen.memory.meta(), seen.user.meta()] {
+                    println!("{}", describe(&meta));
                 }
                 println!();
                 match &seen.context {
@@ -543,16 +593,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve {
             port,
             bind,
-            allow_remote,
+            allow_remote: _,
             token,
-        } => serve(memory, SocketAddr::new(bind, port), allow_remote, token).await?,
+            access_log,
+        } => serve(memory, SocketAddr::new(bind, port), token, access_log).await?,
         Command::Migrate { from, to, force } => {
             let migrated = migrate::run(&memory, &from, &to, force).await;
             settle(&memory).await;
             migrated?
         }
         Command::Reindex { provider } => reindex(&memory, provider).await?,
-        Command::Demo { .. } => unreachable!("handled before the config is loaded"),
+        Command::Demo { .. } | Command::Key(_) | Command::Openapi => {
+            unreachable!("handled before the config is loaded")
+        }
     }
     Ok(())
 }
@@ -602,25 +655,12 @@ fn warn(warnings: &[String]) {
 fn describe(meta: &DocumentMeta) -> String {
     let modified = meta.modified.map_or_else(
         || "never written".to_owned(),
-        |time| format!("modified {}", format_time(time)),
+        |time| format!("modified {}", memory_core::format_utc(time)),
     );
     format!(
         "{}: {}  version {}  {modified}",
         meta.id, meta.location, meta.version
     )
-}
-
-/// RFC 3339 in UTC, or "unknown" for a stored time RFC 3339 cannot show (before 1970, past
-/// year 9999): a hand-set clock must not crash a command.
-fn format_time(time: SystemTime) -> String {
-    /// 10000-01-01T00:00:00Z.
-    const YEAR_10000: u64 = 253_402_300_800;
-    match time.duration_since(std::time::UNIX_EPOCH) {
-        Ok(since) if since.as_secs() < YEAR_10000 => {
-            humantime::format_rfc3339_seconds(time).to_string()
-        }
-        _ => "unknown (out of range)".to_owned(),
-    }
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
@@ -676,28 +716,105 @@ fn read_updates(file: Option<PathBuf>) -> Result<Vec<MemoryUpdate>, Failure> {
 async fn serve(
     memory: Memory,
     address: SocketAddr,
-    allow_remote: bool,
     token: Option<String>,
+    access_log: bool,
 ) -> Result<(), Failure> {
-    let needs_token = token.is_some();
-    let access = memory_web::Access::for_address(address, allow_remote, token)?;
+    let access = memory_web::Access::new(address, &memory.config().serve, token.as_deref())?;
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|err| Failure::other(format!("cannot listen on {address}: {err}")))?;
     let local = listener
         .local_addr()
         .map_err(|err| Failure::other(format!("cannot tell the address listened on: {err}")))?;
-    // Tests and scripts read this line to find the port.
+    // Tests and scripts read this one line to find the port, and may close stdout after it:
+    // the rest goes to stderr.
     println!("Memory page: http://{local}/");
-    if needs_token {
-        println!("The page asks for the token once; or open it with #token=<token> appended.");
+    eprintln!("API: http://{local}/v1 (OpenAPI document: http://{local}/v1/openapi.json)");
+    if access.has_keys() {
+        eprintln!(
+            "The API needs a key (Authorization: Bearer <key>); the page asks for it once, or open it with #token=<key> appended."
+        );
     }
-    let stop = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    memory_web::serve(listener, memory, access, stop)
+    let service = memory_web::Service::new(memory.clone(), access, access_log);
+    service
+        .serve(listener, stop_signal())
         .await
-        .map_err(|err| Failure::other(format!("the Memory page stopped: {err}")))
+        .map_err(|err| Failure::other(format!("the memory service stopped: {err}")))?;
+    settle(&memory).await;
+    Ok(())
+}
+
+/// Completes on Ctrl-C or SIGTERM (what service managers and containers send to stop).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `memory key new`: a fresh key, and the line configuring it by its hash.
+fn new_key(
+    name: &str,
+    scopes: &[memory_wiring::Scope],
+    users: Vec<String>,
+    personalities: Vec<String>,
+) -> Result<(), Failure> {
+    PersonalityId::new(name).map_err(|_| {
+        Failure::invalid(format!(
+            "key name {name:?} may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
+        ))
+    })?;
+    let users = users
+        .into_iter()
+        .map(UserId::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let personalities = personalities
+        .into_iter()
+        .map(PersonalityId::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let key = memory_web::mint_key()?;
+    let quoted = |items: Vec<String>| {
+        let items: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let mut scopes: Vec<memory_wiring::Scope> = scopes.to_vec();
+    scopes.sort_unstable();
+    scopes.dedup();
+    let mut line = format!(
+        "{name} = {{ sha256 = \"{}\", scopes = {}",
+        memory_web::key_sha256(&key),
+        quoted(scopes.iter().map(ToString::to_string).collect())
+    );
+    if !users.is_empty() {
+        line.push_str(&format!(
+            ", users = {}",
+            quoted(users.iter().map(ToString::to_string).collect())
+        ));
+    }
+    if !personalities.is_empty() {
+        line.push_str(&format!(
+            ", personalities = {}",
+            quoted(personalities.iter().map(ToString::to_string).collect())
+        ));
+    }
+    line.push_str(" }");
+    eprintln!(
+        "The key is shown once: give it to the client (Authorization: Bearer <key>) and keep it secret."
+    );
+    eprintln!(
+        "memory.toml keeps only its hash: add the line below under [serve.keys], then restart memory serve."
+    );
+    println!("key: {key}");
+    println!("{line}");
+    Ok(())
 }
 
 async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failure> {

@@ -1,6 +1,7 @@
-//! `memory serve` end to end: the server as a process, its refusals, and the Memory page in
-//! headless Chromium driven by Playwright (`tests/browser/memory-page.mjs`): editing, a stale
-//! save refused, a document's history with its diffs, and reverts (a stale one refused).
+//! `memory serve` end to end: the server as a process, its refusals, and the Memory page (a
+//! client of the `/v1` API) in headless Chromium driven by Playwright
+//! (`tests/browser/memory-page.mjs`): editing, a stale save refused, a document's history with
+//! its diffs, and reverts (a stale one refused).
 //!
 //! The browser test needs Debian's `chromium` (installed by `scripts/prerequisites.sh`), Node
 //! and playwright-core (installed here with `npm ci` when absent). Without them it skips
@@ -138,35 +139,36 @@ fn serve_answers_on_loopback_and_prints_where() {
         "{}",
         server.url
     );
-    let (status, body) = server.request("GET", "/api/directory", None);
+    let (status, body) = server.request("GET", "/v1/users", None);
     assert!(status.ends_with("200 OK"), "{status}: {body}");
-    assert!(body.contains(r#""users":["alan","grace"]"#), "{body}");
+    assert!(
+        body.contains(r#""items":[{"id":"alan"},{"id":"grace"}]"#),
+        "{body}"
+    );
     let (status, _) = server.request("GET", "/", None);
     assert!(status.ends_with("200 OK"), "{status}");
 }
 
 #[test]
-fn serve_refuses_a_reachable_address_without_the_flag_and_a_token() {
+fn serve_refuses_a_reachable_address_without_keys() {
     let (_dir, config) = seeded();
-    let serve = |extra: &[&str], token: Option<&str>| {
+    let serve = |token: Option<&str>| {
         let mut cmd = Command::new(memory_bin());
         cmd.arg("--config")
             .arg(&config)
-            .args(["serve", "--port", "0", "--bind", "0.0.0.0"]);
-        cmd.args(extra).env_remove(memory_web::TOKEN_ENV);
+            .args(["serve", "--port", "0", "--bind", "0.0.0.0"])
+            .env_remove(memory_web::TOKEN_ENV);
         if let Some(token) = token {
             cmd.env(memory_web::TOKEN_ENV, token);
         }
         let out = cmd.output().unwrap();
         (out.status.code(), String::from_utf8(out.stderr).unwrap())
     };
-    let (code, stderr) = serve(&[], Some("0123456789abcdef0123"));
+    let (code, stderr) = serve(None);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("--allow-remote"), "{stderr}");
-    let (code, stderr) = serve(&["--allow-remote"], None);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("needs a token"), "{stderr}");
-    let (code, stderr) = serve(&["--allow-remote"], Some("short"));
+    assert!(stderr.contains("needs API keys"), "{stderr}");
+    assert!(stderr.contains("[serve.keys]"), "{stderr}");
+    let (code, stderr) = serve(Some("short"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("at least 16"), "{stderr}");
 }
@@ -183,29 +185,31 @@ fn a_recall_personality_gets_a_query_box_and_a_queried_prefetch() {
     )
     .unwrap();
     let server = Server::start(&config);
-    let (status, body) = server.request("GET", "/api/pair?personality=coder&user=ada", None);
+    let pair = r#"{"personality":"coder","user":"ada"}"#;
+    let (status, body) = server.request("POST", "/v1/prefetch", Some(pair));
     assert!(status.ends_with("200 OK"), "{status}: {body}");
     let view: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(view["recall"], true);
+    assert_eq!(view["personality"]["recall"], true);
 
     let text = "The staging database is PostgreSQL 17 on db-staging.\n\n\
                 Ada prefers answers without emoji.\n\n\
                 Release builds take 51 minutes cold.\n";
     let save = serde_json::json!({
-        "personality": "coder", "user": "ada", "store": "memory",
-        "text": text, "version": view["memory"]["version"],
+        "personality": "coder", "user": "ada",
+        "updates": [{"action": "replace", "store": "memory", "content": text}],
+        "if_match": {"memory": view["memory"]["version"]},
     });
-    let (status, body) = server.request("PUT", "/api/document", Some(&save.to_string()));
+    let (status, body) = server.request("POST", "/v1/sync", Some(&save.to_string()));
     assert!(status.ends_with("200 OK"), "{status}: {body}");
 
-    let (status, body) = server.request(
-        "GET",
-        "/api/pair?personality=coder&user=ada&query=which%20database%20does%20staging%20use%3F",
-        None,
-    );
+    let query = serde_json::json!({
+        "personality": "coder", "user": "ada",
+        "query": "which database does staging use?",
+    });
+    let (status, body) = server.request("POST", "/v1/prefetch", Some(&query.to_string()));
     assert!(status.ends_with("200 OK"), "{status}: {body}");
     let view: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let prefetch = view["prefetch"].as_str().unwrap();
+    let prefetch = view["context"].as_str().unwrap();
     assert!(prefetch.contains("staging database"), "{prefetch}");
     assert!(!prefetch.contains("emoji"), "{prefetch}");
     // The editor still gets the whole document.
@@ -282,8 +286,11 @@ fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
     // The history holds the seeded text, the browser's edit (a replace stores the text
     // newline-terminated, as every write does) and the revert, both from the web, and the
     // agent's write; the refused revert recorded nothing.
-    let (status, body) =
-        server.request("GET", "/api/history?path=personalities/ada/MEMORY.md", None);
+    let (status, body) = server.request(
+        "GET",
+        "/v1/documents/personalities/ada/MEMORY.md/revisions?diff=true",
+        None,
+    );
     assert!(status.ends_with("200 OK"), "{status}: {body}");
     let history: serde_json::Value = serde_json::from_str(&body).unwrap();
     let listed: Vec<(u64, &str)> = history["revisions"]

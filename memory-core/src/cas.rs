@@ -502,7 +502,7 @@ impl CasWriter {
                     // The receipt goes into the same compare-and-swap as the text it describes.
                     let receipts = match (&planned, batch.key()) {
                         (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
-                            receipts.record(key, write.report(after.clone()));
+                            receipts.record(key, &batch.fingerprint(), write.report(after.clone()));
                             Some(receipts.to_json())
                         }
                         _ => None,

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::{PersonalityId, UserId};
 
 /// Which of the two documents of a conversation an update targets.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Store {
@@ -28,6 +29,7 @@ impl fmt::Display for Store {
 }
 
 /// Whose `MEMORY.md` a personality reads and writes.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemoryScope {
@@ -39,6 +41,7 @@ pub enum MemoryScope {
 }
 
 /// One document, named independently of the backend that stores it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum DocumentId {
@@ -124,6 +127,7 @@ impl fmt::Display for DocumentId {
 ///
 /// Compare versions for equality only: backends choose the form (a content hash, a counter).
 /// A document that was never written has a version too, so a first write can be guarded.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Version(String);
@@ -196,6 +200,29 @@ impl Document {
     }
 }
 
+/// `time` as whole milliseconds since the Unix epoch, the form JSON clients read: 0 for a time
+/// before it (a clock set far back), `u64::MAX` past what that holds.
+pub fn unix_millis(time: SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// `time` in RFC 3339 in UTC to the second (`2025-06-01T10:00:02Z`), or `unknown (out of
+/// range)` for a stored time RFC 3339 cannot show (before 1970, past year 9999): a hand-set
+/// clock must not crash whoever prints it.
+pub fn format_utc(time: SystemTime) -> String {
+    /// 10000-01-01T00:00:00Z.
+    const YEAR_10000: u64 = 253_402_300_800;
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) if since.as_secs() < YEAR_10000 => {
+            humantime::format_rfc3339_seconds(time).to_string()
+        }
+        _ => "unknown (out of range)".to_owned(),
+    }
+}
+
 /// `SystemTime` as whole milliseconds since the Unix epoch, the form JSON clients read.
 pub(crate) mod unix_millis_required {
     use std::time::SystemTime;
@@ -220,12 +247,7 @@ mod unix_millis {
 
     pub fn serialize<S: Serializer>(time: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
         match time {
-            Some(time) => {
-                let millis = time
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |since| since.as_millis());
-                s.serialize_some(&u64::try_from(millis).unwrap_or(u64::MAX))
-            }
+            Some(time) => s.serialize_some(&super::unix_millis(*time)),
             None => s.serialize_none(),
         }
     }

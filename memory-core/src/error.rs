@@ -1,6 +1,6 @@
 //! The one error type every provider returns.
 
-use crate::{DocumentId, DocumentReport, IdKind, UserId, Version};
+use crate::{DocumentId, DocumentReport, IdKind, PersonalityId, UserId, Version};
 
 /// A boxed error from a backend driver, kept as the [`std::error::Error::source`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -168,10 +168,23 @@ pub enum MemoryError {
         requested: UserId,
     },
 
+    /// An idempotency key the document's receipts hold for another call (other updates): a key
+    /// names one call, so the call was refused rather than taken for a repeat of that one.
+    /// Nothing was written.
+    #[error(
+        "idempotency key {key:?} was already used on {document} for another call (other updates); a key names one call: use a fresh key for a new call; nothing was written"
+    )]
+    KeyReused {
+        /// The document whose receipts hold the key.
+        document: DocumentId,
+        /// The key.
+        key: String,
+    },
+
     /// A revert named a revision the document's history does not keep (never made, pruned, or
     /// a purge's tombstone). Nothing was written.
     #[error(
-        "{document} has no revision {number} to revert to: {reason}; see its history for the revisions kept; nothing was written"
+        "{document} has no revision {number}: {reason}; see its history for the revisions kept; nothing was written"
     )]
     RevisionNotFound {
         /// The document.
@@ -180,6 +193,23 @@ pub enum MemoryError {
         number: u64,
         /// Why it cannot be restored, and what is kept.
         reason: String,
+    },
+
+    /// A write named a document by its path that the wiring does not write for its owner: a
+    /// personality configured with global scope writes the global `MEMORY.md`, never its own
+    /// file. Nothing was written.
+    #[error(
+        "{} is not where personality '{personality}' keeps its memory: the config gives it global scope, so its writes go to {}; write that instead, or change its scope to write this file; nothing was written",
+        .document.relative_path(),
+        .routed.relative_path()
+    )]
+    Misrouted {
+        /// The document named.
+        document: DocumentId,
+        /// Where the personality's writes go.
+        routed: DocumentId,
+        /// The personality.
+        personality: PersonalityId,
     },
 
     /// A provider was configured wrongly.
@@ -208,10 +238,14 @@ pub enum ErrorKind {
     /// the call. Nothing was written.
     InvalidInput,
     /// The call does not fit what the document holds now (text to edit not found or found
-    /// twice, a hard cap): read the document and redo the change. Nothing was written.
+    /// twice, a hard cap, an idempotency key its receipts hold for another call): read the
+    /// document and redo the change. Nothing was written.
     Refused,
-    /// Someone else got there first (a failed `if_match`, an identity linked elsewhere): read
-    /// again and decide. Nothing was written.
+    /// The document moved on since the version the call was guarded by (a failed `if_match`):
+    /// read it again and redo the change. Nothing was written.
+    PreconditionFailed,
+    /// Someone else got there first (an identity linked to another user): look again and
+    /// decide. Nothing was written.
     Conflict,
     /// Other writers kept the document busy: nothing was written, a retry can succeed.
     Busy,
@@ -233,6 +267,7 @@ impl ErrorKind {
         match self {
             ErrorKind::InvalidInput => "invalid-input",
             ErrorKind::Refused => "refused",
+            ErrorKind::PreconditionFailed => "precondition-failed",
             ErrorKind::Conflict => "conflict",
             ErrorKind::Busy => "busy",
             ErrorKind::Unavailable => "unavailable",
@@ -256,7 +291,7 @@ impl ErrorKind {
     pub fn exit_code(self) -> u8 {
         match self {
             ErrorKind::InvalidInput | ErrorKind::Config => 2,
-            ErrorKind::Conflict => 3,
+            ErrorKind::PreconditionFailed | ErrorKind::Conflict => 3,
             ErrorKind::Refused => 4,
             ErrorKind::Busy | ErrorKind::Unavailable => 5,
             ErrorKind::OutcomeUnknown => 6,
@@ -266,10 +301,12 @@ impl ErrorKind {
     }
 
     /// The HTTP status for the kind: a caller's mistake is 4xx, what the server or its storage
-    /// must fix is 5xx, and a retry-later is 503.
+    /// must fix is 5xx, and a retry-later is 503. A failed `if_match` is RFC 9110's
+    /// `412 Precondition Failed`, as for a stale `If-Match` header.
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::InvalidInput => 400,
+            ErrorKind::PreconditionFailed => 412,
             ErrorKind::Conflict => 409,
             ErrorKind::Refused => 422,
             ErrorKind::Busy | ErrorKind::Unavailable => 503,
@@ -294,15 +331,19 @@ impl MemoryError {
             }
             MemoryError::NoMatch { .. }
             | MemoryError::AmbiguousMatch { .. }
-            | MemoryError::HardCapExceeded { .. } => ErrorKind::Refused,
-            MemoryError::Conflict { .. } | MemoryError::IdentityTaken { .. } => ErrorKind::Conflict,
+            | MemoryError::HardCapExceeded { .. }
+            | MemoryError::KeyReused { .. } => ErrorKind::Refused,
+            MemoryError::Conflict { .. } => ErrorKind::PreconditionFailed,
+            MemoryError::IdentityTaken { .. } => ErrorKind::Conflict,
             MemoryError::Contention { .. } => ErrorKind::Busy,
             MemoryError::Unavailable { .. } => ErrorKind::Unavailable,
             MemoryError::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             MemoryError::PartiallyApplied { .. } => ErrorKind::PartiallyApplied,
             MemoryError::Corrupt { .. } => ErrorKind::Corrupt,
             MemoryError::Config { .. } => ErrorKind::Config,
-            MemoryError::RevisionNotFound { .. } => ErrorKind::InvalidInput,
+            MemoryError::RevisionNotFound { .. } | MemoryError::Misrouted { .. } => {
+                ErrorKind::InvalidInput
+            }
         }
     }
 

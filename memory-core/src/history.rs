@@ -35,6 +35,7 @@ use crate::{
 pub const DEFAULT_KEEP: usize = 100;
 
 /// Where a write came from, as its revision records it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Surface {
@@ -64,6 +65,7 @@ impl fmt::Display for Surface {
 }
 
 /// One change of one document: what it was before and after, when, and who made it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revision {
     /// Its place in the document's history: 1 for the first, one more for each after it.
@@ -86,6 +88,7 @@ pub struct Revision {
     /// milliseconds since the Unix epoch on the wire). For an external change: when it was
     /// made, where the backend can tell (a file's mtime), else when it was noticed.
     #[serde(with = "crate::document::unix_millis_required")]
+    #[cfg_attr(feature = "openapi", schema(value_type = u64))]
     pub time: SystemTime,
     /// Where the change came from.
     pub surface: Surface,
@@ -165,7 +168,82 @@ impl Revision {
     }
 }
 
+/// A revision as the `memory log --json` command and the HTTP API list it: its wire form with
+/// the document's layout `path`, `version` (the version after it, what `if_match` takes),
+/// `time_utc` beside `time` and `tombstone`, every optional field present (null when unknown)
+/// so readers need not test for keys, and the text after it only when asked for (a hundred
+/// revisions of a long document are a lot to list).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RevisionEntry {
+    /// Its number: 1 for the first, one more for each after it.
+    pub number: u64,
+    /// The document's path in the layout (`personalities/ada/MEMORY.md`).
+    pub path: String,
+    /// The version it left the document at: what `if_match` takes.
+    pub version: Version,
+    /// The version before it.
+    pub version_before: Version,
+    /// When it was recorded, in milliseconds since the Unix epoch.
+    pub time: u64,
+    /// `time` in RFC 3339, UTC.
+    pub time_utc: String,
+    /// Where the change came from.
+    pub surface: Surface,
+    /// The personality whose call made it.
+    pub personality: Option<PersonalityId>,
+    /// The user of that call.
+    pub user: Option<UserId>,
+    /// The call's idempotency key.
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// The caller's session.
+    pub session: Option<String>,
+    /// UTF-8 bytes before.
+    pub bytes_before: usize,
+    /// UTF-8 bytes after.
+    pub bytes_after: usize,
+    /// SHA-256 (lowercase hex) of the text before.
+    pub sha256_before: String,
+    /// SHA-256 (lowercase hex) of the text after.
+    pub sha256_after: String,
+    /// The updates it applied, in order.
+    pub updates: Vec<MemoryUpdate>,
+    /// A purge's tombstone: no content, nothing to revert to.
+    pub tombstone: bool,
+    /// The whole text after it (null for a tombstone), when asked for; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub text: Option<Option<String>>,
+}
+
+impl RevisionEntry {
+    /// `revision` as listed, with its text when `with_text`.
+    pub fn new(revision: &Revision, with_text: bool) -> RevisionEntry {
+        RevisionEntry {
+            number: revision.number,
+            path: revision.document.relative_path(),
+            version: revision.version_after.clone(),
+            version_before: revision.version_before.clone(),
+            time: crate::unix_millis(revision.time),
+            time_utc: crate::format_utc(revision.time),
+            surface: revision.surface,
+            personality: revision.personality.clone(),
+            user: revision.user.clone(),
+            idempotency_key: revision.idempotency_key.clone(),
+            session: revision.session.clone(),
+            bytes_before: revision.bytes_before,
+            bytes_after: revision.bytes_after,
+            sha256_before: revision.sha256_before.clone(),
+            sha256_after: revision.sha256_after.clone(),
+            updates: revision.updates.clone(),
+            tombstone: revision.is_tombstone(),
+            text: with_text.then(|| revision.text.clone()),
+        }
+    }
+}
+
 /// What a purge erased.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Purged {
     /// The document.
@@ -403,6 +481,93 @@ pub fn revision_to_restore(
     revision.text.clone().ok_or_else(|| {
         not_found("it is the tombstone of a purge, which keeps no content".to_owned())
     })
+}
+
+/// The text `document` had after revision `number` of `history` (newest first, as
+/// [`crate::MemoryProvider::history`] gives it); revision 0 is the empty document before the
+/// first.
+///
+/// # Errors
+/// As [`revision_to_restore`].
+pub fn text_after(
+    document: &DocumentId,
+    history: &[Revision],
+    number: u64,
+) -> Result<String, MemoryError> {
+    match number {
+        0 => Ok(String::new()),
+        number => revision_to_restore(document, history, number),
+    }
+}
+
+/// A diff between two states of one document, as `memory diff` prints it and the HTTP API
+/// returns it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevisionDiff {
+    /// The revision compared from (0: the empty document before the first).
+    pub from: u64,
+    /// The revision compared to; `None` for the document as it is now.
+    pub to: Option<u64>,
+    /// The unified diff (`diff -u` form), empty when the texts are equal.
+    pub diff: String,
+}
+
+impl RevisionDiff {
+    /// The diff of `document` between revisions `from` and `to` of `history` (newest first):
+    /// with `to` unset, from `from` to `current` (the document's text now); without `from`,
+    /// revision `to` (the newest when unset) against the one before it (the empty document
+    /// when that is a purge's tombstone). The diff's labels are `<path>@<number>` and
+    /// `<path>@current`.
+    ///
+    /// # Errors
+    /// [`MemoryError::RevisionNotFound`] for a revision not kept or a tombstone, or when the
+    /// document has no revision to compare.
+    pub fn between(
+        document: &DocumentId,
+        history: &[Revision],
+        current: &str,
+        from: Option<u64>,
+        to: Option<u64>,
+    ) -> Result<RevisionDiff, MemoryError> {
+        let path = document.relative_path();
+        let label = |number: u64| format!("{path}@{number}");
+        let (from, old, to) = match (from, to) {
+            (Some(from), to) => (from, text_after(document, history, from)?, to),
+            (None, to) => {
+                let to = match (to, history.first()) {
+                    (Some(to), _) => to,
+                    (None, Some(newest)) => newest.number,
+                    (None, None) => {
+                        return Err(MemoryError::RevisionNotFound {
+                            document: document.clone(),
+                            number: 0,
+                            reason: "it has no revisions to compare: it was never written, or its provider keeps no history".to_owned(),
+                        });
+                    }
+                };
+                // `to` first: a purge's tombstone has no text to compare.
+                text_after(document, history, to)?;
+                let before = to.saturating_sub(1);
+                // A purge's tombstone left the empty document: what the write after it
+                // started from.
+                let old = match history.iter().find(|revision| revision.number == before) {
+                    Some(tombstone) if tombstone.is_tombstone() => String::new(),
+                    _ => text_after(document, history, before)?,
+                };
+                (before, old, Some(to))
+            }
+        };
+        let (new, new_label) = match to {
+            Some(to) => (text_after(document, history, to)?, label(to)),
+            None => (current.to_owned(), format!("{path}@current")),
+        };
+        Ok(RevisionDiff {
+            from,
+            to,
+            diff: unified_diff(&old, &new, &label(from), &new_label),
+        })
+    }
 }
 
 /// A unified diff (`diff -u` form, 3 lines of context) from `old` to `new`, with the two

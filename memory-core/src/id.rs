@@ -115,6 +115,17 @@ macro_rules! id_type {
             }
         }
 
+        /// A string of 1 to 64 of `A-Z`, `a-z`, `0-9`, `_` and `-`.
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                crate::openapi::id_schema()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
+
         impl FromStr for $name {
             type Err = MemoryError;
             fn from_str(s: &str) -> Result<Self, Self::Err> {

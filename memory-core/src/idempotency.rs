@@ -89,6 +89,16 @@ impl IdempotencyKey {
     }
 }
 
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for IdempotencyKey {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::openapi::idempotency_key_schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for IdempotencyKey {}
+
 impl fmt::Display for IdempotencyKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -202,6 +212,11 @@ pub struct Receipts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Receipt {
     key: IdempotencyKey,
+    /// What the call asked of the document ([`crate::DocumentBatch::fingerprint`]), so the key
+    /// reused for another call is refused instead of replayed. Absent in receipts written
+    /// before it was recorded, which match any call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<String>,
     report: DocumentReport,
     /// Recorded before the write it describes was known to land: only a store that cannot
     /// write the log and the document in one step (files) records such a receipt, and the next
@@ -232,22 +247,58 @@ impl Receipts {
 
     /// The report the call with `key` returned for this document, if it wrote it.
     pub fn find(&self, key: &IdempotencyKey) -> Option<&DocumentReport> {
-        self.entries
-            .iter()
-            .find(|entry| entry.key == *key && !entry.unsettled)
-            .map(|entry| &entry.report)
+        self.entry(key).map(|entry| &entry.report)
     }
 
-    /// Records that the call with `key` wrote the document, reporting `report`; drops the
-    /// oldest receipts past [`RECEIPTS_KEPT`].
-    pub fn record(&mut self, key: &IdempotencyKey, report: DocumentReport) {
-        self.push(key, report, false);
+    /// What a repeat of the call with `key`, asking `fingerprint` of `document`, comes to: the
+    /// report the call returned when it wrote the document, `None` when it did not.
+    ///
+    /// # Errors
+    /// [`MemoryError::KeyReused`] when the key wrote the document for a call that asked
+    /// something else: taking it for a repeat would drop this call's updates.
+    pub fn replay(
+        &self,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+        document: &crate::DocumentId,
+    ) -> Result<Option<&DocumentReport>, MemoryError> {
+        match self.entry(key) {
+            Some(entry)
+                if entry
+                    .fingerprint
+                    .as_deref()
+                    .is_some_and(|f| f != fingerprint) =>
+            {
+                Err(MemoryError::KeyReused {
+                    document: document.clone(),
+                    key: key.to_string(),
+                })
+            }
+            entry => Ok(entry.map(|entry| &entry.report)),
+        }
+    }
+
+    /// Records that the call with `key`, asking `fingerprint` of the document, wrote it,
+    /// reporting `report`; drops the oldest receipts past [`RECEIPTS_KEPT`].
+    pub fn record(&mut self, key: &IdempotencyKey, fingerprint: &str, report: DocumentReport) {
+        self.push(key, fingerprint, report, false);
     }
 
     /// Records `report` for `key` before the write is known to land, for a store that writes
     /// the log first and the document second: [`Receipts::settle`] keeps or drops it.
-    pub fn record_unsettled(&mut self, key: &IdempotencyKey, report: DocumentReport) {
-        self.push(key, report, true);
+    pub fn record_unsettled(
+        &mut self,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+        report: DocumentReport,
+    ) {
+        self.push(key, fingerprint, report, true);
+    }
+
+    fn entry(&self, key: &IdempotencyKey) -> Option<&Receipt> {
+        self.entries
+            .iter()
+            .find(|entry| entry.key == *key && !entry.unsettled)
     }
 
     /// Keeps an unsettled receipt if the document is at the version it reports (its write
@@ -271,10 +322,17 @@ impl Receipts {
         self.entries.is_empty()
     }
 
-    fn push(&mut self, key: &IdempotencyKey, report: DocumentReport, unsettled: bool) {
+    fn push(
+        &mut self,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+        report: DocumentReport,
+        unsettled: bool,
+    ) {
         self.entries.retain(|entry| entry.key != *key);
         self.entries.push(Receipt {
             key: key.clone(),
+            fingerprint: Some(fingerprint.to_owned()),
             report,
             unsettled,
         });
@@ -315,7 +373,7 @@ mod tests {
     fn the_log_keeps_the_last_receipts_and_survives_its_stored_form() {
         let mut receipts = Receipts::default();
         for n in 0..RECEIPTS_KEPT + 3 {
-            receipts.record(&key(n), report(&n.to_string()));
+            receipts.record(&key(n), "f", report(&n.to_string()));
         }
         let stored = Receipts::parse("here", Some(&receipts.to_json())).unwrap();
         assert_eq!(stored, receipts);
@@ -328,9 +386,39 @@ mod tests {
     }
 
     #[test]
+    fn a_key_replays_only_the_call_it_named() {
+        let document = DocumentId::GlobalMemory;
+        let mut receipts = Receipts::default();
+        receipts.record(&key(1), "adds x", report("v1"));
+        let replayed = receipts.replay(&key(1), "adds x", &document).unwrap();
+        assert_eq!(replayed.unwrap().version_after, Version::new("v1"));
+        assert!(
+            receipts
+                .replay(&key(2), "adds y", &document)
+                .unwrap()
+                .is_none()
+        );
+        let err = receipts.replay(&key(1), "adds y", &document).unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::KeyReused { key, .. } if key == "k1"),
+            "{err:?}"
+        );
+        assert_eq!(err.kind(), ErrorKind::Refused);
+        // A receipt stored before fingerprints were recorded matches any call.
+        let old = r#"{"entries":[{"key":"k1","report":REPORT}]}"#
+            .replace("REPORT", &serde_json::to_string(&report("v1")).unwrap());
+        let old = Receipts::parse("here", Some(&old)).unwrap();
+        assert!(
+            old.replay(&key(1), "anything", &document)
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
     fn an_unsettled_receipt_counts_only_once_its_write_shows() {
         let mut receipts = Receipts::default();
-        receipts.record_unsettled(&key(1), report("v1"));
+        receipts.record_unsettled(&key(1), "f", report("v1"));
         assert!(
             receipts.find(&key(1)).is_none(),
             "not yet known to have landed"

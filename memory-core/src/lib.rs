@@ -9,6 +9,8 @@ mod history;
 mod id;
 mod idempotency;
 mod identity;
+#[cfg(feature = "openapi")]
+mod openapi;
 mod plan;
 mod prefetch;
 mod provider;
@@ -24,11 +26,14 @@ pub use cas::{
     LocalQueues,
 };
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
-pub use document::{Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, sha256_hex};
+pub use document::{
+    Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, sha256_hex,
+    unix_millis,
+};
 pub use error::{BoxError, ErrorKind, MemoryError};
 pub use history::{
-    DEFAULT_KEEP, Purged, Retention, Revision, RevisionTip, Surface, history_view,
-    revision_to_restore, unified_diff,
+    DEFAULT_KEEP, Purged, Retention, Revision, RevisionDiff, RevisionEntry, RevisionTip, Surface,
+    history_view, revision_to_restore, text_after, unified_diff,
 };
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::{

@@ -116,14 +116,27 @@ impl DocumentBatch {
         self.key.as_ref()
     }
 
+    /// What the call asks of this document, as its receipt records it: the SHA-256 of its
+    /// updates' JSON. A repeat of the call asks the same; a key reused for another call does
+    /// not, and is refused ([`MemoryError::KeyReused`]) instead of replayed.
+    pub fn fingerprint(&self) -> String {
+        let updates: Vec<&MemoryUpdate> = self.updates.iter().map(|(_, update)| update).collect();
+        sha256_hex(&serde_json::to_string(&updates).expect("updates are plain data"))
+    }
+
     /// What the batch comes to against `current` (the document as read now) and `receipts` (its
     /// idempotency log, read in the same step): [`Planned::Replayed`] when a call with this
     /// call's key already wrote the document, else [`DocumentBatch::apply`].
     ///
     /// # Errors
-    /// As [`DocumentBatch::apply`].
+    /// [`MemoryError::KeyReused`] when the receipts hold the call's key for other updates; else
+    /// as [`DocumentBatch::apply`].
     pub fn plan(&self, current: Document, receipts: &Receipts) -> Result<Planned, MemoryError> {
-        match self.key.as_ref().and_then(|key| receipts.find(key)) {
+        let replayed = match &self.key {
+            Some(key) => receipts.replay(key, &self.fingerprint(), &self.document)?,
+            None => None,
+        };
+        match replayed {
             Some(report) => Ok(Planned::Replayed(DocumentReport {
                 replayed: true,
                 ..report.clone()

@@ -3,17 +3,19 @@
 use serde::{Deserialize, Serialize};
 
 use crate::update::is_blank;
-use crate::{Document, DocumentMeta, MemoryContext};
+use crate::{Document, MemoryContext};
 
 /// The result of [`crate::MemoryProvider::prefetch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prefetch {
     /// The text for the top of the prompt, or `None` when both documents are blank.
     pub context: Option<String>,
-    /// The memory document behind the `## Memory` section: pass its version as `if_match`.
-    pub memory: DocumentMeta,
-    /// The user document behind the `## About You` section.
-    pub user: DocumentMeta,
+    /// The memory document behind the `## Memory` section, whole, as read for this prefetch:
+    /// pass its version as `if_match`. (With a query, a recall provider renders only some of
+    /// its entries; the text here is still all of it.)
+    pub memory: Document,
+    /// The user document behind the `## About You` section, whole.
+    pub user: Document,
     /// What kept the rendering from being what it should be, for logs and people: a recall
     /// index still catching up with its source (its entries are then shown anyway), say.
     /// Empty when all went well.
@@ -26,8 +28,8 @@ impl Prefetch {
     pub fn from_documents(ctx: &MemoryContext, memory: &Document, user: &Document) -> Self {
         Prefetch {
             context: render(&user.text, &memory.text, ctx.max_chars),
-            memory: memory.meta(),
-            user: user.meta(),
+            memory: memory.clone(),
+            user: user.clone(),
             warnings: Vec::new(),
         }
     }

@@ -150,7 +150,7 @@ impl MemoryProvider for InMemoryProvider {
             if let Some(text) = write.new_text() {
                 let mut receipts = receipts_of(&documents, id);
                 if let Some(key) = batch.key() {
-                    receipts.record(key, document_report.clone());
+                    receipts.record(key, &batch.fingerprint(), document_report.clone());
                 }
                 let now = SystemTime::now();
                 if self.retention.is_on() {

@@ -9,7 +9,9 @@ use crate::{DocumentId, Store, Version};
 ///
 /// Typically the versions from the [`crate::Prefetch`] the model's change was based on. A
 /// precondition on a document the call does not touch is not checked.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IfMatch {
     /// Required version of the memory document.
     pub memory: Option<Version>,
@@ -44,6 +46,7 @@ impl IfMatch {
 }
 
 /// What one `sync` call did to one document it touched.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocumentReport {
     /// The store the updates named.
@@ -78,6 +81,7 @@ pub struct DocumentReport {
 }
 
 /// The result of a `sync` call: one report per document touched, memory first.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncReport {
     /// Per document, in store order (memory, then user).

@@ -19,6 +19,7 @@ use crate::{DocumentId, MemoryError, Store};
 /// ]"#).unwrap();
 /// assert_eq!(updates[0], MemoryUpdate::add(Store::Memory, "Prefers metric units."));
 /// ```
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
 pub enum MemoryUpdate {
@@ -26,14 +27,21 @@ pub enum MemoryUpdate {
     Add {
         /// Target document.
         store: Store,
-        /// The entry; refused when blank.
+        /// The entry; refused when blank (nothing but Unicode white space) or holding NUL.
+        #[cfg_attr(
+            feature = "openapi",
+            schema(
+                pattern = r"^[^\x00]*[^\x00\x09-\x0d\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
+            )
+        )]
         content: String,
     },
     /// Replace the whole document with `content` (blank clears it).
     Replace {
         /// Target document.
         store: Store,
-        /// The new text.
+        /// The new text; refused when it holds NUL.
+        #[cfg_attr(feature = "openapi", schema(pattern = r"^[^\x00]*$"))]
         content: String,
     },
     /// Drop every line that contains `substring_match`, literally and case-sensitively.
@@ -42,6 +50,7 @@ pub enum MemoryUpdate {
         store: Store,
         /// The literal to look for; refused when empty.
         #[serde(rename = "substringMatch")]
+        #[cfg_attr(feature = "openapi", schema(min_length = 1))]
         substring_match: String,
     },
     /// Replace the single occurrence of `old` with `new`, literally.
@@ -49,8 +58,10 @@ pub enum MemoryUpdate {
         /// Target document.
         store: Store,
         /// Text that must occur exactly once; refused when empty.
+        #[cfg_attr(feature = "openapi", schema(min_length = 1))]
         old: String,
-        /// Its replacement.
+        /// Its replacement; refused when it holds NUL.
+        #[cfg_attr(feature = "openapi", schema(pattern = r"^[^\x00]*$"))]
         new: String,
     },
 }
@@ -137,6 +148,7 @@ impl MemoryUpdate {
 }
 
 /// Soft and hard limits on a document's size, in UTF-8 bytes after a batch.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Caps {

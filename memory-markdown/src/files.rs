@@ -167,7 +167,7 @@ pub(crate) fn sync(
                     None => history::remove_journal(path).map_err(landed)?,
                 }
                 if let Some(key) = batch.key() {
-                    log.record_unsettled(key, document_report.clone());
+                    log.record_unsettled(key, &batch.fingerprint(), document_report.clone());
                     receipts::write(path, &log).map_err(landed)?;
                 } else if settled {
                     receipts::write(path, &log).map_err(landed)?;

@@ -641,14 +641,9 @@ fn cut_diff(diff: String) -> String {
 /// `2025-06-01 10:00:02 UTC`, or "unknown time" for a stored time that cannot be shown
 /// (before 1970, past year 9999).
 fn utc(time: std::time::SystemTime) -> String {
-    /// 10000-01-01T00:00:00Z.
-    const YEAR_10000: u64 = 253_402_300_800;
-    match time.duration_since(std::time::UNIX_EPOCH) {
-        Ok(since) if since.as_secs() < YEAR_10000 => {
-            let rfc3339 = humantime::format_rfc3339_seconds(time).to_string();
-            format!("{} UTC", rfc3339.replace('T', " ").trim_end_matches('Z'))
-        }
-        _ => "unknown time".to_owned(),
+    match memory_core::format_utc(time).strip_suffix('Z') {
+        Some(seconds) => format!("{} UTC", seconds.replacen('T', " ", 1)),
+        None => "unknown time".to_owned(),
     }
 }
 

@@ -233,8 +233,8 @@ impl RecalledMemory {
     pub fn prefetch(self, ctx: &MemoryContext, user: &Document) -> Prefetch {
         Prefetch {
             context: render(&user.text, &self.text, ctx.max_chars),
-            memory: self.document.meta(),
-            user: user.meta(),
+            memory: self.document,
+            user: user.clone(),
             warnings: self.warnings,
         }
     }

@@ -1,8 +1,9 @@
 "use strict";
 
 // The Memory page: two dropdowns, two editors with their history, and the prefetch the agent
-// would get. Every save and revert carries the version its editor loaded, so neither ever
-// overwrites a newer one.
+// would get. It is a client of the /v1 API like any other: every save is a sync of a
+// `replace` guarded by the version its editor loaded, and every revert carries that version
+// in If-Match, so neither ever overwrites a newer one.
 
 const OTHER = "\u0000other";
 const STORES = ["memory", "user"];
@@ -27,15 +28,16 @@ function editor(store) {
   return panel;
 }
 
+// A problem document (RFC 9457) from the API: `kind` is the error's class.
 class ApiError extends Error {
   constructor(status, body) {
-    super(body.error || `the server answered HTTP ${status}`);
+    super(body.detail || `the server answered HTTP ${status}`);
     this.kind = body.kind;
   }
 }
 
 async function api(path, options = {}) {
-  const headers = { Accept: "application/json" };
+  const headers = { Accept: "application/json", ...(options.headers ?? {}) };
   if (options.body) headers["Content-Type"] = "application/json";
   if (token) headers.Authorization = `Bearer ${token}`;
   const response = await fetch(path, { ...options, headers });
@@ -90,19 +92,20 @@ function isDirty(store) {
 async function loadPair(stores) {
   const pair = chosenPair();
   if (!pair) return;
-  const params = new URLSearchParams(pair);
+  const request = { ...pair };
   const query = $("#query").value.trim();
-  if (query && !$("#recall").hidden) params.set("query", query);
+  if (query && !$("#recall").hidden) request.query = query;
   try {
-    const view = await api(`/api/pair?${params}`);
+    const view = await api("/v1/prefetch", { method: "POST", body: JSON.stringify(request) });
     for (const store of stores) show(store, view[store]);
     $("#prefetch").textContent =
-      view.prefetch ?? "(nothing remembered yet: the agent gets no memory section)";
+      view.context ?? "(nothing remembered yet: the agent gets no memory section)";
     const warnings = $("#prefetch-warnings");
     warnings.textContent = view.warnings.join(" ");
     warnings.hidden = view.warnings.length === 0;
-    $("#recall").hidden = !view.recall;
-    $("#provider").textContent = `provider: ${view.provider}${view.recall ? " (recall)" : ""}`;
+    const { provider, recall } = view.personality;
+    $("#recall").hidden = !recall;
+    $("#provider").textContent = `provider: ${provider}${recall ? " (recall)" : ""}`;
     history.replaceState(null, "", `?${new URLSearchParams(pair)}${location.hash}`);
     problem("");
   } catch (err) {
@@ -113,7 +116,7 @@ async function loadPair(stores) {
 function show(store, doc) {
   const panel = panels[store];
   loaded[store] = doc;
-  panel.querySelector("h2").textContent = doc.title;
+  panel.querySelector("h2").textContent = doc.path;
   const bytes = new TextEncoder().encode(doc.text).length;
   const rows = [
     ["Path", doc.path],
@@ -144,7 +147,7 @@ async function loadHistory(store) {
   const path = panel.dataset.path;
   const note = panel.querySelector(".history-note");
   try {
-    const view = await api(`/api/history?${new URLSearchParams({ path })}`);
+    const view = await api(`/v1/documents/${path}/revisions?diff=true`);
     // Another document was shown meanwhile: this answer is not about it.
     if (panel.dataset.path !== path) return;
     const current = loaded[store]?.version;
@@ -153,7 +156,7 @@ async function loadHistory(store) {
     );
     note.textContent = view.revisions.length === 0
       ? "No revisions recorded yet."
-      : view.more ? `The newest ${view.revisions.length} revisions; older ones are kept too.` : "";
+      : view.next_before ? `The newest ${view.revisions.length} revisions; older ones are kept too.` : "";
   } catch (err) {
     note.textContent = `History not loaded: ${err.message}`;
   }
@@ -171,7 +174,7 @@ function revisionItem(store, revision, current) {
   const details = [
     who,
     `${revision.bytes_before} → ${revision.bytes_after} bytes`,
-    revision.actions.join(", "),
+    revision.updates.map((update) => update.action).join(", "),
   ];
   item.querySelector(".detail").textContent = details.filter(Boolean).join(" · ");
   const button = item.querySelector(".revert");
@@ -223,24 +226,24 @@ async function revert(store, number, button) {
   const doc = loaded[store];
   if (!pair || !doc) return;
   const question = isDirty(store)
-    ? `Revert ${doc.title} to revision #${number} and discard your unsaved edit?`
-    : `Revert ${doc.title} to revision #${number}?`;
+    ? `Revert ${doc.path} to revision #${number} and discard your unsaved edit?`
+    : `Revert ${doc.path} to revision #${number}?`;
   if (!window.confirm(question)) return;
   button.disabled = true;
   try {
-    const saved = await api("/api/revert", {
+    const report = await api(`/v1/documents/${doc.path}/revert`, {
       method: "POST",
-      body: JSON.stringify({ ...pair, store, number, version: doc.version }),
+      headers: { "If-Match": `"${doc.version}"` },
+      body: JSON.stringify({ number, surface: "web" }),
     });
-    show(store, saved.document);
-    const advice = saved.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
-    status(store, saved.written ? `Reverted to #${number}${advice}.` : "Nothing changed.", "ok");
-    await loadPair([]);
+    await loadPair([store]);
+    const advice = report.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
+    status(store, report.written ? `Reverted to #${number}${advice}.` : "Nothing changed.", "ok");
   } catch (err) {
-    if (err.kind === "conflict") {
+    if (err.kind === "precondition-failed") {
       // The page showed an older version: show the new one, then say why nothing happened.
       await loadPair([store]);
-      const message = `Not reverted: ${doc.title} changed since you loaded it. `
+      const message = `Not reverted: ${doc.path} changed since you loaded it. `
         + "It is reloaded now: check its history again before reverting.";
       status(store, message, "error");
     } else {
@@ -276,23 +279,24 @@ async function save(store) {
   const button = panel.querySelector(".save");
   button.disabled = true;
   try {
-    const saved = await api("/api/document", {
-      method: "PUT",
+    // The agent's own write path for this pair: the personality's scope and caps apply.
+    const report = await api("/v1/sync", {
+      method: "POST",
       body: JSON.stringify({
         ...pair,
-        store,
-        text: panel.querySelector("textarea").value,
-        version: doc.version,
+        updates: [{ action: "replace", store, content: panel.querySelector("textarea").value }],
+        if_match: { [store]: doc.version },
+        surface: "web",
       }),
     });
-    show(store, saved.document);
-    const advice = saved.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
-    status(store, saved.written ? `Saved${advice}.` : "Nothing changed.", "ok");
-    await loadPair([]);
+    const written = report.documents.find((document) => document.store === store);
+    await loadPair([store]);
+    const advice = written?.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
+    status(store, written?.written ? `Saved${advice}.` : "Nothing changed.", "ok");
   } catch (err) {
     const message =
-      err.kind === "conflict"
-        ? `Not saved: ${doc.title} changed since you loaded it. Copy your edit, press Reload to see the new text, then make your change again.`
+      err.kind === "precondition-failed"
+        ? `Not saved: ${doc.path} changed since you loaded it. Copy your edit, press Reload to see the new text, then make your change again.`
         : `Not saved: ${err.message}`;
     status(store, message, "error");
   } finally {
@@ -352,20 +356,23 @@ async function start() {
   });
 
   try {
-    const directory = await api("/api/directory");
+    const [personalities, users] = await Promise.all([
+      api("/v1/personalities?limit=500"),
+      api("/v1/users?limit=500"),
+    ]);
     const wanted = new URLSearchParams(location.search);
     fillSelect(
       personalitySelect,
-      directory.personalities.map((p) => ({
+      personalities.items.map((p) => ({
         value: p.id,
         label: `${p.id} (${p.provider}${p.scope === "global" ? ", global memory" : ""})`,
       })),
-      wanted.get("personality") ?? directory.default_personality ?? directory.personalities[0]?.id,
+      wanted.get("personality") ?? personalities.default ?? personalities.items[0]?.id,
     );
     fillSelect(
       userSelect,
-      directory.users.map((id) => ({ value: id, label: id })),
-      wanted.get("user") ?? directory.default_user ?? directory.users[0],
+      users.items.map(({ id }) => ({ value: id, label: id })),
+      wanted.get("user") ?? users.default ?? users.items[0]?.id,
     );
     if (!chosenPair()) {
       problem("Nothing is remembered yet: pick Other… to type a personality or user id.");

@@ -1,128 +1,262 @@
-//! The Memory page: one small page and a JSON API to read and fix what an agent remembers,
-//! served by `memory serve`.
+//! The memory service: a versioned HTTP API (`/v1`) over a [`Memory`] wiring, with its OpenAPI
+//! document, API keys with scopes, and the Memory page on top of it. `memory serve` runs it.
 //!
-//! The page is a view of the documents the agent reads, never a copy: it reads each document
-//! from its home (as [`Memory`]'s `read` does) and saves through [`Memory`]'s `sync`, the
-//! agent's own write path (routing, scope, caps), as a `replace` guarded by the version the
-//! editor loaded. A save over
-//! a newer version is refused with HTTP 409, never applied.
+//! Every surface reads and writes the same documents through the same write path: the API
+//! calls [`Memory`] as an agent loop in Rust does, so one home per document, the personality's
+//! scope and caps, history and exactly-once writes all hold over HTTP.
 //!
-//! Endpoints (JSON in and out; errors are `{"error": <message>, "kind": <kind>}`):
-//! - `GET /api/directory`: the personalities and users the memory knows.
-//! - `GET /api/pair?personality=<id>&user=<id>[&query=<text>]`: both documents of that
-//!   conversation (text, version, location, last modified, caps), the rendered prefetch and its
-//!   warnings (a recall index still catching up).
-//! - `PUT /api/document`: `{"personality", "user", "store": "memory"|"user", "text",
-//!   "version"}` saves one document if it is still at `version`.
-//! - `GET /api/history?path=<layout path>[&limit=N]`: one document's kept revisions, newest
-//!   first (20 unless `limit` says otherwise, at most 100), each with its unified diff.
-//! - `POST /api/revert`: `{"personality", "user", "store", "number", "version"}` puts one
-//!   document back to revision `number`'s text if it is still at `version`: a guarded
-//!   `replace`, itself a revision.
+//! - **The turn cycle**: `POST /v1/prefetch` (the rendered context and both documents, whole,
+//!   with versions and caps), `POST /v1/sync` (the updates `memory sync` takes; its report).
+//! - **Documents by layout path** under `/v1/documents/` (`MEMORY.md`,
+//!   `personalities/<id>/MEMORY.md`, `users/<id>/USER.md`): `GET` (the version is the
+//!   `ETag`), `PUT` a new text guarded by `If-Match`, `POST .../updates`, `DELETE` (purge);
+//!   history at `.../revisions`, `.../revisions/{n}`, `.../diff` and `POST .../revert`.
+//! - `POST /v1/search` on a recall personality; the identity map at `/v1/identities`; the
+//!   directory at `/v1/personalities` and `/v1/users`; `/v1/health`, `/v1/health/ready`;
+//!   `/metrics` (Prometheus); `/v1/openapi.json`.
 //!
-//! Every write the page makes is recorded with the surface `web` in the document's history.
-//!
-//! Nothing else is served but the embedded page (`/`, `/app.js`, `/style.css`): the one path an
-//! endpoint takes names a document in the layout (`users/<id>/USER.md`, ...), never a file, so
-//! nothing outside the configured documents can be read or written.
+//! Conventions: a stale `If-Match` is `412` with the current `ETag`; an `Idempotency-Key` on a
+//! write makes its repeats answer the first response (`Idempotent-Replayed: true`) and the
+//! same key on another request `422`; errors are `application/problem+json` with the kind of
+//! the one classification; busy or unavailable is `503` with `Retry-After`; unknown fields are
+//! refused.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use memory_web::Access;
+//! use memory_web::{Access, Service};
 //! use memory_wiring::{Config, Memory};
 //!
 //! let memory = Memory::new(Config::load(None)?);
 //! let address: std::net::SocketAddr = "127.0.0.1:8700".parse()?;
-//! let access = Access::for_address(address, false, None)?;
+//! let access = Access::new(address, &memory.config().serve, None)?;
 //! let listener = tokio::net::TcpListener::bind(address).await?;
-//! memory_web::serve(listener, memory, access, std::future::pending()).await?;
+//! Service::new(memory, access, false)
+//!     .serve(listener, std::future::pending())
+//!     .await?;
 //! # Ok(())
 //! # }
 //! ```
 
-mod access;
 mod api;
+mod auth;
+mod conditional;
+mod openapi;
+mod ops;
+mod page;
+mod problem;
+mod replay;
 
 use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderValue, header};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use memory_wiring::Memory;
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub use access::{Access, MIN_TOKEN_CHARS, TOKEN_ENV};
+pub use auth::{Access, MIN_TOKEN_CHARS, Principal, TOKEN_ENV, key_sha256, mint_key};
+pub use ops::REQUEST_ID;
+pub use problem::{PROBLEM_JSON, Problem, ProblemDocument, ProblemKind};
+pub use replay::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
 
-/// The largest request body accepted, in bytes: far above any sensible document (hard caps
-/// are a few KiB), small enough that no request can exhaust memory.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+use api::App;
+use problem::Answered;
 
-/// The page and its API over `memory`, guarded by `access`.
-pub fn router(memory: Memory, access: Access) -> Router {
-    Router::new()
-        .route("/", get(index))
-        .route("/app.js", get(script))
-        .route("/style.css", get(style))
-        .nest("/api", api::routes(memory))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(access, access::guard))
+/// The memory service: the `/v1` API, the Memory page, `/metrics`, over one [`Memory`].
+pub struct Service {
+    router: Router,
+    tasks: TaskTracker,
+    shutdown_timeout: Duration,
 }
 
-/// Serves [`router`] on `listener` until `shutdown` completes.
-///
-/// # Errors
-/// Whatever accepting connections fails with.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    memory: Memory,
-    access: Access,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(memory, access))
-        .with_graceful_shutdown(shutdown)
-        .await
+impl Service {
+    /// The service over `memory`, guarded by `access`, with the limits of the config's
+    /// `[serve]` table; `access_log` writes one JSON line per request on stderr.
+    pub fn new(memory: Memory, access: Access, access_log: bool) -> Service {
+        let settings = memory.config().serve.clone();
+        let (api, document) = routes().split_for_parts();
+        let document = openapi::finish(document);
+        let openapi_json = document.to_pretty_json().unwrap_or_default();
+        let metrics = Arc::new(ops::Metrics::new());
+        let tasks = TaskTracker::new();
+        let app = App {
+            memory,
+            metrics: Arc::clone(&metrics),
+            openapi: Arc::new(openapi_json),
+        };
+        let writes = replay::Writes {
+            replays: replay::Replays::default(),
+            tasks: tasks.clone(),
+            max_body_bytes: settings.max_body_bytes,
+            operations: Arc::new(openapi::writes(&document)),
+        };
+        let operations = ops::Operations {
+            metrics,
+            permits: Arc::new(Semaphore::new(settings.max_concurrent_requests)),
+            request_timeout: settings.request_timeout,
+            access_log,
+        };
+        let api = api
+            .route("/v1/openapi.json", get(openapi_document))
+            .route("/metrics", get(metrics_text))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(axum::middleware::from_fn(ops::never_cached));
+        let mut router = page::routes()
+            .merge(api)
+            .with_state(app)
+            .layer(DefaultBodyLimit::max(settings.max_body_bytes))
+            // On routes only: a method a route does not take is answered 405 before anything.
+            .route_layer(axum::middleware::from_fn_with_state(writes, replay::writes))
+            .layer(axum::middleware::from_fn_with_state(access, auth::identify));
+        if !settings.cors_origins.is_empty() {
+            router = router.layer(cors(&settings.cors_origins));
+        }
+        let router = router.layer(axum::middleware::from_fn_with_state(
+            operations,
+            ops::operate,
+        ));
+        Service {
+            router,
+            tasks,
+            shutdown_timeout: settings.shutdown_timeout,
+        }
+    }
+
+    /// The router, for serving it another way or calling it in tests.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// Serves on `listener` until `shutdown` completes; then stops accepting, lets the
+    /// requests in flight and every write started finish (up to the config's
+    /// `shutdown_timeout_ms`), and returns.
+    ///
+    /// # Errors
+    /// Whatever accepting connections fails with.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (stopping, stopped) = tokio::sync::oneshot::channel::<Instant>();
+        let signal = async move {
+            shutdown.await;
+            let _ = stopping.send(Instant::now());
+        };
+        let serving = axum::serve(listener, self.router).with_graceful_shutdown(signal);
+        let mut serving = std::pin::pin!(serving.into_future());
+        let deadline = tokio::select! {
+            served = &mut serving => {
+                served?;
+                Instant::now() + self.shutdown_timeout
+            }
+            Ok(at) = stopped => {
+                let deadline = at + self.shutdown_timeout;
+                // Connections in flight get until the deadline; then they are dropped.
+                let _ = tokio::time::timeout_at(deadline.into(), &mut serving).await;
+                deadline
+            }
+        };
+        self.tasks.close();
+        let _ = tokio::time::timeout_at(deadline.into(), self.tasks.wait()).await;
+        Ok(())
+    }
 }
 
-/// Only our own files, only from this origin: nothing the page shows can run code.
-const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; \
-     frame-ancestors 'none'";
+/// The OpenAPI document of the `/v1` API, as `/v1/openapi.json` serves it.
+pub fn openapi_json() -> String {
+    let (_, document) = routes().split_for_parts();
+    openapi::finish(document)
+        .to_pretty_json()
+        .unwrap_or_default()
+}
 
-async fn index() -> Response {
-    let mut response = asset(
-        "text/html; charset=utf-8",
-        include_str!("../assets/index.html"),
-    );
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
+/// Every `/v1` operation, with its OpenAPI annotations.
+fn routes() -> OpenApiRouter<App> {
+    OpenApiRouter::with_openapi(<openapi::ApiDoc as utoipa::OpenApi>::openapi())
+        .routes(routes!(api::turn::prefetch))
+        .routes(routes!(api::turn::sync))
+        .routes(routes!(api::turn::search))
+        .merge(api::documents::routes())
+        .routes(routes!(api::identities::list))
+        .routes(routes!(
+            api::identities::resolve,
+            api::identities::link,
+            api::identities::unlink
+        ))
+        .routes(routes!(api::directory::personalities))
+        .routes(routes!(api::directory::users))
+        .routes(routes!(api::health::health))
+        .routes(routes!(api::health::ready))
+}
+
+async fn openapi_document(State(app): State<App>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        app.openapi.as_str().to_owned(),
+    )
+        .into_response()
+}
+
+async fn metrics_text(State(app): State<App>, _caller: auth::MetricsReader) -> Response {
+    (
+        [(header::CONTENT_TYPE, ops::OPENMETRICS)],
+        app.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Problem {
+    Problem::not_found(
+        "no such route: the API is under /v1 (see /v1/openapi.json), the Memory page at /",
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    let mut response = Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ProblemKind::MethodNotAllowed,
+        "this route does not take that method; the Allow header lists the ones it takes",
+    )
+    .into_response();
+    response
+        .extensions_mut()
+        .insert(Answered("method-not-allowed"));
     response
 }
 
-async fn script() -> Response {
-    asset(
-        "text/javascript; charset=utf-8",
-        include_str!("../assets/app.js"),
-    )
-}
-
-async fn style() -> Response {
-    asset(
-        "text/css; charset=utf-8",
-        include_str!("../assets/style.css"),
-    )
-}
-
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        body,
-    )
-        .into_response()
+fn cors(origins: &[String]) -> CorsLayer {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|origin| HeaderValue::from_str(origin).ok())
+        .collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::IF_MATCH,
+            header::IF_NONE_MATCH,
+            IDEMPOTENCY_KEY,
+            REQUEST_ID,
+        ])
+        .expose_headers([
+            header::ETAG,
+            header::LINK,
+            header::RETRY_AFTER,
+            header::LOCATION,
+            IDEMPOTENT_REPLAYED,
+            REQUEST_ID,
+        ])
+        .max_age(Duration::from_secs(600))
 }

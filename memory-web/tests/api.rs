@@ -1,4 +1,7 @@
-//! The Memory page's API over a markdown wiring: reads, guarded saves, refusals and access.
+//! The `/v1` API over a markdown wiring, called through the router: the turn cycle, documents
+//! with ETag and If-Match, history and revert, idempotent writes, keys and their restrictions,
+//! and the committed OpenAPI document. (`memory-cli/tests/service.rs` calls a real
+//! `memory serve` over real HTTP.)
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -6,7 +9,7 @@ use http_body_util::BodyExt;
 use memory_core::{
     DocumentId, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
 };
-use memory_web::{Access, MAX_BODY_BYTES, router};
+use memory_web::{Access, Service, key_sha256};
 use memory_wiring::{Config, Memory};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -15,29 +18,36 @@ use tower::ServiceExt;
 const HOST: &str = "127.0.0.1:8700";
 
 /// Personality ada keeps her own MEMORY.md with small caps; bob shares the global one.
-fn wiring() -> (TempDir, Memory) {
+fn wiring_with(extra: &str) -> (TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("memory.toml");
     let config = Config::parse(
-        r#"
-        [providers.files]
-        kind = "markdown"
-        root = "memory"
+        &format!(
+            r#"
+            [providers.files]
+            kind = "markdown"
+            root = "memory"
 
-        [personalities.ada]
-        caps.memory = { soft = 40, hard = 80 }
+            [personalities.ada]
+            caps.memory = {{ soft = 40, hard = 80 }}
 
-        [personalities.bob]
-        memory_scope = "global"
+            [personalities.bob]
+            memory_scope = "global"
 
-        [mcp]
-        personality = "ada"
-        user = "grace"
-        "#,
+            [mcp]
+            personality = "ada"
+            user = "grace"
+            {extra}
+            "#
+        ),
         &file,
     )
     .unwrap();
     (dir, Memory::new(config))
+}
+
+fn wiring() -> (TempDir, Memory) {
+    wiring_with("")
 }
 
 async fn add(memory: &Memory, personality: &str, user: &str, store: Store, text: &str) {
@@ -51,33 +61,68 @@ async fn add(memory: &Memory, personality: &str, user: &str, store: Store, text:
         .unwrap();
 }
 
-async fn send(memory: &Memory, access: Access, request: Request<Body>) -> (StatusCode, Value) {
-    let response = router(memory.clone(), access)
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, body)
+/// One answer: status, headers, body as JSON (null when not JSON).
+struct Answer {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: Value,
 }
 
-async fn get(memory: &Memory, uri: &str) -> (StatusCode, Value) {
-    let request = Request::get(uri).header(header::HOST, HOST);
-    send(
-        memory,
-        Access::loopback(),
-        request.body(Body::empty()).unwrap(),
-    )
-    .await
+/// A request to a keyless loopback service over `memory`.
+struct Call {
+    request: axum::http::request::Builder,
+    body: Option<Value>,
 }
 
-async fn put(memory: &Memory, body: Value) -> (StatusCode, Value) {
-    let request = Request::put("/api/document")
-        .header(header::HOST, HOST)
-        .header(header::CONTENT_TYPE, "application/json");
-    let request = request.body(Body::from(body.to_string())).unwrap();
-    send(memory, Access::loopback(), request).await
+fn call(method: &str, uri: &str) -> Call {
+    Call {
+        request: Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::HOST, HOST),
+        body: None,
+    }
+}
+
+impl Call {
+    fn json(mut self, body: Value) -> Call {
+        self.body = Some(body);
+        self
+    }
+
+    fn header(mut self, name: &str, value: &str) -> Call {
+        self.request = self.request.header(name, value);
+        self
+    }
+
+    async fn send(self, memory: &Memory) -> Answer {
+        self.send_to(memory, Access::loopback()).await
+    }
+
+    async fn send_to(self, memory: &Memory, access: Access) -> Answer {
+        let service = Service::new(memory.clone(), access, false);
+        self.send_via(&service).await
+    }
+
+    async fn send_via(self, service: &Service) -> Answer {
+        let request = match self.body {
+            Some(body) => self
+                .request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => self.request.body(Body::empty()),
+        };
+        let response = service.router().oneshot(request.unwrap()).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
 }
 
 async fn text_of(memory: &Memory, document: DocumentId) -> String {
@@ -90,20 +135,39 @@ fn ada_memory() -> DocumentId {
     }
 }
 
+fn grace() -> DocumentId {
+    DocumentId::user(&UserId::new("grace").unwrap())
+}
+
+async fn prefetch(memory: &Memory, personality: &str, user: &str) -> Value {
+    let answer = call("POST", "/v1/prefetch")
+        .json(json!({"personality": personality, "user": user}))
+        .send(memory)
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    answer.body
+}
+
+fn etag(answer: &Answer) -> String {
+    answer.headers[header::ETAG].to_str().unwrap().to_owned()
+}
+
 #[tokio::test]
-async fn the_page_and_its_assets_are_embedded() {
+async fn the_page_and_its_assets_are_embedded_and_call_v1() {
     let (_dir, memory) = wiring();
+    let service = Service::new(memory.clone(), Access::loopback(), false);
     for (uri, content_type, marker) in [
         (
             "/",
             "text/html; charset=utf-8",
             "<select id=\"personality\"",
         ),
-        ("/app.js", "text/javascript; charset=utf-8", "/api/document"),
+        ("/app.js", "text/javascript; charset=utf-8", "/v1/prefetch"),
         ("/style.css", "text/css; charset=utf-8", "textarea"),
     ] {
         let request = Request::get(uri).header(header::HOST, HOST);
-        let response = router(memory.clone(), Access::loopback())
+        let response = service
+            .router()
             .oneshot(request.body(Body::empty()).unwrap())
             .await
             .unwrap();
@@ -116,46 +180,77 @@ async fn the_page_and_its_assets_are_embedded() {
             assert!(policy.contains("script-src 'self'"), "{policy}");
         }
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        assert!(String::from_utf8_lossy(&bytes).contains(marker), "{uri}");
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.contains(marker), "{uri}");
+        assert!(!text.contains("/api/"), "{uri} still calls the old API");
     }
 }
 
 #[tokio::test]
-async fn the_directory_offers_configured_and_stored_ids() {
+async fn the_directory_offers_configured_and_stored_ids_a_page_at_a_time() {
     let (_dir, memory) = wiring();
     add(&memory, "cleo", "alan", Store::Memory, "Cleo's note.").await;
     add(&memory, "cleo", "alan", Store::User, "Alan likes chess.").await;
 
-    let (status, body) = get(&memory, "/api/directory").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let ids: Vec<&str> = body["personalities"]
+    let answer = call("GET", "/v1/personalities").send(&memory).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let body = answer.body;
+    let ids: Vec<&str> = body["items"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["ada", "bob", "cleo"]);
-    assert_eq!(body["personalities"][1]["scope"], "global");
-    assert_eq!(body["personalities"][0]["provider"], "files");
-    assert_eq!(body["personalities"][0]["kind"], "markdown");
-    assert_eq!(body["users"], json!(["alan", "grace"]));
-    assert_eq!(body["default_personality"], "ada");
-    assert_eq!(body["default_user"], "grace");
+    assert_eq!(body["items"][1]["scope"], "global");
+    assert_eq!(body["items"][0]["provider"], "files");
+    assert_eq!(body["items"][0]["kind"], "markdown");
+    assert_eq!(body["items"][0]["recall"], false);
+    assert_eq!(body["default"], "ada");
+    assert_eq!(body["next_after"], Value::Null);
+
+    let users = call("GET", "/v1/users").send(&memory).await.body;
+    assert_eq!(users["items"], json!([{"id": "alan"}, {"id": "grace"}]));
+    assert_eq!(users["default"], "grace");
+
+    // Pages follow one another by cursor, with a Link to the next.
+    let first = call("GET", "/v1/personalities?limit=2").send(&memory).await;
+    assert_eq!(first.body["items"].as_array().unwrap().len(), 2);
+    assert_eq!(first.body["next_after"], "bob");
+    let link = first.headers[header::LINK].to_str().unwrap();
+    assert_eq!(link, "</v1/personalities?limit=2&after=bob>; rel=\"next\"");
+    let second = call("GET", "/v1/personalities?limit=2&after=bob")
+        .send(&memory)
+        .await;
+    assert_eq!(second.body["items"][0]["id"], "cleo");
+    assert_eq!(second.body["next_after"], Value::Null);
+    assert!(second.headers.get(header::LINK).is_none());
+    for bad in [
+        "limit=0",
+        "limit=501",
+        "limit=-1",
+        "limit=x",
+        "page=2",
+        "limit=1&limit=2",
+    ] {
+        let answer = call("GET", &format!("/v1/users?{bad}")).send(&memory).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(answer.body["kind"], "invalid-input", "{bad}");
+    }
 }
 
 #[tokio::test]
-async fn a_pair_shows_both_documents_and_what_the_agent_sees() {
+async fn prefetch_shows_both_documents_whole_and_what_the_agent_sees() {
     let (dir, memory) = wiring();
     add(&memory, "ada", "grace", Store::Memory, "Project: Lovelace.").await;
     add(&memory, "ada", "grace", Store::User, "Name: Grace.").await;
 
-    let (status, body) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = prefetch(&memory, "ada", "grace").await;
     let stored = memory.read(&ada_memory()).await.unwrap();
     assert_eq!(body["memory"]["text"], stored.text);
     assert_eq!(body["memory"]["version"], stored.version.as_str());
     assert_eq!(body["memory"]["path"], "personalities/ada/MEMORY.md");
-    assert_eq!(body["memory"]["title"], "MEMORY.md of personality 'ada'");
+    assert_eq!(body["memory"]["store"], "memory");
     let location = body["memory"]["location"].as_str().unwrap();
     assert!(
         location.starts_with(dir.path().to_str().unwrap()),
@@ -166,354 +261,369 @@ async fn a_pair_shows_both_documents_and_what_the_agent_sees() {
     assert_eq!(body["user"]["text"], "Name: Grace.\n");
     assert_eq!(body["user"]["path"], "users/grace/USER.md");
     assert_eq!(
-        body["prefetch"],
+        body["context"],
         "## About You\n\nName: Grace.\n\n## Memory\n\nProject: Lovelace."
     );
-    assert_eq!(body["provider"], "files");
-    assert_eq!(body["recall"], false);
+    assert_eq!(body["personality"]["provider"], "files");
+    assert_eq!(body["personality"]["recall"], false);
+    assert_eq!(body["warnings"], json!([]));
 
-    // A document never written reads as empty, with a version a first save can use.
-    let (status, body) = get(&memory, "/api/pair?personality=ada&user=nobody").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    // max_chars keeps the tail, as in process.
+    let cut = call("POST", "/v1/prefetch")
+        .json(json!({"personality": "ada", "user": "grace", "max_chars": 40}))
+        .send(&memory)
+        .await;
+    let context = cut.body["context"].as_str().unwrap();
+    assert!(context.starts_with("[...truncated"), "{context}");
+    assert!(context.ends_with("Lovelace."), "{context}");
+    assert!(context.chars().count() <= 40, "{context}");
+
+    // A document never written reads as empty, with a version a first write can use.
+    let body = prefetch(&memory, "ada", "nobody").await;
     assert_eq!(body["user"]["text"], "");
     assert_eq!(body["user"]["modified"], Value::Null);
     assert!(body["user"]["version"].is_string());
+    // A global-scope personality reads the global MEMORY.md.
+    let body = prefetch(&memory, "bob", "grace").await;
+    assert_eq!(body["memory"]["path"], "MEMORY.md");
+    assert_eq!(body["personality"]["scope"], "global");
 }
 
 #[tokio::test]
-async fn a_save_with_the_loaded_version_is_what_the_agent_reads_next() {
+async fn sync_is_the_agents_write_path_and_reports_as_memory_sync_does() {
     let (_dir, memory) = wiring();
-    add(&memory, "ada", "grace", Store::Memory, "Typo: Lovelase.").await;
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-
-    let (status, body) = put(
-        &memory,
-        json!({
-            "personality": "ada", "user": "grace", "store": "memory",
-            "text": "Project: Lovelace.", "version": view["memory"]["version"],
-        }),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["written"], true);
-    assert_eq!(body["over_soft_cap"], false);
-    assert_eq!(body["document"]["text"], "Project: Lovelace.\n");
-    assert_ne!(body["document"]["version"], view["memory"]["version"]);
-
+    let answer = call("POST", "/v1/sync")
+        .json(json!({
+            "personality": "ada", "user": "grace",
+            "updates": [
+                {"action": "add", "store": "user", "content": "Name: Grace."},
+                {"action": "add", "store": "memory", "content": "Planning Kyoto in May."}
+            ],
+            "session": "conversation-7"
+        }))
+        .send(&memory)
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let documents = answer.body["documents"].as_array().unwrap();
+    assert_eq!(documents.len(), 2);
+    assert_eq!(documents[0]["store"], "memory");
+    assert_eq!(documents[0]["written"], true);
+    assert_eq!(
+        documents[1]["document"],
+        json!({"kind": "user-profile", "user": "grace"})
+    );
+    // What the agent reads next turn, in process.
     let ctx = memory.context(
         PersonalityId::new("ada").unwrap(),
         UserId::new("grace").unwrap(),
     );
     let seen = memory.prefetch(&ctx).await.unwrap();
-    assert_eq!(seen.context.unwrap(), "## Memory\n\nProject: Lovelace.");
-    assert_eq!(seen.memory.version.as_str(), body["document"]["version"]);
+    assert_eq!(
+        seen.context.unwrap(),
+        "## About You\n\nName: Grace.\n\n## Memory\n\nPlanning Kyoto in May."
+    );
+    let revisions = memory.history(&grace(), 1).await.unwrap();
+    assert_eq!(revisions[0].surface, memory_core::Surface::Api);
+    assert_eq!(revisions[0].session.as_deref(), Some("conversation-7"));
 
-    // Saving the same text again writes nothing.
-    let (status, again) = put(
-        &memory,
-        json!({
-            "personality": "ada", "user": "grace", "store": "memory",
-            "text": "Project: Lovelace.", "version": body["document"]["version"],
-        }),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{again}");
-    assert_eq!(again["written"], false);
+    // A stale if_match refuses the whole call with 412, naming the current version.
+    let stale = call("POST", "/v1/sync")
+        .json(json!({
+            "personality": "ada", "user": "grace",
+            "updates": [{"action": "replace", "store": "user", "content": "Name: G."}],
+            "if_match": {"user": "not-the-version"}
+        }))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        stale.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{}",
+        stale.body
+    );
+    assert_eq!(stale.body["kind"], "precondition-failed");
+    assert_eq!(stale.body["document"], "users/grace/USER.md");
+    assert_eq!(
+        stale.body["current_version"],
+        memory.read(&grace()).await.unwrap().version.as_str()
+    );
+    assert_eq!(
+        stale.headers[header::CONTENT_TYPE],
+        "application/problem+json"
+    );
+    assert_eq!(text_of(&memory, grace()).await, "Name: Grace.\n");
+
+    // Refusals name the update and write nothing; caps apply as to the agent.
+    let refused = call("POST", "/v1/sync")
+        .json(json!({
+            "personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "memory", "content": "x".repeat(90)}]
+        }))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.body
+    );
+    assert_eq!(refused.body["kind"], "refused");
+    assert!(
+        refused.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("hard cap of 80")
+    );
+    let blank = call("POST", "/v1/sync")
+        .json(json!({
+            "personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "memory", "content": "  "}]
+        }))
+        .send(&memory)
+        .await;
+    assert_eq!(blank.status, StatusCode::BAD_REQUEST, "{}", blank.body);
+    assert!(blank.body["detail"].as_str().unwrap().contains("update #0"));
+    assert_eq!(
+        text_of(&memory, ada_memory()).await,
+        "Planning Kyoto in May.\n"
+    );
 }
 
 #[tokio::test]
-async fn a_save_over_a_newer_version_is_refused_and_writes_nothing() {
+async fn documents_carry_their_version_as_etag_and_writes_are_guarded_by_if_match() {
     let (_dir, memory) = wiring();
     add(&memory, "ada", "grace", Store::User, "Name: Grace.").await;
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    // The agent writes after the page loaded.
-    add(&memory, "ada", "grace", Store::User, "Lives in Arlington.").await;
+    let uri = "/v1/documents/users/grace/USER.md";
+    let read = call("GET", uri).send(&memory).await;
+    assert_eq!(read.status, StatusCode::OK);
+    let version = memory.read(&grace()).await.unwrap().version;
+    assert_eq!(etag(&read), format!("\"{version}\""));
+    assert_eq!(read.body["text"], "Name: Grace.\n");
+    assert_eq!(read.headers[header::CACHE_CONTROL], "no-store");
+    let unchanged = call("GET", uri)
+        .header("if-none-match", &etag(&read))
+        .send(&memory)
+        .await;
+    assert_eq!(unchanged.status, StatusCode::NOT_MODIFIED);
 
-    let (status, body) = put(
-        &memory,
-        json!({
-            "personality": "ada", "user": "grace", "store": "user",
-            "text": "Name: Grace Hopper.", "version": view["user"]["version"],
-        }),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    assert_eq!(body["kind"], "conflict");
-    let message = body["error"].as_str().unwrap();
-    assert!(message.contains("USER.md of user 'grace'"), "{message}");
-    assert!(message.contains("nothing was written"), "{message}");
-    let user = DocumentId::user(&UserId::new("grace").unwrap());
+    // A replace without If-Match is refused: it would erase what others wrote since.
+    let bare = call("PUT", uri)
+        .json(json!({"text": "x"}))
+        .send(&memory)
+        .await;
     assert_eq!(
-        text_of(&memory, user).await,
+        bare.status,
+        StatusCode::PRECONDITION_REQUIRED,
+        "{}",
+        bare.body
+    );
+    // The agent writes after the person loaded the document: the stale save is refused.
+    add(&memory, "ada", "grace", Store::User, "Lives in Arlington.").await;
+    let stale = call("PUT", uri)
+        .header("if-match", &etag(&read))
+        .json(json!({"text": "Name: Grace Hopper."}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        stale.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{}",
+        stale.body
+    );
+    let current = memory.read(&grace()).await.unwrap().version;
+    assert_eq!(etag(&stale), format!("\"{current}\""));
+    assert_eq!(
+        text_of(&memory, grace()).await,
         "Name: Grace.\n\nLives in Arlington.\n"
     );
+
+    let saved = call("PUT", uri)
+        .header("if-match", &etag(&stale))
+        .json(json!({"text": "Name: Grace Hopper.", "surface": "web"}))
+        .send(&memory)
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert_eq!(saved.body["written"], true);
+    assert_eq!(
+        etag(&saved),
+        format!("\"{}\"", saved.body["version_after"].as_str().unwrap())
+    );
+    assert_eq!(text_of(&memory, grace()).await, "Name: Grace Hopper.\n");
+    // `*` overwrites whatever is there.
+    let any = call("PUT", uri)
+        .header("if-match", "*")
+        .json(json!({"text": "Name: G."}))
+        .send(&memory)
+        .await;
+    assert_eq!(any.status, StatusCode::OK, "{}", any.body);
+    for bad in ["W/\"x\"", "two words", "\"a\", \"b\""] {
+        let answer = call("PUT", uri)
+            .header("if-match", bad)
+            .json(json!({"text": "never"}))
+            .send(&memory)
+            .await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(answer.body["detail"].as_str().unwrap().contains("If-Match"));
+    }
+    assert_eq!(text_of(&memory, grace()).await, "Name: G.\n");
 }
 
 #[tokio::test]
-async fn a_global_scope_personality_edits_the_global_memory() {
+async fn updates_by_path_name_their_store_and_a_misrouted_write_is_refused() {
     let (_dir, memory) = wiring();
-    let (_, view) = get(&memory, "/api/pair?personality=bob&user=grace").await;
-    assert_eq!(view["memory"]["path"], "MEMORY.md");
-    assert_eq!(view["memory"]["title"], "the global MEMORY.md");
-
-    let (status, body) = put(
-        &memory,
-        json!({
-            "personality": "bob", "user": "grace", "store": "memory",
-            "text": "Shared fact.", "version": view["memory"]["version"],
-        }),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let uri = "/v1/documents/personalities/ada/MEMORY.md/updates";
+    let added = call("POST", uri)
+        .json(
+            json!({"updates": [{"action": "add", "store": "memory", "content": "One."},
+                                 {"action": "add", "store": "memory", "content": "Two."}]}),
+        )
+        .send(&memory)
+        .await;
+    assert_eq!(added.status, StatusCode::OK, "{}", added.body);
+    assert_eq!(text_of(&memory, ada_memory()).await, "One.\n\nTwo.\n");
+    let wrong = call("POST", uri)
+        .json(json!({"updates": [{"action": "add", "store": "user", "content": "x"}]}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        wrong.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        wrong.body
+    );
+    assert!(
+        wrong.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("update #0 names store \"user\"")
+    );
+    // Caps of the owner apply by path too.
+    let over = call("POST", uri)
+        .json(json!({"updates": [{"action": "add", "store": "memory", "content": "z".repeat(80)}]}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        over.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        over.body
+    );
+    // bob has global scope: his own file is not where his writes go.
+    let misrouted = call("POST", "/v1/documents/personalities/bob/MEMORY.md/updates")
+        .json(json!({"updates": [{"action": "add", "store": "memory", "content": "x"}]}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        misrouted.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        misrouted.body
+    );
+    assert!(
+        misrouted.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("global scope")
+    );
+    let global = call("POST", "/v1/documents/MEMORY.md/updates")
+        .json(json!({"updates": [{"action": "add", "store": "memory", "content": "Shared."}]}))
+        .send(&memory)
+        .await;
+    assert_eq!(global.status, StatusCode::OK, "{}", global.body);
     assert_eq!(
         text_of(&memory, DocumentId::GlobalMemory).await,
-        "Shared fact.\n"
+        "Shared.\n"
     );
-}
-
-#[tokio::test]
-async fn caps_apply_to_saves_as_to_the_agent() {
-    let (_dir, memory) = wiring();
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    let version = &view["memory"]["version"];
-
-    let over_hard = "x".repeat(81);
-    let (status, body) = put(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "memory", "text": over_hard, "version": version}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert_eq!(body["kind"], "refused");
-    assert!(body["error"].as_str().unwrap().contains("hard cap of 80"));
-    assert_eq!(text_of(&memory, ada_memory()).await, "");
-
-    let over_soft = "y".repeat(50);
-    let (status, body) = put(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "memory", "text": over_soft, "version": version}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["over_soft_cap"], true);
-}
-
-#[tokio::test]
-async fn ids_are_validated_and_nothing_outside_the_documents_is_reachable() {
-    let (dir, memory) = wiring();
-    std::fs::write(dir.path().join("secret.txt"), "not memory").unwrap();
-
-    for uri in [
-        "/api/pair?personality=..%2F..%2Fetc&user=grace",
-        "/api/pair?personality=ada&user=a%2Fb",
-        "/api/pair?personality=ada",
-    ] {
-        let (status, body) = get(&memory, uri).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
-        assert_eq!(body["kind"], "invalid-input", "{uri}");
-    }
-    let (_, body) = get(&memory, "/api/pair?personality=..%2F..%2Fetc&user=grace").await;
-    let message = body["error"].as_str().unwrap();
     assert!(
-        message.contains("invalid personality id \"../../etc\""),
-        "{message}"
+        !memory
+            .list()
+            .await
+            .unwrap()
+            .iter()
+            .any(|d| d.relative_path() == "personalities/bob/MEMORY.md")
     );
-
-    let (status, body) = put(
-        &memory,
-        json!({"personality": "ada", "user": "../grace", "store": "user", "text": "x", "version": "0"}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["error"].as_str().unwrap().contains("invalid user id"));
-    let (status, body) = put(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "secret", "text": "x", "version": "0"}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert!(body["error"].as_str().unwrap().contains("store"), "{body}");
-
-    for uri in [
-        "/secret.txt",
-        "/memory.toml",
-        "/../secret.txt",
-        "/assets/app.js",
-        "/api/documents/secret.txt",
-    ] {
-        let (status, _) = get(&memory, uri).await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
-    }
-    assert!(memory.list().await.unwrap().is_empty());
 }
 
 #[tokio::test]
-async fn oversized_and_non_json_bodies_are_refused() {
+async fn a_keyed_write_lands_once_and_its_repeat_gets_the_first_answer() {
     let (_dir, memory) = wiring();
-    let (_, view) = get(&memory, "/api/pair?personality=bob&user=grace").await;
-    let huge = "z".repeat(MAX_BODY_BYTES + 1);
-    let (status, _) = put(
-        &memory,
-        json!({"personality": "bob", "user": "grace", "store": "memory", "text": huge, "version": view["memory"]["version"]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-
-    // A form post (what another site could send without asking) is not JSON.
-    let request = Request::put("/api/document")
-        .header(header::HOST, HOST)
-        .header(header::CONTENT_TYPE, "text/plain")
-        .body(Body::from(r#"{"personality":"bob"}"#))
-        .unwrap();
-    let (status, body) = send(&memory, Access::loopback(), request).await;
-    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{body}");
-    assert!(memory.list().await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn a_loopback_server_answers_only_to_loopback_host_names() {
-    let (_dir, memory) = wiring();
-    for host in [
-        "evil.example",
-        "evil.example:8700",
-        "localhost.evil.example",
-    ] {
-        let request = Request::get("/api/directory").header(header::HOST, host);
-        let (status, body) = send(
-            &memory,
-            Access::loopback(),
-            request.body(Body::empty()).unwrap(),
-        )
-        .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{host}");
-        assert_eq!(body["kind"], "forbidden-host");
-    }
-    for host in ["localhost:8700", "[::1]:8700", "127.0.0.1"] {
-        let request = Request::get("/api/directory").header(header::HOST, host);
-        let (status, _) = send(
-            &memory,
-            Access::loopback(),
-            request.body(Body::empty()).unwrap(),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{host}");
-    }
-}
-
-#[tokio::test]
-async fn a_remote_server_needs_its_token_for_the_api() {
-    let (_dir, memory) = wiring();
-    let token = "0123456789abcdef-token";
-    let access =
-        Access::for_address("0.0.0.0:8700".parse().unwrap(), true, Some(token.into())).unwrap();
-    let request = |uri: &str, authorization: Option<&str>| {
-        let mut request = Request::get(uri).header(header::HOST, "memory.example:8700");
-        if let Some(value) = authorization {
-            request = request.header(header::AUTHORIZATION, value);
-        }
-        request.body(Body::empty()).unwrap()
+    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let sync = |content: &str| {
+        call("POST", "/v1/sync")
+            .header("idempotency-key", "turn-1")
+            .json(json!({"personality": "ada", "user": "grace",
+                         "updates": [{"action": "add", "store": "memory", "content": content}]}))
     };
-    for authorization in [None, Some("Bearer wrong"), Some(token)] {
-        let (status, body) = send(
-            &memory,
-            access.clone(),
-            request("/api/directory", authorization),
-        )
-        .await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED, "{authorization:?}");
-        assert_eq!(body["kind"], "unauthorized");
+    let first = sync("Booked the train.").send_via(&service).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+    let again = sync("Booked the train.").send_via(&service).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body, first.body, "the first answer, again");
+    assert_eq!(text_of(&memory, ada_memory()).await, "Booked the train.\n");
+    // The same key on another request is refused, and writes nothing.
+    let other = sync("Booked the ferry.").send_via(&service).await;
+    assert_eq!(
+        other.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        other.body
+    );
+    assert_eq!(other.body["kind"], "refused");
+
+    // Another server of the deployment (no shared cache): the receipts stored with the
+    // document replay the first call, and refuse the key with other updates.
+    let elsewhere = Service::new(memory.clone(), Access::loopback(), false);
+    let repeat = sync("Booked the train.").send_via(&elsewhere).await;
+    assert_eq!(repeat.status, StatusCode::OK, "{}", repeat.body);
+    assert_eq!(repeat.headers["idempotent-replayed"], "true");
+    assert_eq!(repeat.body["documents"][0]["replayed"], true);
+    assert_eq!(
+        repeat.body["documents"][0]["version_after"],
+        first.body["documents"][0]["version_after"]
+    );
+    let reused = sync("Booked the ferry.").send_via(&elsewhere).await;
+    assert_eq!(
+        reused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        reused.body
+    );
+    assert!(reused.body["detail"].as_str().unwrap().contains("turn-1"));
+    assert_eq!(text_of(&memory, ada_memory()).await, "Booked the train.\n");
+    let revisions = memory.history(&ada_memory(), 10).await.unwrap();
+    assert_eq!(revisions.len(), 1);
+    assert_eq!(
+        revisions[0].idempotency_key.as_ref().unwrap().as_str(),
+        "turn-1"
+    );
+
+    for bad in ["", "has space", &"k".repeat(129)] {
+        let answer = call("POST", "/v1/sync")
+            .header("idempotency-key", bad)
+            .json(json!({"personality": "ada", "user": "grace", "updates": []}))
+            .send_via(&service)
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{bad:?}: {}",
+            answer.body
+        );
+        assert!(
+            answer.body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("idempotency key")
+        );
     }
-    let bearer = format!("Bearer {token}");
-    let (status, _) = send(
-        &memory,
-        access.clone(),
-        request("/api/directory", Some(&bearer)),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    // The page holds no memory: it loads, then asks for the token.
-    let (status, _) = send(&memory, access, request("/", None)).await;
-    assert_eq!(status, StatusCode::OK);
 }
 
-/// With cyd's memory on a second root and every USER.md in the first, the page shows cyd the
-/// one USER.md every personality reads, and a save from cyd's page lands there.
-#[tokio::test]
-async fn the_page_reads_and_saves_each_document_in_its_home() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config::parse(
-        r#"
-        default_provider = "files"
-        [providers.files]
-        kind = "markdown"
-        root = "memory"
-        [providers.elsewhere]
-        kind = "markdown"
-        root = "elsewhere"
-        [personalities.cyd]
-        provider = "elsewhere"
-        "#,
-        &dir.path().join("memory.toml"),
-    )
-    .unwrap();
-    let memory = Memory::new(config);
-    add(&memory, "ada", "grace", Store::User, "Allergic to peanuts.").await;
-    add(&memory, "cyd", "grace", Store::Memory, "cyd's note").await;
+const ADA_REVISIONS: &str = "/v1/documents/personalities/ada/MEMORY.md/revisions";
 
-    let (status, pair) = get(&memory, "/api/pair?personality=cyd&user=grace").await;
-    assert_eq!(status, StatusCode::OK, "{pair}");
-    assert_eq!(pair["user"]["text"], "Allergic to peanuts.\n");
-    assert_eq!(pair["memory"]["text"], "cyd's note\n");
-    assert_eq!(pair["provider"], "elsewhere");
-    assert_eq!(
-        pair["prefetch"],
-        "## About You\n\nAllergic to peanuts.\n\n## Memory\n\ncyd's note"
-    );
-    let home = dir.path().join("memory/users/grace/USER.md");
-    assert_eq!(pair["user"]["location"], home.display().to_string());
-
-    let (status, saved) = put(
-        &memory,
-        json!({"personality": "cyd", "user": "grace", "store": "user",
-               "text": "Allergic to peanuts and sesame.", "version": pair["user"]["version"]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{saved}");
-    assert_eq!(
-        std::fs::read_to_string(&home).unwrap(),
-        "Allergic to peanuts and sesame.\n"
-    );
-    assert!(!dir.path().join("elsewhere/users").exists());
-    let (_, ada) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    assert_eq!(ada["user"]["text"], "Allergic to peanuts and sesame.\n");
-    assert_eq!(ada["warnings"], json!([]));
-
-    // A profile left in cyd's own provider is pointed out on cyd's page, not shown as USER.md.
-    let stray = dir.path().join("elsewhere/users/grace/USER.md");
-    std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
-    std::fs::write(&stray, "Vegetarian.\n").unwrap();
-    let (_, cyd) = get(&memory, "/api/pair?personality=cyd&user=grace").await;
-    assert_eq!(cyd["user"]["text"], "Allergic to peanuts and sesame.\n");
-    let warning = cyd["warnings"][0].as_str().unwrap_or_default();
-    assert!(
-        warning.contains("also has a copy in provider \"elsewhere\""),
-        "{cyd}"
-    );
-}
-
-async fn post_revert(memory: &Memory, body: Value) -> (StatusCode, Value) {
-    let request = Request::post("/api/revert")
-        .header(header::HOST, HOST)
-        .header(header::CONTENT_TYPE, "application/json");
-    let request = request.body(Body::from(body.to_string())).unwrap();
-    send(memory, Access::loopback(), request).await
-}
-
-const ADA_MEMORY: &str = "/api/history?path=personalities/ada/MEMORY.md";
-
-/// The page's `number`s of a history answer, newest first.
-fn numbers(history: &Value) -> Vec<u64> {
-    history["revisions"]
+fn numbers(page: &Value) -> Vec<u64> {
+    page["revisions"]
         .as_array()
         .unwrap()
         .iter()
@@ -522,156 +632,131 @@ fn numbers(history: &Value) -> Vec<u64> {
 }
 
 #[tokio::test]
-async fn history_lists_revisions_newest_first_with_their_diffs() {
+async fn revisions_list_newest_first_with_diffs_and_page_by_number() {
     let (_dir, memory) = wiring();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
     add(&memory, "ada", "grace", Store::Memory, "Project: Lovelase.").await;
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    let (status, saved) = put(
-        &memory,
-        json!({
-            "personality": "ada", "user": "grace", "store": "memory",
-            "text": "Project: Lovelace.\n\nDue in March.", "version": view["memory"]["version"],
-        }),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{saved}");
+    let read = call("GET", "/v1/documents/personalities/ada/MEMORY.md")
+        .send(&memory)
+        .await;
+    let saved = call("PUT", "/v1/documents/personalities/ada/MEMORY.md")
+        .header("if-match", &etag(&read))
+        .json(json!({"text": "Project: Lovelace.\n\nDue in March.", "surface": "web"}))
+        .send(&memory)
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
 
-    let (status, history) = get(&memory, ADA_MEMORY).await;
-    assert_eq!(status, StatusCode::OK, "{history}");
-    assert_eq!(history["path"], "personalities/ada/MEMORY.md");
-    assert_eq!(history["title"], "MEMORY.md of personality 'ada'");
-    assert_eq!(numbers(&history), [2, 1]);
-    assert_eq!(history["more"], false);
-
-    // The page's save: from the web, a replace, what the document holds now.
-    let newest = &history["revisions"][0];
+    let page = call("GET", &format!("{ADA_REVISIONS}?diff=true"))
+        .send(&memory)
+        .await
+        .body;
+    assert_eq!(page["path"], "personalities/ada/MEMORY.md");
+    assert_eq!(numbers(&page), [2, 1]);
+    assert_eq!(page["next_before"], Value::Null);
+    let newest = &page["revisions"][0];
     assert_eq!(newest["surface"], "web");
-    assert_eq!(newest["actions"], json!(["replace"]));
+    assert_eq!(newest["updates"][0]["action"], "replace");
     assert_eq!(newest["personality"], "ada");
-    assert_eq!(newest["user"], "grace");
-    assert_eq!(newest["version"], saved["document"]["version"]);
+    assert_eq!(newest["version"], saved.body["version_after"]);
     assert_eq!(newest["tombstone"], false);
     assert_eq!(newest["oldest_kept"], false);
-    assert_eq!(
-        (
-            newest["bytes_before"].as_u64(),
-            newest["bytes_after"].as_u64()
-        ),
-        (Some(19), Some(34))
+    assert!(
+        newest.get("text").is_none(),
+        "no text unless asked: {newest}"
     );
-    let time = newest["time"].as_u64().unwrap();
-    assert!(time >= started.saturating_sub(1000), "{time} < {started}");
-    assert!(newest.get("text").is_none(), "no full text: {newest}");
     let diff = newest["diff"].as_str().unwrap();
     assert!(diff.starts_with("--- #1\n+++ #2\n"), "{diff}");
     assert!(
         diff.contains("-Project: Lovelase.\n+Project: Lovelace.\n+\n+Due in March.\n"),
         "{diff}"
     );
-
-    // The first write: the agent's add, its diff from the empty document.
-    let first = &history["revisions"][1];
-    assert_eq!(first["surface"], "api");
-    assert_eq!(first["actions"], json!(["add"]));
-    assert_eq!(first["bytes_before"], 0);
-    assert_eq!(first["oldest_kept"], false);
-    let diff = first["diff"].as_str().unwrap();
-    assert!(diff.contains("+++ #1\n"), "{diff}");
-    assert!(diff.contains("+Project: Lovelase.\n"), "{diff}");
-
-    // A limit lists the newest only, still with the diff from the one before it.
-    let (status, limited) = get(&memory, &format!("{ADA_MEMORY}&limit=1")).await;
-    assert_eq!(status, StatusCode::OK, "{limited}");
-    assert_eq!(numbers(&limited), [2]);
-    assert_eq!(limited["more"], true);
-    assert_eq!(
-        limited["revisions"][0]["diff"],
-        history["revisions"][0]["diff"]
+    assert!(
+        page["revisions"][1]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+Project: Lovelase.\n")
     );
 
-    // A document never written has no history; the global one is reached by its own path.
-    let (status, empty) = get(&memory, "/api/history?path=MEMORY.md").await;
-    assert_eq!(status, StatusCode::OK, "{empty}");
-    assert_eq!(empty["revisions"], json!([]));
-}
+    let first = call("GET", &format!("{ADA_REVISIONS}?limit=1&text=true"))
+        .send(&memory)
+        .await;
+    assert_eq!(numbers(&first.body), [2]);
+    assert_eq!(first.body["next_before"], 2);
+    assert_eq!(
+        first.body["revisions"][0]["text"],
+        "Project: Lovelace.\n\nDue in March.\n"
+    );
+    assert!(
+        first.headers[header::LINK]
+            .to_str()
+            .unwrap()
+            .contains("before=2")
+    );
+    let second = call("GET", &format!("{ADA_REVISIONS}?limit=1&before=2"))
+        .send(&memory)
+        .await;
+    assert_eq!(numbers(&second.body), [1]);
 
-#[tokio::test]
-async fn history_shows_a_hand_edit_and_says_when_older_revisions_were_pruned() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config::parse(
-        r#"
-        [providers.files]
-        kind = "markdown"
-        root = "memory"
-        history = { keep = 2 }
-        "#,
-        &dir.path().join("memory.toml"),
+    let one = call("GET", &format!("{ADA_REVISIONS}/1"))
+        .send(&memory)
+        .await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.body["text"], "Project: Lovelase.\n");
+    let none = call("GET", &format!("{ADA_REVISIONS}/9"))
+        .send(&memory)
+        .await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND);
+
+    let diff = call(
+        "GET",
+        "/v1/documents/personalities/ada/MEMORY.md/diff?from=1&to=2",
     )
-    .unwrap();
-    let memory = Memory::new(config);
-    for text in ["One.", "Two.", "Three."] {
-        add(&memory, "ada", "grace", Store::Memory, text).await;
+    .send(&memory)
+    .await;
+    assert_eq!(diff.status, StatusCode::OK, "{}", diff.body);
+    assert_eq!(diff.body["from"], 1);
+    assert!(
+        diff.body["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+Due in March.")
+    );
+    let newest = call("GET", "/v1/documents/personalities/ada/MEMORY.md/diff")
+        .send(&memory)
+        .await;
+    assert_eq!(newest.body["diff"], diff.body["diff"]);
+    // Without `from`, `to` is compared with the revision before it.
+    let second = call("GET", "/v1/documents/personalities/ada/MEMORY.md/diff?to=2")
+        .send(&memory)
+        .await;
+    assert_eq!(second.body["diff"], diff.body["diff"]);
+    // A revision not kept is not there.
+    let missing = call(
+        "GET",
+        "/v1/documents/personalities/ada/MEMORY.md/diff?from=9",
+    )
+    .send(&memory)
+    .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.body);
+    for bad in ["from=x", "ffrom=1", "from=-1", "to=9223372036854775808"] {
+        let answer = call(
+            "GET",
+            &format!("/v1/documents/personalities/ada/MEMORY.md/diff?{bad}"),
+        )
+        .send(&memory)
+        .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}: {}",
+            answer.body
+        );
     }
-    let (status, history) = get(&memory, ADA_MEMORY).await;
-    assert_eq!(status, StatusCode::OK, "{history}");
-    assert_eq!(numbers(&history), [3, 2]);
-    let oldest = &history["revisions"][1];
-    assert_eq!(oldest["oldest_kept"], true, "{oldest}");
-    assert!(oldest.get("diff").is_none(), "#1 is pruned: {oldest}");
-    assert!(history["revisions"][0]["diff"].is_string());
-
-    // An edit made outside agent-memory heads the history, as the next write will record it.
-    let file = dir.path().join("memory/personalities/ada/MEMORY.md");
-    std::fs::write(&file, "Rewritten by hand.\n").unwrap();
-    let (status, history) = get(&memory, ADA_MEMORY).await;
-    assert_eq!(status, StatusCode::OK, "{history}");
-    assert_eq!(numbers(&history), [4, 3, 2]);
-    let external = &history["revisions"][0];
-    assert_eq!(external["surface"], "external");
-    assert_eq!(external["personality"], Value::Null);
-    let diff = external["diff"].as_str().unwrap();
-    assert!(diff.contains("+Rewritten by hand.\n"), "{diff}");
 }
 
 #[tokio::test]
-async fn history_takes_only_a_document_path() {
-    let (dir, memory) = wiring();
-    std::fs::write(dir.path().join("secret.txt"), "not memory").unwrap();
-    for uri in [
-        "/api/history",
-        "/api/history?path=secret.txt",
-        "/api/history?path=..%2Fsecret.txt",
-        "/api/history?path=personalities%2F..%2FMEMORY.md",
-        "/api/history?path=users%2Fgrace%2FMEMORY.md",
-        "/api/history?path=%2Fetc%2Fpasswd",
-        "/api/history?path=MEMORY.md&limit=many",
-    ] {
-        let (status, body) = get(&memory, uri).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
-        assert_eq!(body["kind"], "invalid-input", "{uri}");
-    }
-    let (_, body) = get(&memory, "/api/history?path=secret.txt").await;
-    let message = body["error"].as_str().unwrap();
-    assert!(message.contains("users/<id>/USER.md"), "{message}");
-
-    // More than the page may list at once is cut to the most it may.
-    for text in ["a", "b", "c"] {
-        add(&memory, "ada", "grace", Store::Memory, text).await;
-    }
-    let (status, body) = get(&memory, &format!("{ADA_MEMORY}&limit=100000")).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(numbers(&body), [3, 2, 1]);
-}
-
-#[tokio::test]
-async fn a_revert_restores_the_text_as_a_revision_from_the_web() {
+async fn a_revert_is_a_revision_guarded_like_a_save() {
     let (_dir, memory) = wiring();
     add(&memory, "ada", "grace", Store::Memory, "Project: Lovelace.").await;
-    // A bad rewrite by the agent.
     let ctx = memory.context(
         PersonalityId::new("ada").unwrap(),
         UserId::new("grace").unwrap(),
@@ -684,207 +769,449 @@ async fn a_revert_restores_the_text_as_a_revision_from_the_web() {
         )
         .await
         .unwrap();
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
+    let revert = "/v1/documents/personalities/ada/MEMORY.md/revert";
+    let stale = call("POST", revert)
+        .header("if-match", "\"stale\"")
+        .json(json!({"number": 1}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        stale.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{}",
+        stale.body
+    );
+    assert_eq!(text_of(&memory, ada_memory()).await, "Forgot everything.\n");
 
-    let (status, body) = post_revert(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "memory",
-               "number": 1, "version": view["memory"]["version"]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["written"], true);
-    assert_eq!(body["document"]["text"], "Project: Lovelace.\n");
-    assert_eq!(body["document"]["path"], "personalities/ada/MEMORY.md");
+    let read = call("GET", "/v1/documents/personalities/ada/MEMORY.md")
+        .send(&memory)
+        .await;
+    let reverted = call("POST", revert)
+        .header("if-match", &etag(&read))
+        .json(json!({"number": 1, "surface": "web"}))
+        .send(&memory)
+        .await;
+    assert_eq!(reverted.status, StatusCode::OK, "{}", reverted.body);
     assert_eq!(text_of(&memory, ada_memory()).await, "Project: Lovelace.\n");
     let seen = memory.prefetch(&ctx).await.unwrap();
     assert_eq!(seen.context.unwrap(), "## Memory\n\nProject: Lovelace.");
+    let page = call("GET", ADA_REVISIONS).send(&memory).await.body;
+    assert_eq!(numbers(&page), [3, 2, 1]);
+    assert_eq!(page["revisions"][0]["surface"], "web");
 
-    let (_, history) = get(&memory, ADA_MEMORY).await;
-    assert_eq!(numbers(&history), [3, 2, 1]);
-    let revert = &history["revisions"][0];
-    assert_eq!(revert["surface"], "web");
-    assert_eq!(revert["actions"], json!(["replace"]));
-    assert_eq!(revert["version"], body["document"]["version"]);
-    let diff = revert["diff"].as_str().unwrap();
-    assert!(
-        diff.contains("-Forgot everything.\n+Project: Lovelace.\n"),
-        "{diff}"
+    // A revision not kept is not there (404), as for a GET of it; nothing is written.
+    for number in [0, 9] {
+        let answer = call("POST", revert)
+            .json(json!({"number": number}))
+            .send(&memory)
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::NOT_FOUND,
+            "{number}: {}",
+            answer.body
+        );
+        assert!(
+            answer.body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was written")
+        );
+    }
+    for bad in [
+        json!({"number": -1}),
+        json!({}),
+        json!({"number": 1, "text": "x"}),
+        json!({"number": 1e30}),
+    ] {
+        let answer = call("POST", revert).json(bad.clone()).send(&memory).await;
+        assert!(answer.status.is_client_error(), "{bad}: {}", answer.status);
+        assert_eq!(answer.body["kind"], "invalid-input", "{bad}");
+    }
+    assert_eq!(
+        numbers(&call("GET", ADA_REVISIONS).send(&memory).await.body),
+        [3, 2, 1]
     );
-
-    // The revert can be reverted: it is a revision like any other.
-    let (status, again) = post_revert(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "memory",
-               "number": 2, "version": body["document"]["version"]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{again}");
-    assert_eq!(again["document"]["text"], "Forgot everything.\n");
 }
 
 #[tokio::test]
-async fn a_stale_revert_is_refused_and_writes_nothing() {
+async fn purge_erases_a_document_leaving_a_tombstone() {
     let (_dir, memory) = wiring();
     add(&memory, "ada", "grace", Store::User, "Name: Grace.").await;
-    add(&memory, "ada", "grace", Store::User, "Prefers tea.").await;
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    // The agent writes after the page loaded.
-    add(&memory, "ada", "grace", Store::User, "Lives in Arlington.").await;
-    let (_, before) = get(&memory, "/api/history?path=users/grace/USER.md").await;
-
-    let (status, body) = post_revert(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "user",
-               "number": 1, "version": view["user"]["version"]}),
+    let purged = call("DELETE", "/v1/documents/users/grace/USER.md")
+        .send(&memory)
+        .await;
+    assert_eq!(purged.status, StatusCode::OK, "{}", purged.body);
+    assert_eq!(purged.body["path"], "users/grace/USER.md");
+    assert_eq!(purged.body["bytes"], 13);
+    assert_eq!(purged.body["revisions"], 1);
+    assert_eq!(purged.body["tombstone"], 2);
+    assert_eq!(text_of(&memory, grace()).await, "");
+    let page = call(
+        "GET",
+        "/v1/documents/users/grace/USER.md/revisions?diff=true",
     )
-    .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    assert_eq!(body["kind"], "conflict");
-    let message = body["error"].as_str().unwrap();
-    assert!(message.contains("USER.md of user 'grace'"), "{message}");
-    let user = DocumentId::user(&UserId::new("grace").unwrap());
-    assert_eq!(
-        text_of(&memory, user).await,
-        "Name: Grace.\n\nPrefers tea.\n\nLives in Arlington.\n"
-    );
-    let (_, after) = get(&memory, "/api/history?path=users/grace/USER.md").await;
-    assert_eq!(after, before, "no revision was recorded");
-    assert_eq!(numbers(&after), [3, 2, 1]);
+    .send(&memory)
+    .await
+    .body;
+    assert_eq!(numbers(&page), [2]);
+    assert_eq!(page["revisions"][0]["tombstone"], true);
+    assert!(page["revisions"][0].get("diff").is_none());
+    assert!(memory.list().await.unwrap().is_empty());
 }
 
 #[tokio::test]
-async fn a_revert_to_a_revision_not_kept_is_refused() {
-    let (_dir, memory) = wiring();
-    add(&memory, "ada", "grace", Store::Memory, "Kept.").await;
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    let version = &view["memory"]["version"];
-
-    for number in [0, 2, 99] {
-        let (status, body) = post_revert(
-            &memory,
-            json!({"personality": "ada", "user": "grace", "store": "memory",
-                   "number": number, "version": version}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{number}: {body}");
-        assert_eq!(body["kind"], "invalid-input");
-        let message = body["error"].as_str().unwrap();
-        assert!(message.contains("nothing was written"), "{message}");
+async fn ids_are_validated_and_nothing_outside_the_documents_is_reachable() {
+    let (dir, memory) = wiring();
+    std::fs::write(dir.path().join("secret.txt"), "not memory").unwrap();
+    for (method, uri, body) in [
+        (
+            "POST",
+            "/v1/prefetch",
+            json!({"personality": "../../etc", "user": "grace"}),
+        ),
+        (
+            "POST",
+            "/v1/prefetch",
+            json!({"personality": "ada", "user": "a/b"}),
+        ),
+        (
+            "GET",
+            "/v1/documents/personalities/..%2F..%2Fetc/MEMORY.md",
+            Value::Null,
+        ),
+        ("GET", "/v1/documents/users/a.b/USER.md", Value::Null),
+        ("GET", "/v1/documents/users/%ff/USER.md", Value::Null),
+    ] {
+        let mut request = call(method, uri);
+        if !body.is_null() {
+            request = request.json(body);
+        }
+        let answer = request.send(&memory).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{uri}: {}",
+            answer.body
+        );
+        assert_eq!(answer.body["kind"], "invalid-input", "{uri}");
     }
-    assert_eq!(text_of(&memory, ada_memory()).await, "Kept.\n");
-    let (_, history) = get(&memory, ADA_MEMORY).await;
-    assert_eq!(numbers(&history), [1]);
-
-    // A purge leaves a tombstone: listed as such, with nothing to revert to.
-    memory
-        .purge(&ada_memory(), memory_core::Surface::Cli)
-        .await
-        .unwrap();
-    let (status, history) = get(&memory, ADA_MEMORY).await;
-    assert_eq!(status, StatusCode::OK, "{history}");
-    assert_eq!(numbers(&history), [2]);
-    let tombstone = &history["revisions"][0];
-    assert_eq!(tombstone["tombstone"], true);
-    assert_eq!(tombstone["surface"], "cli");
-    assert!(tombstone.get("diff").is_none(), "{tombstone}");
-    let (_, view) = get(&memory, "/api/pair?personality=ada&user=grace").await;
-    let (status, body) = post_revert(
-        &memory,
-        json!({"personality": "ada", "user": "grace", "store": "memory",
-               "number": 2, "version": view["memory"]["version"]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    for uri in [
+        "/secret.txt",
+        "/memory.toml",
+        "/../secret.txt",
+        "/v1/documents/secret.txt",
+        "/v1/documents/users/grace/MEMORY.md",
+        "/api/directory",
+    ] {
+        let answer = call("GET", uri).send(&memory).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(answer.body["kind"], "not-found", "{uri}");
+    }
+    let answer = call("PATCH", "/v1/documents/users/grace/USER.md")
+        .send(&memory)
+        .await;
+    assert_eq!(answer.status, StatusCode::METHOD_NOT_ALLOWED);
     assert!(
-        body["error"].as_str().unwrap().contains("tombstone"),
-        "{body}"
+        answer.headers[header::ALLOW]
+            .to_str()
+            .unwrap()
+            .contains("PUT")
     );
     assert!(memory.list().await.unwrap().is_empty());
-
-    // Bodies that are not a revert are refused before anything is read.
-    for bad in [
-        json!({"personality": "ada", "user": "grace", "store": "memory", "number": -1, "version": "0"}),
-        json!({"personality": "ada", "user": "grace", "store": "memory", "number": 1}),
-        json!({"personality": "ada", "user": "../x", "store": "memory", "number": 1, "version": "0"}),
-        json!({"personality": "ada", "user": "grace", "store": "memory", "number": 1, "version": "0", "text": "x"}),
-    ] {
-        let (status, body) = post_revert(&memory, bad.clone()).await;
-        assert!(status.is_client_error(), "{bad}: {status}");
-        assert_eq!(body["kind"], "invalid-input", "{bad}");
-    }
 }
 
 #[tokio::test]
-async fn history_and_revert_are_guarded_and_never_cached() {
+async fn a_keyless_loopback_server_answers_only_to_loopback_host_names() {
     let (_dir, memory) = wiring();
-    add(&memory, "ada", "grace", Store::Memory, "Private.").await;
-    let revert_body = json!({"personality": "ada", "user": "grace", "store": "memory",
-                             "number": 1, "version": "0"})
-    .to_string();
-    let request = |method: &str, uri: &str, host: &str, authorization: Option<&str>| {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header(header::HOST, host)
-            .header(header::CONTENT_TYPE, "application/json");
-        if let Some(value) = authorization {
-            request = request.header(header::AUTHORIZATION, value);
+    for host in [
+        "evil.example",
+        "evil.example:8700",
+        "localhost.evil.example",
+    ] {
+        let answer = Call {
+            request: Request::get("/v1/users").header(header::HOST, host),
+            body: None,
         }
-        let body = if method == "POST" {
-            Body::from(revert_body.clone())
-        } else {
-            Body::empty()
-        };
-        request.body(body).unwrap()
-    };
-    let routes = [("GET", ADA_MEMORY), ("POST", "/api/revert")];
-
-    for (method, uri) in routes {
-        let (status, body) = send(
-            &memory,
-            Access::loopback(),
-            request(method, uri, "evil.example", None),
-        )
+        .send(&memory)
         .await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {uri}");
-        assert_eq!(body["kind"], "forbidden-host");
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{host}");
+        assert_eq!(answer.body["kind"], "forbidden");
+    }
+    for host in ["localhost:8700", "[::1]:8700", "127.0.0.1"] {
+        let answer = Call {
+            request: Request::get("/v1/users").header(header::HOST, host),
+            body: None,
+        }
+        .send(&memory)
+        .await;
+        assert_eq!(answer.status, StatusCode::OK, "{host}");
+    }
+}
+
+/// A service with keys: an admin, a reader, a writer restricted to alice and ada, a metrics
+/// scraper.
+fn keyed(memory: &Memory) -> Service {
+    let (_, with_keys) = wiring_with(&format!(
+        r#"
+        [serve.keys]
+        admin = {{ sha256 = "{}", scopes = ["admin"] }}
+        reader = {{ sha256 = "{}", scopes = ["read"] }}
+        alice-app = {{ sha256 = "{}", scopes = ["read", "write"], users = ["alice"], personalities = ["ada"] }}
+        scraper = {{ sha256 = "{}", scopes = ["metrics"] }}
+        "#,
+        key_sha256("admin-key"),
+        key_sha256("reader-key"),
+        key_sha256("alice-key"),
+        key_sha256("scraper-key"),
+    ));
+    let serve = with_keys.config().serve.clone();
+    let access = Access::new("0.0.0.0:8700".parse().unwrap(), &serve, None).unwrap();
+    Service::new(memory.clone(), access, false)
+}
+
+fn as_key(call: Call, key: &str) -> Call {
+    call.header("authorization", &format!("Bearer {key}"))
+}
+
+#[tokio::test]
+async fn keys_hold_scopes_and_restrictions() {
+    let (_dir, memory) = wiring();
+    add(&memory, "ada", "bob", Store::User, "Bob's secret.").await;
+    let service = keyed(&memory);
+
+    let no_key = call("GET", "/v1/users").send_via(&service).await;
+    assert_eq!(no_key.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        no_key.headers[header::WWW_AUTHENTICATE]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer")
+    );
+    let wrong = as_key(call("GET", "/v1/users"), "nope")
+        .send_via(&service)
+        .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    // Public: the page, health and the OpenAPI document.
+    for uri in ["/", "/app.js", "/v1/health", "/v1/openapi.json"] {
+        let answer = call("GET", uri).send_via(&service).await;
+        assert_eq!(answer.status, StatusCode::OK, "{uri}");
     }
 
-    let token = "0123456789abcdef-token";
-    let access =
-        Access::for_address("0.0.0.0:8700".parse().unwrap(), true, Some(token.into())).unwrap();
-    for (method, uri) in routes {
-        for authorization in [None, Some("Bearer wrong")] {
-            let (status, body) = send(
-                &memory,
-                access.clone(),
-                request(method, uri, "memory.example", authorization),
-            )
-            .await;
-            assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {uri}");
-            assert_eq!(body["kind"], "unauthorized");
+    // The reader reads but does not write.
+    let read = as_key(call("GET", "/v1/documents/users/bob/USER.md"), "reader-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(read.status, StatusCode::OK);
+    let write = as_key(call("POST", "/v1/sync"), "reader-key")
+        .json(json!({"personality": "ada", "user": "bob", "updates": [{"action": "add", "store": "user", "content": "x"}]}))
+        .send_via(&service)
+        .await;
+    assert_eq!(write.status, StatusCode::FORBIDDEN, "{}", write.body);
+    assert!(
+        write.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("write scope")
+    );
+
+    // alice's app reaches alice and ada only; bob's profile is forbidden whether or not it
+    // exists, so it learns nothing about it.
+    for user in ["bob", "nobody"] {
+        let answer = as_key(
+            call("GET", &format!("/v1/documents/users/{user}/USER.md")),
+            "alice-key",
+        )
+        .send_via(&service)
+        .await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{user}");
+        assert_eq!(
+            answer.body["detail"],
+            format!("key \"alice-app\" may not read or write users/{user}/USER.md")
+        );
+    }
+    let pair = as_key(call("POST", "/v1/prefetch"), "alice-key")
+        .json(json!({"personality": "ada", "user": "bob"}))
+        .send_via(&service)
+        .await;
+    assert_eq!(pair.status, StatusCode::FORBIDDEN);
+    let other = as_key(call("POST", "/v1/prefetch"), "alice-key")
+        .json(json!({"personality": "cleo", "user": "alice"}))
+        .send_via(&service)
+        .await;
+    assert_eq!(other.status, StatusCode::FORBIDDEN);
+    let own = as_key(call("POST", "/v1/sync"), "alice-key")
+        .json(json!({"personality": "ada", "user": "alice", "updates": [{"action": "add", "store": "user", "content": "Name: Alice."}]}))
+        .send_via(&service)
+        .await;
+    assert_eq!(own.status, StatusCode::OK, "{}", own.body);
+    let users = as_key(call("GET", "/v1/users"), "alice-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(users.body["items"], json!([{"id": "alice"}]));
+    assert_eq!(
+        users.body["default"],
+        Value::Null,
+        "grace is not alice's to see"
+    );
+    // Purging takes admin; the global MEMORY.md is not ada's (her scope is her own).
+    let purge = as_key(
+        call("DELETE", "/v1/documents/users/alice/USER.md"),
+        "alice-key",
+    )
+    .send_via(&service)
+    .await;
+    assert_eq!(purge.status, StatusCode::FORBIDDEN);
+    let global = as_key(call("GET", "/v1/documents/MEMORY.md"), "alice-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(global.status, StatusCode::FORBIDDEN);
+
+    // Metrics: the scraper and the admin; the scraper reads nothing else.
+    let metrics = as_key(call("GET", "/metrics"), "scraper-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert_eq!(
+        as_key(call("GET", "/v1/users"), "scraper-key")
+            .send_via(&service)
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        as_key(call("GET", "/metrics"), "reader-key")
+            .send_via(&service)
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    let purged = as_key(
+        call("DELETE", "/v1/documents/users/alice/USER.md"),
+        "admin-key",
+    )
+    .send_via(&service)
+    .await;
+    assert_eq!(purged.status, StatusCode::OK);
+    assert_eq!(
+        text_of(&memory, DocumentId::user(&UserId::new("bob").unwrap())).await,
+        "Bob's secret.\n"
+    );
+}
+
+#[tokio::test]
+async fn identities_link_resolve_unlink_and_list_by_key() {
+    let (_dir, memory) = wiring();
+    let service = keyed(&memory);
+    let link = |platform_user: &str, user: &str, key: &str| {
+        as_key(
+            call("PUT", &format!("/v1/identities/telegram/{platform_user}")),
+            key,
+        )
+        .json(json!({"user": user}))
+    };
+    let linked = link("12345", "alice", "admin-key").send_via(&service).await;
+    assert_eq!(linked.status, StatusCode::OK, "{}", linked.body);
+    assert_eq!(linked.body["identity"], "telegram:12345");
+    assert_eq!(linked.body["user"], "alice");
+    assert_eq!(linked.body["previous"], Value::Null);
+    let taken = link("12345", "bob", "admin-key").send_via(&service).await;
+    assert_eq!(taken.status, StatusCode::CONFLICT, "{}", taken.body);
+    assert_eq!(taken.body["kind"], "conflict");
+    // A platform id with a slash, percent-encoded in the path.
+    let slashed = link("team%2Fbob", "bob", "admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(slashed.status, StatusCode::OK, "{}", slashed.body);
+    assert_eq!(slashed.body["platform_user"], "team/bob");
+    let resolved = as_key(
+        call("GET", "/v1/identities/telegram/team%2Fbob"),
+        "reader-key",
+    )
+    .send_via(&service)
+    .await;
+    assert_eq!(resolved.body["user"], "bob");
+    // alice's app resolves alice's account, not bob's (as if unlinked), and cannot link.
+    let hidden = as_key(
+        call("GET", "/v1/identities/telegram/team%2Fbob"),
+        "alice-key",
+    )
+    .send_via(&service)
+    .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        link("999", "alice", "alice-key")
+            .send_via(&service)
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    let listed = as_key(call("GET", "/v1/identities?limit=1"), "admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(listed.body["items"][0]["identity"], "telegram:12345");
+    assert_eq!(listed.body["next_after"], "telegram:12345");
+    let rest = as_key(
+        call("GET", "/v1/identities?after=telegram:12345"),
+        "admin-key",
+    )
+    .send_via(&service)
+    .await;
+    assert_eq!(rest.body["items"][0]["identity"], "telegram:team/bob");
+    let unlinked = as_key(call("DELETE", "/v1/identities/telegram/12345"), "admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(unlinked.status, StatusCode::OK);
+    assert_eq!(unlinked.body["previous"], "alice");
+    let gone = as_key(call("GET", "/v1/identities/telegram/12345"), "admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    let bad = as_key(call("GET", "/v1/identities/tele%20gram/1"), "admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn health_reports_each_provider() {
+    let (_dir, memory) = wiring();
+    let health = call("GET", "/v1/health").send(&memory).await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert_eq!(health.body["status"], "ok");
+    assert_eq!(
+        health.body["providers"],
+        json!([{"name": "files", "kind": "markdown", "ready": true}])
+    );
+    let ready = call("GET", "/v1/health/ready").send(&memory).await;
+    assert_eq!(ready.status, StatusCode::OK);
+}
+
+/// The OpenAPI document is generated from the code; the committed copy must be what it
+/// generates. `UPDATE_OPENAPI=1` rewrites the committed copy.
+#[test]
+fn the_committed_openapi_document_is_what_the_code_generates() {
+    let generated = memory_web::openapi_json() + "\n";
+    let committed_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(&committed_path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&committed_path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/openapi.json differs from what the code generates; regenerate it with `memory openapi > docs/openapi.json` (or UPDATE_OPENAPI=1 cargo nextest run --workspace -E 'test(committed_openapi)')"
+    );
+    let document: Value = serde_json::from_str(&generated).unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    // Every operation names its error responses as problem documents.
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let responses = operation["responses"].as_object().unwrap();
+            for status in ["400", "500", "503"] {
+                let problem = &responses[status]["content"]["application/problem+json"];
+                assert!(problem.is_object(), "{method} {path} {status}");
+            }
         }
     }
-    assert_eq!(text_of(&memory, ada_memory()).await, "Private.\n");
-
-    let bearer = format!("Bearer {token}");
-    let response = router(memory.clone(), access)
-        .oneshot(request("GET", ADA_MEMORY, "memory.example", Some(&bearer)))
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
-
-    // A form post (what another site could send without asking) is not JSON: no revert.
-    let request = Request::post("/api/revert")
-        .header(header::HOST, HOST)
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::from(revert_body.clone()))
-        .unwrap();
-    let (status, _) = send(&memory, Access::loopback(), request).await;
-    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    // Only POST reverts.
-    let (status, _) = get(&memory, "/api/revert").await;
-    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }

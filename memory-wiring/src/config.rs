@@ -14,6 +14,8 @@ use memory_vector::{ModelConfig, RecallConfig};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::serve::{RawServe, ServeConfig};
+
 /// The environment variable naming the config file when no `--config` is given.
 pub const CONFIG_ENV: &str = "MEMORY_CONFIG";
 /// The environment variable naming the markdown root of the default config.
@@ -39,6 +41,8 @@ pub struct Config {
     pub personalities: BTreeMap<PersonalityId, PersonalityConfig>,
     /// Who `memory mcp` serves when its command line does not say.
     pub mcp: McpConfig,
+    /// How `memory serve` runs the HTTP service: its API keys and limits.
+    pub serve: ServeConfig,
 }
 
 /// The `[mcp]` table: the conversation `memory mcp` serves by default.
@@ -153,6 +157,7 @@ impl Config {
             users_provider: DEFAULT_PROVIDER.to_owned(),
             personalities: BTreeMap::new(),
             mcp: McpConfig::default(),
+            serve: ServeConfig::default(),
         }
     }
 
@@ -344,6 +349,17 @@ impl Config {
             personalities.insert(id, config);
         }
 
+        let serve = match raw.serve {
+            Some(table) => {
+                let span = table.span();
+                table
+                    .into_inner()
+                    .check()
+                    .map_err(|msg| at.error(Some(span), &msg))?
+            }
+            None => ServeConfig::default(),
+        };
+
         Ok(Config {
             origin: Some(origin.to_path_buf()),
             providers,
@@ -351,6 +367,7 @@ impl Config {
             users_provider,
             personalities,
             mcp: raw.mcp,
+            serve,
         })
     }
 
@@ -544,6 +561,7 @@ struct RawConfig {
     personalities: BTreeMap<PersonalityId, RawPersonality>,
     #[serde(default)]
     mcp: McpConfig,
+    serve: Option<Spanned<RawServe>>,
 }
 
 #[derive(Deserialize)]

@@ -37,6 +37,7 @@
 //! ```
 
 mod config;
+mod serve;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,9 +45,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::{
     Document, DocumentId, DocumentReport, EventBus, Identity, IdentityMap, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Revision,
-    Store, Subscription, Surface, SyncReport, UserId, Version, is_blank, plan_sync,
-    revert_by_replace,
+    MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Prefetch, Purged,
+    Receipts, Revision, Store, Subscription, Surface, SyncReport, UserId, Version, is_blank,
+    plan_sync, revert_by_replace,
 };
 use memory_markdown::MarkdownProvider;
 use memory_postgres::PostgresProvider;
@@ -59,6 +60,7 @@ pub use config::{
     CONFIG_ENV, Config, DEFAULT_PROVIDER, McpConfig, PersonalityConfig, ProviderConfig, ROOT_ENV,
     default_root,
 };
+pub use serve::{ApiKey, Scope, ServeConfig};
 
 /// The providers of a [`Config`], connected on first use, and a [`MemoryProvider`] that routes
 /// each call to where its documents live. Cheap to clone; clones share the connections.
@@ -170,6 +172,27 @@ impl Memory {
             .with_scope(settings.memory_scope)
             .with_budgets(settings.budgets)
             .with_max_chars(settings.max_chars)
+    }
+
+    /// A context that writes `document`, named by its path (the command line, the HTTP API),
+    /// through the wiring: with its owner's settings, its other id a placeholder that
+    /// revisions do not record.
+    ///
+    /// # Errors
+    /// [`MemoryError::Misrouted`] for a personality's own `MEMORY.md` when the config gives the
+    /// personality global scope: its writes go to the global `MEMORY.md`, never this file.
+    pub fn writing(&self, document: &DocumentId) -> Result<(MemoryContext, Store), MemoryError> {
+        let (ctx, store) = MemoryContext::writing(document);
+        if let DocumentId::PersonalityMemory { personality } = document
+            && self.inner.config.personality(personality).memory_scope == MemoryScope::Global
+        {
+            return Err(MemoryError::Misrouted {
+                document: document.clone(),
+                routed: DocumentId::GlobalMemory,
+                personality: personality.clone(),
+            });
+        }
+        Ok((ctx, store))
     }
 
     /// The provider named `name`, connected.

@@ -1,0 +1,121 @@
+//! Health: liveness and each provider's readiness, for load balancers and operators.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use memory_core::{DocumentId, MemoryProvider};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::App;
+
+/// How long a provider has to answer a readiness probe.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether the service is up, and each provider with it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Health {
+    /// `ok` when every provider answers, `degraded` when one does not (the others are
+    /// still served).
+    status: HealthStatus,
+    /// Each configured provider.
+    providers: Vec<ProviderHealth>,
+}
+
+/// The service's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HealthStatus {
+    /// Every provider answers.
+    Ok,
+    /// At least one provider does not answer.
+    Degraded,
+}
+
+/// One provider's readiness.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ProviderHealth {
+    /// Its name in the config.
+    name: String,
+    /// Its kind: `markdown`, `postgres`, `redis` or `vector`.
+    kind: &'static str,
+    /// Whether it answered a read within 2 s (a vector provider: its source).
+    ready: bool,
+    /// Why not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Reads one document from each provider's storage, all at once.
+async fn probe(app: &App) -> Health {
+    let config = app.memory.config();
+    let probes = config.providers.iter().map(|(name, provider)| async move {
+        let storage = config.storage_of(name);
+        let answered = tokio::time::timeout(PROBE_TIMEOUT, async {
+            app.memory
+                .provider(storage)
+                .await?
+                .read(&DocumentId::GlobalMemory)
+                .await
+        })
+        .await;
+        let error = match answered {
+            Ok(Ok(_)) => None,
+            Ok(Err(err)) => Some(err.to_string()),
+            Err(_) => Some(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
+        };
+        ProviderHealth {
+            name: name.clone(),
+            kind: provider.kind(),
+            ready: error.is_none(),
+            error,
+        }
+    });
+    let providers = futures::future::join_all(probes).await;
+    let status = if providers.iter().all(|provider| provider.ready) {
+        HealthStatus::Ok
+    } else {
+        HealthStatus::Degraded
+    };
+    Health { status, providers }
+}
+
+/// Liveness: answers 200 while the service runs, with each provider's readiness.
+#[utoipa::path(
+    get,
+    path = "/v1/health",
+    tag = "health",
+    operation_id = "health",
+    responses((status = 200, description = "The service runs; `status` says whether every provider answers", body = Health)),
+    security(())
+)]
+pub(crate) async fn health(State(app): State<App>) -> Json<Health> {
+    Json(probe(&app).await)
+}
+
+/// Readiness: 200 when every provider answers, 503 (with `Retry-After`) when one does not.
+#[utoipa::path(
+    get,
+    path = "/v1/health/ready",
+    tag = "health",
+    operation_id = "ready",
+    responses(
+        (status = 200, description = "Every provider answers", body = Health),
+        (status = 503, description = "A provider does not answer", body = Health),
+    ),
+    security(())
+)]
+pub(crate) async fn ready(State(app): State<App>) -> Response {
+    let health = probe(&app).await;
+    if health.status == HealthStatus::Ok {
+        return Json(health).into_response();
+    }
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(health)).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}

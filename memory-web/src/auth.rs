@@ -1,0 +1,500 @@
+//! Who may call the service: API keys with scopes, each possibly restricted to some users and
+//! personalities; or, on a loopback address with no keys configured, this machine only.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use memory_core::{DocumentId, MemoryError, MemoryScope, PersonalityId, UserId, sha256_hex};
+use memory_wiring::{Config, Scope, ServeConfig};
+
+use crate::problem::Problem;
+
+/// The environment variable `memory serve` reads its admin token from when `--token` is not
+/// given.
+pub const TOKEN_ENV: &str = "MEMORY_SERVE_TOKEN";
+
+/// The shortest token accepted: long enough that guessing it over the network is hopeless.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// The name the `--token` key gets.
+const TOKEN_KEY_NAME: &str = "token";
+
+/// The prefix of keys `memory key new` mints, so a leaked one is recognisable in a scan.
+const KEY_PREFIX: &str = "amk_";
+
+/// A new API key: `amk_` and 256 random bits in hex.
+///
+/// # Errors
+/// When the operating system has no randomness to give.
+pub fn mint_key() -> Result<String, MemoryError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|err| MemoryError::Config {
+        message: format!("cannot get random bytes for a key: {err}"),
+    })?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{KEY_PREFIX}{hex}"))
+}
+
+/// The SHA-256 of `key` in hex: what `memory.toml` stores. Keys are 256 random bits, so a
+/// plain hash is as strong as a slow one and costs nothing per request.
+pub fn key_sha256(key: &str) -> String {
+    sha256_hex(key)
+}
+
+/// Who is calling, and what they may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The key's name in `memory.toml` (`token` for `--token`, `local` without keys): for
+    /// logs, never the key.
+    pub name: String,
+    scopes: BTreeSet<Scope>,
+    users: Option<BTreeSet<UserId>>,
+    personalities: Option<BTreeSet<PersonalityId>>,
+}
+
+impl Principal {
+    /// Anyone on this machine, when the server runs on loopback without keys: everything.
+    fn local() -> Principal {
+        Principal {
+            name: "local".to_owned(),
+            scopes: BTreeSet::from([Scope::Admin]),
+            users: None,
+            personalities: None,
+        }
+    }
+
+    /// Whether it holds `scope` (admin holds every scope).
+    pub fn has(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope) || self.scopes.contains(&Scope::Admin)
+    }
+
+    /// Whether it may read and write `user`'s profile.
+    pub fn may_user(&self, user: &UserId) -> bool {
+        self.users.as_ref().is_none_or(|users| users.contains(user))
+    }
+
+    /// Whether it may read and write `personality`'s memory.
+    pub fn may_personality(&self, personality: &PersonalityId) -> bool {
+        self.personalities
+            .as_ref()
+            .is_none_or(|personalities| personalities.contains(personality))
+    }
+
+    /// Whether it may read and write `document`: a profile of one of its users, the memory
+    /// of one of its personalities, or the global `MEMORY.md` when it is unrestricted or one
+    /// of its personalities is configured to use it.
+    pub fn may_document(&self, document: &DocumentId, config: &Config) -> bool {
+        match document {
+            DocumentId::UserProfile { user } => self.may_user(user),
+            DocumentId::PersonalityMemory { personality } => self.may_personality(personality),
+            DocumentId::GlobalMemory => self.personalities.as_ref().is_none_or(|mine| {
+                mine.iter().any(|personality| {
+                    config.personality(personality).memory_scope == MemoryScope::Global
+                })
+            }),
+        }
+    }
+
+    /// [`Principal::may_document`] as a 403 that names the document and nothing about it: a
+    /// key restricted to other users learns neither its text nor whether it exists.
+    pub(crate) fn check_document(
+        &self,
+        document: &DocumentId,
+        config: &Config,
+    ) -> Result<(), Problem> {
+        if self.may_document(document, config) {
+            return Ok(());
+        }
+        Err(Problem::forbidden(format!(
+            "key {:?} may not read or write {}",
+            self.name,
+            document.relative_path()
+        )))
+    }
+
+    /// Both documents of one conversation: the personality's memory and the user's profile.
+    pub(crate) fn check_pair(
+        &self,
+        personality: &PersonalityId,
+        user: &UserId,
+    ) -> Result<(), Problem> {
+        if !self.may_personality(personality) {
+            return Err(Problem::forbidden(format!(
+                "key {:?} may not read or write the memory of personality {personality:?}",
+                self.name
+            )));
+        }
+        if !self.may_user(user) {
+            return Err(Problem::forbidden(format!(
+                "key {:?} may not read or write the profile of user {user:?}",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The access rules of one server: its keys by hash, or this machine only.
+#[derive(Clone)]
+pub struct Access {
+    keys: Arc<HashMap<String, Arc<Principal>>>,
+    /// No keys, on loopback: every request from this machine may do everything, and requests
+    /// must name a loopback host (a web page elsewhere pointing its domain at 127.0.0.1,
+    /// DNS rebinding, is refused).
+    local_only: bool,
+}
+
+/// Shows the key names, never their hashes.
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&str> = self.keys.values().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        f.debug_struct("Access")
+            .field("keys", &names)
+            .field("local_only", &self.local_only)
+            .finish()
+    }
+}
+
+impl Access {
+    /// The rules for a server bound to `address` with the keys of `serve` and, if given, the
+    /// admin `token` (`--token`) as one more key.
+    ///
+    /// Memory is personal, so a server on an address other machines can reach refuses to
+    /// start without keys; on loopback without keys it serves this machine only.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] for a reachable address without keys, or a token shorter than
+    /// [`MIN_TOKEN_CHARS`] or equal to a configured key.
+    pub fn new(
+        address: SocketAddr,
+        serve: &ServeConfig,
+        token: Option<&str>,
+    ) -> Result<Access, MemoryError> {
+        let refuse = |message: String| Err(MemoryError::Config { message });
+        let mut keys: HashMap<String, Arc<Principal>> = serve
+            .keys
+            .iter()
+            .map(|(name, key)| {
+                let principal = Principal {
+                    name: name.clone(),
+                    scopes: key.scopes.clone(),
+                    users: key.users.clone(),
+                    personalities: key.personalities.clone(),
+                };
+                (key.sha256.clone(), Arc::new(principal))
+            })
+            .collect();
+        if let Some(token) = token {
+            if token.chars().count() < MIN_TOKEN_CHARS {
+                return refuse(format!(
+                    "the token is {} chars; use at least {MIN_TOKEN_CHARS} random ones (memory key new makes one)",
+                    token.chars().count()
+                ));
+            }
+            let principal = Principal {
+                name: TOKEN_KEY_NAME.to_owned(),
+                ..Principal::local()
+            };
+            if keys
+                .insert(key_sha256(token), Arc::new(principal))
+                .is_some()
+            {
+                return refuse(
+                    "the token is also a key in [serve.keys]; give --token a key of its own"
+                        .to_owned(),
+                );
+            }
+        }
+        let loopback = address.ip().is_loopback();
+        if keys.is_empty() && !loopback {
+            return refuse(format!(
+                "serving on {address} needs API keys: add them under [serve.keys] in memory.toml (`memory key new` prints a line), or pass --token (or set {TOKEN_ENV}); or bind 127.0.0.1"
+            ));
+        }
+        Ok(Access {
+            local_only: keys.is_empty(),
+            keys: Arc::new(keys),
+        })
+    }
+
+    /// The rules of a loopback server without keys: what tests and local use get.
+    pub fn loopback() -> Access {
+        Access {
+            keys: Arc::new(HashMap::new()),
+            local_only: true,
+        }
+    }
+
+    /// Whether the server takes API keys (and so needs one on every API request).
+    pub fn has_keys(&self) -> bool {
+        !self.local_only
+    }
+
+    /// Who sent `headers`: `Ok(None)` for no key where keys are needed (public routes still
+    /// answer), a refusal for a key that is not one of ours or a host that is not this machine.
+    fn identify(&self, headers: &HeaderMap) -> Result<Option<Arc<Principal>>, Problem> {
+        if self.local_only {
+            if !names_loopback(headers) {
+                return Err(Problem::forbidden(
+                    "this server answers only to localhost, 127.0.0.1 or [::1] in the Host header",
+                ));
+            }
+            return Ok(Some(Arc::new(Principal::local())));
+        }
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Ok(None);
+        };
+        let unauthorized = || {
+            Problem::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                crate::problem::ProblemKind::Unauthorized,
+                "the API key is not valid: send Authorization: Bearer <key> with a key configured under [serve.keys]",
+            )
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|value| value.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .ok_or_else(unauthorized)?;
+        self.keys
+            .get(&key_sha256(token))
+            .cloned()
+            .map(Some)
+            .ok_or_else(unauthorized)
+    }
+}
+
+/// The caller of a request, as [`identify`] found it: `None` when no key was sent.
+#[derive(Clone)]
+pub(crate) struct Caller(pub Option<Arc<Principal>>);
+
+/// The key's name on a response, for the access log.
+#[derive(Clone)]
+pub(crate) struct KeyName(pub String);
+
+/// The middleware finding who calls: the request carries a [`Caller`], its response the
+/// key's [`KeyName`]. A key that is not ours is refused here, on every route.
+pub(crate) async fn identify(
+    State(access): State<Access>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller = match access.identify(request.headers()) {
+        Ok(caller) => caller,
+        Err(problem) => return problem.into_response(),
+    };
+    let name = caller.as_ref().map(|principal| principal.name.clone());
+    request.extensions_mut().insert(Caller(caller));
+    let mut response = next.run(request).await;
+    if let Some(name) = name {
+        response.extensions_mut().insert(KeyName(name));
+    }
+    response
+}
+
+/// A caller holding one scope, as a handler's first argument: a request without a key is
+/// answered 401, a key without the scope 403.
+macro_rules! scoped_caller {
+    ($(#[$meta:meta])* $name:ident, $scope:expr) => {
+        $(#[$meta])*
+        pub(crate) struct $name(pub Arc<Principal>);
+
+        impl<S: Send + Sync> FromRequestParts<S> for $name {
+            type Rejection = Problem;
+
+            async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
+                authorize(parts, $scope).map($name)
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = Principal;
+
+            fn deref(&self) -> &Principal {
+                &self.0
+            }
+        }
+    };
+}
+
+scoped_caller!(
+    /// A caller with the `read` scope.
+    Reader,
+    Scope::Read
+);
+scoped_caller!(
+    /// A caller with the `write` scope.
+    Writer,
+    Scope::Write
+);
+scoped_caller!(
+    /// A caller with the `admin` scope.
+    Admin,
+    Scope::Admin
+);
+scoped_caller!(
+    /// A caller with the `metrics` scope.
+    MetricsReader,
+    Scope::Metrics
+);
+
+fn authorize(parts: &Parts, scope: Scope) -> Result<Arc<Principal>, Problem> {
+    let principal = parts
+        .extensions
+        .get::<Caller>()
+        .and_then(|caller| caller.0.clone())
+        .ok_or_else(|| {
+            Problem::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                crate::problem::ProblemKind::Unauthorized,
+                "this API needs a key: send Authorization: Bearer <key>",
+            )
+        })?;
+    if !principal.has(scope) {
+        return Err(Problem::forbidden(format!(
+            "key {:?} lacks the {scope} scope this request needs",
+            principal.name
+        )));
+    }
+    Ok(principal)
+}
+
+fn names_loopback(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "::1")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use memory_wiring::ApiKey;
+
+    use super::*;
+
+    fn address(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    /// A key for [`serve_with`]: name, key, scopes, users it is restricted to.
+    type TestKey<'a> = (&'a str, &'a str, &'a [Scope], Option<&'a [&'a str]>);
+
+    fn serve_with(keys: &[TestKey<'_>]) -> ServeConfig {
+        let keys: BTreeMap<String, ApiKey> = keys
+            .iter()
+            .map(|(name, key, scopes, users)| {
+                let key = ApiKey {
+                    sha256: key_sha256(key),
+                    scopes: scopes.iter().copied().collect(),
+                    users: users
+                        .map(|users| users.iter().map(|u| UserId::new(*u).unwrap()).collect()),
+                    personalities: None,
+                };
+                ((*name).to_owned(), key)
+            })
+            .collect();
+        ServeConfig {
+            keys,
+            ..ServeConfig::default()
+        }
+    }
+
+    fn bearer(token: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn reachable_addresses_need_keys_and_loopback_without_keys_is_local() {
+        let none = ServeConfig::default();
+        let err = Access::new(address("0.0.0.0:1"), &none, None).unwrap_err();
+        assert!(err.to_string().contains("[serve.keys]"), "{err}");
+        assert!(err.to_string().contains(TOKEN_ENV), "{err}");
+        let short = Access::new(address("0.0.0.0:1"), &none, Some("secret")).unwrap_err();
+        assert!(short.to_string().contains("6 chars"), "{short}");
+        let token = "x".repeat(16);
+        let remote = Access::new(address("0.0.0.0:1"), &none, Some(&token)).unwrap();
+        assert!(remote.has_keys());
+        let principal = remote.identify(&bearer(&token)).unwrap().unwrap();
+        assert_eq!(principal.name, "token");
+        assert!(Scope::ALL.into_iter().all(|scope| principal.has(scope)));
+        let local = Access::new(address("127.0.0.1:1"), &none, None).unwrap();
+        assert!(!local.has_keys());
+        let with_keys = serve_with(&[("k", "key-1", &[Scope::Read], None)]);
+        assert!(Access::new(address("10.0.0.1:1"), &with_keys, None).is_ok());
+    }
+
+    #[test]
+    fn keys_are_found_by_hash_and_others_refused() {
+        let serve = serve_with(&[
+            ("reader", "key-r", &[Scope::Read], Some(&["alice"])),
+            ("writer", "key-w", &[Scope::Read, Scope::Write], None),
+        ]);
+        let access = Access::new(address("0.0.0.0:1"), &serve, None).unwrap();
+        let reader = access.identify(&bearer("key-r")).unwrap().unwrap();
+        assert_eq!(reader.name, "reader");
+        assert!(reader.has(Scope::Read) && !reader.has(Scope::Write));
+        assert!(reader.may_user(&UserId::new("alice").unwrap()));
+        assert!(!reader.may_user(&UserId::new("bob").unwrap()));
+        assert!(access.identify(&HeaderMap::new()).unwrap().is_none());
+        for bad in ["Bearer nope", "Basic a2V5LXI=", "key-r"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, bad.parse().unwrap());
+            let problem = access.identify(&headers).unwrap_err();
+            assert_eq!(problem.status, 401, "{bad}");
+        }
+        let lower = {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, "bearer key-w".parse().unwrap());
+            headers
+        };
+        assert_eq!(access.identify(&lower).unwrap().unwrap().name, "writer");
+    }
+
+    #[test]
+    fn host_names_are_parsed_with_and_without_ports() {
+        for (host, loopback) in [
+            ("localhost:8700", true),
+            ("127.0.0.1", true),
+            ("[::1]:8700", true),
+            ("localhost.evil.example", false),
+            ("evil.example:8700", false),
+            ("127.0.0.1.nip.io", false),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, host.parse().unwrap());
+            assert_eq!(names_loopback(&headers), loopback, "{host}");
+        }
+        assert!(!names_loopback(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn minted_keys_are_random_and_hash_to_hex() {
+        let (a, b) = (mint_key().unwrap(), mint_key().unwrap());
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with(KEY_PREFIX) && a.len() == KEY_PREFIX.len() + 64,
+            "{a}"
+        );
+        assert_eq!(key_sha256(&a).len(), 64);
+    }
+}

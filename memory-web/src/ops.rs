@@ -1,0 +1,244 @@
+//! What an operator needs around every request: a request id, a bound on time and on requests
+//! at once, metrics in Prometheus' text format, and, when asked for, a JSON access log.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::sync::Semaphore;
+
+use crate::auth::KeyName;
+use crate::problem::{Answered, Problem};
+
+/// The request id header: taken from the request when it carries a sensible one, else made
+/// here; sent back on the response and written in the access log.
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The media type of `/metrics`.
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    method: String,
+    route: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+/// The service's metrics.
+pub(crate) struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram>,
+    errors: Family<KindLabels, Counter>,
+    in_flight: Gauge,
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs to ~13 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<RouteLabels, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        let errors = Family::<KindLabels, Counter>::default();
+        let in_flight = Gauge::default();
+        let mut registry = Registry::with_prefix("memory_http");
+        registry.register(
+            "requests",
+            "Requests answered, by method, route and status",
+            requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time to answer a request, by method and route",
+            latency.clone(),
+        );
+        registry.register(
+            "errors",
+            "Error responses, by the kind their problem document names",
+            errors.clone(),
+        );
+        registry.register(
+            "requests_in_flight",
+            "Requests being answered now",
+            in_flight.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            errors,
+            in_flight,
+        }
+    }
+
+    /// The registry in Prometheus' (OpenMetrics) text format.
+    pub(crate) fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// How the service runs, as the middleware needs it.
+#[derive(Clone)]
+pub(crate) struct Operations {
+    pub metrics: Arc<Metrics>,
+    pub permits: Arc<Semaphore>,
+    pub request_timeout: Duration,
+    pub access_log: bool,
+}
+
+/// The outermost middleware: request id, metrics, access log; then the cap on requests at
+/// once and the request timeout.
+pub(crate) async fn operate(
+    State(ops): State<Operations>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let request_id = request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(
+            || memory_core::IdempotencyKey::generate().to_string(),
+            str::to_owned,
+        );
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        request.headers_mut().insert(REQUEST_ID, value);
+    }
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+
+    ops.metrics.in_flight.inc();
+    let mut response = match ops.permits.clone().try_acquire_owned() {
+        Err(_) => Problem::busy(format!(
+            "the server is answering its most requests at once ({}); retry shortly",
+            ops.permits.available_permits()
+        ))
+        .into_response(),
+        Ok(permit) => {
+            let answered = tokio::time::timeout(ops.request_timeout, next.run(request)).await;
+            drop(permit);
+            answered.unwrap_or_else(|_| timed_out(&method, ops.request_timeout))
+        }
+    };
+    ops.metrics.in_flight.dec();
+
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    let route = response
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(route, |m| m.as_str().to_owned());
+    ops.metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            method: method.to_string(),
+            route: route.clone(),
+            status,
+        })
+        .inc();
+    ops.metrics
+        .latency
+        .get_or_create(&RouteLabels {
+            method: method.to_string(),
+            route: route.clone(),
+        })
+        .observe(elapsed.as_secs_f64());
+    let kind = response
+        .extensions()
+        .get::<Answered>()
+        .map(|answered| answered.0);
+    if let Some(kind) = kind {
+        ops.metrics
+            .errors
+            .get_or_create(&KindLabels {
+                kind: kind.to_owned(),
+            })
+            .inc();
+    }
+    if ops.access_log {
+        let key = response.extensions().get::<KeyName>().map(|k| k.0.clone());
+        let line = serde_json::json!({
+            "time": memory_core::format_utc(SystemTime::now()),
+            "request_id": request_id,
+            "method": method.as_str(),
+            "path": path,
+            "route": route,
+            "status": status,
+            "duration_ms": elapsed.as_secs_f64() * 1000.0,
+            "key": key,
+            "kind": kind,
+        });
+        eprintln!("{line}");
+    }
+    response
+}
+
+/// A request past its time: a read wrote nothing (503, retry); a write goes on to its end
+/// (see `replay`), so its outcome is unknown to this answer (504, repeat it with the same
+/// `Idempotency-Key` to learn it).
+fn timed_out(method: &Method, timeout: Duration) -> Response {
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return Problem::busy(format!(
+            "the request took longer than {} ms; nothing was written, retry later",
+            timeout.as_millis()
+        ))
+        .into_response();
+    }
+    Problem::new(
+        axum::http::StatusCode::GATEWAY_TIMEOUT,
+        crate::problem::ProblemKind::Memory(memory_core::ErrorKind::OutcomeUnknown),
+        format!(
+            "the write took longer than {} ms to answer and goes on without this reply; repeat it with the same Idempotency-Key to learn whether it landed",
+            timeout.as_millis()
+        ),
+    )
+    .into_response()
+}
+
+/// `Cache-Control: no-store` on every API answer: memory changes under its readers, and a
+/// cached answer would be a stale copy.
+pub(crate) async fn never_cached(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}

@@ -1,0 +1,313 @@
+//! The `[serve]` table: how `memory serve` runs the HTTP service, and who may call it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use memory_core::{PersonalityId, UserId};
+use serde::Deserialize;
+
+/// The `[serve]` table of `memory.toml`: the HTTP service's API keys and limits.
+///
+/// ```toml
+/// [serve]
+/// request_timeout_ms = 30000        # a request past this is answered 503 (or 504 for a write)
+/// max_concurrent_requests = 512     # more at once are answered 503 with Retry-After
+/// max_body_bytes = 1048576          # larger bodies are answered 413
+/// shutdown_timeout_ms = 30000       # how long SIGTERM waits for requests in flight
+/// cors_origins = ["https://app.example.com"]   # none: no CORS, browsers keep to this origin
+///
+/// [serve.keys]                      # by SHA-256, never the key: `memory key new` prints a line
+/// agents = { sha256 = "…", scopes = ["read", "write"] }
+/// alice-app = { sha256 = "…", scopes = ["read", "write"], users = ["alice"] }
+/// ops = { sha256 = "…", scopes = ["admin"] }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// The API keys by name. None: only a loopback server without keys may start.
+    pub keys: BTreeMap<String, ApiKey>,
+    /// Origins (`https://host[:port]`) whose pages may call the API from a browser.
+    pub cors_origins: Vec<String>,
+    /// The most one request may take.
+    pub request_timeout: Duration,
+    /// The most requests served at once.
+    pub max_concurrent_requests: usize,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// How long a stop (SIGTERM, Ctrl-C) waits for requests in flight before exiting.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            keys: BTreeMap::new(),
+            cors_origins: Vec::new(),
+            request_timeout: Duration::from_secs(30),
+            max_concurrent_requests: 512,
+            max_body_bytes: 1024 * 1024,
+            shutdown_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One API key: its hash, what it may do, and whose memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// SHA-256 of the key, lowercase hex: the key itself is never stored.
+    pub sha256: String,
+    /// What it may do.
+    pub scopes: BTreeSet<Scope>,
+    /// The only users whose `USER.md` it may read or write; `None`: every user.
+    pub users: Option<BTreeSet<UserId>>,
+    /// The only personalities whose memory it may read or write; `None`: every one.
+    pub personalities: Option<BTreeSet<PersonalityId>>,
+}
+
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Read documents, prefetch, search, history, the directory, resolve identities.
+    Read,
+    /// Write documents: sync, replace, update batches, revert.
+    Write,
+    /// Everything: purge, identity links and the identity list, besides read, write and
+    /// metrics.
+    Admin,
+    /// Read `/metrics`.
+    Metrics,
+}
+
+impl Scope {
+    /// The scope as written in `memory.toml`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+            Scope::Metrics => "metrics",
+        }
+    }
+
+    /// Every scope, in order.
+    pub const ALL: [Scope; 4] = [Scope::Read, Scope::Write, Scope::Admin, Scope::Metrics];
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Scope::ALL
+            .into_iter()
+            .find(|scope| scope.name() == text)
+            .ok_or_else(|| format!("{text:?} is not a scope: use read, write, admin or metrics"))
+    }
+}
+
+/// `[serve]` as the file writes it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServe {
+    #[serde(default)]
+    keys: BTreeMap<String, RawKey>,
+    #[serde(default)]
+    cors_origins: Vec<String>,
+    request_timeout_ms: Option<u64>,
+    max_concurrent_requests: Option<usize>,
+    max_body_bytes: Option<usize>,
+    shutdown_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    sha256: String,
+    scopes: Vec<Scope>,
+    users: Option<Vec<UserId>>,
+    personalities: Option<Vec<PersonalityId>>,
+}
+
+impl RawServe {
+    /// The table checked: key names are ids, hashes are SHA-256 hex and unique, every key has
+    /// a scope, origins are origins, limits are positive. Errors name the key or setting.
+    pub(crate) fn check(self) -> Result<ServeConfig, String> {
+        let defaults = ServeConfig::default();
+        let mut keys = BTreeMap::new();
+        let mut hashes = BTreeMap::new();
+        for (name, key) in self.keys {
+            if PersonalityId::new(name.as_str()).is_err() {
+                return Err(format!(
+                    "serve.keys: key name {name:?} may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
+                ));
+            }
+            let at = format!("serve.keys.{name}");
+            let sha256 = key.sha256.to_ascii_lowercase();
+            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "{at}.sha256 is not a SHA-256 in hex (64 hex digits); `memory key new` prints one"
+                ));
+            }
+            if let Some(other) = hashes.insert(sha256.clone(), name.clone()) {
+                return Err(format!(
+                    "{at}.sha256 is the hash of key {other:?} too: each key needs its own"
+                ));
+            }
+            if key.scopes.is_empty() {
+                return Err(format!(
+                    "{at}.scopes is empty: give it read, write, admin or metrics"
+                ));
+            }
+            keys.insert(
+                name,
+                ApiKey {
+                    sha256,
+                    scopes: key.scopes.into_iter().collect(),
+                    users: key.users.map(|users| users.into_iter().collect()),
+                    personalities: key
+                        .personalities
+                        .map(|personalities| personalities.into_iter().collect()),
+                },
+            );
+        }
+        for origin in &self.cors_origins {
+            if !is_origin(origin) {
+                return Err(format!(
+                    "serve.cors_origins: {origin:?} is not an origin; write scheme://host[:port], as https://app.example.com, with no path"
+                ));
+            }
+        }
+        Ok(ServeConfig {
+            keys,
+            cors_origins: self.cors_origins,
+            request_timeout: Duration::from_millis(at_least_one(
+                "request_timeout_ms",
+                self.request_timeout_ms,
+                millis(defaults.request_timeout),
+            )?),
+            max_concurrent_requests: at_least_one(
+                "max_concurrent_requests",
+                self.max_concurrent_requests,
+                defaults.max_concurrent_requests,
+            )?,
+            max_body_bytes: at_least_one(
+                "max_body_bytes",
+                self.max_body_bytes,
+                defaults.max_body_bytes,
+            )?,
+            shutdown_timeout: Duration::from_millis(at_least_one(
+                "shutdown_timeout_ms",
+                self.shutdown_timeout_ms,
+                millis(defaults.shutdown_timeout),
+            )?),
+        })
+    }
+}
+
+/// `value`, or `default` when unset; 0 is refused naming the setting.
+fn at_least_one<T: PartialEq + From<u8>>(
+    name: &str,
+    value: Option<T>,
+    default: T,
+) -> Result<T, String> {
+    match value {
+        Some(value) if value == T::from(0) => Err(format!("serve.{name} must be at least 1")),
+        Some(value) => Ok(value),
+        None => Ok(default),
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `scheme://host[:port]` with an http(s) scheme and nothing after the authority.
+fn is_origin(text: &str) -> bool {
+    let Some((scheme, authority)) = text.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && !authority.is_empty()
+        && !authority.contains(['/', '?', '#', '@', ' '])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ServeConfig, String> {
+        toml::from_str::<RawServe>(text)
+            .map_err(|err| err.to_string())?
+            .check()
+    }
+
+    #[test]
+    fn defaults_and_keys() {
+        let config = parse("").unwrap();
+        assert_eq!(config, ServeConfig::default());
+        let hash = "a".repeat(64);
+        let config = parse(&format!(
+            "max_concurrent_requests = 8\n[keys]\nalice-app = {{ sha256 = \"{hash}\", scopes = [\"read\", \"write\"], users = [\"alice\"] }}"
+        ))
+        .unwrap();
+        assert_eq!(config.max_concurrent_requests, 8);
+        let key = &config.keys["alice-app"];
+        assert_eq!(key.scopes, BTreeSet::from([Scope::Read, Scope::Write]));
+        assert_eq!(
+            key.users,
+            Some(BTreeSet::from([UserId::new("alice").unwrap()]))
+        );
+        assert_eq!(key.personalities, None);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let hash = "b".repeat(64);
+        for (text, expected) in [
+            (
+                "[keys]\nk = { sha256 = \"xyz\", scopes = [\"read\"] }",
+                "not a SHA-256",
+            ),
+            (
+                &format!("[keys]\nk = {{ sha256 = \"{hash}\", scopes = [] }}"),
+                "scopes is empty",
+            ),
+            (
+                &format!("[keys]\nk = {{ sha256 = \"{hash}\", scopes = [\"root\"] }}"),
+                "unknown variant",
+            ),
+            (
+                &format!(
+                    "[keys]\na = {{ sha256 = \"{hash}\", scopes = [\"read\"] }}\nb = {{ sha256 = \"{hash}\", scopes = [\"read\"] }}"
+                ),
+                "hash of key \"a\" too",
+            ),
+            (
+                &format!("[keys]\n\"a b\" = {{ sha256 = \"{hash}\", scopes = [\"read\"] }}"),
+                "key name",
+            ),
+            (
+                "cors_origins = [\"https://a.example/path\"]",
+                "not an origin",
+            ),
+            ("request_timeout_ms = 0", "at least 1"),
+            ("max_concurrent_requests = 0", "at least 1"),
+            ("max_body_bytes = 0", "at least 1"),
+            ("unknown = 1", "unknown field"),
+            (
+                &format!(
+                    "[keys]\nk = {{ sha256 = \"{hash}\", scopes = [\"read\"], users = [\"../x\"] }}"
+                ),
+                "invalid user id",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+}
