@@ -1,0 +1,1073 @@
+//! `memory serve` as a process, over real HTTP on loopback: bad input of every kind is a 4xx
+//! problem document that writes nothing; every route under every key and restriction; 32
+//! clients adding to one document with some connections dropped mid-response, on markdown,
+//! PostgreSQL and Redis; SIGTERM while 16 clients write; a provider that is down.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use memory_conformance::services::{SchemaGuard, Service, unique_name};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn memory_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_memory"))
+}
+
+/// A `memory serve` process on a free loopback port, killed when dropped.
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    fn start(config: &Path) -> Server {
+        Server::start_with(config, &[])
+    }
+
+    fn start_with(config: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(memory_bin())
+            .arg("--config")
+            .arg(config)
+            .args(["serve", "--port", "0"])
+            .args(args)
+            .env_remove(memory_web::TOKEN_ENV)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let address = first
+            .trim()
+            .strip_prefix("Memory page: http://")
+            .and_then(|rest| rest.strip_suffix('/'))
+            .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+            .to_owned();
+        Server { child, address }
+    }
+
+    /// Sends SIGTERM, as a service manager stops it.
+    fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One answer, read whole.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+
+    /// The problem document's `detail`, for messages.
+    fn detail(&self) -> String {
+        self.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// A request as bytes on the wire, so tests can send what no client library would.
+struct Request {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn request(method: &str, target: &str) -> Request {
+    Request {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+impl Request {
+    fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn json(self, body: &Value) -> Request {
+        self.raw("application/json", body.to_string().into_bytes())
+    }
+
+    fn raw(mut self, content_type: &str, body: Vec<u8>) -> Request {
+        self.body = body;
+        self.header("content-type", content_type)
+    }
+
+    fn key(self, key: Option<&str>) -> Request {
+        match key {
+            Some(key) => self.header("authorization", &format!("Bearer {key}")),
+            None => self,
+        }
+    }
+
+    fn bytes(&self, address: &str) -> Vec<u8> {
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            self.method,
+            self.target,
+            self.body.len()
+        );
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
+    }
+
+    /// Sends it on a connection of its own and reads the whole answer.
+    async fn send(&self, address: &str) -> std::io::Result<Answer> {
+        let mut stream = TcpStream::connect(address).await?;
+        stream.write_all(&self.bytes(address)).await?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await?;
+        parse(&raw).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("not a whole response: {}", String::from_utf8_lossy(&raw)),
+            )
+        })
+    }
+
+    /// Sends it, reads at most `keep` bytes of the answer, and drops the connection: a client
+    /// that went away mid-response.
+    async fn send_and_drop(&self, address: &str, keep: usize) -> std::io::Result<()> {
+        let mut stream = TcpStream::connect(address).await?;
+        stream.write_all(&self.bytes(address)).await?;
+        let mut buffer = vec![0; keep];
+        if keep > 0 {
+            let _ = stream.read(&mut buffer).await?;
+        }
+        Ok(())
+    }
+}
+
+/// An HTTP/1.1 response with a `content-length`, as the server sends them.
+fn parse(raw: &[u8]) -> Option<Answer> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..end]).ok()?;
+    let mut lines = head.lines();
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let body = raw[end + 4..].to_vec();
+    let length: usize = headers.get("content-length")?.parse().ok()?;
+    (body.len() == length).then_some(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let config = dir.join("memory.toml");
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+/// The version of `path` and the number of its revisions, through the server.
+async fn state(address: &str, path: &str, key: Option<&str>) -> (String, usize) {
+    let read = request("GET", &format!("/v1/documents/{path}"))
+        .key(key)
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(read.status, 200, "{path}");
+    let revisions = request("GET", &format!("/v1/documents/{path}/revisions?limit=100"))
+        .key(key)
+        .send(address)
+        .await
+        .unwrap();
+    let count = revisions.json()["revisions"].as_array().unwrap().len();
+    (read.json()["version"].as_str().unwrap().to_owned(), count)
+}
+
+const SEEDED: [&str; 2] = ["users/grace/USER.md", "personalities/ada/MEMORY.md"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[providers.files]\nkind = \"markdown\"\nroot = \"memory\"\n[personalities.ada]\ncaps.memory = { hard = 200 }\n",
+    );
+    std::fs::write(dir.path().join("secret.txt"), "not memory").unwrap();
+    let server = Server::start(&config);
+    let address = server.address.as_str();
+    let seed = request("POST", "/v1/sync").json(&json!({
+        "personality": "ada", "user": "grace",
+        "updates": [{"action": "add", "store": "user", "content": "Name: Grace."},
+                    {"action": "add", "store": "memory", "content": "Project: Lovelace."}]
+    }));
+    assert_eq!(seed.send(address).await.unwrap().status, 200);
+
+    let sync =
+        |body: &str| request("POST", "/v1/sync").raw("application/json", body.as_bytes().to_vec());
+    let big = format!(
+        r#"{{"personality":"ada","user":"grace","updates":[{{"action":"add","store":"memory","content":"{}"}}]}}"#,
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let mut invalid_utf8 =
+        br#"{"personality":"ada","user":"grace","updates":[{"action":"add","store":"memory","content":""#
+            .to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe]);
+    invalid_utf8.extend_from_slice(br#""}]}"#);
+    let cases: Vec<(&str, Request, u16, &str)> = vec![
+        (
+            "malformed JSON",
+            sync(r#"{"personality":"ada","#),
+            400,
+            "EOF while parsing",
+        ),
+        (
+            "not JSON at all",
+            request("POST", "/v1/sync").raw("text/plain", b"personality=ada".to_vec()),
+            415,
+            "Content-Type",
+        ),
+        (
+            "a form post",
+            request("POST", "/v1/sync").raw(
+                "application/x-www-form-urlencoded",
+                b"personality=ada&user=grace".to_vec(),
+            ),
+            415,
+            "application/json",
+        ),
+        ("an oversized body", sync(&big), 413, "length limit"),
+        (
+            "invalid UTF-8 in the body",
+            request("POST", "/v1/sync").raw("application/json", invalid_utf8),
+            400,
+            "invalid unicode",
+        ),
+        (
+            "a bad personality id",
+            sync(
+                r#"{"personality":"../x","user":"grace","updates":[{"action":"add","store":"memory","content":"x"}]}"#,
+            ),
+            400,
+            "invalid personality id \"../x\"",
+        ),
+        (
+            "an unknown field",
+            sync(r#"{"personality":"ada","user":"grace","updates":[],"store":"memory"}"#),
+            422,
+            "unknown field `store`",
+        ),
+        (
+            "an unknown field in an update",
+            sync(
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"add","store":"memory","content":"x","when":"now"}]}"#,
+            ),
+            422,
+            "unknown field `when`",
+        ),
+        (
+            "an unknown action",
+            sync(
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"delete","store":"memory"}]}"#,
+            ),
+            422,
+            "unknown variant `delete`",
+        ),
+        (
+            "a missing field",
+            sync(r#"{"personality":"ada","updates":[]}"#),
+            422,
+            "missing field `user`",
+        ),
+        (
+            "a blank add",
+            sync(
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"add","store":"memory","content":" "}]}"#,
+            ),
+            400,
+            "update #0",
+        ),
+        (
+            "a NUL in the text",
+            sync(
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"add","store":"memory","content":"a\u0000b"}]}"#,
+            ),
+            400,
+            "NUL",
+        ),
+        (
+            "past the hard cap",
+            sync(&format!(
+                r#"{{"personality":"ada","user":"grace","updates":[{{"action":"add","store":"memory","content":"{}"}}]}}"#,
+                "y".repeat(300)
+            )),
+            422,
+            "hard cap of 200",
+        ),
+        (
+            "a huge number",
+            request("POST", "/v1/prefetch")
+                .json(&json!({"personality": "ada", "user": "grace", "max_chars": 1e300})),
+            422,
+            "max_chars",
+        ),
+        (
+            "a negative number",
+            request("POST", "/v1/documents/users/grace/USER.md/revert")
+                .json(&json!({"number": -1})),
+            422,
+            "number",
+        ),
+        (
+            "a number past int64",
+            request(
+                "GET",
+                "/v1/documents/users/grace/USER.md/revisions?before=9223372036854775808",
+            ),
+            400,
+            "before",
+        ),
+        (
+            "a negative limit",
+            request(
+                "GET",
+                "/v1/documents/users/grace/USER.md/revisions?limit=-1",
+            ),
+            400,
+            "limit",
+        ),
+        (
+            "a limit over the most",
+            request(
+                "GET",
+                "/v1/documents/users/grace/USER.md/revisions?limit=101",
+            ),
+            400,
+            "limit must be 1 to 100",
+        ),
+        (
+            "a duplicate query parameter",
+            request("GET", "/v1/users?limit=1&limit=2"),
+            400,
+            "duplicate field `limit`",
+        ),
+        (
+            "an unknown query parameter",
+            request("GET", "/v1/users?page=2"),
+            400,
+            "unknown field `page`",
+        ),
+        (
+            "a bad user id in the path",
+            request("GET", "/v1/documents/users/a.b/USER.md"),
+            400,
+            "invalid user id \"a.b\"",
+        ),
+        (
+            "`..` as an id",
+            request("PUT", "/v1/documents/users/../USER.md")
+                .header("if-match", "*")
+                .json(&json!({"text": "overwritten"})),
+            400,
+            "invalid user id \"..\"",
+        ),
+        (
+            "encoded traversal",
+            request(
+                "GET",
+                "/v1/documents/personalities/..%2F..%2Fsecret.txt/MEMORY.md",
+            ),
+            400,
+            "invalid personality id \"../../secret.txt\"",
+        ),
+        (
+            "encoded dots",
+            request("DELETE", "/v1/documents/users/%2e%2e/USER.md"),
+            400,
+            "invalid user id \"..\"",
+        ),
+        (
+            "invalid UTF-8 in the path",
+            request("GET", "/v1/documents/users/%ff%fe/USER.md"),
+            400,
+            "UTF-8",
+        ),
+        (
+            "a path outside the layout",
+            request("GET", "/v1/documents/../../secret.txt"),
+            404,
+            "no such route",
+        ),
+        (
+            "a replace without If-Match",
+            request("PUT", "/v1/documents/users/grace/USER.md").json(&json!({"text": "x"})),
+            428,
+            "If-Match",
+        ),
+        (
+            "a malformed If-Match",
+            request("PUT", "/v1/documents/users/grace/USER.md")
+                .header("if-match", "W/\"1\"")
+                .json(&json!({"text": "x"})),
+            400,
+            "If-Match",
+        ),
+        (
+            "a malformed Idempotency-Key",
+            request("POST", "/v1/documents/users/grace/USER.md/updates")
+                .header("idempotency-key", "two words")
+                .json(&json!({"updates": [{"action": "add", "store": "user", "content": "x"}]})),
+            400,
+            "idempotency key",
+        ),
+        (
+            "an update for the other store",
+            request("POST", "/v1/documents/users/grace/USER.md/updates")
+                .json(&json!({"updates": [{"action": "add", "store": "memory", "content": "x"}]})),
+            422,
+            "names store \"memory\"",
+        ),
+        (
+            "a method the route does not take",
+            request("PATCH", "/v1/documents/users/grace/USER.md").json(&json!({"text": "x"})),
+            405,
+            "method",
+        ),
+    ];
+    let before: Vec<(String, usize)> = futures_state(address).await;
+    let mut checked = 0;
+    for (what, case, status, names) in cases {
+        let answer = case.send(address).await.unwrap();
+        assert_eq!(
+            answer.status,
+            status,
+            "{what}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        assert_eq!(
+            answer.header("content-type"),
+            Some("application/problem+json"),
+            "{what}"
+        );
+        let problem = answer.json();
+        assert!(
+            problem["detail"].as_str().unwrap().contains(names),
+            "{what}: {names:?} not in {}",
+            problem["detail"]
+        );
+        assert_eq!(problem["status"], status, "{what}");
+        assert!(problem["kind"].is_string(), "{what}");
+        assert_eq!(
+            futures_state(address).await,
+            before,
+            "{what} wrote something"
+        );
+        checked += 1;
+    }
+    assert!(!dir.path().join("memory/users/../USER.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("secret.txt")).unwrap(),
+        "not memory"
+    );
+    println!("bad input: {checked} cases, each a 4xx problem document, nothing written");
+}
+
+async fn futures_state(address: &str) -> Vec<(String, usize)> {
+    let mut states = Vec::new();
+    for path in SEEDED {
+        states.push(state(address, path, None).await);
+    }
+    states
+}
+
+/// The keys of the auth matrix, and the scopes and restriction of each.
+const KEYS: [(&str, &str, &str); 5] = [
+    ("reader", "reader-key-0123456789", r#"scopes = ["read"]"#),
+    (
+        "writer",
+        "writer-key-0123456789",
+        r#"scopes = ["read", "write"]"#,
+    ),
+    ("admin", "admin-key-01234567890", r#"scopes = ["admin"]"#),
+    (
+        "scraper",
+        "scraper-key-012345678",
+        r#"scopes = ["metrics"]"#,
+    ),
+    (
+        "alice-app",
+        "alice-key-01234567890",
+        r#"scopes = ["read", "write"], users = ["alice"], personalities = ["ada"]"#,
+    ),
+];
+
+fn key_config(dir: &Path) -> PathBuf {
+    let mut text =
+        String::from("[providers.files]\nkind = \"markdown\"\nroot = \"memory\"\n[serve.keys]\n");
+    for (name, key, rest) in KEYS {
+        text.push_str(&format!(
+            "{name} = {{ sha256 = \"{}\", {rest} }}\n",
+            memory_web::key_sha256(key)
+        ));
+    }
+    write_config(dir, &text)
+}
+
+/// The scopes a key holds (admin holds them all).
+fn holds(key: &str, scope: &str) -> bool {
+    let rest = KEYS.iter().find(|(name, _, _)| *name == key).unwrap().2;
+    rest.contains(&format!("\"{scope}\"")) || rest.contains("\"admin\"")
+}
+
+/// A request for `operation` at `path` (a template of the OpenAPI document) naming personality
+/// `p` and user `u` wherever the route takes them.
+fn concrete(method: &str, template: &str, operation: &Value, p: &str, u: &str) -> Request {
+    let target = template
+        .replace("{personality}", p)
+        .replace("{user}", u)
+        .replace("{platform}", "telegram")
+        .replace("{platform_user}", "1")
+        .replace("{number}", "1");
+    let id = operation["operationId"].as_str().unwrap();
+    let body = match id {
+        "prefetch" => Some(json!({"personality": p, "user": u})),
+        "sync" => Some(json!({"personality": p, "user": u, "updates": []})),
+        "search" => Some(json!({"personality": p, "query": "x"})),
+        "link_identity" => Some(json!({"user": u})),
+        _ if id.starts_with("replace_") => Some(json!({"text": "x"})),
+        _ if id.starts_with("update_") => Some(json!({"updates": []})),
+        _ if id.starts_with("revert_") => Some(json!({"number": 1})),
+        _ => None,
+    };
+    let mut request = request(method, &target).header("if-match", "*");
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request
+}
+
+/// Every route of the served OpenAPI document, the page's files and `/metrics`, under no key, a
+/// wrong key and each key: 401 without a valid key where one is needed, 403 for a key without
+/// the scope or outside its restriction, anything else (never a 5xx) otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_under_every_key_and_restriction() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&key_config(dir.path()));
+    let address = server.address.as_str();
+    let spec = request("GET", "/v1/openapi.json")
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(spec.status, 200, "the OpenAPI document is public");
+    let spec = spec.json();
+
+    let mut cells = 0;
+    let wrong = Some("not-a-key-0123456789");
+    for (template, item) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let method = method.to_uppercase();
+            let needs: Option<String> = operation["security"][0]["api_key"][0]
+                .as_str()
+                .map(str::to_owned);
+            let names_ids = template.contains("{personality}")
+                || template.contains("{user}")
+                || matches!(
+                    operation["operationId"].as_str(),
+                    Some("prefetch" | "sync" | "search")
+                );
+            let send = |key: Option<&str>, p: &str, u: &str| {
+                concrete(&method, template, operation, p, u).key(key)
+            };
+            for key in [None, wrong] {
+                let answer = send(key, "ada", "alice").send(address).await.unwrap();
+                let expected_public = needs.is_none();
+                match expected_public {
+                    true => assert!(
+                        answer.status < 400 || key.is_some() && answer.status == 401,
+                        "{method} {template} is public: {}",
+                        answer.status
+                    ),
+                    false => assert_eq!(answer.status, 401, "{method} {template} {key:?}"),
+                }
+                cells += 1;
+            }
+            let Some(needs) = needs else { continue };
+            // The global MEMORY.md is no personality's of alice-app's (ada keeps her own).
+            let global = template.starts_with("/v1/documents/MEMORY.md");
+            for (name, key, _) in KEYS {
+                let answer = send(Some(key), "ada", "alice").send(address).await.unwrap();
+                assert!(
+                    answer.status < 500,
+                    "{method} {template} as {name}: {}",
+                    answer.status
+                );
+                if name == "alice-app" && global && holds(name, &needs) {
+                    assert_eq!(answer.status, 403, "{method} {template} as {name}");
+                } else if holds(name, &needs) {
+                    assert!(
+                        !matches!(answer.status, 401 | 403),
+                        "{method} {template} as {name} (holds {needs}): {} {}",
+                        answer.status,
+                        answer.detail()
+                    );
+                } else {
+                    assert_eq!(
+                        answer.status, 403,
+                        "{method} {template} as {name} lacks {needs}"
+                    );
+                    assert!(
+                        answer
+                            .detail()
+                            .contains(&format!("lacks the {needs} scope"))
+                    );
+                }
+                cells += 1;
+                // Outside its restriction: alice's app may not touch cleo's memory or bob's
+                // profile, whether or not they exist.
+                if name == "alice-app" && names_ids && holds(name, &needs) {
+                    for (p, u) in [("cleo", "alice"), ("ada", "bob")] {
+                        // A search names a personality only.
+                        if operation["operationId"] == "search" && p == "ada" {
+                            continue;
+                        }
+                        let touches = template.contains("{personality}") && p == "cleo"
+                            || template.contains("{user}") && u == "bob"
+                            || !template.starts_with("/v1/documents/");
+                        if !touches {
+                            continue;
+                        }
+                        let answer = send(Some(key), p, u).send(address).await.unwrap();
+                        assert_eq!(
+                            answer.status,
+                            403,
+                            "{method} {template} as alice-app for {p}/{u}: {}",
+                            answer.detail()
+                        );
+                        cells += 1;
+                    }
+                }
+            }
+        }
+    }
+    // The page's files hold no memory: public under any key or none; /metrics takes its scope.
+    for path in ["/", "/app.js", "/style.css"] {
+        for key in [None, Some("reader-key-0123456789")] {
+            let answer = request("GET", path).key(key).send(address).await.unwrap();
+            assert_eq!(answer.status, 200, "{path} {key:?}");
+            cells += 1;
+        }
+    }
+    for (key, status) in [
+        (None, 401),
+        (wrong, 401),
+        (Some("reader-key-0123456789"), 403),
+        (Some("scraper-key-012345678"), 200),
+        (Some("admin-key-01234567890"), 200),
+    ] {
+        let answer = request("GET", "/metrics")
+            .key(key)
+            .send(address)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, status, "/metrics {key:?}");
+        cells += 1;
+    }
+    // What a restricted key lists is its own.
+    let linked = request("PUT", "/v1/identities/telegram/9")
+        .key(Some("admin-key-01234567890"))
+        .json(&json!({"user": "bob"}))
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(linked.status, 200);
+    let hidden = request("GET", "/v1/identities/telegram/9")
+        .key(Some("alice-key-01234567890"))
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(
+        hidden.status, 404,
+        "a link to bob is not alice-app's to see"
+    );
+    println!("auth matrix: {cells} route and key combinations checked");
+}
+
+/// What one round of writers acknowledged, and what each tried.
+struct Round {
+    acknowledged: BTreeSet<String>,
+    attempted: BTreeSet<String>,
+}
+
+/// 32 clients add 8 entries each to one MEMORY.md, each add with its own Idempotency-Key;
+/// one send in four drops its connection mid-response and the add is sent again with its key
+/// until an answer arrives. Every add is then there exactly once, with one revision each.
+async fn thirty_two_clients_add_with_drops(config: &Path) {
+    let server = Server::start(config);
+    let address = Arc::new(server.address.clone());
+    let drops = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..32)
+        .map(|client| {
+            let (address, drops) = (Arc::clone(&address), Arc::clone(&drops));
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for n in 0..8 {
+                    let entry = format!("client {client} entry {n}");
+                    let add = request("POST", "/v1/sync")
+                        .header("idempotency-key", &format!("c{client}-e{n}"))
+                        .json(&json!({"personality": "ada", "user": "grace",
+                            "updates": [{"action": "add", "store": "memory", "content": entry}]}));
+                    let mut sends = 0;
+                    loop {
+                        sends += 1;
+                        if (client + n + sends) % 4 == 0 && sends < 4 {
+                            // Gone mid-response: after a few bytes, or before any.
+                            add.send_and_drop(&address, (client as usize * 7) % 24)
+                                .await
+                                .unwrap();
+                            drops.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        let answer = add.send(&address).await.unwrap();
+                        assert_eq!(answer.status, 200, "{}", answer.detail());
+                        acknowledged.push(entry.clone());
+                        break;
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    for client in clients {
+        acknowledged.extend(client.await.unwrap());
+    }
+    let read = request("GET", "/v1/documents/personalities/ada/MEMORY.md")
+        .send(&address)
+        .await
+        .unwrap();
+    let text = read.json()["text"].as_str().unwrap().to_owned();
+    for entry in &acknowledged {
+        assert_eq!(
+            text.lines().filter(|line| line == entry).count(),
+            1,
+            "{entry} is not there exactly once"
+        );
+    }
+    let entries = text.lines().filter(|line| !line.is_empty()).count();
+    assert_eq!(entries, 256, "nothing else is there");
+    let mut keys = BTreeSet::new();
+    let mut before = String::new();
+    loop {
+        let page = request(
+            "GET",
+            &format!("/v1/documents/personalities/ada/MEMORY.md/revisions?limit=100{before}"),
+        )
+        .send(&address)
+        .await
+        .unwrap()
+        .json();
+        for revision in page["revisions"].as_array().unwrap() {
+            assert!(keys.insert(revision["idempotency_key"].as_str().unwrap().to_owned()));
+        }
+        match page["next_before"].as_u64() {
+            Some(next) => before = format!("&before={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(keys.len(), 256, "one revision per add");
+    println!(
+        "32 clients: {} adds acknowledged, {} connections dropped mid-response and resent, each add present once with one revision",
+        acknowledged.len(),
+        drops.load(Ordering::Relaxed)
+    );
+}
+
+fn markdown_config(dir: &TempDir) -> PathBuf {
+    write_config(
+        dir.path(),
+        "[providers.files]\nkind = \"markdown\"\nroot = \"memory\"\nhistory = { keep = 1000 }\n",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    thirty_two_clients_add_with_drops(&markdown_config(&dir)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_postgres() {
+    let Some(url) = Service::Postgres.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_name("service");
+    let _guard = SchemaGuard {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[providers.shared]\nkind = \"postgres\"\nurl = \"{url}\"\nschema = \"{schema}\"\nhistory = {{ keep = 1000 }}\n"
+        ),
+    );
+    thirty_two_clients_add_with_drops(&config).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_redis() {
+    let Some(url) = Service::Redis.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = unique_name("service");
+    let _cleanup = RedisCleanup {
+        url: url.clone(),
+        prefix: prefix.clone(),
+    };
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[providers.fast]\nkind = \"redis\"\nurl = \"{url}\"\nprefix = \"{prefix}\"\nhistory = {{ keep = 1000 }}\n"
+        ),
+    );
+    thirty_two_clients_add_with_drops(&config).await;
+}
+
+/// Removes a test's Redis keys when dropped.
+struct RedisCleanup {
+    url: String,
+    prefix: String,
+}
+
+impl Drop for RedisCleanup {
+    fn drop(&mut self) {
+        let cleaned = redis::Client::open(self.url.as_str())
+            .and_then(|client| client.get_connection())
+            .and_then(|mut connection| {
+                let pattern = format!("{{{}}}:*", self.prefix);
+                let keys: Vec<String> = redis::Commands::scan_match(&mut connection, &pattern)?
+                    .collect::<Result<_, _>>()?;
+                if !keys.is_empty() {
+                    redis::cmd("DEL").arg(&keys).exec(&mut connection)?;
+                }
+                Ok(())
+            });
+        if let Err(err) = cleaned {
+            eprintln!("could not remove test keys {}: {err}", self.prefix);
+        }
+    }
+}
+
+/// 16 clients add entries until the server goes; SIGTERM mid-run. The server stops accepting,
+/// answers what is in flight and exits 0; every add it acknowledged is in the document once,
+/// nothing else is, and the document reads whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_sixteen_clients_write_keeps_every_acknowledged_add() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = markdown_config(&dir);
+    let server = Server::start(&config);
+    let address = Arc::new(server.address.clone());
+    let acknowledged_so_far = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..16)
+        .map(|client| {
+            let (address, counter) = (Arc::clone(&address), Arc::clone(&acknowledged_so_far));
+            tokio::spawn(async move {
+                let mut round = Round {
+                    acknowledged: BTreeSet::new(),
+                    attempted: BTreeSet::new(),
+                };
+                for n in 0.. {
+                    let entry = format!("client {client} entry {n}");
+                    round.attempted.insert(entry.clone());
+                    let add = request("POST", "/v1/sync")
+                        .header("idempotency-key", &format!("t{client}-{n}"))
+                        .json(&json!({"personality": "ada", "user": "grace",
+                            "updates": [{"action": "add", "store": "memory", "content": entry}]}));
+                    match add.send(&address).await {
+                        Ok(answer) if answer.status == 200 => {
+                            round.acknowledged.insert(entry);
+                            counter.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // Refused or cut off by the stop: not acknowledged.
+                        Ok(_) => {}
+                        Err(_) => break,
+                    }
+                }
+                round
+            })
+        })
+        .collect();
+    while acknowledged_so_far.load(Ordering::Relaxed) < 100 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.terminate();
+    let exited = tokio::task::spawn_blocking(move || {
+        let mut server = server;
+        let status = server.child.wait().unwrap();
+        (status, server)
+    })
+    .await
+    .unwrap();
+    assert!(
+        exited.0.success(),
+        "memory serve exited {:?} on SIGTERM",
+        exited.0
+    );
+    let mut acknowledged = BTreeSet::new();
+    let mut attempted = BTreeSet::new();
+    for client in clients {
+        let round = client.await.unwrap();
+        acknowledged.extend(round.acknowledged);
+        attempted.extend(round.attempted);
+    }
+    let text = std::fs::read_to_string(dir.path().join("memory/personalities/ada/MEMORY.md"))
+        .expect("the document reads whole as UTF-8");
+    for entry in &acknowledged {
+        assert_eq!(
+            text.lines().filter(|line| line == entry).count(),
+            1,
+            "acknowledged {entry:?} is not there exactly once"
+        );
+    }
+    for line in text.lines().filter(|line| !line.is_empty()) {
+        assert!(
+            attempted.contains(line),
+            "{line:?} is no whole entry anyone wrote"
+        );
+        assert_eq!(
+            text.lines().filter(|l| l == &line).count(),
+            1,
+            "{line:?} twice"
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("memory/personalities/ada"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    println!(
+        "SIGTERM: {} adds acknowledged before the stop, each present once; {} lines in the document, all whole",
+        acknowledged.len(),
+        text.lines().filter(|line| !line.is_empty()).count()
+    );
+}
+
+/// A provider that is down gives 503 with Retry-After, and the server keeps serving the
+/// personalities on the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_is_down_is_503_and_the_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1 of loopback: connecting is refused at once.
+    let config = write_config(
+        dir.path(),
+        r#"
+        default_provider = "files"
+        [providers.files]
+        kind = "markdown"
+        root = "memory"
+        [providers.shared]
+        kind = "postgres"
+        url = "postgres://postgres@127.0.0.1:1/test?sslmode=disable"
+        deadline_ms = 1000
+        connect_timeout_ms = 300
+        [providers.fast]
+        kind = "redis"
+        url = "redis://127.0.0.1:1"
+        deadline_ms = 1000
+        [personalities.remote]
+        provider = "shared"
+        [personalities.quick]
+        provider = "fast"
+        "#,
+    );
+    let server = Server::start(&config);
+    let address = server.address.as_str();
+    for personality in ["remote", "quick"] {
+        let answer = request("POST", "/v1/prefetch")
+            .json(&json!({"personality": personality, "user": "grace"}))
+            .send(address)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 503, "{personality}: {}", answer.detail());
+        assert_eq!(answer.json()["kind"], "unavailable");
+        assert_eq!(answer.json()["retryable"], true);
+        assert_eq!(answer.header("retry-after"), Some("1"));
+        let write = request("POST", "/v1/sync")
+            .json(&json!({"personality": personality, "user": "grace",
+                "updates": [{"action": "add", "store": "memory", "content": "x"}]}))
+            .send(address)
+            .await
+            .unwrap();
+        assert_eq!(write.status, 503, "{personality}: {}", write.detail());
+    }
+    let served = request("POST", "/v1/sync")
+        .json(&json!({"personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "memory", "content": "Still here."}]}))
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(served.status, 200, "{}", served.detail());
+    let health = request("GET", "/v1/health").send(address).await.unwrap();
+    assert_eq!(health.status, 200);
+    let health = health.json();
+    assert_eq!(health["status"], "degraded");
+    let ready: BTreeMap<&str, bool> = health["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["ready"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        ready,
+        BTreeMap::from([("fast", false), ("files", true), ("shared", false)])
+    );
+    let readiness = request("GET", "/v1/health/ready")
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(readiness.status, 503);
+    assert_eq!(readiness.header("retry-after"), Some("1"));
+}
