@@ -7,17 +7,14 @@
 //! and playwright-core (installed here with `npm ci` when absent). Without them it skips
 //! loudly; with `MEMORY_REQUIRE_SERVICES=1`, as in CI, it fails instead.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Server, memory_bin};
 use memory_conformance::services::REQUIRE_SERVICES;
 use tempfile::TempDir;
-
-fn memory_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_memory"))
-}
 
 /// A config with two personalities (ada on her own MEMORY.md, bob on the global one) and the
 /// documents a person would come to fix.
@@ -63,58 +60,6 @@ fn seeded() -> (TempDir, PathBuf) {
     (dir, config)
 }
 
-/// A running `memory serve`, stopped when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(config: &Path) -> Server {
-        let mut child = Command::new(memory_bin())
-            .args(["--config"])
-            .arg(config)
-            .args(["serve", "--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let url = first
-            .trim()
-            .strip_prefix("Memory page: ")
-            .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
-            .to_owned();
-        Server { child, url }
-    }
-
-    /// One HTTP/1.1 request without a client library: status line and body.
-    fn request(&self, method: &str, path: &str, body: Option<&str>) -> (String, String) {
-        let authority = self.url.trim_start_matches("http://").trim_end_matches('/');
-        let mut stream = TcpStream::connect(authority).unwrap();
-        let body = body.unwrap_or("");
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        (head.lines().next().unwrap().to_owned(), body.to_owned())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn cat(config: &Path, document: &str) -> String {
     let out = Command::new(memory_bin())
         .arg("--config")
@@ -135,9 +80,9 @@ fn serve_answers_on_loopback_and_prints_where() {
     let (_dir, config) = seeded();
     let server = Server::start(&config);
     assert!(
-        server.url.starts_with("http://127.0.0.1:"),
+        server.url().starts_with("http://127.0.0.1:"),
         "{}",
-        server.url
+        server.url()
     );
     let (status, body) = server.request("GET", "/v1/users", None);
     assert!(status.ends_with("200 OK"), "{status}: {body}");
@@ -263,7 +208,7 @@ fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
     let mut driver = Command::new("node");
     driver
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/memory-page.mjs"))
-        .env("MEMORY_PAGE_URL", &server.url)
+        .env("MEMORY_PAGE_URL", server.url())
         .env("MEMORY_BIN", memory_bin())
         .env("MEMORY_CONFIG", &config)
         .env("CHROMIUM", &chromium)

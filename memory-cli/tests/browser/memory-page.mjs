@@ -39,7 +39,7 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(60_000);
   page.on("dialog", (dialog) => dialog.accept());
   const failures = [];
   page.on("pageerror", (err) => failures.push(err.message));

@@ -1,0 +1,223 @@
+//! What the tests of `memory serve` share: the server as a process, and HTTP on the wire.
+// Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub fn memory_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_memory"))
+}
+
+/// A `memory serve` process on a free loopback port, killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub address: String,
+}
+
+impl Server {
+    pub fn start(config: &Path) -> Server {
+        Server::start_with(config, &[])
+    }
+
+    pub fn start_with(config: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(memory_bin())
+            .arg("--config")
+            .arg(config)
+            .args(["serve", "--port", "0"])
+            .args(args)
+            .env_remove(memory_web::TOKEN_ENV)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let address = first
+            .trim()
+            .strip_prefix("Memory page: http://")
+            .and_then(|rest| rest.strip_suffix('/'))
+            .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+            .to_owned();
+        Server { child, address }
+    }
+
+    /// The page's address: `http://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.address)
+    }
+
+    /// One HTTP/1.1 request from a plain blocking socket: status line and body.
+    pub fn request(&self, method: &str, path: &str, body: Option<&str>) -> (String, String) {
+        let mut stream = std::net::TcpStream::connect(&self.address).unwrap();
+        let body = body.unwrap_or("");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.address,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        (head.lines().next().unwrap().to_owned(), body.to_owned())
+    }
+
+    /// Sends SIGTERM, as a service manager stops it.
+    pub fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One answer, read whole.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: BTreeMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+
+    /// The problem document's `detail`, for messages.
+    pub fn detail(&self) -> String {
+        self.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// A request as bytes on the wire, so tests can send what no client library would.
+pub struct Request {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+pub fn request(method: &str, target: &str) -> Request {
+    Request {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+impl Request {
+    pub fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn json(self, body: &Value) -> Request {
+        self.raw("application/json", body.to_string().into_bytes())
+    }
+
+    pub fn raw(mut self, content_type: &str, body: Vec<u8>) -> Request {
+        self.body = body;
+        self.header("content-type", content_type)
+    }
+
+    pub fn key(self, key: Option<&str>) -> Request {
+        match key {
+            Some(key) => self.header("authorization", &format!("Bearer {key}")),
+            None => self,
+        }
+    }
+
+    fn bytes(&self, address: &str) -> Vec<u8> {
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            self.method,
+            self.target,
+            self.body.len()
+        );
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
+    }
+
+    /// Sends it on a connection of its own and reads the whole answer.
+    pub async fn send(&self, address: &str) -> std::io::Result<Answer> {
+        let mut stream = TcpStream::connect(address).await?;
+        stream.write_all(&self.bytes(address)).await?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await?;
+        parse(&raw).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("not a whole response: {}", String::from_utf8_lossy(&raw)),
+            )
+        })
+    }
+
+    /// Sends it, reads at most `keep` bytes of the answer, and drops the connection: a client
+    /// that went away mid-response.
+    pub async fn send_and_drop(&self, address: &str, keep: usize) -> std::io::Result<()> {
+        let mut stream = TcpStream::connect(address).await?;
+        stream.write_all(&self.bytes(address)).await?;
+        let mut buffer = vec![0; keep];
+        if keep > 0 {
+            let _ = stream.read(&mut buffer).await?;
+        }
+        Ok(())
+    }
+}
+
+/// An HTTP/1.1 response with a `content-length`, as the server sends them.
+fn parse(raw: &[u8]) -> Option<Answer> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..end]).ok()?;
+    let mut lines = head.lines();
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let body = raw[end + 4..].to_vec();
+    let length: usize = headers.get("content-length")?.parse().ok()?;
+    (body.len() == length).then_some(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let config = dir.join("memory.toml");
+    std::fs::write(&config, text).unwrap();
+    config
+}
