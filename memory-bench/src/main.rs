@@ -7,6 +7,7 @@
 
 mod backends;
 mod chart;
+mod http;
 mod recall_eval;
 mod stats;
 mod workloads;
@@ -53,6 +54,9 @@ struct Args {
     /// MEMORY.md sizes for prefetch, in KiB.
     #[arg(long, value_delimiter = ',', default_value = "1,8,20")]
     prefetch_kib: Vec<usize>,
+    /// Concurrent client counts for the HTTP run (`memory serve`, keep-alive).
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    http_clients: Vec<usize>,
     /// Concurrent writer counts for the contention run.
     #[arg(long, value_delimiter = ',', default_value = "1,4,16,64")]
     writers: Vec<usize>,
@@ -109,6 +113,8 @@ struct Measured {
     naive_sync: Samples,
     /// Sync with history off, then on; `None` for the vector provider (its source's).
     history: Option<(Samples, Samples)>,
+    /// The same calls over HTTP through `memory serve`.
+    http: http::HttpMeasured,
     contention: Vec<Contention>,
     growth: Vec<(usize, Duration, Duration)>,
 }
@@ -135,6 +141,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         ("--recall-queries", vec![args.recall_queries]),
         ("--contention-adds", vec![args.contention_adds]),
         ("--writers", args.writers.clone()),
+        ("--http-clients", args.http_clients.clone()),
         ("--prefetch-kib", args.prefetch_kib.clone()),
         ("--recall-entries", args.recall_entries.clone()),
     ] {
@@ -314,6 +321,10 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
             Some(workloads::history_cost(backend, args.samples).await?)
         }
     };
+    progress(name, "over HTTP (memory serve)");
+    let http_dir = tempfile::tempdir()?;
+    let http = http::measure(backend, http_dir.path(), args.samples, &args.http_clients).await?;
+    settled().await;
     let mut contention = Vec::new();
     for &writers in &args.writers {
         progress(name, &format!("{writers} concurrent writers"));
@@ -331,6 +342,7 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
         sync,
         naive_sync,
         history,
+        http,
         contention,
         growth,
     })
@@ -489,6 +501,8 @@ impl Report<'_> {
             }
         }
 
+        md.push_str(&self.http());
+
         let _ = writeln!(md, "\n## Contention\n");
         let _ = writeln!(
             md,
@@ -637,17 +651,18 @@ impl Report<'_> {
         let _ = writeln!(md, "## Building it\n");
         let _ = writeln!(
             md,
-            "`./scripts/bench` builds with the release profile into the shared target directory \
-             of `scripts/env.sh` (`~/.cache/agent-memory/target`). Cold, on a fresh 2-core \
-             machine of this kind, `./scripts/bench --help` took 50 minutes (2026-11-24, \
-             prerequisites included; 64 on the previous session's machine, beside a debug \
-             build), nearly all of it lance, lancedb and datafusion. Once it is warm, a change \
-             to the workspace's own code rebuilds in a minute or two; a change to the features \
-             of a shared dependency (a new crate turning on hyper's server, say) rebuilds lance \
-             and lancedb, about half an hour. Keep it warm by leaving that directory in place \
-             (CI clones reuse it), and build before a session that needs figures: \
-             `./scripts/bench --help` builds without measuring. Stop other builds while it \
-             measures: they share the cores and the disk."
+            "`./scripts/bench` builds with the release profile into a target directory of its \
+             own (`~/.cache/agent-memory/target-release`, or `$MEMORY_RELEASE_TARGET_DIR`): cargo \
+             locks a target directory for a whole build, so sharing the debug one would stall \
+             every test run behind it. Cold, on a fresh 2-core machine of this kind, \
+             `./scripts/bench --help` took 50 minutes (2026-11-24, prerequisites included; 64 on \
+             the previous session's machine, beside a debug build), nearly all of it lance, \
+             lancedb and datafusion. Once it is warm, a change to the workspace's own code \
+             rebuilds in a minute or two; a change to the features of a shared dependency \
+             rebuilds lance and lancedb, about half an hour. Keep it warm by leaving that \
+             directory in place (CI clones reuse it), and build before a session that needs \
+             figures: `./scripts/bench --help` builds without measuring. Stop other builds while \
+             it measures: they share the cores and the disk."
         );
         md
     }
@@ -745,6 +760,40 @@ impl Report<'_> {
                 p50 <= 20.0,
             ));
         }
+        for m in self.measured {
+            let name = m.backend.name();
+            for (what, (inside, over)) in [("prefetch", &m.http.prefetch), ("sync", &m.http.sync)] {
+                let added = over.quantile_ms(0.5) - inside.quantile_ms(0.5);
+                rows.push((
+                    format!("{name}, {what}: HTTP p50 over in process"),
+                    format!("{added:+.3} ms"),
+                    "<= 0.2 ms",
+                    added <= 0.2,
+                ));
+            }
+            if name == "markdown"
+                && let Some(most) = m
+                    .http
+                    .load
+                    .iter()
+                    .filter(|level| level.operation == "prefetch")
+                    .max_by_key(|level| level.clients)
+            {
+                rows.push((
+                    format!("markdown prefetch over HTTP, {} clients", most.clients),
+                    format!("{:.0} requests/s", most.per_second),
+                    ">= 10,000 requests/s",
+                    most.per_second >= 10_000.0,
+                ));
+            }
+            let lost: usize = m.http.load.iter().map(|level| level.lost).sum();
+            rows.push((
+                format!("{name}, adds lost over HTTP (every load level)"),
+                lost.to_string(),
+                "0",
+                lost == 0,
+            ));
+        }
         let minutes = self.took.as_secs_f64() / 60.0;
         rows.push((
             "this run".to_owned(),
@@ -763,6 +812,75 @@ impl Report<'_> {
             );
         }
         md.push('\n');
+        md
+    }
+
+    /// The HTTP section: latency over HTTP beside in process, and load.
+    fn http(&self) -> String {
+        let mut md = String::from("\n## Over HTTP (`memory serve`)\n\n");
+        let _ = writeln!(
+            md,
+            "The same calls through the memory service: `memory_web::Service` on a loopback \
+             port of this process, called over keep-alive HTTP/1.1 connections by a load \
+             generator in the same process (so on the same 2 cores: the figures include the \
+             client's own cost). In process is the wiring (`memory_wiring::Memory`) the service \
+             calls: `prefetch` (MEMORY.md of {} bytes, with a query), and a one-add \
+             `sync_exactly_once` with an idempotency key, as the service runs every sync (over \
+             HTTP each add carries an `Idempotency-Key`). Alternating rounds of {} samples a side.\n",
+            http::PREFETCH_BYTES,
+            self.args.samples.div_ceil(10) * 10
+        );
+        let _ = writeln!(
+            md,
+            "| provider | prefetch in process | prefetch over HTTP | added p50 | sync in process | sync over HTTP | added p50 |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for m in self.measured {
+            let (pin, phttp) = &m.http.prefetch;
+            let (sin, shttp) = &m.http.sync;
+            let added = |inside: &Samples, over: &Samples| {
+                format!("{:+.3} ms", over.quantile_ms(0.5) - inside.quantile_ms(0.5))
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                m.backend.name(),
+                pin.percentiles(),
+                phttp.percentiles(),
+                added(pin, phttp),
+                sin.percentiles(),
+                shttp.percentiles(),
+                added(sin, shttp)
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\nRequests per second with concurrent clients, each on its own connection: \
+             prefetch ({} each) and one-add syncs ({} in all, to one document, each with its \
+             own key; lost = acknowledged adds missing from the document afterwards).\n",
+            http::PREFETCH_PER_CLIENT,
+            http::SYNC_ADDS
+        );
+        let _ = writeln!(
+            md,
+            "| provider | operation | clients | requests | requests/s | p50 / p95 / p99 | lost |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for m in self.measured {
+            for level in &m.http.load {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {:.0} | {} | {} |",
+                    m.backend.name(),
+                    level.operation,
+                    level.clients,
+                    level.requests,
+                    level.per_second,
+                    level.latencies.percentiles(),
+                    level.lost
+                );
+            }
+        }
         md
     }
 

@@ -63,7 +63,7 @@ pub fn text_of_size(bytes: usize) -> String {
 }
 
 /// A query for the vector provider's prefetch (others ignore it).
-const QUERY: &str = "when is the database failover decided?";
+pub const QUERY: &str = "when is the database failover decided?";
 
 /// Prefetch latency with MEMORY.md of `bytes` bytes and a short USER.md.
 pub async fn prefetch(

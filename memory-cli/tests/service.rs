@@ -882,3 +882,238 @@ async fn a_provider_that_is_down_is_503_and_the_others_are_served() {
     assert_eq!(readiness.status, 503);
     assert_eq!(readiness.header("retry-after"), Some("1"));
 }
+
+/// A server that accepts connections and never answers: a database that stalls.
+async fn stalled_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            open.push(stream);
+        }
+    });
+    (address, held)
+}
+
+/// A request past `request_timeout_ms` is answered: 503 for a read (nothing was written), 504
+/// for a write (it goes on; its outcome is unknown to the answer). Past
+/// `max_concurrent_requests` at once, 503 with Retry-After at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_time_or_over_the_limit_is_answered_not_held() {
+    let (stalled, _held) = stalled_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            r#"
+            default_provider = "files"
+            [providers.files]
+            kind = "markdown"
+            root = "memory"
+            [providers.slow]
+            kind = "postgres"
+            url = "postgres://postgres@{stalled}/test?sslmode=disable"
+            connect_timeout_ms = 3000
+            [personalities.slow]
+            provider = "slow"
+            [serve]
+            request_timeout_ms = 400
+            max_concurrent_requests = 1
+            "#
+        ),
+    );
+    let server = Server::start(&config);
+    let address = server.address.clone();
+    let read = request("POST", "/v1/prefetch").json(&json!({"personality": "slow", "user": "u"}));
+    let started = std::time::Instant::now();
+    let answer = read.send(&address).await.unwrap();
+    assert_eq!(answer.status, 503, "{}", answer.detail());
+    assert_eq!(answer.json()["kind"], "busy");
+    assert_eq!(answer.header("retry-after"), Some("1"));
+    assert!(answer.detail().contains("400 ms"), "{}", answer.detail());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let write = request("POST", "/v1/sync")
+        .header("idempotency-key", "slow-1")
+        .json(&json!({"personality": "slow", "user": "u",
+            "updates": [{"action": "add", "store": "memory", "content": "x"}]}));
+    let answer = write.send(&address).await.unwrap();
+    assert_eq!(answer.status, 504, "{}", answer.detail());
+    assert_eq!(answer.json()["kind"], "outcome-unknown");
+    assert!(answer.detail().contains("same Idempotency-Key"));
+
+    // One request at once: a second, while the first waits on the stalled database, is turned
+    // away at once instead of queueing.
+    let slow = tokio::spawn({
+        let address = address.clone();
+        async move {
+            request("POST", "/v1/prefetch")
+                .json(&json!({"personality": "slow", "user": "u"}))
+                .send(&address)
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let quick = request("GET", "/v1/documents/users/u/USER.md");
+    let turned_away = quick.send(&address).await.unwrap();
+    assert_eq!(turned_away.status, 503, "{}", turned_away.detail());
+    assert_eq!(turned_away.header("retry-after"), Some("1"));
+    assert!(turned_away.detail().contains("most requests at once"));
+    assert_eq!(slow.await.unwrap().status, 503);
+    let served = quick.send(&address).await.unwrap();
+    assert_eq!(served.status, 200, "{}", served.detail());
+}
+
+/// `/metrics` counts requests by route and status, times them by route and counts errors by
+/// kind; `--access-log` writes one JSON line per request, with the request id the client sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_the_access_log_describe_each_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = markdown_config(&dir);
+    let log = dir.path().join("access.log");
+    let server = Server::start_logging(&config, &["--access-log"], &log);
+    let address = server.address.as_str();
+    let add = request("POST", "/v1/sync")
+        .header("x-request-id", "trace-42")
+        .json(&json!({"personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "memory", "content": "Noted."}]}));
+    let added = add.send(address).await.unwrap();
+    assert_eq!(added.status, 200);
+    assert_eq!(added.header("x-request-id"), Some("trace-42"));
+    let stale = request("POST", "/v1/sync")
+        .json(
+            &json!({"personality": "ada", "user": "grace", "if_match": {"memory": "old"},
+            "updates": [{"action": "add", "store": "memory", "content": "Late."}]}),
+        )
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(stale.status, 412);
+    let generated = stale.header("x-request-id").unwrap().to_owned();
+    assert_eq!(
+        request("GET", "/v1/nowhere")
+            .send(address)
+            .await
+            .unwrap()
+            .status,
+        404
+    );
+
+    let metrics = request("GET", "/metrics").send(address).await.unwrap();
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics
+            .header("content-type")
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = String::from_utf8(metrics.body).unwrap();
+    for expected in [
+        r#"memory_http_requests_total{method="POST",route="/v1/sync",status="200"} 1"#,
+        r#"memory_http_requests_total{method="POST",route="/v1/sync",status="412"} 1"#,
+        r#"memory_http_requests_total{method="GET",route="unmatched",status="404"} 1"#,
+        r#"memory_http_request_duration_seconds_count{method="POST",route="/v1/sync"} 2"#,
+        r#"memory_http_request_duration_seconds_bucket{le="0.0512",method="POST",route="/v1/sync"}"#,
+        r#"memory_http_errors_total{kind="precondition-failed"} 1"#,
+        r#"memory_http_errors_total{kind="not-found"} 1"#,
+        "# TYPE memory_http_requests_in_flight gauge",
+    ] {
+        assert!(text.contains(expected), "{expected} not in:\n{text}");
+    }
+
+    server.terminate();
+    let mut server = server;
+    let status = tokio::task::spawn_blocking(move || server.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success());
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let first = lines
+        .iter()
+        .find(|l| l["request_id"] == "trace-42")
+        .unwrap();
+    assert_eq!(first["method"], "POST");
+    assert_eq!(first["path"], "/v1/sync");
+    assert_eq!(first["route"], "/v1/sync");
+    assert_eq!(first["status"], 200);
+    assert_eq!(first["key"], "local");
+    assert_eq!(first["kind"], Value::Null);
+    assert!(first["duration_ms"].as_f64().unwrap() > 0.0);
+    assert!(first["time"].as_str().unwrap().ends_with('Z'));
+    let refused = lines
+        .iter()
+        .find(|l| l["request_id"] == generated.as_str())
+        .unwrap();
+    assert_eq!(refused["status"], 412);
+    assert_eq!(refused["kind"], "precondition-failed");
+    assert_eq!(lines.len(), 4, "one line per request: {lines:?}");
+}
+
+/// Browsers may call the API from another origin only when the config lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_answers_only_configured_origins() {
+    let dir = tempfile::tempdir().unwrap();
+    let preflight = |origin: &str| {
+        request("OPTIONS", "/v1/sync")
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "content-type,idempotency-key",
+            )
+    };
+    let closed = Server::start(&markdown_config(&dir));
+    let answer = preflight("https://app.example")
+        .send(&closed.address)
+        .await
+        .unwrap();
+    assert_eq!(answer.header("access-control-allow-origin"), None);
+    drop(closed);
+
+    let config = write_config(
+        dir.path(),
+        "[providers.files]\nkind = \"markdown\"\nroot = \"memory\"\n[serve]\ncors_origins = [\"https://app.example\"]\n",
+    );
+    let open = Server::start(&config);
+    let answer = preflight("https://app.example")
+        .send(&open.address)
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let allowed = answer.header("access-control-allow-headers").unwrap();
+    assert!(allowed.contains("idempotency-key"), "{allowed}");
+    let other = preflight("https://evil.example")
+        .send(&open.address)
+        .await
+        .unwrap();
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    let read = request("GET", "/v1/users")
+        .header("origin", "https://app.example")
+        .send(&open.address)
+        .await
+        .unwrap();
+    assert_eq!(
+        read.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let exposed = read.header("access-control-expose-headers").unwrap();
+    assert!(
+        exposed.contains("etag") && exposed.contains("idempotent-replayed"),
+        "{exposed}"
+    );
+}

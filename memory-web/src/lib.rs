@@ -92,17 +92,19 @@ impl Service {
             metrics: Arc::clone(&metrics),
             openapi: Arc::new(openapi_json),
         };
+        let write_routes = Arc::new(openapi::writes(&document));
         let writes = replay::Writes {
             replays: replay::Replays::default(),
             tasks: tasks.clone(),
             max_body_bytes: settings.max_body_bytes,
-            operations: Arc::new(openapi::writes(&document)),
+            operations: Arc::clone(&write_routes),
         };
         let operations = ops::Operations {
             metrics,
             permits: Arc::new(Semaphore::new(settings.max_concurrent_requests)),
             request_timeout: settings.request_timeout,
             access_log,
+            writes: write_routes,
         };
         let api = api
             .route("/v1/openapi.json", get(openapi_document))

@@ -1,6 +1,7 @@
 //! What an operator needs around every request: a request id, a bound on time and on requests
 //! at once, metrics in Prometheus' text format, and, when asked for, a JSON access log.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -112,6 +113,9 @@ pub(crate) struct Operations {
     pub permits: Arc<Semaphore>,
     pub request_timeout: Duration,
     pub access_log: bool,
+    /// The writes the API takes, as (method, route template): a write past its time goes on,
+    /// a read does not.
+    pub writes: Arc<HashSet<(Method, String)>>,
 }
 
 /// The outermost middleware: request id, metrics, access log; then the cap on requests at
@@ -151,7 +155,8 @@ pub(crate) async fn operate(
         Ok(permit) => {
             let answered = tokio::time::timeout(ops.request_timeout, next.run(request)).await;
             drop(permit);
-            answered.unwrap_or_else(|_| timed_out(&method, ops.request_timeout))
+            let writes = ops.writes.contains(&(method.clone(), route.clone()));
+            answered.unwrap_or_else(|_| timed_out(writes, ops.request_timeout))
         }
     };
     ops.metrics.in_flight.dec();
@@ -213,8 +218,8 @@ pub(crate) async fn operate(
 /// A request past its time: a read wrote nothing (503, retry); a write goes on to its end
 /// (see `replay`), so its outcome is unknown to this answer (504, repeat it with the same
 /// `Idempotency-Key` to learn it).
-fn timed_out(method: &Method, timeout: Duration) -> Response {
-    if matches!(*method, Method::GET | Method::HEAD) {
+fn timed_out(writes: bool, timeout: Duration) -> Response {
+    if !writes {
         return Problem::busy(format!(
             "the request took longer than {} ms; nothing was written, retry later",
             timeout.as_millis()

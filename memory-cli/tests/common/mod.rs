@@ -27,6 +27,15 @@ impl Server {
     }
 
     pub fn start_with(config: &Path, args: &[&str]) -> Server {
+        Server::spawn(config, args, Stdio::null())
+    }
+
+    /// [`Server::start_with`], its stderr (the access log, with `--access-log`) in `log`.
+    pub fn start_logging(config: &Path, args: &[&str], log: &Path) -> Server {
+        Server::spawn(config, args, std::fs::File::create(log).unwrap().into())
+    }
+
+    fn spawn(config: &Path, args: &[&str], stderr: Stdio) -> Server {
         let mut child = Command::new(memory_bin())
             .arg("--config")
             .arg(config)
@@ -34,7 +43,7 @@ impl Server {
             .args(args)
             .env_remove(memory_web::TOKEN_ENV)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut first = String::new();

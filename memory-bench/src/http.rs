@@ -1,0 +1,346 @@
+//! The memory service: prefetch and a one-add sync over HTTP (keep-alive) beside the same calls
+//! in process, and requests per second at several numbers of concurrent clients. The service
+//! (`memory_web::Service`) runs in this process on a loopback port; the load generator is this
+//! process too, on the same 2 cores, so the figures include the client's own cost.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use memory_core::{
+    DocumentId, IdempotencyKey, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store,
+    sync_exactly_once,
+};
+use memory_web::{Access, Service};
+use memory_wiring::{Config, Memory};
+use serde_json::json;
+
+use crate::backends::{Backend, BoxError};
+use crate::stats::Samples;
+use crate::workloads::{ctx, entry, text_of_size};
+
+/// What one provider measured over HTTP.
+pub struct HttpMeasured {
+    /// Prefetch in process (through the wiring, as the service calls it) and over HTTP, in
+    /// alternating rounds.
+    pub prefetch: (Samples, Samples),
+    /// One keyed add in process (`sync_exactly_once`, as the service calls it) and over HTTP.
+    pub sync: (Samples, Samples),
+    /// Requests per second at each number of clients.
+    pub load: Vec<Load>,
+}
+
+/// One level of load.
+pub struct Load {
+    /// `prefetch` or `sync`.
+    pub operation: &'static str,
+    /// Concurrent clients, each on its own keep-alive connection.
+    pub clients: usize,
+    /// Requests answered 200.
+    pub requests: usize,
+    /// Requests per second over the level.
+    pub per_second: f64,
+    /// Latency of each request.
+    pub latencies: Samples,
+    /// Acknowledged adds missing from the document afterwards (sync only).
+    pub lost: usize,
+}
+
+/// The personality the prefetch latency reads; its MEMORY.md has `PREFETCH_BYTES` bytes.
+const PREFETCH_PERSONALITY: &str = "http-prefetch";
+pub const PREFETCH_BYTES: usize = 1024;
+
+/// Prefetch requests per client at each load level, and adds in all per sync level.
+pub const PREFETCH_PER_CLIENT: usize = 200;
+pub const SYNC_ADDS: usize = 512;
+
+/// A wiring over `backend`'s storage, as a `memory.toml` would write it.
+fn wiring(backend: &Backend, dir: &Path) -> Result<Memory, BoxError> {
+    let toml = match backend {
+        Backend::Markdown { root } => format!(
+            "[providers.p]\nkind = \"markdown\"\nroot = {:?}\n",
+            root.join("http")
+        ),
+        Backend::Postgres { url, schema } => {
+            format!("[providers.p]\nkind = \"postgres\"\nurl = {url:?}\nschema = {schema:?}\n")
+        }
+        Backend::Redis { url, prefix } => {
+            format!("[providers.p]\nkind = \"redis\"\nurl = {url:?}\nprefix = {prefix:?}\n")
+        }
+        Backend::Vector { root, index, .. } => format!(
+            "default_provider = \"recall\"\n[providers.files]\nkind = \"markdown\"\nroot = {:?}\n\
+             [providers.recall]\nkind = \"vector\"\nsource = \"files\"\nindex_dir = {:?}\n",
+            root.join("http"),
+            index.join("http")
+        ),
+    };
+    Ok(Memory::new(Config::parse(&toml, &dir.join("memory.toml"))?))
+}
+
+/// One keep-alive connection to the service.
+struct Client {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Client {
+    async fn connect(address: std::net::SocketAddr) -> Result<Client, BoxError> {
+        let stream = tokio::net::TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        Ok(Client {
+            sender,
+            host: address.to_string(),
+        })
+    }
+
+    /// POSTs `body` (JSON) to `path`; the status and the body.
+    async fn post(
+        &mut self,
+        path: &str,
+        body: Bytes,
+        key: Option<&str>,
+    ) -> Result<(u16, Bytes), BoxError> {
+        let mut request = hyper::Request::post(path)
+            .header("host", &self.host)
+            .header("content-type", "application/json");
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        self.sender.ready().await?;
+        let response = self
+            .sender
+            .send_request(request.body(Full::new(body))?)
+            .await?;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+}
+
+fn prefetch_body(personality: &str) -> Bytes {
+    Bytes::from(
+        json!({"personality": personality, "user": "bench", "query": crate::workloads::QUERY, "max_chars": 1 << 20})
+            .to_string(),
+    )
+}
+
+fn add_body(personality: &str, content: &str) -> Bytes {
+    Bytes::from(
+        json!({"personality": personality, "user": "bench",
+               "updates": [{"action": "add", "store": "memory", "content": content}]})
+        .to_string(),
+    )
+}
+
+/// Measures `backend` over HTTP: latency beside in process, then load at each of `clients`.
+pub async fn measure(
+    backend: &Backend,
+    dir: &Path,
+    samples: usize,
+    clients: &[usize],
+) -> Result<HttpMeasured, BoxError> {
+    let memory = wiring(backend, dir)?;
+    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(service.serve(listener, async {
+        let _ = stopped.await;
+    }));
+
+    let measured = async {
+        let prefetch_ctx = ctx(PREFETCH_PERSONALITY).with_query(crate::workloads::QUERY);
+        memory
+            .sync(
+                &prefetch_ctx,
+                &[
+                    MemoryUpdate::replace(Store::Memory, text_of_size(PREFETCH_BYTES)),
+                    MemoryUpdate::replace(Store::User, "Name: Bench. Prefers short answers."),
+                ],
+                &IfMatch::NONE,
+            )
+            .await?;
+        let mut client = Client::connect(address).await?;
+        let body = prefetch_body(PREFETCH_PERSONALITY);
+
+        // Alternating rounds, so drift in the machine's speed lands on both alike.
+        let rounds = 10;
+        let per_round = samples.div_ceil(rounds);
+        let (mut prefetch_in, mut prefetch_http) = (Samples::default(), Samples::default());
+        let (mut sync_in, mut sync_http) = (Samples::default(), Samples::default());
+        for _ in 0..per_round {
+            memory.prefetch(&prefetch_ctx).await?;
+            client.post("/v1/prefetch", body.clone(), None).await?;
+        }
+        let sync_ctx = ctx("http-sync");
+        let mut n = 0;
+        for _ in 0..rounds {
+            for _ in 0..per_round {
+                prefetch_in.time(memory.prefetch(&prefetch_ctx)).await?;
+            }
+            for _ in 0..per_round {
+                let answer = prefetch_http
+                    .time(client.post("/v1/prefetch", body.clone(), None))
+                    .await?;
+                expect_ok(answer, "prefetch")?;
+            }
+            for _ in 0..per_round {
+                n += 1;
+                let keyed = sync_ctx
+                    .clone()
+                    .with_idempotency_key(IdempotencyKey::generate());
+                let add = [MemoryUpdate::add(Store::Memory, entry(n))];
+                sync_in
+                    .time(sync_exactly_once(&memory, &keyed, &add, &IfMatch::NONE))
+                    .await?;
+            }
+            for _ in 0..per_round {
+                n += 1;
+                let key = IdempotencyKey::generate();
+                let answer = sync_http
+                    .time(client.post(
+                        "/v1/sync",
+                        add_body("http-sync", &entry(n)),
+                        Some(key.as_str()),
+                    ))
+                    .await?;
+                expect_ok(answer, "sync")?;
+            }
+        }
+
+        let mut load = Vec::new();
+        for &count in clients {
+            load.push(prefetch_load(address, count).await?);
+            load.push(sync_load(address, &memory, count).await?);
+        }
+        Ok::<_, BoxError>(HttpMeasured {
+            prefetch: (prefetch_in, prefetch_http),
+            sync: (sync_in, sync_http),
+            load,
+        })
+    }
+    .await;
+    let _ = stop.send(());
+    serving.await??;
+    measured
+}
+
+fn expect_ok((status, body): (u16, Bytes), what: &str) -> Result<(), BoxError> {
+    if status == 200 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} over HTTP answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        )
+        .into())
+    }
+}
+
+/// `clients` clients each prefetching [`PREFETCH_PER_CLIENT`] times, all at once.
+async fn prefetch_load(address: std::net::SocketAddr, clients: usize) -> Result<Load, BoxError> {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut client = Client::connect(address).await?;
+                let body = prefetch_body(PREFETCH_PERSONALITY);
+                let mut latencies = Samples::default();
+                for _ in 0..PREFETCH_PER_CLIENT {
+                    let answer = latencies
+                        .time(client.post("/v1/prefetch", body.clone(), None))
+                        .await?;
+                    expect_ok(answer, "prefetch")?;
+                }
+                Ok::<_, BoxError>(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Samples::default();
+    for task in tasks {
+        for sample in task.await??.samples() {
+            latencies.push(*sample);
+        }
+    }
+    Ok(level("prefetch", clients, latencies, started.elapsed(), 0))
+}
+
+/// [`SYNC_ADDS`] keyed adds to one document, split between `clients` clients at once; then
+/// every acknowledged add is looked for in the document.
+async fn sync_load(
+    address: std::net::SocketAddr,
+    memory: &Memory,
+    clients: usize,
+) -> Result<Load, BoxError> {
+    let personality = format!("http-load-{clients}");
+    let started = Instant::now();
+    let per_client = SYNC_ADDS.div_ceil(clients);
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let personality = personality.clone();
+            tokio::spawn(async move {
+                let mut connection = Client::connect(address).await?;
+                let mut latencies = Samples::default();
+                let mut acknowledged = Vec::new();
+                for n in 0..per_client {
+                    let content = format!("client {client} add {n}");
+                    let key = format!("load-{clients}-{client}-{n}");
+                    let answer = latencies
+                        .time(connection.post(
+                            "/v1/sync",
+                            add_body(&personality, &content),
+                            Some(&key),
+                        ))
+                        .await?;
+                    expect_ok(answer, "sync")?;
+                    acknowledged.push(content);
+                }
+                Ok::<_, BoxError>((latencies, acknowledged))
+            })
+        })
+        .collect();
+    let mut latencies = Samples::default();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let (samples, adds) = task.await??;
+        for sample in samples.samples() {
+            latencies.push(*sample);
+        }
+        acknowledged.extend(adds);
+    }
+    let elapsed = started.elapsed();
+    let document = DocumentId::PersonalityMemory {
+        personality: PersonalityId::new(personality)?,
+    };
+    let text = memory.read(&document).await?.text;
+    let present: std::collections::HashSet<&str> = text.lines().collect();
+    let lost = acknowledged
+        .iter()
+        .filter(|add| !present.contains(add.as_str()))
+        .count();
+    Ok(level("sync", clients, latencies, elapsed, lost))
+}
+
+fn level(
+    operation: &'static str,
+    clients: usize,
+    latencies: Samples,
+    elapsed: Duration,
+    lost: usize,
+) -> Load {
+    let requests = latencies.samples().len();
+    Load {
+        operation,
+        clients,
+        requests,
+        per_second: requests as f64 / elapsed.as_secs_f64(),
+        latencies,
+        lost,
+    }
+}
