@@ -1,7 +1,9 @@
 //! `memory serve` as a process, over real HTTP on loopback: bad input of every kind is a 4xx
 //! problem document that writes nothing; every route under every key and restriction; 32
 //! clients adding to one document with some connections dropped mid-response, on markdown,
-//! PostgreSQL and Redis; SIGTERM while 16 clients write; a provider that is down.
+//! PostgreSQL and Redis; two servers over one provider, a retry landing on the other one;
+//! SIGTERM while 16 clients write; a provider that is down; the time and concurrency limits;
+//! metrics, the access log and CORS.
 
 mod common;
 
@@ -1116,4 +1118,107 @@ async fn cors_answers_only_configured_origins() {
         exposed.contains("etag") && exposed.contains("idempotent-replayed"),
         "{exposed}"
     );
+}
+
+/// Two `memory serve` processes over one shared provider, as behind a load balancer: 16
+/// clients send each keyed add to one server, lose the answer (the connection dropped), and
+/// resend it to the other. The second server has never seen the key; the receipts stored with
+/// the document make it answer the first call's report as a replay, so every add lands once.
+async fn two_servers_share_one_provider(config: &Path) {
+    let (a, b) = (Server::start(config), Server::start(config));
+    let servers = Arc::new([a.address.clone(), b.address.clone()]);
+    let replays = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..16)
+        .map(|client| {
+            let (servers, replays) = (Arc::clone(&servers), Arc::clone(&replays));
+            tokio::spawn(async move {
+                for n in 0..8 {
+                    let entry = format!("client {client} entry {n}");
+                    let add = request("POST", "/v1/sync")
+                        .header("idempotency-key", &format!("lb-{client}-{n}"))
+                        .json(&json!({"personality": "ada", "user": "grace",
+                            "updates": [{"action": "add", "store": "memory", "content": entry}]}));
+                    let first = &servers[(client + n) % 2];
+                    let second = &servers[(client + n + 1) % 2];
+                    // The first answer is lost, after the write began; the retry goes elsewhere.
+                    if n % 2 == 0 {
+                        let answer = add.send(first).await.unwrap();
+                        assert_eq!(answer.status, 200, "{}", answer.detail());
+                    } else {
+                        add.send_and_drop(first, 0).await.unwrap();
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    let again = add.send(second).await.unwrap();
+                    assert_eq!(again.status, 200, "{}", again.detail());
+                    if again.header("idempotent-replayed") == Some("true") {
+                        replays.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let read = request("GET", "/v1/documents/personalities/ada/MEMORY.md")
+        .send(&servers[0])
+        .await
+        .unwrap();
+    let text = read.json()["text"].as_str().unwrap().to_owned();
+    for client in 0..16 {
+        for n in 0..8 {
+            let entry = format!("client {client} entry {n}");
+            assert_eq!(
+                text.lines().filter(|line| *line == entry).count(),
+                1,
+                "{entry} is not there exactly once"
+            );
+        }
+    }
+    assert_eq!(text.lines().filter(|line| !line.is_empty()).count(), 128);
+    assert!(
+        replays.load(Ordering::Relaxed) >= 64,
+        "every resend of an add the first server answered is a replay: {}",
+        replays.load(Ordering::Relaxed)
+    );
+    println!(
+        "two servers: 128 adds, each sent to both servers, each present once; {} resends answered as replays",
+        replays.load(Ordering::Relaxed)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_over_postgres_apply_each_keyed_add_once() {
+    let Some(url) = Service::Postgres.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let schema = unique_name("lb");
+    let _guard = SchemaGuard {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let config = write_config(
+        dir.path(),
+        &format!("[providers.shared]\nkind = \"postgres\"\nurl = \"{url}\"\nschema = \"{schema}\"\n"),
+    );
+    two_servers_share_one_provider(&config).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_over_redis_apply_each_keyed_add_once() {
+    let Some(url) = Service::Redis.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = unique_name("lb");
+    let _cleanup = RedisCleanup {
+        url: url.clone(),
+        prefix: prefix.clone(),
+    };
+    let config = write_config(
+        dir.path(),
+        &format!("[providers.fast]\nkind = \"redis\"\nurl = \"{url}\"\nprefix = \"{prefix}\"\n"),
+    );
+    two_servers_share_one_provider(&config).await;
 }
