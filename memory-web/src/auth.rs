@@ -144,10 +144,10 @@ impl Principal {
 #[derive(Clone)]
 pub struct Access {
     keys: Arc<HashMap<String, Arc<Principal>>>,
-    /// No keys, on loopback: every request from this machine may do everything, and requests
-    /// must name a loopback host (a web page elsewhere pointing its domain at 127.0.0.1,
-    /// DNS rebinding, is refused).
-    local_only: bool,
+    /// No keys, on loopback: every request from this machine is this principal, who may do
+    /// everything, and requests must name a loopback host (a web page elsewhere pointing its
+    /// domain at 127.0.0.1, DNS rebinding, is refused).
+    local: Option<Arc<Principal>>,
 }
 
 /// Shows the key names, never their hashes.
@@ -157,7 +157,7 @@ impl std::fmt::Debug for Access {
         names.sort_unstable();
         f.debug_struct("Access")
             .field("keys", &names)
-            .field("local_only", &self.local_only)
+            .field("local_only", &self.local.is_some())
             .finish()
     }
 }
@@ -219,7 +219,7 @@ impl Access {
             ));
         }
         Ok(Access {
-            local_only: keys.is_empty(),
+            local: keys.is_empty().then(|| Arc::new(Principal::local())),
             keys: Arc::new(keys),
         })
     }
@@ -228,25 +228,25 @@ impl Access {
     pub fn loopback() -> Access {
         Access {
             keys: Arc::new(HashMap::new()),
-            local_only: true,
+            local: Some(Arc::new(Principal::local())),
         }
     }
 
     /// Whether the server takes API keys (and so needs one on every API request).
     pub fn has_keys(&self) -> bool {
-        !self.local_only
+        self.local.is_none()
     }
 
     /// Who sent `headers`: `Ok(None)` for no key where keys are needed (public routes still
     /// answer), a refusal for a key that is not one of ours or a host that is not this machine.
     fn identify(&self, headers: &HeaderMap) -> Result<Option<Arc<Principal>>, Problem> {
-        if self.local_only {
+        if let Some(local) = &self.local {
             if !names_loopback(headers) {
                 return Err(Problem::forbidden(
                     "this server answers only to localhost, 127.0.0.1 or [::1] in the Host header",
                 ));
             }
-            return Ok(Some(Arc::new(Principal::local())));
+            return Ok(Some(Arc::clone(local)));
         }
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Ok(None);
