@@ -596,7 +596,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             allow_remote: _,
             token,
             access_log,
-        } => serve(memory, SocketAddr::new(bind, port), token, access_log).await?,
+        } => {
+            // An empty MEMORY_SERVE_TOKEN is no token, as an unset one.
+            let token = token.filter(|token| !token.is_empty());
+            serve(memory, SocketAddr::new(bind, port), token, access_log).await?
+        }
         Command::Migrate { from, to, force } => {
             let migrated = migrate::run(&memory, &from, &to, force).await;
             settle(&memory).await;

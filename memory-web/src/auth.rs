@@ -237,52 +237,61 @@ impl Access {
         self.local.is_none()
     }
 
-    /// Who sent `headers`: `Ok(None)` for no key where keys are needed (public routes still
-    /// answer), a refusal for a key that is not one of ours or a host that is not this machine.
-    fn identify(&self, headers: &HeaderMap) -> Result<Option<Arc<Principal>>, Problem> {
+    /// Who sent `headers`. Only a host that is not this machine (on a server without keys) is
+    /// refused here, on every route; a missing or wrong key is refused by the routes that
+    /// need one, so public ones (health, the OpenAPI document, the page) still answer.
+    fn identify(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
         if let Some(local) = &self.local {
             if !names_loopback(headers) {
                 return Err(Problem::forbidden(
                     "this server answers only to localhost, 127.0.0.1 or [::1] in the Host header",
                 ));
             }
-            return Ok(Some(Arc::clone(local)));
+            return Ok(Caller::Known(Arc::clone(local)));
         }
         let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return Ok(None);
+            return Ok(Caller::Anonymous);
         };
-        let unauthorized = || {
-            Problem::new(
-                axum::http::StatusCode::UNAUTHORIZED,
-                crate::problem::ProblemKind::Unauthorized,
-                "the API key is not valid: send Authorization: Bearer <key> with a key configured under [serve.keys]",
-            )
-        };
-        let token = value
+        let known = value
             .to_str()
             .ok()
             .and_then(|value| value.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .ok_or_else(unauthorized)?;
-        self.keys
-            .get(&key_sha256(token))
-            .cloned()
-            .map(Some)
-            .ok_or_else(unauthorized)
+            .and_then(|(_, token)| self.keys.get(&key_sha256(token.trim())));
+        Ok(match known {
+            Some(principal) => Caller::Known(Arc::clone(principal)),
+            None => Caller::WrongKey,
+        })
     }
 }
 
-/// The caller of a request, as [`identify`] found it: `None` when no key was sent.
+/// The caller of a request, as [`identify`] found it.
 #[derive(Clone)]
-pub(crate) struct Caller(pub Option<Arc<Principal>>);
+pub(crate) enum Caller {
+    /// A configured key, or anyone on this machine for a server without keys.
+    Known(Arc<Principal>),
+    /// No key was sent.
+    Anonymous,
+    /// A key was sent that is none of the configured ones.
+    WrongKey,
+}
+
+impl Caller {
+    /// Who it is, if known.
+    pub(crate) fn principal(&self) -> Option<&Arc<Principal>> {
+        match self {
+            Caller::Known(principal) => Some(principal),
+            Caller::Anonymous | Caller::WrongKey => None,
+        }
+    }
+}
 
 /// The key's name on a response, for the access log.
 #[derive(Clone)]
 pub(crate) struct KeyName(pub String);
 
 /// The middleware finding who calls: the request carries a [`Caller`], its response the
-/// key's [`KeyName`]. A key that is not ours is refused here, on every route.
+/// key's [`KeyName`].
 pub(crate) async fn identify(
     State(access): State<Access>,
     mut request: Request,
@@ -292,8 +301,8 @@ pub(crate) async fn identify(
         Ok(caller) => caller,
         Err(problem) => return problem.into_response(),
     };
-    let name = caller.as_ref().map(|principal| principal.name.clone());
-    request.extensions_mut().insert(Caller(caller));
+    let name = caller.principal().map(|principal| principal.name.clone());
+    request.extensions_mut().insert(caller);
     let mut response = next.run(request).await;
     if let Some(name) = name {
         response.extensions_mut().insert(KeyName(name));
@@ -348,17 +357,26 @@ scoped_caller!(
 );
 
 fn authorize(parts: &Parts, scope: Scope) -> Result<Arc<Principal>, Problem> {
-    let principal = parts
-        .extensions
-        .get::<Caller>()
-        .and_then(|caller| caller.0.clone())
-        .ok_or_else(|| {
-            Problem::new(
-                axum::http::StatusCode::UNAUTHORIZED,
-                crate::problem::ProblemKind::Unauthorized,
+    let unauthorized = |detail: &str| {
+        Problem::new(
+            axum::http::StatusCode::UNAUTHORIZED,
+            crate::problem::ProblemKind::Unauthorized,
+            detail,
+        )
+    };
+    let principal = match parts.extensions.get::<Caller>() {
+        Some(Caller::Known(principal)) => Arc::clone(principal),
+        Some(Caller::WrongKey) => {
+            return Err(unauthorized(
+                "the API key is not valid: send Authorization: Bearer <key> with a key configured under [serve.keys]",
+            ));
+        }
+        Some(Caller::Anonymous) | None => {
+            return Err(unauthorized(
                 "this API needs a key: send Authorization: Bearer <key>",
-            )
-        })?;
+            ));
+        }
+    };
     if !principal.has(scope) {
         return Err(Problem::forbidden(format!(
             "key {:?} lacks the {scope} scope this request needs",
@@ -376,7 +394,9 @@ fn names_loopback(headers: &HeaderMap) -> bool {
         Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
         None => host.split(':').next().unwrap_or_default(),
     };
-    matches!(name, "localhost" | "127.0.0.1" | "::1")
+    // Host names compare without case, and a fully qualified one may end with a dot.
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1")
 }
 
 #[cfg(test)]
@@ -434,7 +454,13 @@ mod tests {
         let token = "x".repeat(16);
         let remote = Access::new(address("0.0.0.0:1"), &none, Some(&token)).unwrap();
         assert!(remote.has_keys());
-        let principal = remote.identify(&bearer(&token)).unwrap().unwrap();
+        let principal = Arc::clone(
+            remote
+                .identify(&bearer(&token))
+                .unwrap()
+                .principal()
+                .unwrap(),
+        );
         assert_eq!(principal.name, "token");
         assert!(Scope::ALL.into_iter().all(|scope| principal.has(scope)));
         let local = Access::new(address("127.0.0.1:1"), &none, None).unwrap();
@@ -450,24 +476,38 @@ mod tests {
             ("writer", "key-w", &[Scope::Read, Scope::Write], None),
         ]);
         let access = Access::new(address("0.0.0.0:1"), &serve, None).unwrap();
-        let reader = access.identify(&bearer("key-r")).unwrap().unwrap();
+        let reader = Arc::clone(
+            access
+                .identify(&bearer("key-r"))
+                .unwrap()
+                .principal()
+                .unwrap(),
+        );
         assert_eq!(reader.name, "reader");
         assert!(reader.has(Scope::Read) && !reader.has(Scope::Write));
         assert!(reader.may_user(&UserId::new("alice").unwrap()));
         assert!(!reader.may_user(&UserId::new("bob").unwrap()));
-        assert!(access.identify(&HeaderMap::new()).unwrap().is_none());
+        assert!(matches!(
+            access.identify(&HeaderMap::new()).unwrap(),
+            Caller::Anonymous
+        ));
         for bad in ["Bearer nope", "Basic a2V5LXI=", "key-r"] {
             let mut headers = HeaderMap::new();
             headers.insert(header::AUTHORIZATION, bad.parse().unwrap());
-            let problem = access.identify(&headers).unwrap_err();
-            assert_eq!(problem.status, 401, "{bad}");
+            assert!(
+                matches!(access.identify(&headers).unwrap(), Caller::WrongKey),
+                "{bad}"
+            );
         }
         let lower = {
             let mut headers = HeaderMap::new();
             headers.insert(header::AUTHORIZATION, "bearer key-w".parse().unwrap());
             headers
         };
-        assert_eq!(access.identify(&lower).unwrap().unwrap().name, "writer");
+        assert_eq!(
+            access.identify(&lower).unwrap().principal().unwrap().name,
+            "writer"
+        );
     }
 
     #[test]
@@ -479,6 +519,9 @@ mod tests {
             ("localhost.evil.example", false),
             ("evil.example:8700", false),
             ("127.0.0.1.nip.io", false),
+            ("LOCALHOST:8700", true),
+            ("localhost.:8700", true),
+            ("localhost..", false),
         ] {
             let mut headers = HeaderMap::new();
             headers.insert(header::HOST, host.parse().unwrap());

@@ -54,7 +54,7 @@ pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<IfMatch>, Problem> 
     };
     let refuse = || {
         Problem::invalid(
-            "If-Match must be * or one entity tag as this API sends it in ETag, in double quotes: If-Match: \"<version>\"",
+            "If-Match takes * or one entity tag, the ETag this API sent (with or without its double quotes): If-Match: \"<version>\"; weak tags (W/) and lists are not taken",
         )
     };
     if values.next().is_some() {

@@ -118,6 +118,10 @@ impl Service {
             .layer(DefaultBodyLimit::max(settings.max_body_bytes))
             // On routes only: a method a route does not take is answered 405 before anything.
             .route_layer(axum::middleware::from_fn_with_state(writes, replay::writes))
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::new(openapi::query_parameters(&document)),
+                api::known_query,
+            ))
             .layer(axum::middleware::from_fn_with_state(access, auth::identify));
         if !settings.cors_origins.is_empty() {
             router = router.layer(cors(&settings.cors_origins));

@@ -158,6 +158,35 @@ pub(crate) fn finish(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi:
     document
 }
 
+/// The query parameters each operation of `document` takes, by (method, route template).
+pub(crate) fn query_parameters(document: &utoipa::openapi::OpenApi) -> crate::api::QueryParameters {
+    let mut known = crate::api::QueryParameters::new();
+    for (path, item) in &document.paths.paths {
+        for (method, operation) in [
+            (axum::http::Method::GET, &item.get),
+            (axum::http::Method::PUT, &item.put),
+            (axum::http::Method::POST, &item.post),
+            (axum::http::Method::DELETE, &item.delete),
+            (axum::http::Method::PATCH, &item.patch),
+        ] {
+            let Some(operation) = operation else { continue };
+            let names = operation
+                .parameters
+                .iter()
+                .flatten()
+                .filter_map(|parameter| match parameter {
+                    RefOr::T(parameter) if parameter.parameter_in == ParameterIn::Query => {
+                        Some(parameter.name.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            known.insert((method, path.clone()), names);
+        }
+    }
+    known
+}
+
 /// The writes of `document` (the operations that need the `write` or `admin` scope), as
 /// (method, route template).
 pub(crate) fn writes(

@@ -48,7 +48,7 @@ impl ProblemKind {
         match self {
             ProblemKind::Memory(kind) => match kind {
                 ErrorKind::InvalidInput => "The request is invalid",
-                ErrorKind::Refused => "Refused: it does not fit what the document holds",
+                ErrorKind::Refused => "Refused as memory stands",
                 ErrorKind::PreconditionFailed => "The document changed since that version",
                 ErrorKind::Conflict => "Conflict with what is stored",
                 ErrorKind::Busy => "Busy: retry later",

@@ -81,9 +81,9 @@ impl Stored {
         for (name, value) in &self.headers {
             response.headers_mut().insert(name.clone(), value.clone());
         }
-        response
-            .headers_mut()
-            .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        let headers = response.headers_mut();
+        headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         response
     }
 }
@@ -226,7 +226,7 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
     let caller = request
         .extensions()
         .get::<Caller>()
-        .and_then(|caller| caller.0.as_ref().map(|principal| principal.name.clone()));
+        .and_then(|caller| caller.principal().map(|principal| principal.name.clone()));
     let (Some(key), Some(caller)) = (key, caller) else {
         return detached(&writes.tasks, next.run(request)).await;
     };

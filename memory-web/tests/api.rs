@@ -664,7 +664,10 @@ async fn revisions_list_newest_first_with_diffs_and_page_by_number() {
         "no text unless asked: {newest}"
     );
     let diff = newest["diff"].as_str().unwrap();
-    assert!(diff.starts_with("--- #1\n+++ #2\n"), "{diff}");
+    assert!(
+        diff.starts_with("--- personalities/ada/MEMORY.md@1\n+++ personalities/ada/MEMORY.md@2\n"),
+        "{diff}"
+    );
     assert!(
         diff.contains("-Project: Lovelase.\n+Project: Lovelace.\n+\n+Due in March.\n"),
         "{diff}"
@@ -799,18 +802,14 @@ async fn a_revert_is_a_revision_guarded_like_a_save() {
     assert_eq!(numbers(&page), [3, 2, 1]);
     assert_eq!(page["revisions"][0]["surface"], "web");
 
-    // A revision not kept is not there (404), as for a GET of it; nothing is written.
-    for number in [0, 9] {
+    // A revision not kept is not there (404), as for a GET of it; revision 0 is no revision
+    // (400); nothing is written either way.
+    for (number, status) in [(9, StatusCode::NOT_FOUND), (0, StatusCode::BAD_REQUEST)] {
         let answer = call("POST", revert)
             .json(json!({"number": number}))
             .send(&memory)
             .await;
-        assert_eq!(
-            answer.status,
-            StatusCode::NOT_FOUND,
-            "{number}: {}",
-            answer.body
-        );
+        assert_eq!(answer.status, status, "{number}: {}", answer.body);
         assert!(
             answer.body["detail"]
                 .as_str()

@@ -329,23 +329,23 @@ async fn revisions(
 }
 
 /// The change `revision` made, from `previous` (the next older kept revision): `None` for a
-/// tombstone, and for the oldest kept when older ones were pruned.
+/// tombstone, and for the oldest kept when older ones were pruned. Labelled as `/diff` and
+/// `memory diff` label theirs: `<path>@<number>`.
 fn change(revision: &Revision, previous: Option<&Revision>) -> Option<String> {
     let text = revision.text.as_deref()?;
-    let (before, label) = match previous {
+    let before = match previous {
         // A tombstone left the empty document behind it.
-        Some(previous) => (
-            previous.text.as_deref().unwrap_or_default(),
-            format!("#{}", previous.number),
-        ),
-        None if revision.number == 1 => ("", "empty".to_owned()),
+        Some(previous) => previous.text.as_deref().unwrap_or_default(),
+        None if revision.number == 1 => "",
         None => return None,
     };
+    let path = revision.document.relative_path();
+    let label = |number: u64| format!("{path}@{number}");
     Some(unified_diff(
         before,
         text,
-        &label,
-        &format!("#{}", revision.number),
+        &label(revision.number.saturating_sub(1)),
+        &label(revision.number),
     ))
 }
 
@@ -435,6 +435,11 @@ async fn revert(
     request: RevertRequest,
 ) -> Result<Response, Problem> {
     let document = allowed(&app, caller, document)?;
+    if request.number == 0 {
+        return Err(Problem::invalid(
+            "number is 0: revisions are numbered from 1 (revision 0 is the empty document before the first); nothing was written",
+        ));
+    }
     let guard = conditional::if_match(headers)?;
     let (ctx, store) = app.memory.writing(&document)?;
     let mut ctx = origin(ctx, request.surface, request.session);

@@ -380,3 +380,100 @@ pub(crate) fn page_size(limit: Option<u64>, default: usize, max: usize) -> Resul
 
 /// The headers of a request, for handlers that read `If-Match` or `Idempotency-Key`.
 pub(crate) type Headers = HeaderMap;
+
+/// The query parameters each operation of the OpenAPI document takes, by (method, route
+/// template): a parameter it does not take, or a query that is not UTF-8, is refused before
+/// the handler runs, whether or not the handler reads a query.
+pub(crate) type QueryParameters =
+    std::collections::HashMap<(axum::http::Method, String), Vec<String>>;
+
+/// The middleware applying [`QueryParameters`] to the routes of the API.
+pub(crate) async fn known_query(
+    axum::extract::State(known): axum::extract::State<std::sync::Arc<QueryParameters>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let (Some(query), Some(route)) = (
+        request.uri().query(),
+        request.extensions().get::<axum::extract::MatchedPath>(),
+    ) && let Some(taken) = known.get(&(request.method().clone(), route.as_str().to_owned()))
+        && let Err(problem) = check_query(query, taken)
+    {
+        return problem.into_response();
+    }
+    next.run(request).await
+}
+
+fn check_query(query: &str, taken: &[String]) -> Result<(), Problem> {
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = percent_decoded(name).ok_or_else(|| {
+            Problem::invalid("a query parameter's name is not percent-encoded UTF-8")
+        })?;
+        if percent_decoded(value).is_none() {
+            return Err(Problem::invalid(format!(
+                "query parameter {name:?} is not percent-encoded UTF-8"
+            )));
+        }
+        if !taken.contains(&name) {
+            let takes = match taken {
+                [] => "none".to_owned(),
+                taken => taken.join(", "),
+            };
+            return Err(Problem::invalid(format!(
+                "unknown query parameter {name:?}: this operation takes {takes}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `text` percent-decoded (and `+` as a space, as forms write it), if that is UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = text.get(i + 1..i + 3)?;
+                decoded.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                decoded.push(b' ');
+                i += 1;
+            }
+            byte => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+#[cfg(test)]
+mod query_tests {
+    use super::*;
+
+    #[test]
+    fn queries_name_only_what_the_operation_takes_in_utf8() {
+        let taken = ["limit".to_owned(), "after".to_owned()];
+        assert!(check_query("limit=2&after=b%C3%A9a", &taken).is_ok());
+        assert!(check_query("", &taken).is_ok());
+        let unknown = check_query("limit=2&page=3", &taken).unwrap_err();
+        assert!(unknown.detail.contains("\"page\""), "{}", unknown.detail);
+        assert!(
+            unknown.detail.contains("limit, after"),
+            "{}",
+            unknown.detail
+        );
+        let none = check_query("x=1", &[]).unwrap_err();
+        assert!(none.detail.contains("takes none"), "{}", none.detail);
+        for bad in ["after=%FF", "after=%E9", "after=%G1", "after=%"] {
+            assert!(check_query(bad, &taken).is_err(), "{bad}");
+        }
+        assert_eq!(percent_decoded("a+b%20c").as_deref(), Some("a b c"));
+    }
+}
