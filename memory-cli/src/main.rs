@@ -771,11 +771,7 @@ fn new_key(
     users: Vec<String>,
     personalities: Vec<String>,
 ) -> Result<(), Failure> {
-    PersonalityId::new(name).map_err(|_| {
-        Failure::invalid(format!(
-            "key name {name:?} may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
-        ))
-    })?;
+    memory_wiring::check_key_name(name).map_err(Failure::invalid)?;
     let users = users
         .into_iter()
         .map(UserId::new)

@@ -262,6 +262,20 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in the order of the contract's table.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::InvalidInput,
+        ErrorKind::PreconditionFailed,
+        ErrorKind::Conflict,
+        ErrorKind::Refused,
+        ErrorKind::Busy,
+        ErrorKind::Unavailable,
+        ErrorKind::OutcomeUnknown,
+        ErrorKind::PartiallyApplied,
+        ErrorKind::Corrupt,
+        ErrorKind::Config,
+    ];
+
     /// The kind's stable name, as the web API's `kind` field and the tools' texts give it.
     pub fn name(self) -> &'static str {
         match self {
@@ -394,6 +408,45 @@ mod tests {
                 503,
             ),
             (
+                MemoryError::Conflict {
+                    document: document.clone(),
+                    expected: Version::new("1"),
+                    current: Version::new("2"),
+                },
+                ErrorKind::PreconditionFailed,
+                3,
+                412,
+            ),
+            (
+                MemoryError::IdentityTaken {
+                    identity: "slack:U1".into(),
+                    linked_to: UserId::new("ada").unwrap(),
+                    requested: UserId::new("bob").unwrap(),
+                },
+                ErrorKind::Conflict,
+                3,
+                409,
+            ),
+            (
+                MemoryError::KeyReused {
+                    document: document.clone(),
+                    key: "k".into(),
+                },
+                ErrorKind::Refused,
+                4,
+                422,
+            ),
+            (
+                MemoryError::Misrouted {
+                    document: document.clone(),
+                    routed: DocumentId::GlobalMemory,
+                    personality: PersonalityId::new("bob").unwrap(),
+                },
+                ErrorKind::InvalidInput,
+                2,
+                400,
+            ),
+            (
                 MemoryError::OutcomeUnknown {
                     document: document.clone(),
                     message: "reset".into(),
@@ -423,6 +476,10 @@ mod tests {
             // A retry-later is a 503 everywhere, and only a retry-later is.
             assert_eq!(kind.retry_can_help(), kind.http_status() == 503, "{kind}");
         }
+        // Every kind has one name, and ALL holds each once.
+        let names: std::collections::HashSet<&str> =
+            ErrorKind::ALL.iter().map(|kind| kind.name()).collect();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
         let lost = MemoryError::OutcomeUnknown {
             document,
             message: "connection reset".into(),

@@ -74,6 +74,11 @@ impl Principal {
         self.scopes.contains(&scope) || self.scopes.contains(&Scope::Admin)
     }
 
+    /// Whether it is restricted to some users.
+    pub fn restricts_users(&self) -> bool {
+        self.users.is_some()
+    }
+
     /// Whether it may read and write `user`'s profile.
     pub fn may_user(&self, user: &UserId) -> bool {
         self.users.as_ref().is_none_or(|users| users.contains(user))
@@ -118,18 +123,24 @@ impl Principal {
         )))
     }
 
+    /// [`Principal::may_personality`] as a 403 naming the personality.
+    pub(crate) fn check_personality(&self, personality: &PersonalityId) -> Result<(), Problem> {
+        if self.may_personality(personality) {
+            return Ok(());
+        }
+        Err(Problem::forbidden(format!(
+            "key {:?} may not read or write the memory of personality {personality:?}",
+            self.name
+        )))
+    }
+
     /// Both documents of one conversation: the personality's memory and the user's profile.
     pub(crate) fn check_pair(
         &self,
         personality: &PersonalityId,
         user: &UserId,
     ) -> Result<(), Problem> {
-        if !self.may_personality(personality) {
-            return Err(Problem::forbidden(format!(
-                "key {:?} may not read or write the memory of personality {personality:?}",
-                self.name
-            )));
-        }
+        self.check_personality(personality)?;
         if !self.may_user(user) {
             return Err(Problem::forbidden(format!(
                 "key {:?} may not read or write the profile of user {user:?}",

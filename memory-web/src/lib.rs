@@ -82,8 +82,7 @@ impl Service {
     /// `[serve]` table; `access_log` writes one JSON line per request on stderr.
     pub fn new(memory: Memory, access: Access, access_log: bool) -> Service {
         let settings = memory.config().serve.clone();
-        let (api, document) = routes().split_for_parts();
-        let document = openapi::finish(document);
+        let (api, document) = documented();
         let openapi_json = document.to_pretty_json().unwrap_or_default();
         let metrics = Arc::new(ops::Metrics::new());
         let tasks = TaskTracker::new();
@@ -105,6 +104,7 @@ impl Service {
             request_timeout: settings.request_timeout,
             access_log,
             writes: write_routes,
+            max_concurrent: settings.max_concurrent_requests,
         };
         let api = api
             .route("/v1/openapi.json", get(openapi_document))
@@ -180,10 +180,13 @@ impl Service {
 
 /// The OpenAPI document of the `/v1` API, as `/v1/openapi.json` serves it.
 pub fn openapi_json() -> String {
-    let (_, document) = routes().split_for_parts();
-    openapi::finish(document)
-        .to_pretty_json()
-        .unwrap_or_default()
+    documented().1.to_pretty_json().unwrap_or_default()
+}
+
+/// The `/v1` routes and their finished OpenAPI document.
+fn documented() -> (Router<App>, utoipa::openapi::OpenApi) {
+    let (api, document) = routes().split_for_parts();
+    (api, openapi::finish(document))
 }
 
 /// Every `/v1` operation, with its OpenAPI annotations.

@@ -15,7 +15,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::KeyName;
 use crate::problem::{Answered, Problem};
@@ -116,6 +116,42 @@ pub(crate) struct Operations {
     /// The writes the API takes, as (method, route template): a write past its time goes on,
     /// a read does not.
     pub writes: Arc<HashSet<(Method, String)>>,
+    /// The most requests answered at once (the permits' number).
+    pub max_concurrent: usize,
+}
+
+/// A request's place among those served at once. It is given back when the request is
+/// answered, or, for a write that goes on past its answer (a timeout, a client gone), when the
+/// write ends: writes still running count against the limit, so retries of writes stalled on
+/// a backend cannot pile up without bound.
+#[derive(Clone)]
+pub(crate) struct Place(Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl Place {
+    /// The place, for a write to hold until it ends.
+    pub(crate) fn take(&self) -> Option<OwnedSemaphorePermit> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Counts a request in the in-flight gauge until dropped, whether it is answered or its client
+/// goes away first.
+struct InFlight(Gauge);
+
+impl InFlight {
+    fn new(gauge: &Gauge) -> InFlight {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The outermost middleware: request id, metrics, access log; then the cap on requests at
@@ -145,21 +181,24 @@ pub(crate) async fn operate(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
 
-    ops.metrics.in_flight.inc();
+    let in_flight = InFlight::new(&ops.metrics.in_flight);
+    let keyed = request.headers().contains_key(crate::IDEMPOTENCY_KEY);
     let mut response = match ops.permits.clone().try_acquire_owned() {
         Err(_) => Problem::busy(format!(
             "the server is answering its most requests at once ({}); retry shortly",
-            ops.permits.available_permits()
+            ops.max_concurrent
         ))
         .into_response(),
         Ok(permit) => {
+            let place = Place(Arc::new(std::sync::Mutex::new(Some(permit))));
+            request.extensions_mut().insert(place.clone());
             let answered = tokio::time::timeout(ops.request_timeout, next.run(request)).await;
-            drop(permit);
+            drop(place);
             let writes = ops.writes.contains(&(method.clone(), route.clone()));
-            answered.unwrap_or_else(|_| timed_out(writes, ops.request_timeout))
+            answered.unwrap_or_else(|_| timed_out(writes, keyed, ops.request_timeout))
         }
     };
-    ops.metrics.in_flight.dec();
+    drop(in_flight);
 
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
@@ -218,7 +257,7 @@ pub(crate) async fn operate(
 /// A request past its time: a read wrote nothing (503, retry); a write goes on to its end
 /// (see `replay`), so its outcome is unknown to this answer (504, repeat it with the same
 /// `Idempotency-Key` to learn it).
-fn timed_out(writes: bool, timeout: Duration) -> Response {
+fn timed_out(writes: bool, keyed: bool, timeout: Duration) -> Response {
     if !writes {
         return Problem::busy(format!(
             "the request took longer than {} ms; nothing was written, retry later",
@@ -229,10 +268,17 @@ fn timed_out(writes: bool, timeout: Duration) -> Response {
     Problem::new(
         axum::http::StatusCode::GATEWAY_TIMEOUT,
         crate::problem::ProblemKind::Memory(memory_core::ErrorKind::OutcomeUnknown),
-        format!(
-            "the write took longer than {} ms to answer and goes on without this reply; repeat it with the same Idempotency-Key to learn whether it landed",
-            timeout.as_millis()
-        ),
+        if keyed {
+            format!(
+                "the write took longer than {} ms to answer and goes on without this reply; repeat it with the same Idempotency-Key to learn whether it landed",
+                timeout.as_millis()
+            )
+        } else {
+            format!(
+                "the write took longer than {} ms to answer and goes on without this reply; read the document before repeating it (a write sent with an Idempotency-Key can be repeated safely)",
+                timeout.as_millis()
+            )
+        },
     )
     .into_response()
 }

@@ -2,7 +2,7 @@
 //! from the one classification ([`memory_core::ErrorKind`]), or one of the few kinds only HTTP
 //! has (no key, a key without the scope, no such route).
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use memory_core::{ErrorKind, MemoryError, Version};
@@ -68,19 +68,7 @@ impl ProblemKind {
 
     /// Every kind's name, for the OpenAPI document.
     pub(crate) fn all_names() -> Vec<&'static str> {
-        let memory = [
-            ErrorKind::InvalidInput,
-            ErrorKind::Refused,
-            ErrorKind::PreconditionFailed,
-            ErrorKind::Conflict,
-            ErrorKind::Busy,
-            ErrorKind::Unavailable,
-            ErrorKind::OutcomeUnknown,
-            ErrorKind::PartiallyApplied,
-            ErrorKind::Corrupt,
-            ErrorKind::Config,
-        ];
-        memory
+        ErrorKind::ALL
             .into_iter()
             .map(ProblemKind::Memory)
             .chain([
@@ -223,11 +211,6 @@ impl Problem {
     /// A query string that is not what the operation takes (an unknown, duplicate or mistyped
     /// parameter).
     pub fn from_query(rejection: QueryRejection) -> Problem {
-        Problem::invalid(rejection.body_text())
-    }
-
-    /// A path segment that does not decode (not UTF-8) or parse.
-    pub fn from_path(rejection: PathRejection) -> Problem {
         Problem::invalid(rejection.body_text())
     }
 }

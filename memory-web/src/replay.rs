@@ -219,7 +219,7 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
     if !is_write {
         return next.run(request).await;
     }
-    let key = match key_of(request.headers()) {
+    let key = match idempotency_key(request.headers()) {
         Ok(key) => key,
         Err(problem) => return problem.into_response(),
     };
@@ -227,8 +227,19 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
         .extensions()
         .get::<Caller>()
         .and_then(|caller| caller.principal().map(|principal| principal.name.clone()));
+    // The write holds its place among the requests served at once until it ends.
+    let place = request
+        .extensions()
+        .get::<crate::ops::Place>()
+        .and_then(crate::ops::Place::take);
     let (Some(key), Some(caller)) = (key, caller) else {
-        return detached(&writes.tasks, next.run(request)).await;
+        let run = next.run(request);
+        return detached(&writes.tasks, async move {
+            let response = run.await;
+            drop(place);
+            response
+        })
+        .await;
     };
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, writes.max_body_bytes).await {
@@ -266,6 +277,7 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
                     let response = next.run(request).await;
                     let (response, stored) = remember(response).await;
                     run.finish(stored);
+                    drop(place);
                     response
                 };
                 return detached(&writes.tasks, work).await;
@@ -335,8 +347,9 @@ where
     }
 }
 
-/// The `Idempotency-Key` header, validated.
-fn key_of(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, Problem> {
+/// The `Idempotency-Key` header, validated: the middleware names the cache slot by it, the
+/// handlers pass it on as the call's idempotency key.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, Problem> {
     let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
     let Some(value) = values.next() else {
         return Ok(None);
@@ -350,11 +363,6 @@ fn key_of(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, Problem> {
         Problem::invalid("Idempotency-Key must be 1 to 128 visible ASCII characters")
     })?;
     Ok(Some(IdempotencyKey::new(text.trim_matches('"'))?))
-}
-
-/// The key from a request, for a handler passing it on as the call's idempotency key.
-pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, Problem> {
-    key_of(headers)
 }
 
 /// What makes two requests the same request: method, path and query, `If-Match`, body.

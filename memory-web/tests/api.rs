@@ -508,6 +508,25 @@ async fn updates_by_path_name_their_store_and_a_misrouted_write_is_refused() {
         "{}",
         over.body
     );
+    assert_eq!(over.body["kind"], "refused");
+    assert!(
+        over.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("hard cap of 80")
+    );
+    // An empty batch writes nothing, but a stale If-Match still refuses it (RFC 9110).
+    let empty = call("POST", uri)
+        .header("if-match", "\"stale\"")
+        .json(json!({"updates": []}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        empty.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{}",
+        empty.body
+    );
     // bob has global scope: his own file is not where his writes go.
     let misrouted = call("POST", "/v1/documents/personalities/bob/MEMORY.md/updates")
         .json(json!({"updates": [{"action": "add", "store": "memory", "content": "x"}]}))
@@ -958,11 +977,13 @@ fn keyed(memory: &Memory) -> Service {
         reader = {{ sha256 = "{}", scopes = ["read"] }}
         alice-app = {{ sha256 = "{}", scopes = ["read", "write"], users = ["alice"], personalities = ["ada"] }}
         scraper = {{ sha256 = "{}", scopes = ["metrics"] }}
+        alice-admin = {{ sha256 = "{}", scopes = ["admin"], users = ["alice"] }}
         "#,
         key_sha256("admin-key"),
         key_sha256("reader-key"),
         key_sha256("alice-key"),
         key_sha256("scraper-key"),
+        key_sha256("alice-admin-key"),
     ));
     let serve = with_keys.config().serve.clone();
     let access = Access::new("0.0.0.0:8700".parse().unwrap(), &serve, None).unwrap();
@@ -1213,4 +1234,161 @@ fn the_committed_openapi_document_is_what_the_code_generates() {
             }
         }
     }
+}
+
+/// An admin key restricted to alice links only what is free, never moves or unlinks a link
+/// (it could not check the owner in the same step), and learns nothing of other users' links
+/// or writes.
+#[tokio::test]
+async fn a_restricted_admin_key_never_touches_other_users() {
+    let (_dir, memory) = wiring();
+    let service = keyed(&memory);
+    let link = |platform_user: &str, user: &str, relink: bool, key: &str| {
+        as_key(
+            call("PUT", &format!("/v1/identities/telegram/{platform_user}")),
+            key,
+        )
+        .json(json!({"user": user, "relink": relink}))
+    };
+    assert_eq!(
+        link("1", "bob", false, "admin-key")
+            .send_via(&service)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let own = link("2", "alice", false, "alice-admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(own.status, StatusCode::OK, "{}", own.body);
+    // Taken by bob: refused without naming him.
+    let taken = link("1", "alice", false, "alice-admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(taken.status, StatusCode::CONFLICT, "{}", taken.body);
+    assert!(
+        !taken.body["detail"].as_str().unwrap().contains("bob"),
+        "{}",
+        taken.body
+    );
+    for (answer, what) in [
+        (
+            link("1", "alice", true, "alice-admin-key")
+                .send_via(&service)
+                .await,
+            "relink",
+        ),
+        (
+            as_key(
+                call("DELETE", "/v1/identities/telegram/2"),
+                "alice-admin-key",
+            )
+            .send_via(&service)
+            .await,
+            "unlink",
+        ),
+    ] {
+        assert_eq!(
+            answer.status,
+            StatusCode::FORBIDDEN,
+            "{what}: {}",
+            answer.body
+        );
+    }
+    let listed = as_key(call("GET", "/v1/identities"), "alice-admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(listed.body["items"][0]["user"], "alice");
+    let resolved = memory
+        .resolve(&"telegram:1".parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        resolved,
+        Some(UserId::new("bob").unwrap()),
+        "bob's link stayed his"
+    );
+    assert_eq!(
+        as_key(
+            call("DELETE", "/v1/documents/users/bob/USER.md"),
+            "alice-admin-key"
+        )
+        .send_via(&service)
+        .await
+        .status,
+        StatusCode::FORBIDDEN
+    );
+
+    // Who wrote ada's memory in bob's conversation is not alice-app's to learn.
+    let bob_turn = memory
+        .context(
+            PersonalityId::new("ada").unwrap(),
+            UserId::new("bob").unwrap(),
+        )
+        .with_session("bob-chat-9");
+    memory
+        .sync(
+            &bob_turn,
+            &[MemoryUpdate::add(Store::Memory, "Team lunch Friday.")],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    for uri in [ADA_REVISIONS, &format!("{ADA_REVISIONS}/1")] {
+        let seen = as_key(call("GET", uri), "alice-key")
+            .send_via(&service)
+            .await;
+        let revision = if seen.body["revisions"].is_array() {
+            seen.body["revisions"][0].clone()
+        } else {
+            seen.body.clone()
+        };
+        assert_eq!(revision["personality"], "ada", "{uri}");
+        assert_eq!(revision["user"], Value::Null, "{uri}: {revision}");
+        assert_eq!(revision["session"], Value::Null, "{uri}");
+        assert_eq!(revision["idempotency_key"], Value::Null, "{uri}");
+    }
+    let admin = as_key(call("GET", ADA_REVISIONS), "admin-key")
+        .send_via(&service)
+        .await;
+    assert_eq!(admin.body["revisions"][0]["user"], "bob");
+    assert_eq!(admin.body["revisions"][0]["session"], "bob-chat-9");
+}
+
+/// Why a provider is not ready may name hosts and paths: only a key with the metrics scope
+/// reads it; health itself is public.
+#[tokio::test]
+async fn health_errors_are_for_operators() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::parse(
+        "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n\
+         [providers.down]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:1\"\ndeadline_ms = 500\n",
+        &dir.path().join("memory.toml"),
+    )
+    .unwrap();
+    let service = keyed(&Memory::new(config));
+    let public = call("GET", "/v1/health").send_via(&service).await;
+    assert_eq!(public.status, StatusCode::OK);
+    assert_eq!(public.body["status"], "degraded");
+    let down = |body: &Value| {
+        body["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "down")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(down(&public.body)["ready"], false);
+    assert!(down(&public.body).get("error").is_none(), "{}", public.body);
+    let operator = as_key(call("GET", "/v1/health"), "scraper-key")
+        .send_via(&service)
+        .await;
+    assert!(
+        down(&operator.body)["error"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1:1")
+    );
 }

@@ -60,7 +60,9 @@ pub use config::{
     CONFIG_ENV, Config, DEFAULT_PROVIDER, McpConfig, PersonalityConfig, ProviderConfig, ROOT_ENV,
     default_root,
 };
-pub use serve::{ApiKey, Scope, ServeConfig};
+pub use serve::{
+    ApiKey, MAX_CONCURRENT_REQUESTS, RESERVED_KEY_NAMES, Scope, ServeConfig, check_key_name,
+};
 
 /// The providers of a [`Config`], connected on first use, and a [`MemoryProvider`] that routes
 /// each call to where its documents live. Cheap to clone; clones share the connections.

@@ -141,11 +141,7 @@ impl RawServe {
         let mut keys = BTreeMap::new();
         let mut hashes = BTreeMap::new();
         for (name, key) in self.keys {
-            if PersonalityId::new(name.as_str()).is_err() {
-                return Err(format!(
-                    "serve.keys: key name {name:?} may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
-                ));
-            }
+            check_key_name(&name).map_err(|reason| format!("serve.keys: {reason}"))?;
             let at = format!("serve.keys.{name}");
             let sha256 = key.sha256.to_ascii_lowercase();
             if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -190,11 +186,18 @@ impl RawServe {
                 self.request_timeout_ms,
                 millis(defaults.request_timeout),
             )?),
-            max_concurrent_requests: at_least_one(
+            max_concurrent_requests: match at_least_one(
                 "max_concurrent_requests",
                 self.max_concurrent_requests,
                 defaults.max_concurrent_requests,
-            )?,
+            )? {
+                n if n > MAX_CONCURRENT_REQUESTS => {
+                    return Err(format!(
+                        "serve.max_concurrent_requests is {n}; the most is {MAX_CONCURRENT_REQUESTS}"
+                    ));
+                }
+                n => n,
+            },
             max_body_bytes: at_least_one(
                 "max_body_bytes",
                 self.max_body_bytes,
@@ -207,6 +210,34 @@ impl RawServe {
             )?),
         })
     }
+}
+
+/// The names of the keys `memory serve` makes itself: `token` for `--token`, `local` for
+/// anyone on this machine when no key is configured. A configured key may not take them, so a
+/// name is one caller in logs, metrics and the replay of keyed writes.
+pub const RESERVED_KEY_NAMES: [&str; 2] = ["token", "local"];
+
+/// The most requests at once a server may be configured to take.
+pub const MAX_CONCURRENT_REQUESTS: usize = 100_000;
+
+/// Whether `name` may name a key: an id (1 to 64 of `A-Z`, `a-z`, `0-9`, `_`, `-`), not one
+/// of [`RESERVED_KEY_NAMES`].
+///
+/// # Errors
+/// What is wrong with it, naming it.
+pub fn check_key_name(name: &str) -> Result<(), String> {
+    if PersonalityId::new(name).is_err() {
+        return Err(format!(
+            "key name {name:?} may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"
+        ));
+    }
+    if RESERVED_KEY_NAMES.contains(&name) {
+        return Err(format!(
+            "key name {name:?} is memory serve's own ({}); choose another",
+            RESERVED_KEY_NAMES.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// `value`, or `default` when unset; 0 is refused naming the setting.
@@ -298,6 +329,11 @@ mod tests {
             ("request_timeout_ms = 0", "at least 1"),
             ("max_concurrent_requests = 0", "at least 1"),
             ("max_body_bytes = 0", "at least 1"),
+            ("max_concurrent_requests = 100001", "the most is 100000"),
+            (
+                &format!("[keys]\ntoken = {{ sha256 = \"{hash}\", scopes = [\"read\"] }}"),
+                "memory serve's own",
+            ),
             ("unknown = 1", "unknown field"),
             (
                 &format!(

@@ -13,7 +13,6 @@ use axum::response::{IntoResponse, Response};
 use memory_core::{
     DocumentId, DocumentReport, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId,
     Purged, Revision, RevisionDiff, RevisionEntry, UserId, revert_exactly_once, sync_exactly_once,
-    unified_diff,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -109,8 +108,10 @@ pub(crate) struct ReplaceRequest {
 }
 
 /// Replace one document's text, guarded by `If-Match` (required: a replace computed from an
-/// old read would erase what others wrote since). Through the agent's write path: the
-/// owner's caps apply and the write is a revision.
+/// old read would erase what others wrote since). Through the agent's write path, so the write
+/// is a revision; caps are a personality's, so a personality's own `MEMORY.md` is written
+/// under its caps, and `USER.md` or the global `MEMORY.md` by path under none (write them
+/// through `/v1/sync` to apply a personality's).
 async fn replace(
     app: App,
     caller: &Principal,
@@ -182,8 +183,8 @@ async fn update(
     let report = sync_exactly_once(&app.memory, &ctx, &request.updates, &if_match).await?;
     match report.documents.into_iter().next() {
         Some(report) => Ok(report_response(report)),
-        // An empty batch touches nothing: the document as it is.
-        None => read_report(&app, &document).await,
+        // An empty batch touches nothing: the document as it is, if still at If-Match.
+        None => read_report(&app, &document, if_match.for_store(store)).await,
     }
 }
 
@@ -202,9 +203,24 @@ fn only(report: memory_core::SyncReport, document: &DocumentId) -> Result<Docume
         })
 }
 
-/// What an empty batch reports: nothing written, the document as it is.
-async fn read_report(app: &App, document: &DocumentId) -> Result<Response, Problem> {
+/// What an empty batch reports: nothing written, the document as it is; `expected` is its
+/// If-Match, which an empty batch must meet like any other (RFC 9110).
+async fn read_report(
+    app: &App,
+    document: &DocumentId,
+    expected: Option<&memory_core::Version>,
+) -> Result<Response, Problem> {
     let read = app.memory.read(document).await?;
+    if let Some(expected) = expected
+        && *expected != read.version
+    {
+        return Err(MemoryError::Conflict {
+            document: document.clone(),
+            expected: expected.clone(),
+            current: read.version,
+        }
+        .into());
+    }
     let sha256 = memory_core::sha256_hex(&read.text);
     Ok(report_response(DocumentReport {
         store: document.store(),
@@ -301,8 +317,10 @@ async fn revisions(
         .map(|(offset, revision)| {
             let previous = kept.get(from + offset + 1);
             RevisionItem {
-                entry: RevisionEntry::new(revision, with_text),
-                diff: with_diff.then(|| change(revision, previous)).flatten(),
+                entry: seen_by(RevisionEntry::new(revision, with_text), caller),
+                diff: with_diff
+                    .then(|| change(&document, &kept, revision.number))
+                    .flatten(),
                 oldest_kept: previous.is_none() && revision.number > 1,
             }
         })
@@ -328,25 +346,27 @@ async fn revisions(
     Ok(with_next_link(Json(page).into_response(), next))
 }
 
-/// The change `revision` made, from `previous` (the next older kept revision): `None` for a
-/// tombstone, and for the oldest kept when older ones were pruned. Labelled as `/diff` and
-/// `memory diff` label theirs: `<path>@<number>`.
-fn change(revision: &Revision, previous: Option<&Revision>) -> Option<String> {
-    let text = revision.text.as_deref()?;
-    let before = match previous {
-        // A tombstone left the empty document behind it.
-        Some(previous) => previous.text.as_deref().unwrap_or_default(),
-        None if revision.number == 1 => "",
-        None => return None,
-    };
-    let path = revision.document.relative_path();
-    let label = |number: u64| format!("{path}@{number}");
-    Some(unified_diff(
-        before,
-        text,
-        &label(revision.number.saturating_sub(1)),
-        &label(revision.number),
-    ))
+/// The change revision `number` of `kept` made, as `/diff?to=<number>` gives it: `None` for
+/// a tombstone, and for the oldest kept when older ones were pruned (nothing to compare).
+fn change(document: &DocumentId, kept: &[Revision], number: u64) -> Option<String> {
+    RevisionDiff::between(document, kept, "", None, Some(number))
+        .ok()
+        .map(|diff| diff.diff)
+}
+
+/// `entry` as `caller` may see it: who wrote a revision in another user's conversation (the
+/// user, the session, the idempotency key) is not for a key restricted to other users.
+fn seen_by(mut entry: RevisionEntry, caller: &Principal) -> RevisionEntry {
+    if entry
+        .user
+        .as_ref()
+        .is_some_and(|user| !caller.may_user(user))
+    {
+        entry.user = None;
+        entry.session = None;
+        entry.idempotency_key = None;
+    }
+    entry
 }
 
 /// One revision, with its whole text (null for a purge's tombstone).
@@ -360,7 +380,7 @@ async fn revision(
     let kept = app.memory.history(&document, usize::MAX).await?;
     kept.iter()
         .find(|revision| revision.number == number.0)
-        .map(|revision| Json(RevisionEntry::new(revision, true)))
+        .map(|revision| Json(seen_by(RevisionEntry::new(revision, true), caller)))
         .ok_or_else(|| {
             Problem::not_found(format!(
                 "{} keeps no revision {}; list its revisions for the ones kept",
@@ -401,12 +421,9 @@ async fn diff(
         (Some(_), None) => app.memory.read(&document).await?.text,
         _ => String::new(),
     };
-    match RevisionDiff::between(&document, &history, &current, query.from, query.to) {
-        Ok(diff) => Ok(Json(diff)),
-        // A revision to compare that is not kept is a resource that is not there.
-        Err(err @ MemoryError::RevisionNotFound { .. }) => Err(Problem::not_found(err.to_string())),
-        Err(err) => Err(err.into()),
-    }
+    Ok(Json(RevisionDiff::between(
+        &document, &history, &current, query.from, query.to,
+    )?))
 }
 
 /// Which revision to put a document back to.
@@ -533,9 +550,11 @@ macro_rules! document_routes {
 
             /// Replace the document's text, guarded by `If-Match` (required).
             ///
-            /// Through the agent's write path (the owner's caps apply; the write is a
-            /// revision). A stale `If-Match` is answered 412 with the current `ETag`; `*`
-            /// overwrites whatever is there.
+            /// Through the agent's write path, so the write is a revision. Caps are a
+            /// personality's: its own `MEMORY.md` is written under its caps, `USER.md` and the
+            /// global `MEMORY.md` by path under none (`/v1/sync` applies a personality's). A
+            /// stale `If-Match` is answered 412 with the current `ETag`; `*` overwrites
+            /// whatever is there (a document always exists: one never written is empty).
             #[utoipa::path(
                 put,
                 path = $base,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use memory_core::{DocumentId, MemoryProvider};
@@ -11,6 +11,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::App;
+use crate::auth::Caller;
+use memory_wiring::Scope;
 
 /// How long a provider has to answer a readiness probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -44,13 +46,15 @@ pub(crate) struct ProviderHealth {
     kind: &'static str,
     /// Whether it answered a read within 2 s (a vector provider: its source).
     ready: bool,
-    /// Why not, when it did not.
+    /// Why not, when it did not: shown to a key with the `metrics` scope (or on a server
+    /// without keys) only, since an error may name hosts and paths.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
 
-/// Reads one document from each provider's storage, all at once.
-async fn probe(app: &App) -> Health {
+/// Reads one document from each provider's storage, all at once; each failure's text when
+/// `detailed`.
+async fn probe(app: &App, detailed: bool) -> Health {
     let config = app.memory.config();
     let probes = config.providers.iter().map(|(name, provider)| async move {
         let storage = config.storage_of(name);
@@ -71,7 +75,7 @@ async fn probe(app: &App) -> Health {
             name: name.clone(),
             kind: provider.kind(),
             ready: error.is_none(),
-            error,
+            error: error.filter(|_| detailed),
         }
     });
     let providers = futures::future::join_all(probes).await;
@@ -92,8 +96,15 @@ async fn probe(app: &App) -> Health {
     responses((status = 200, description = "The service runs; `status` says whether every provider answers", body = Health)),
     security(())
 )]
-pub(crate) async fn health(State(app): State<App>) -> Json<Health> {
-    Json(probe(&app).await)
+pub(crate) async fn health(State(app): State<App>, caller: Extension<Caller>) -> Json<Health> {
+    Json(probe(&app, operator(&caller)).await)
+}
+
+/// Whether `caller` may read why a provider is not ready.
+fn operator(caller: &Caller) -> bool {
+    caller
+        .principal()
+        .is_some_and(|principal| principal.has(Scope::Metrics))
 }
 
 /// Readiness: 200 when every provider answers, 503 (with `Retry-After`) when one does not.
@@ -108,8 +119,8 @@ pub(crate) async fn health(State(app): State<App>) -> Json<Health> {
     ),
     security(())
 )]
-pub(crate) async fn ready(State(app): State<App>) -> Response {
-    let health = probe(&app).await;
+pub(crate) async fn ready(State(app): State<App>, caller: Extension<Caller>) -> Response {
+    let health = probe(&app, operator(&caller)).await;
     if health.status == HealthStatus::Ok {
         return Json(health).into_response();
     }

@@ -4,16 +4,17 @@
 
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use memory_core::{Identity, UserId};
+use memory_core::{ErrorKind, Identity, MemoryError, UserId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::directory::Page;
 use super::{App, Body, DEFAULT_PAGE, MAX_PAGE, Params, page_size, path_param, with_next_link};
 use crate::auth::{Admin, Principal, Reader};
-use crate::problem::{Problem, ProblemDocument};
+use crate::problem::{Problem, ProblemDocument, ProblemKind};
 
 /// The identity a route's path names, checked.
 pub(crate) struct IdentityPath(Identity);
@@ -136,7 +137,7 @@ pub(crate) async fn resolve(
 /// Link an account to a user, so every platform reaches the same `USER.md`.
 ///
 /// Linking to the user it already has changes nothing. Linked to another user: 409, unless
-/// `relink`, which moves it.
+/// `relink`, which moves it (and takes an admin key for every user).
 #[utoipa::path(
     put,
     path = "/v1/identities/{platform}/{platform_user}",
@@ -171,16 +172,26 @@ pub(crate) async fn link(
             caller.name
         )));
     }
-    let map = app.memory.identities().await?;
-    if let Some(current) = map.resolve(&identity).await?
-        && !caller.may_user(&current)
-    {
+    // A key restricted to some users links only what is not linked to anyone else: a link
+    // either lands on a free identity or is refused, in one atomic step of the map, so it can
+    // never move (or reveal) a link to a user outside the restriction.
+    if request.relink && caller.restricts_users() {
         return Err(Problem::forbidden(format!(
-            "{identity} is linked to a user key {:?} may not change",
+            "key {:?} is restricted to some users, so it may not relink (move) an account; an admin key for every user may",
             caller.name
         )));
     }
-    let previous = map.link(&identity, &user, request.relink).await?;
+    let map = app.memory.identities().await?;
+    let previous = match map.link(&identity, &user, request.relink).await {
+        Err(MemoryError::IdentityTaken { linked_to, .. }) if !caller.may_user(&linked_to) => {
+            return Err(Problem::new(
+                StatusCode::CONFLICT,
+                ProblemKind::Memory(ErrorKind::Conflict),
+                format!("{identity} is already linked to another user; nothing was written"),
+            ));
+        }
+        linked => linked?,
+    };
     Ok(Json(LinkChange {
         identity: identity.to_string(),
         platform: identity.platform().to_owned(),
@@ -190,7 +201,8 @@ pub(crate) async fn link(
     }))
 }
 
-/// Unlink an account. Unlinking one that is not linked changes nothing.
+/// Unlink an account. Unlinking one that is not linked changes nothing. Takes an admin key
+/// for every user.
 #[utoipa::path(
     delete,
     path = "/v1/identities/{platform}/{platform_user}",
@@ -209,15 +221,15 @@ pub(crate) async fn unlink(
     caller: Admin,
     IdentityPath(identity): IdentityPath,
 ) -> Result<Json<LinkChange>, Problem> {
-    let map = app.memory.identities().await?;
-    let previous = match map.resolve(&identity).await? {
-        Some(current) if !caller.may_user(&current) => {
-            // Seen from this key, the account is not linked: there is nothing to unlink.
-            None
-        }
-        Some(_) => map.unlink(&identity).await?,
-        None => None,
-    };
+    // Unlinking takes the link whoever it is to; a key restricted to some users could check
+    // the owner only in a step apart from the unlink, so it may not unlink.
+    if caller.restricts_users() {
+        return Err(Problem::forbidden(format!(
+            "key {:?} is restricted to some users, so it may not unlink an account; an admin key for every user may",
+            caller.name
+        )));
+    }
+    let previous = app.memory.identities().await?.unlink(&identity).await?;
     Ok(Json(LinkChange {
         identity: identity.to_string(),
         platform: identity.platform().to_owned(),

@@ -246,12 +246,7 @@ pub(crate) async fn search(
     Body(request): Body<SearchRequest>,
 ) -> Result<Json<SearchView>, Problem> {
     let personality = PersonalityId::new(request.personality)?;
-    if !caller.may_personality(&personality) {
-        return Err(Problem::forbidden(format!(
-            "key {:?} may not read the memory of personality {personality:?}",
-            caller.name
-        )));
-    }
+    caller.check_personality(&personality)?;
     if is_blank(&request.query) {
         return Err(Problem::invalid(
             "query is blank: give a question or a few words",
