@@ -53,8 +53,10 @@ pub struct Load {
 const PREFETCH_PERSONALITY: &str = "http-prefetch";
 pub const PREFETCH_BYTES: usize = 1024;
 
-/// Prefetch requests per client at each load level, and adds in all per sync level.
-pub const PREFETCH_PER_CLIENT: usize = 200;
+/// How long each prefetch load level runs (a recall personality answers a hundred a second, a
+/// markdown one thousands: a time, not a count, bounds every level), and adds in all per sync
+/// level.
+pub const PREFETCH_LOAD: Duration = Duration::from_secs(2);
 pub const SYNC_ADDS: usize = 512;
 
 /// A wiring over `backend`'s storage, as a `memory.toml` would write it.
@@ -243,7 +245,7 @@ fn expect_ok((status, body): (u16, Bytes), what: &str) -> Result<(), BoxError> {
     }
 }
 
-/// `clients` clients each prefetching [`PREFETCH_PER_CLIENT`] times, all at once.
+/// `clients` clients prefetching for [`PREFETCH_LOAD`], all at once.
 async fn prefetch_load(address: std::net::SocketAddr, clients: usize) -> Result<Load, BoxError> {
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
@@ -252,7 +254,7 @@ async fn prefetch_load(address: std::net::SocketAddr, clients: usize) -> Result<
                 let mut client = Client::connect(address).await?;
                 let body = prefetch_body(PREFETCH_PERSONALITY);
                 let mut latencies = Samples::default();
-                for _ in 0..PREFETCH_PER_CLIENT {
+                while started.elapsed() < PREFETCH_LOAD {
                     let answer = latencies
                         .time(client.post("/v1/prefetch", body.clone(), None))
                         .await?;

@@ -856,9 +856,9 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "\nRequests per second with concurrent clients, each on its own connection: \
-             prefetch ({} each) and one-add syncs ({} in all, to one document, each with its \
+             prefetch (for {} s per level) and one-add syncs ({} in all, to one document, each with its \
              own key; lost = acknowledged adds missing from the document afterwards).\n",
-            http::PREFETCH_PER_CLIENT,
+            http::PREFETCH_LOAD.as_secs(),
             http::SYNC_ADDS
         );
         let _ = writeln!(

@@ -1,41 +1,4 @@
-//! The memory service: a versioned HTTP API (`/v1`) over a [`Memory`] wiring, with its OpenAPI
-//! document, API keys with scopes, and the Memory page on top of it. `memory serve` runs it.
-//!
-//! Every surface reads and writes the same documents through the same write path: the API
-//! calls [`Memory`] as an agent loop in Rust does, so one home per document, the personality's
-//! scope and caps, history and exactly-once writes all hold over HTTP.
-//!
-//! - **The turn cycle**: `POST /v1/prefetch` (the rendered context and both documents, whole,
-//!   with versions and caps), `POST /v1/sync` (the updates `memory sync` takes; its report).
-//! - **Documents by layout path** under `/v1/documents/` (`MEMORY.md`,
-//!   `personalities/<id>/MEMORY.md`, `users/<id>/USER.md`): `GET` (the version is the
-//!   `ETag`), `PUT` a new text guarded by `If-Match`, `POST .../updates`, `DELETE` (purge);
-//!   history at `.../revisions`, `.../revisions/{n}`, `.../diff` and `POST .../revert`.
-//! - `POST /v1/search` on a recall personality; the identity map at `/v1/identities`; the
-//!   directory at `/v1/personalities` and `/v1/users`; `/v1/health`, `/v1/health/ready`;
-//!   `/metrics` (Prometheus); `/v1/openapi.json`.
-//!
-//! Conventions: a stale `If-Match` is `412` with the current `ETag`; an `Idempotency-Key` on a
-//! write makes its repeats answer the first response (`Idempotent-Replayed: true`) and the
-//! same key on another request `422`; errors are `application/problem+json` with the kind of
-//! the one classification; busy or unavailable is `503` with `Retry-After`; unknown fields are
-//! refused.
-//!
-//! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use memory_web::{Access, Service};
-//! use memory_wiring::{Config, Memory};
-//!
-//! let memory = Memory::new(Config::load(None)?);
-//! let address: std::net::SocketAddr = "127.0.0.1:8700".parse()?;
-//! let access = Access::new(address, &memory.config().serve, None)?;
-//! let listener = tokio::net::TcpListener::bind(address).await?;
-//! Service::new(memory, access, false)
-//!     .serve(listener, std::future::pending())
-//!     .await?;
-//! # Ok(())
-//! # }
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod api;
 mod auth;
