@@ -662,42 +662,56 @@ async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_markdown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_postgres() {
-    let Some(url) = Service::Postgres.url() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let schema = unique_name("service");
-    let _guard = SchemaGuard {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "[providers.shared]\nkind = \"postgres\"\nurl = \"{url}\"\nschema = \"{schema}\"\nhistory = {{ keep = 1000 }}\n"
-        ),
-    );
-    thirty_two_clients_add_with_drops(&config).await;
+    if let Some(shared) = shared(Service::Postgres) {
+        thirty_two_clients_add_with_drops(&shared.config).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_redis() {
-    let Some(url) = Service::Redis.url() else {
-        return;
-    };
+    if let Some(shared) = shared(Service::Redis) {
+        thirty_two_clients_add_with_drops(&shared.config).await;
+    }
+}
+
+/// A `memory.toml` whose one provider is a namespace of its own (a schema, a key prefix) on
+/// the shared `service`, removed when dropped.
+struct Shared {
+    _dir: TempDir,
+    config: PathBuf,
+    _cleanup: Box<dyn std::any::Any>,
+}
+
+/// [`Shared`] on `service`, or `None` (the test skips, loudly) when there is no server.
+fn shared(service: Service) -> Option<Shared> {
+    let url = service.url()?;
     let dir = tempfile::tempdir().unwrap();
-    let prefix = unique_name("service");
-    let _cleanup = RedisCleanup {
-        url: url.clone(),
-        prefix: prefix.clone(),
+    let name = unique_name("service");
+    let (provider, cleanup): (String, Box<dyn std::any::Any>) = match service {
+        Service::Postgres => (
+            format!("kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\""),
+            Box::new(SchemaGuard {
+                url: url.clone(),
+                schema: name.clone(),
+            }),
+        ),
+        Service::Redis => (
+            format!("kind = \"redis\"\nurl = \"{url}\"\nprefix = \"{name}\""),
+            Box::new(RedisCleanup {
+                url: url.clone(),
+                prefix: name.clone(),
+            }),
+        ),
     };
     let config = write_config(
         dir.path(),
-        &format!(
-            "[providers.fast]\nkind = \"redis\"\nurl = \"{url}\"\nprefix = \"{prefix}\"\nhistory = {{ keep = 1000 }}\n"
-        ),
+        &format!("[providers.shared]\n{provider}\nhistory = {{ keep = 1000 }}\n"),
     );
-    thirty_two_clients_add_with_drops(&config).await;
+    Some(Shared {
+        _dir: dir,
+        config,
+        _cleanup: cleanup,
+    })
 }
 
 /// Removes a test's Redis keys when dropped.
@@ -1229,38 +1243,14 @@ async fn two_servers_share_one_provider(config: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_over_postgres_apply_each_keyed_add_once() {
-    let Some(url) = Service::Postgres.url() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let schema = unique_name("lb");
-    let _guard = SchemaGuard {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "[providers.shared]\nkind = \"postgres\"\nurl = \"{url}\"\nschema = \"{schema}\"\n"
-        ),
-    );
-    two_servers_share_one_provider(&config).await;
+    if let Some(shared) = shared(Service::Postgres) {
+        two_servers_share_one_provider(&shared.config).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_over_redis_apply_each_keyed_add_once() {
-    let Some(url) = Service::Redis.url() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = unique_name("lb");
-    let _cleanup = RedisCleanup {
-        url: url.clone(),
-        prefix: prefix.clone(),
-    };
-    let config = write_config(
-        dir.path(),
-        &format!("[providers.fast]\nkind = \"redis\"\nurl = \"{url}\"\nprefix = \"{prefix}\"\n"),
-    );
-    two_servers_share_one_provider(&config).await;
+    if let Some(shared) = shared(Service::Redis) {
+        two_servers_share_one_provider(&shared.config).await;
+    }
 }
