@@ -337,6 +337,133 @@ fn identity_link_and_resolve() {
     assert_fails(resolve(&["slack", "U1"]), 1, "slack:U1 is not linked");
 }
 
+/// `users/identity-map.json` as Ethos writes it (`JSON.stringify(entries, null, 2)`, no newline
+/// at the end) after it met two senders.
+const ETHOS_IDENTITY_MAP: &str = r#"[
+  {
+    "platform": "telegram",
+    "platformUserId": "12345",
+    "userId": "3f9c2a7b1d4e",
+    "displayLabel": "Grace Hopper",
+    "firstSeenAt": "2026-09-01T10:00:00.000Z"
+  },
+  {
+    "platform": "slack",
+    "platformUserId": "U024BE7LH",
+    "userId": "a81bc81b4b1e",
+    "displayLabel": "slack:U024BE7LH",
+    "firstSeenAt": "2026-09-02T08:30:12.345Z"
+  }
+]"#;
+
+/// The entries of the identity map under `root`, without their `firstSeenAt` (the time of the
+/// link), which is checked to be `toISOString`'s form.
+fn identity_entries(root: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(root.join("users/identity-map.json")).unwrap();
+    let entries: Vec<Value> = serde_json::from_str(&text).unwrap();
+    entries
+        .into_iter()
+        .map(|mut entry| {
+            let stamp = entry["firstSeenAt"].as_str().unwrap().to_owned();
+            let shape: String = stamp
+                .chars()
+                .map(|c| if c.is_ascii_digit() { '0' } else { c })
+                .collect();
+            assert_eq!(shape, "0000-00-00T00:00:00.000Z", "{stamp}");
+            entry.as_object_mut().unwrap().remove("firstSeenAt");
+            entry
+        })
+        .collect()
+}
+
+/// On a root Ethos shares, `memory identity` reads the map Ethos wrote, and a link adds an
+/// entry as Ethos would, leaving Ethos's own entries byte for byte.
+#[test]
+fn identity_resolve_and_link_on_a_map_ethos_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("users")).unwrap();
+    let path = root.join("users/identity-map.json");
+    std::fs::write(&path, ETHOS_IDENTITY_MAP).unwrap();
+    let resolve = |args: &[&str]| run(memory(root).args(["identity", "resolve"]).args(args));
+
+    let (code, stdout, stderr) = resolve(&["telegram", "12345"]);
+    assert_eq!((code, stdout.as_str()), (0, "3f9c2a7b1d4e\n"), "{stderr}");
+    assert_eq!(resolve(&["slack", "U024BE7LH"]).1, "a81bc81b4b1e\n");
+    assert_fails(
+        resolve(&["telegram", "999"]),
+        1,
+        "telegram:999 is not linked",
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), ETHOS_IDENTITY_MAP);
+
+    let (code, stdout, stderr) =
+        run(memory(root).args(["identity", "link", "telegram", "999", "grace"]));
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "telegram:999 linked to grace\n"),
+        "{stderr}"
+    );
+    assert_eq!(resolve(&["telegram", "999"]).1, "grace\n");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept = ETHOS_IDENTITY_MAP.strip_suffix("\n]").unwrap();
+    assert!(text.starts_with(&format!("{kept},\n  {{\n")), "{text}");
+    assert!(text.ends_with("\"\n  }\n]"), "{text}");
+    assert_eq!(
+        identity_entries(root)[2],
+        json!({
+            "platform": "telegram",
+            "platformUserId": "999",
+            "userId": "grace",
+            "displayLabel": "telegram:999",
+        })
+    );
+
+    // A file that is neither Ethos's array nor the older object is corrupt (exit 8), untouched.
+    std::fs::write(&path, "\"grace\"").unwrap();
+    assert_fails(resolve(&["telegram", "12345"]), 8, "identity-map.json");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "\"grace\"");
+}
+
+/// `migrate` copies the links of a map Ethos wrote into another root, where they resolve; the
+/// target's entries are its own links, dated when they were copied.
+#[test]
+fn migrate_copies_the_links_of_a_map_ethos_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = two_roots(root);
+    std::fs::create_dir_all(root.join("a/users")).unwrap();
+    std::fs::write(root.join("a/users/identity-map.json"), ETHOS_IDENTITY_MAP).unwrap();
+    let (code, stdout, stderr) =
+        run(configured(root, &config).args(["migrate", "--from", "a", "--to", "b"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("identity links: 2 copied, 0 already there, 0 in conflict"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(configured(root, &config).args([
+        "identity",
+        "resolve",
+        "--provider",
+        "b",
+        "telegram",
+        "12345",
+    ]));
+    assert_eq!((code, stdout.as_str()), (0, "3f9c2a7b1d4e\n"));
+    assert_eq!(
+        identity_entries(&root.join("b")),
+        vec![
+            json!({"platform": "slack", "platformUserId": "U024BE7LH", "userId": "a81bc81b4b1e", "displayLabel": "slack:U024BE7LH"}),
+            json!({"platform": "telegram", "platformUserId": "12345", "userId": "3f9c2a7b1d4e", "displayLabel": "telegram:12345"}),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("a/users/identity-map.json")).unwrap(),
+        ETHOS_IDENTITY_MAP,
+        "the source is only read"
+    );
+}
+
 /// A config with two markdown roots, `a` and `b`.
 fn two_roots(root: &Path) -> PathBuf {
     let config = root.join("memory.toml");
@@ -626,9 +753,10 @@ fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
     let start = snapshot_of_documents(&root.join("start"));
     assert_eq!(start.len(), 3);
     assert_eq!(start, snapshot_of_documents(&root.join("end")));
+    // The links make the round trip; each root dates its entries when they were linked there.
     assert_eq!(
-        std::fs::read_to_string(root.join("end/users/identity-map.json")).unwrap(),
-        std::fs::read_to_string(root.join("start/users/identity-map.json")).unwrap(),
+        identity_entries(&root.join("end")),
+        identity_entries(&root.join("start")),
         "the identity map made the round trip"
     );
     // And back into the original: nothing to do.

@@ -1,7 +1,7 @@
 //! What a memory is made of: stores, scopes, documents and their versions.
 
 use std::fmt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -223,6 +223,19 @@ pub fn format_utc(time: SystemTime) -> String {
     }
 }
 
+/// `time` in RFC 3339 in UTC to the millisecond, as JavaScript's `Date.prototype.toISOString`
+/// writes it (`2025-06-01T10:00:02.000Z`, the form Ethos stores), clamped into the years
+/// 1970..=9999 that the form can show: a hand-set clock must not crash whoever writes it.
+pub fn format_utc_millis(time: SystemTime) -> String {
+    /// 9999-12-31T23:59:59.999Z.
+    const LAST: Duration = Duration::from_millis(253_402_300_799_999);
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .min(LAST);
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + since).to_string()
+}
+
 /// `SystemTime` as whole milliseconds since the Unix epoch, the form JSON clients read.
 pub(crate) mod unix_millis_required {
     use std::time::SystemTime;
@@ -316,6 +329,19 @@ mod tests {
             serde_json::to_string(&id).unwrap(),
             r#"{"kind":"user-profile","user":"u1"}"#
         );
+    }
+
+    #[test]
+    fn utc_millis_are_javascript_iso_strings_clamped_to_the_years_they_can_show() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        assert_eq!(format_utc_millis(at), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            format_utc_millis(UNIX_EPOCH - Duration::from_secs(1)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        let far = UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        assert_eq!(format_utc_millis(far), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]

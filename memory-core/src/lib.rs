@@ -27,8 +27,8 @@ pub use cas::{
 };
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{
-    Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, sha256_hex,
-    unix_millis,
+    Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, format_utc_millis,
+    sha256_hex, unix_millis,
 };
 pub use error::{BoxError, ErrorKind, MemoryError};
 pub use history::{

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod ethos_lock;
 mod files;
 mod history;
 mod identities;
@@ -174,14 +175,15 @@ impl MemoryProvider for MarkdownProvider {
     }
 }
 
-/// The map is one JSON file, `users/identity-map.json`, shared by every provider, thread and
-/// process on the root like the documents are: links, and unlinks of a linked identity, hold a
-/// lock file beside it and replace it by atomic rename; reads take no lock.
+/// The map is one JSON file, `users/identity-map.json`, in the form Ethos keeps it, shared by
+/// every provider, thread and process on the root like the documents are (and by Ethos): links,
+/// and unlinks of a linked identity, hold our lock file and Ethos's beside it and replace it by
+/// atomic rename; reads take no lock.
 #[async_trait]
 impl IdentityMap for MarkdownProvider {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let (path, identity) = (self.identity_map_path(), identity.clone());
-        blocking(move || Ok(identities::read(&path)?.remove(&identity))).await
+        blocking(move || Ok(identities::read(&path)?.user(&identity))).await
     }
 
     async fn link(
@@ -203,6 +205,6 @@ impl IdentityMap for MarkdownProvider {
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
         let path = self.identity_map_path();
-        blocking(move || Ok(identities::read(&path)?.into_iter().collect())).await
+        blocking(move || Ok(identities::read(&path)?.links().into_iter().collect())).await
     }
 }

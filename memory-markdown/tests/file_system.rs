@@ -103,7 +103,7 @@ async fn a_linked_document_is_written_through_its_links() {
     assert!(
         fs::read_to_string(dotfiles.join("ids.json"))
             .unwrap()
-            .contains("\"42\": \"u1\"")
+            .contains("\"platformUserId\": \"42\",\n    \"userId\": \"u1\"")
     );
     assert_eq!(
         provider.resolve(&identity).await.unwrap().unwrap().as_str(),

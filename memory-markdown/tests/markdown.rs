@@ -498,10 +498,27 @@ fn identity(text: &str) -> Identity {
     text.parse().unwrap()
 }
 
-/// The map is one sorted, indented JSON object beside the profiles, `list` never takes it
-/// for a document, and a link that changes nothing does not rewrite it.
+/// `text` with the value of every `firstSeenAt` (the time of the link, `toISOString`'s form)
+/// replaced by `<time>`.
+fn without_times(text: &str) -> String {
+    let key = "\"firstSeenAt\": \"";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(key) {
+        let (head, tail) = rest.split_at(at + key.len());
+        out.push_str(head);
+        out.push_str("<time>");
+        rest = &tail[24..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The map is one JSON array beside the profiles, in the form Ethos writes it (one entry per
+/// link, in the order they were made), `list` never takes it for a document, and a link that
+/// changes nothing does not rewrite it.
 #[tokio::test]
-async fn the_identity_map_is_sorted_json_beside_the_profiles() {
+async fn the_identity_map_is_ethos_json_beside_the_profiles() {
     use std::os::unix::fs::MetadataExt;
     let (dir, provider) = setup();
     let (grace, ada) = (UserId::new("grace").unwrap(), UserId::new("ada").unwrap());
@@ -515,20 +532,37 @@ async fn the_identity_map_is_sorted_json_beside_the_profiles() {
     }
     let path = dir.path().join("users/identity-map.json");
     assert_eq!(provider.identity_map_path(), path);
-    let expected = r#"{
-  "matrix": {
-    "@grace:example.org": "grace"
+    let expected = r#"[
+  {
+    "platform": "telegram",
+    "platformUserId": "12345",
+    "userId": "grace",
+    "displayLabel": "telegram:12345",
+    "firstSeenAt": "<time>"
   },
-  "slack": {
-    "U024BE7LH": "ada"
+  {
+    "platform": "slack",
+    "platformUserId": "U024BE7LH",
+    "userId": "ada",
+    "displayLabel": "slack:U024BE7LH",
+    "firstSeenAt": "<time>"
   },
-  "telegram": {
-    "12345": "grace",
-    "999": "ada"
+  {
+    "platform": "matrix",
+    "platformUserId": "@grace:example.org",
+    "userId": "grace",
+    "displayLabel": "matrix:@grace:example.org",
+    "firstSeenAt": "<time>"
+  },
+  {
+    "platform": "telegram",
+    "platformUserId": "999",
+    "userId": "ada",
+    "displayLabel": "telegram:999",
+    "firstSeenAt": "<time>"
   }
-}
-"#;
-    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+]"#;
+    assert_eq!(without_times(&fs::read_to_string(&path).unwrap()), expected);
     assert_eq!(
         names(&dir.path().join("users")),
         set(&["identity-map.json", ".identity-map.json.lock"])
@@ -571,8 +605,12 @@ async fn a_malformed_identity_map_is_corrupt_and_never_overwritten() {
     let grace = UserId::new("grace").unwrap();
     for (bytes, reason) in [
         ("{\"telegram\": {\"12345\": \"grace\"", "EOF"),
-        ("[]", "identity map of the form"),
-        ("", "EOF"),
+        ("[{\"platform\": \"telegram\"", "EOF"),
+        ("true", "neither"),
+        (
+            "[{\"platform\": \"telegram\", \"platformUserId\": \"12345\", \"userId\": \"a b\"}]",
+            "user id",
+        ),
         ("{\"telegram\": {\"12345\": \"not an id\"}}", "user id"),
         ("{\"tele gram\": {\"12345\": \"grace\"}}", "platform"),
         (
@@ -647,13 +685,16 @@ async fn an_unlink_rewrites_the_map_only_when_it_removes_a_link() {
         inode,
         "replaced by rename"
     );
-    let expected = r#"{
-  "slack": {
-    "U024BE7LH": "grace"
+    let expected = r#"[
+  {
+    "platform": "slack",
+    "platformUserId": "U024BE7LH",
+    "userId": "grace",
+    "displayLabel": "slack:U024BE7LH",
+    "firstSeenAt": "<time>"
   }
-}
-"#;
-    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+]"#;
+    assert_eq!(without_times(&fs::read_to_string(&path).unwrap()), expected);
     assert_eq!(
         names(&dir.path().join("users")),
         set(&["identity-map.json", ".identity-map.json.lock"])

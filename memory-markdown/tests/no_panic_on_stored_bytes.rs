@@ -99,7 +99,7 @@ fn document_bytes() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// A map of the stored form, `{"<platform>": {"<platform user id>": "<user id>"}}`, with good
+/// A map of the older form, `{"<platform>": {"<platform user id>": "<user id>"}}`, with good
 /// and bad ids and values of the wrong type.
 fn identity_map_json() -> BoxedStrategy<Vec<u8>> {
     let platform = prop_oneof![
@@ -129,7 +129,7 @@ fn identity_map_json() -> BoxedStrategy<Vec<u8>> {
     .boxed()
 }
 
-/// A map of the stored form with good ids only, often linking the identities probed.
+/// A map of the older form with good ids only, often linking the identities probed.
 fn good_identity_map_json() -> BoxedStrategy<Vec<u8>> {
     prop::collection::btree_map(
         select(&["telegram", "slack", "matrix", "irc_2"][..]),
@@ -152,23 +152,88 @@ fn good_identity_map_json() -> BoxedStrategy<Vec<u8>> {
     .boxed()
 }
 
-/// Bytes for the identity map: maps with good and bad ids, other JSON, mutated JSON, anything.
+/// A map in the form Ethos writes, an array of `{platform, platformUserId, userId, displayLabel,
+/// firstSeenAt}`, with good and bad ids, values of the wrong type, fields of other names,
+/// repeated identities and elements that are not entries at all.
+fn ethos_identity_map_json() -> BoxedStrategy<Vec<u8>> {
+    use serde_json::{Value, json};
+    let text = |good: &'static [&'static str], bad: &'static [&'static str]| {
+        prop_oneof![
+            5 => select(good).prop_map(|t| json!(t)),
+            1 => select(bad).prop_map(|t| json!(t)),
+            1 => Just(json!(5)),
+            1 => Just(Value::Null),
+            1 => Just(json!(["grace"])),
+        ]
+    };
+    let entry = (
+        text(&["telegram", "slack", "matrix"], &["", "a b", "tele:gram"]),
+        text(
+            &["12345", "U024BE7LH", "@a:matrix.org", "grace@example.com"],
+            &["", " padded", "tab\there"],
+        ),
+        text(&["grace", "u1", "3f9c2a7b1d4e"], &["", "../etc", "a b"]),
+        prop::option::of(select(&["Grace", "telegram:12345"][..])),
+        any::<bool>(),
+        prop::collection::vec(prop::bool::weighted(0.85), 5),
+    )
+        .prop_map(|(platform, platform_user, user, label, extra, keep)| {
+            let mut entry = serde_json::Map::new();
+            for (keep, name, value) in [
+                (keep[0], "platform", platform),
+                (keep[1], "platformUserId", platform_user),
+                (keep[2], "userId", user),
+                (keep[3], "displayLabel", json!(label)),
+                (keep[4], "firstSeenAt", json!("2026-09-01T10:00:00.000Z")),
+            ] {
+                // Each field is there most of the time.
+                if keep {
+                    entry.insert(name.to_owned(), value);
+                }
+            }
+            if extra {
+                entry.insert("avatar".to_owned(), json!({"size": 64, "scale": 1.5}));
+            }
+            Value::Object(entry)
+        });
+    let element = prop_oneof![
+        8 => entry,
+        1 => select(&["a note", ""][..]).prop_map(|t| json!(t)),
+        1 => Just(json!({"kind": "group", "platform": "slack"})),
+        1 => Just(json!(null)),
+    ];
+    prop::collection::vec(element, 0..5)
+        .prop_map(|entries| serde_json::to_vec_pretty(&entries).unwrap())
+        .boxed()
+}
+
+/// Bytes for the identity map: maps of either form with good and bad ids, other JSON, mutated
+/// JSON, anything.
 fn identity_map_bytes() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         4 => good_identity_map_json(),
         3 => identity_map_json(),
+        4 => ethos_identity_map_json(),
         2 => (good_identity_map_json(), any::<prop::sample::Index>(), 1usize..4).prop_map(|(mut b, i, n)| {
             // Cut a few bytes out: often a broken map, sometimes broken UTF-8.
             let at = i.index(b.len() + 1);
             b.drain(at..(at + n).min(b.len()));
             b
         }),
+        2 => (ethos_identity_map_json(), any::<prop::sample::Index>(), 1usize..4).prop_map(|(mut b, i, n)| {
+            let at = i.index(b.len() + 1);
+            b.drain(at..(at + n).min(b.len()));
+            b
+        }),
         1 => select(&[
-            "[]", "null", "\"grace\"", "5", "{}", "{\"telegram\": []}",
+            "[]", "", " ", "null", "\"grace\"", "5", "{}", "{\"telegram\": []}",
             "{\"telegram\": {\"1\": \"grace\"}, \"telegram\": {\"2\": \"ada\"}}",
             "{\"telegram\": {\"1\": \"grace\"}} trailing",
+            "[{\"platform\": \"telegram\", \"platformUserId\": \"12345\", \"userId\": \"grace\"}] trailing",
+            "[{\"platform\": \"telegram\", \"platformUserId\": \"12345\", \"userId\": \"u1\", \"userId\": \"grace\"}]",
         ][..])
         .prop_map(|s| s.as_bytes().to_vec()),
+        1 => (1usize..3).prop_map(|n| "[{\"a\":".repeat(n * 10_000).into_bytes()),
         1 => (1usize..3).prop_map(|n| "{\"a\":".repeat(n * 10_000).into_bytes()),
         1 => document_bytes(),
     ]
@@ -358,7 +423,32 @@ fn any_bytes_in_a_document_are_read_or_corrupt_and_never_touched() {
 // The identity map.
 
 /// What the map holds, read the way the contract describes it, or `None` when it is not a map.
+///
+/// Ethos's array: an empty file is empty; an element whose `platform` and `platformUserId` are
+/// strings making a valid identity is a link (the first of an identity counts), whose `userId`
+/// must then be a valid user id; any other element is kept and means nothing. The older object:
+/// every key and value a valid id.
 fn expected_links(bytes: &[u8]) -> Option<BTreeMap<Identity, UserId>> {
+    use serde_json::Value;
+    if bytes.is_empty() {
+        return Some(BTreeMap::new());
+    }
+    if let Ok(entries) = serde_json::from_slice::<Vec<Value>>(bytes) {
+        let mut links = BTreeMap::new();
+        for entry in entries {
+            let text = |name: &str| entry.get(name).and_then(Value::as_str);
+            let (Some(platform), Some(platform_user)) = (text("platform"), text("platformUserId"))
+            else {
+                continue;
+            };
+            let Ok(identity) = Identity::new(platform, platform_user) else {
+                continue;
+            };
+            let user = UserId::new(text("userId")?).ok()?;
+            links.entry(identity).or_insert(user);
+        }
+        return Some(links);
+    }
     let platforms: BTreeMap<String, BTreeMap<String, String>> =
         serde_json::from_slice(bytes).ok()?;
     let mut links = BTreeMap::new();
