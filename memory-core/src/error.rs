@@ -336,6 +336,10 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+/// The [`MemoryError::code`] of an idempotency key used for another call: the HTTP API's
+/// replay cache refuses such a request with it too, before the call reaches the memory.
+pub const KEY_REUSED_CODE: &str = "key-reused";
+
 impl MemoryError {
     /// What kind of failure this is; see [`ErrorKind`].
     pub fn kind(&self) -> ErrorKind {
@@ -361,6 +365,31 @@ impl MemoryError {
         }
     }
 
+    /// Which error this is within its kind, as a stable kebab-case name (`no-match`,
+    /// `ambiguous-match`, `hard-cap-exceeded`, `key-reused`, ...): what a client matches on to
+    /// tell the refusals of one kind apart without reading the message. The HTTP API sends it
+    /// as the problem document's `code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            MemoryError::InvalidId { .. } => "invalid-id",
+            MemoryError::InvalidUpdate { .. } => "invalid-update",
+            MemoryError::NoMatch { .. } => "no-match",
+            MemoryError::AmbiguousMatch { .. } => "ambiguous-match",
+            MemoryError::HardCapExceeded { .. } => "hard-cap-exceeded",
+            MemoryError::Conflict { .. } => "stale-version",
+            MemoryError::Contention { .. } => "contention",
+            MemoryError::Unavailable { .. } => "unavailable",
+            MemoryError::OutcomeUnknown { .. } => "outcome-unknown",
+            MemoryError::Corrupt { .. } => "corrupt",
+            MemoryError::PartiallyApplied { .. } => "partially-applied",
+            MemoryError::IdentityTaken { .. } => "identity-taken",
+            MemoryError::KeyReused { .. } => KEY_REUSED_CODE,
+            MemoryError::RevisionNotFound { .. } => "revision-not-found",
+            MemoryError::Misrouted { .. } => "misrouted",
+            MemoryError::Config { .. } => "config",
+        }
+    }
+
     /// An [`MemoryError::Unavailable`] for an I/O failure on `what`.
     pub fn unavailable(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
         let source = source.into();
@@ -380,6 +409,72 @@ mod tests {
     fn every_surface_reads_one_classification() {
         let document = DocumentId::GlobalMemory;
         let cases = [
+            (
+                MemoryError::InvalidId {
+                    kind: IdKind::User,
+                    value: "a/b".into(),
+                    reason: "x".into(),
+                },
+                ErrorKind::InvalidInput,
+                2,
+                400,
+            ),
+            (
+                MemoryError::InvalidUpdate {
+                    index: 0,
+                    document: document.clone(),
+                    reason: "x".into(),
+                },
+                ErrorKind::InvalidInput,
+                2,
+                400,
+            ),
+            (
+                MemoryError::AmbiguousMatch {
+                    index: 0,
+                    document: document.clone(),
+                    old: "x".into(),
+                    count: 2,
+                },
+                ErrorKind::Refused,
+                4,
+                422,
+            ),
+            (
+                MemoryError::HardCapExceeded {
+                    document: document.clone(),
+                    bytes: 2,
+                    hard_cap: 1,
+                },
+                ErrorKind::Refused,
+                4,
+                422,
+            ),
+            (
+                MemoryError::unavailable("the server", "connection refused"),
+                ErrorKind::Unavailable,
+                5,
+                503,
+            ),
+            (
+                MemoryError::PartiallyApplied {
+                    landed: Vec::new(),
+                    source: Box::new(MemoryError::unavailable("the server", "reset")),
+                },
+                ErrorKind::PartiallyApplied,
+                7,
+                500,
+            ),
+            (
+                MemoryError::RevisionNotFound {
+                    document: document.clone(),
+                    number: 3,
+                    reason: "pruned".into(),
+                },
+                ErrorKind::InvalidInput,
+                2,
+                400,
+            ),
             (
                 MemoryError::Config {
                     message: "x".into(),
@@ -466,6 +561,15 @@ mod tests {
                 500,
             ),
         ];
+        // Every error has a code of its own (the cases hold each variant once).
+        let codes: std::collections::HashSet<&str> =
+            cases.iter().map(|(err, ..)| err.code()).collect();
+        assert_eq!(codes.len(), cases.len(), "{codes:?}");
+        assert_eq!(
+            cases.len(),
+            16,
+            "a new MemoryError variant needs a case here"
+        );
         for (err, kind, exit, status) in cases {
             assert_eq!(err.kind(), kind, "{err}");
             assert_eq!(

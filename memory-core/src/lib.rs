@@ -30,7 +30,7 @@ pub use document::{
     Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, format_utc_millis,
     sha256_hex, unix_millis,
 };
-pub use error::{BoxError, ErrorKind, MemoryError};
+pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
 pub use history::{
     DEFAULT_KEEP, Purged, Retention, Revision, RevisionDiff, RevisionEntry, RevisionTip, Surface,
     history_view, revision_to_restore, text_after, unified_diff,

@@ -113,6 +113,12 @@ pub struct ProblemDocument {
     /// `partially-applied`, `corrupt`, `config`) or `unauthorized`, `forbidden`,
     /// `not-found`, `method-not-allowed`.
     pub kind: String,
+    /// Which error this is within its kind, stable for code to match on: a memory error's
+    /// code (`no-match`, `ambiguous-match`, `hard-cap-exceeded`, `stale-version`,
+    /// `identity-taken`, `key-reused`, ...), also `key-reused` for an `Idempotency-Key` sent
+    /// with another request. Absent for problems only HTTP has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     /// Whether sending the same request again later can succeed (busy, unavailable); an
     /// `outcome-unknown` write may be repeated only with the same `Idempotency-Key`.
     pub retryable: bool,
@@ -140,6 +146,7 @@ impl Problem {
             status: status.as_u16(),
             detail: detail.into(),
             kind: kind.name().to_owned(),
+            code: None,
             retryable: false,
             document: None,
             current_version: None,
@@ -161,6 +168,12 @@ impl Problem {
             ));
         }
         Problem(Box::new(problem))
+    }
+
+    /// This problem with `code` (see [`ProblemDocument::code`]).
+    pub fn with_code(mut self, code: &str) -> Problem {
+        self.0.code = Some(code.to_owned());
+        self
     }
 
     /// A request that is malformed whatever memory holds (400, `invalid-input`).
@@ -222,9 +235,10 @@ impl From<MemoryError> for Problem {
             StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         // A revision that is not kept is a resource that is not there, as for a GET of it.
         if let MemoryError::RevisionNotFound { .. } = &err {
-            return Problem::not_found(err.to_string());
+            return Problem::not_found(err.to_string()).with_code(err.code());
         }
-        let mut problem = Problem::new(status, ProblemKind::Memory(kind), err.to_string());
+        let mut problem =
+            Problem::new(status, ProblemKind::Memory(kind), err.to_string()).with_code(err.code());
         if let MemoryError::Conflict {
             document, current, ..
         } = &err

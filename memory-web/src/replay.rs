@@ -113,6 +113,7 @@ impl Replays {
                     slot.1
                 ),
             )
+            .with_code(memory_core::KEY_REUSED_CODE)
         };
         match kept.entries.get(slot) {
             Some(Entry::Done {

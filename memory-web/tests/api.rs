@@ -342,6 +342,7 @@ async fn sync_is_the_agents_write_path_and_reports_as_memory_sync_does() {
         stale.body
     );
     assert_eq!(stale.body["kind"], "precondition-failed");
+    assert_eq!(stale.body["code"], "stale-version");
     assert_eq!(stale.body["document"], "users/grace/USER.md");
     assert_eq!(
         stale.body["current_version"],
@@ -368,6 +369,7 @@ async fn sync_is_the_agents_write_path_and_reports_as_memory_sync_does() {
         refused.body
     );
     assert_eq!(refused.body["kind"], "refused");
+    assert_eq!(refused.body["code"], "hard-cap-exceeded");
     assert!(
         refused.body["detail"]
             .as_str()
@@ -590,6 +592,7 @@ async fn a_keyed_write_lands_once_and_its_repeat_gets_the_first_answer() {
         other.body
     );
     assert_eq!(other.body["kind"], "refused");
+    assert_eq!(other.body["code"], "key-reused");
 
     // Another server of the deployment (no shared cache): the receipts stored with the
     // document replay the first call, and refuse the key with other updates.
@@ -610,6 +613,7 @@ async fn a_keyed_write_lands_once_and_its_repeat_gets_the_first_answer() {
         reused.body
     );
     assert!(reused.body["detail"].as_str().unwrap().contains("turn-1"));
+    assert_eq!(reused.body["code"], "key-reused");
     assert_eq!(text_of(&memory, ada_memory()).await, "Booked the train.\n");
     let revisions = memory.history(&ada_memory(), 10).await.unwrap();
     assert_eq!(revisions.len(), 1);
@@ -1138,6 +1142,7 @@ async fn identities_link_resolve_unlink_and_list_by_key() {
     let taken = link("12345", "bob", "admin-key").send_via(&service).await;
     assert_eq!(taken.status, StatusCode::CONFLICT, "{}", taken.body);
     assert_eq!(taken.body["kind"], "conflict");
+    assert_eq!(taken.body["code"], "identity-taken");
     // A platform id with a slash, percent-encoded in the path.
     let slashed = link("team%2Fbob", "bob", "admin-key")
         .send_via(&service)
