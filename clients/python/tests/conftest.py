@@ -1,0 +1,107 @@
+"""Fixtures: one real ``memory serve`` on markdown shared by the session (tests use ids of their
+own), and clients of it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from agent_memory import MemoryClient
+from memory_server import Server, memory_serve, model_dir
+
+# Caps small enough to hit in a test: past 128 bytes a write is refused.
+CAPPED_HARD = 128
+
+MARKDOWN_CONFIG = f"""
+default_provider = "files"
+
+[providers.files]
+kind = "markdown"
+root = "root"
+
+[providers.recall]
+kind = "vector"
+source = "files"
+model_dir = "{model_dir()}"
+
+[personalities.capped]
+caps.memory = {{ soft = 64, hard = {CAPPED_HARD} }}
+
+[personalities.concierge]
+memory_scope = "global"
+
+[personalities.recaller]
+provider = "recall"
+"""
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    """A markdown server for the whole session."""
+    with memory_serve(MARKDOWN_CONFIG) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[MemoryClient]:
+    """A blocking client of the session's server."""
+    with MemoryClient(server.url) as memory:
+        yield memory
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The keys of the keyed server."""
+
+    admin: str
+    writer: str
+    reader: str
+    alice_only: str
+
+
+@dataclass(frozen=True)
+class KeyedServer:
+    server: Server
+    keys: Keys
+
+
+@pytest.fixture(scope="session")
+def keyed_server() -> Iterator[KeyedServer]:
+    """A server with API keys: an admin token, a read+write key, a read key, and a read key
+    restricted to user ``alice``."""
+    keys = Keys(*(f"amk_{secrets.token_hex(32)}" for _ in range(4)))
+
+    def sha(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    config = f"""
+[providers.files]
+kind = "markdown"
+root = "root"
+default_provider = "files"
+
+[serve.keys]
+writer = {{ sha256 = "{sha(keys.writer)}", scopes = ["read", "write"] }}
+reader = {{ sha256 = "{sha(keys.reader)}", scopes = ["read"] }}
+alice-reader = {{ sha256 = "{sha(keys.alice_only)}", scopes = ["read"], users = ["alice"] }}
+"""
+    # default_provider must come before the tables in TOML; keep it first.
+    config = 'default_provider = "files"\n' + config.replace('default_provider = "files"\n', "")
+    with memory_serve(config, env={"MEMORY_SERVE_TOKEN": keys.admin}) as running:
+        yield KeyedServer(running, keys)
+
+
+def service_url(variable: str) -> str | None:
+    """A backend server's URL from the environment; without one the test skips, or fails when
+    ``MEMORY_REQUIRE_SERVICES=1``."""
+    url = os.environ.get(variable)
+    if url:
+        return url
+    if os.environ.get("MEMORY_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{variable} is not set and MEMORY_REQUIRE_SERVICES=1")
+    pytest.skip(f"{variable} is not set")

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Checks the TypeScript client: installs its dev dependencies from package-lock.json (npm ci,
+# skipped while node_modules matches the lock), checks src/generated/openapi.ts is what
+# docs/openapi.json generates, then prettier --check, tsc --strict over the sources and the
+# tests (test/openapi-types.test.ts holds the hand-written src/types.ts to those generated
+# types at compile time), the build (dist/: .js + .d.ts), and the tests with node --test
+# against a real `memory serve` ($MEMORY_BIN, default $CARGO_TARGET_DIR/debug/memory).
+#
+# Postgres and Redis cases use MEMORY_TEST_POSTGRES_URL and MEMORY_TEST_REDIS_URL (source
+# scripts/services.sh first); without them they are skipped, unless MEMORY_REQUIRE_SERVICES=1,
+# which makes a missing service a failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+major="$(node -p 'process.versions.node.split(".")[0]')"
+if ((major < 20)); then
+  echo "clients/typescript needs Node 20 or later, found $(node --version)" >&2
+  exit 1
+fi
+
+# npm ci wipes node_modules, so it runs only when the lock changed since the last install.
+lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+stamp=node_modules/.package-lock.sha256
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$lock_sum" ]]; then
+  echo "== npm ci (clients/typescript)"
+  npm ci --no-audit --no-fund
+  echo "$lock_sum" >"$stamp"
+fi
+
+echo "== src/generated/openapi.ts is what docs/openapi.json generates"
+generated="$(mktemp --suffix=.ts)"
+trap 'rm -f "$generated"' EXIT
+./scripts/generate-openapi.sh "$generated"
+if ! diff -u src/generated/openapi.ts "$generated"; then
+  echo "src/generated/openapi.ts is stale: run scripts/generate-openapi.sh and check src/types.ts" >&2
+  exit 1
+fi
+
+echo "== prettier --check"
+npx --no-install prettier --check .
+
+echo "== tsc --strict: build dist/"
+rm -rf dist .test-build
+npx --no-install tsc -p tsconfig.json
+
+echo "== tsc --strict: tests"
+npx --no-install tsc -p tsconfig.test.json
+
+echo "== node --test"
+node --test --test-concurrency=1 .test-build/test/*.test.js

@@ -1,0 +1,87 @@
+/**
+ * agent-memory: a typed client for the agent-memory service's `/v1` API.
+ *
+ * - {@link MemoryClient}: the turn cycle (`prefetch`, `sync`), documents, history, search,
+ *   identities, the directory and health, with exactly-once writes.
+ * - One error class per kind of the service's problems ({@link MemoryError} and its subclasses).
+ * - `agent-memory/ethos`: Ethos `MemoryProvider`s over the service.
+ * - `agent-memory/claude-memory-tool`: a backend for Claude's memory tool (needs `@anthropic-ai/sdk`).
+ *
+ * @module
+ */
+
+export {
+  MemoryClient,
+  Documents,
+  History,
+  Identities,
+  Directory,
+  documentPath,
+  globalMemory,
+  personalityMemory,
+  userProfile,
+  type MemoryClientOptions,
+  type CallOptions,
+  type WriteOptions,
+  type WriteMeta,
+  type WriteResult,
+  type DocumentRef,
+  type SyncArgs,
+  type PrefetchArgs,
+  type SearchArgs,
+  type DocumentWriteOptions,
+  type ReplaceOptions,
+  type RevisionsOptions,
+  type PageOptions,
+} from './client.js';
+export {
+  MemoryError,
+  InvalidInputError,
+  PreconditionFailedError,
+  ConflictError,
+  RefusedError,
+  BusyError,
+  UnavailableError,
+  OutcomeUnknownError,
+  PartiallyAppliedError,
+  CorruptError,
+  ConfigError,
+  UnauthorizedError,
+  ForbiddenError,
+  NotFoundError,
+  MethodNotAllowedError,
+  NetworkError,
+  TimeoutError,
+  UnexpectedResponseError,
+  errorFromProblem,
+  type ErrorContext,
+} from './errors.js';
+export { parseRetryAfter, type FetchLike, type TransportOptions } from './transport.js';
+export type * from './types.js';
+export {
+  AgentMemoryKeyedProvider,
+  AgentMemoryProvider,
+  AgentMemoryLegacyProvider,
+  ETHOS_MAX_CHARS,
+  renderLikeEthos,
+  toServiceUpdates,
+  type AgentMemoryKeyedProviderOptions,
+  type EthosKeyedMemoryContext,
+  type EthosKeyedMemoryProvider,
+  type EthosKeyedMemoryUpdate,
+  type EthosListOpts,
+  type EthosMemoryEntry,
+  type EthosMemoryEntryRef,
+  type EthosMemoryKey,
+  type EthosMemorySnapshot,
+  type EthosSearchOpts,
+  type AgentMemoryProviderOptions,
+  type AgentMemoryLegacyProviderOptions,
+  type EthosMemoryContext,
+  type EthosMemoryLoadContext,
+  type EthosMemoryProvider,
+  type EthosMemoryStore,
+  type EthosMemoryUpdate,
+  type EthosLegacyMemoryContext,
+  type EthosLegacyMemoryUpdate,
+} from './ethos.js';
