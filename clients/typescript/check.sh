@@ -48,3 +48,19 @@ npx --no-install tsc -p tsconfig.test.json
 
 echo "== node --test"
 node --test --test-concurrency=1 .test-build/test/*.test.js
+
+echo "== npm pack ships the built entry points"
+# prepack rebuilds dist/ from a clean slate, so a fresh clone packs what it imports.
+npm pack --dry-run --json 2>/dev/null >"$generated.pack.json"
+node -e '
+  const [pack] = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const files = new Set(pack.files.map((file) => file.path));
+  const missing = ["dist/index.js", "dist/index.d.ts", "dist/ethos.js", "dist/claude-memory-tool.js"]
+    .filter((path) => !files.has(path));
+  if (missing.length > 0) {
+    console.error(`npm pack would leave out ${missing.join(", ")}`);
+    process.exit(1);
+  }
+  console.log(`${pack.filename}: ${pack.files.length} files`);
+' "$generated.pack.json"
+rm -f "$generated.pack.json"

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -30,9 +33,12 @@ from anthropic.types.beta import (
 from agent_memory import (
     Add,
     AsyncMemoryClient,
+    ConnectionFailedError,
     Edit,
+    ForbiddenError,
     MemoryClient,
     RefusedError,
+    UnauthorizedError,
     personality_memory,
     user_profile,
 )
@@ -42,7 +48,7 @@ from agent_memory.claude_memory_tool import (
     _Write,
     idempotency_key_for_tool_use,
 )
-from conftest import CAPPED_HARD
+from conftest import CAPPED_HARD, KeyedServer
 from dropping_proxy import DroppingProxy
 from memory_server import Server, unique
 from scripted_model import ScriptedModel, assistant_message
@@ -125,6 +131,12 @@ def tool_error(action: Callable[[], object]) -> str:
     return content
 
 
+ALREADY = (
+    "This tool call was already carried out: its change to {file} landed before, and was not "
+    "made twice. View the file to see it."
+)
+
+
 def use(tool_input: dict[str, object], tool_use_id: str = "toolu_01") -> BetaToolUseBlock:
     return BetaToolUseBlock(id=tool_use_id, input=tool_input, name="memory", type="tool_use")
 
@@ -155,36 +167,38 @@ def test_view_shows_numbered_lines_and_honours_view_range(
         driver.user,
         [{"action": "replace", "store": "memory", "content": "one\ntwo\nthree\nfour"}],
     )
+    # Split and numbered as the SDK's reference backend does: the newline the memory ends
+    # its text with leaves an empty last line.
     whole = driver.call({"command": "view", "path": "/memories/MEMORY.md"})
     assert whole == (
         "Here's the content of /memories/MEMORY.md with line numbers:\n"
-        "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour"
+        "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour\n     5\t"
     )
     part = driver.call({"command": "view", "path": "/memories/MEMORY.md", "view_range": [2, 3]})
     assert part == (
         "Here's the content of /memories/MEMORY.md with line numbers:\n     2\ttwo\n     3\tthree"
     )
-    tail = driver.call({"command": "view", "path": "/memories/MEMORY.md", "view_range": [3, -1]})
-    assert tail.endswith("     3\tthree\n     4\tfour")
+    header = "Here's the content of /memories/MEMORY.md with line numbers:\n"
 
     def view(view_range: object) -> str:
-        return tool_error(
-            lambda: driver.call(
-                {"command": "view", "path": "/memories/MEMORY.md", "view_range": view_range}
-            )
+        return driver.call(
+            {"command": "view", "path": "/memories/MEMORY.md", "view_range": view_range}
         )
 
-    assert "first element `0` should be within the range of lines of the file: [1, 4]" in view(
-        [0, 2]
-    )
-    assert "first element `5`" in view([5, -1])
-    assert "second element `1` should be larger or equal than its first `3`" in view([3, 1])
-    assert "second element `9` should be smaller than the number of lines" in view([1, 9])
-    assert "a list of two integers" in view([1])
-    assert "a list of two integers" in view(["one", "two"])
+    # view_range as the SDK's reference backend reads it: -1 is the end, a start below 1 is
+    # 1, a range past the end shows what it covers, and anything but a pair is ignored.
+    assert view([3, -1]) == header + "     3\tthree\n     4\tfour\n     5\t"
+    assert view([0, 2]) == header + "     1\tone\n     2\ttwo"
+    assert view([4, 9]) == header + "     4\tfour\n     5\t"
+    assert view([3, 1]) == header
+    assert view([9, -1]) == header
+    assert view([1]) == whole
+    for bad in (["one", "two"], "1-2"):
+        assert "a list of two integers" in tool_error(partial(view, bad))
 
+    # An empty file shows one empty line, as the SDK's backend shows it.
     empty = driver.call({"command": "view", "path": "/memories/USER.md"})
-    assert empty == "Here's the content of /memories/USER.md with line numbers:\n"
+    assert empty == "Here's the content of /memories/USER.md with line numbers:\n     1\t"
 
 
 def test_create_writes_the_whole_file_as_a_tool_revision(
@@ -366,11 +380,20 @@ def test_other_paths_are_refused_with_where_to_write_instead(driver: Driver) -> 
     ]
     for attempt in attempts:
         message = tool_error(partial(driver.call, attempt))
-        assert message.endswith(where), message
-        assert "does not exist and cannot be created" in message
-    for outside in ["/memories/../etc/passwd", "/etc/passwd", "memories/MEMORY.md", "/memoriesX"]:
+        assert message == f"The path {attempt['path']} does not exist. {where}"
+    # In the SDK reference backend's words.
+    for escaping in ["/memories/../etc/passwd", "/memories/x/../../MEMORY.md"]:
+        message = tool_error(partial(driver.call, {"command": "view", "path": escaping}))
+        assert message == f"Path {escaping} would escape /memories directory. {where}"
+    for outside in ["/etc/passwd", "memories/MEMORY.md", "/memoriesX", "//memories/USER.md"]:
         message = tool_error(partial(driver.call, {"command": "view", "path": outside}))
-        assert "is outside /memories" in message and message.endswith(where)
+        assert message == f"Path must start with /memories, got: {outside}. {where}"
+    # Normalised: a trailing slash, `.` and `..` that stay inside.
+    for same in ["/memories/", "/memories/./", "/memories/x/.."]:
+        assert "up to 2 levels deep" in driver.call({"command": "view", "path": same})
+    assert "with line numbers" in driver.call(
+        {"command": "view", "path": "/memories/notes/../USER.md"}
+    )
 
 
 def test_bad_input_is_a_tool_error_never_a_crash(driver: Driver) -> None:
@@ -484,16 +507,16 @@ def test_a_tool_use_runs_once_whatever_happens_to_its_reply(
         # The first write's reply is lost and this client does not resend by itself.
         lossy = Driver(flavour, proxy.url, personality, user, max_retries=0)
         try:
-            lost = lossy.run(block)
-            assert lost.get("is_error") is True
-            assert "could not be written" in str(lost["content"])
+            # A lost reply is the deployment's problem: raised, not told to the model.
+            with pytest.raises(ConnectionFailedError):
+                lossy.run(block)
             assert proxy.stats.dropped == 1
             # The agent runs the same tool_use again: the server answers with the first outcome.
             result = lossy.run(block)
             assert result == {
                 "type": "tool_result",
                 "tool_use_id": block.id,
-                "content": "The file /memories/MEMORY.md has been edited.",
+                "content": ALREADY.format(file="/memories/MEMORY.md"),
             }
             # Once done, running it again is answered from the backend, without a request.
             relayed = proxy.stats.relayed
@@ -511,8 +534,7 @@ def test_a_tool_use_runs_once_whatever_happens_to_its_reply(
     fresh = Driver(flavour, server.url, personality, user)
     try:
         rerun = fresh.run(block)
-        assert rerun.get("is_error") is True
-        assert "already carried out" in str(rerun["content"])
+        assert rerun == result
     finally:
         fresh.close()
     assert memory.documents.get(path).text == "Once.\n"
@@ -544,9 +566,7 @@ def test_a_tool_use_run_again_elsewhere_after_the_file_changed_is_already_carrie
     assert rerun == {
         "type": "tool_result",
         "tool_use_id": block.id,
-        "content": "This tool call was already carried out: its change to /memories/USER.md "
-        "landed before, and was not made twice. View the file to see it.",
-        "is_error": True,
+        "content": ALREADY.format(file="/memories/USER.md"),
     }
     assert memory.documents.get(path).text == "Name: Grace.\n\nLikes tea.\n"
     assert [r.number for r in memory.history.list(path).revisions] == [2, 1]
@@ -571,7 +591,7 @@ def test_a_refusal_the_server_alone_finds_comes_in_the_tools_words(driver: Drive
         "Please ensure it is unique"
     )
     assert driver.call({"command": "view", "path": "/memories/MEMORY.md"}).endswith(
-        "     1\taaa\n     2\tb"
+        "     1\taaa\n     2\tb\n     3\t"
     )
 
 
@@ -681,3 +701,125 @@ def test_the_sdks_async_tool_runner_runs_the_async_backend(
 
     asyncio.run(converse())
     _check_runner_results(model, memory, user)
+
+
+def test_a_str_replace_run_again_is_already_carried_out(
+    flavour: str, server: Server, memory: MemoryClient
+) -> None:
+    personality, user = unique("ada"), unique("grace")
+    path = personality_memory(personality)
+    memory.sync(personality, user, [{"action": "replace", "store": "memory", "content": "tea"}])
+    block = use(
+        {"command": "str_replace", "path": "/memories/MEMORY.md", "old_str": "tea", "new_str": "x"},
+        tool_use_id="toolu_edit_" + unique("id"),
+    )
+    already = {
+        "type": "tool_result",
+        "tool_use_id": block.id,
+        "content": ALREADY.format(file="/memories/MEMORY.md"),
+    }
+    first = Driver(flavour, server.url, personality, user)
+    try:
+        assert "has been edited" in str(first.run(block)["content"])
+        # Its old_str is gone now: the same call must still not be told it failed.
+        assert first.run(block) == already
+    finally:
+        first.close()
+    fresh = Driver(flavour, server.url, personality, user)
+    try:
+        assert fresh.run(block) == already
+        # A new call whose old_str is missing is told so, in the SDK's words.
+        missing = fresh.run(
+            use(
+                {
+                    "command": "str_replace",
+                    "path": "/memories/MEMORY.md",
+                    "old_str": "tea",
+                    "new_str": "y",
+                },
+                tool_use_id="toolu_new_" + unique("id"),
+            )
+        )
+        assert missing.get("is_error") is True
+        assert missing["content"] == (
+            "No replacement was performed, old_str `tea` did not appear verbatim in "
+            "/memories/MEMORY.md."
+        )
+        ambiguous = fresh.run(
+            use(
+                {
+                    "command": "str_replace",
+                    "path": "/memories/MEMORY.md",
+                    "old_str": "",
+                    "new_str": "y",
+                },
+                tool_use_id="toolu_empty_" + unique("id"),
+            )
+        )
+        assert ambiguous.get("is_error") is True
+    finally:
+        fresh.close()
+    assert memory.documents.get(path).text == "x\n"
+    assert [r.number for r in memory.history.list(path).revisions] == [2, 1]
+
+
+def test_deployment_failures_are_raised_to_the_developer(
+    flavour: str, keyed_server: KeyedServer
+) -> None:
+    personality, user = unique("ada"), unique("grace")
+    view: dict[str, object] = {"command": "view", "path": "/memories/MEMORY.md"}
+    create: dict[str, object] = {
+        "command": "create",
+        "path": "/memories/MEMORY.md",
+        "file_text": "x",
+    }
+    no_key = Driver(flavour, keyed_server.server.url, personality, user)
+    try:
+        for tool_input in (view, create):
+            with pytest.raises(UnauthorizedError):
+                no_key.call(tool_input)
+        with pytest.raises(UnauthorizedError):
+            no_key.run(use(create, tool_use_id="toolu_unauthorized"))
+    finally:
+        no_key.close()
+    # A read key reads, and its write is forbidden: raised, not told to the model.
+    reader = Driver(
+        flavour, keyed_server.server.url, personality, user, api_key=keyed_server.keys.reader
+    )
+    try:
+        assert "with line numbers" in reader.call(view)
+        with pytest.raises(ForbiddenError):
+            reader.call(create)
+    finally:
+        reader.close()
+    # Nothing listening.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    nowhere = Driver(flavour, f"http://127.0.0.1:{port}", personality, user, max_retries=0)
+    try:
+        with pytest.raises(ConnectionFailedError):
+            nowhere.call(view)
+        with pytest.raises(ConnectionFailedError):
+            nowhere.run(use(view, tool_use_id="toolu_nowhere"))
+    finally:
+        nowhere.close()
+
+
+def test_importing_the_tool_without_the_sdk_says_which_extra_to_install() -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['anthropic'] = None\n"
+        "try:\n"
+        "    import agent_memory.claude_memory_tool\n"
+        "except ImportError as error:\n"
+        "    print(type(error).__name__, error)\n"
+        "import agent_memory\n"
+        "print('client ok', agent_memory.MemoryClient.__name__)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "ImportError" in run.stdout
+    assert "pip install 'agent-memory[anthropic]'" in run.stdout
+    assert "client ok MemoryClient" in run.stdout

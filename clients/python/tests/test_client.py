@@ -84,8 +84,8 @@ def test_a_repeated_key_is_answered_once_and_marked_replayed(memory: MemoryClien
     key = str(uuid.uuid4())
     first = memory.sync(ada, grace, [Add("memory", "Once.")], idempotency_key=key)
     again = memory.sync(ada, grace, [Add("memory", "Once.")], idempotency_key=key)
-    assert not first.documents[0].replayed
-    assert again.documents[0].replayed
+    assert not first.documents[0].replayed and not first.replayed
+    assert again.documents[0].replayed and again.replayed
     assert again.documents[0].version_after == first.documents[0].version_after
     assert memory.documents.get(personality_memory(ada)).text.count("Once.") == 1
 
@@ -158,7 +158,7 @@ def test_history_pages_revisions_diffs_and_reverts(memory: MemoryClient) -> None
     assert [r.number for r in second_page.revisions] == [3, 2]
     assert second_page.revisions[0].text == "Note 0.\n\nNote 1.\n\nNote 2.\n"
 
-    assert [r.number for r in memory.history.iterate(path, page_size=2)] == [5, 4, 3, 2, 1]
+    assert [r.number for r in memory.history.iterate(path, limit=2)] == [5, 4, 3, 2, 1]
 
     one = memory.history.get(path, 2)
     assert one.number == 2 and one.text == "Note 0.\n\nNote 1.\n"
@@ -195,7 +195,7 @@ def test_identities_link_resolve_list_unlink(memory: MemoryClient) -> None:
     relinked = memory.identities.link(platform, "12345", ada, relink=True)
     assert (relinked.previous, relinked.user) == (grace, ada)
 
-    mine = [i for i in memory.identities.iterate(page_size=1) if i.platform == platform]
+    mine = [i for i in memory.identities.iterate(limit=1) if i.platform == platform]
     assert sorted(i.platform_user for i in mine) == ["../a/b c", "12345"]
     page = memory.identities.list(limit=1)
     assert len(page.items) == 1 and page.next_after is not None
@@ -210,7 +210,7 @@ def test_directory_lists_personalities_and_users_in_pages(memory: MemoryClient) 
     ada, grace = unique("ada"), unique("grace")
     memory.sync(ada, grace, [Add("memory", "Here."), Add("user", "Here too.")])
 
-    personalities = list(memory.directory.iterate_personalities(page_size=2))
+    personalities = list(memory.directory.iterate_personalities(limit=2))
     ids = [p.id for p in personalities]
     assert ids == sorted(ids)
     assert {"capped", "concierge", "recaller", ada} <= set(ids)
@@ -219,7 +219,7 @@ def test_directory_lists_personalities_and_users_in_pages(memory: MemoryClient) 
     first = memory.directory.personalities(limit=1)
     assert len(first.items) == 1 and first.next_after == first.items[0].id
 
-    users = [u.id for u in memory.directory.iterate_users(page_size=3)]
+    users = [u.id for u in memory.directory.iterate_users(limit=3)]
     assert users == sorted(users) and grace in users
     page = memory.directory.users(limit=1)
     assert len(page.items) == 1 and page.next_after is not None

@@ -59,8 +59,9 @@ BUILT_INLINE = {
 RENAMED = {"from_revision": "from", "to_revision": "to"}
 """Dataclass fields named apart from their member (``from`` is a Python keyword)."""
 
-CLIENT_ONLY = {(Problem, "raw")}
-"""Dataclass fields that are no member: the whole JSON object, kept as received."""
+CLIENT_ONLY = {(Problem, "raw"), (models.SyncReport, "replayed")}
+"""Dataclass fields that are no member: the whole JSON object, kept as received; whether the
+answer came with ``Idempotent-Replayed: true`` (a header)."""
 
 DEFAULTED = {
     (models.DocumentReport, "replayed"),

@@ -9,6 +9,7 @@ from typing import Any
 
 import anthropic
 import httpx2
+import mypy.api
 import pytest
 
 from agent_memory import personality_memory, user_profile
@@ -65,3 +66,14 @@ def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
         assert (root / user_profile("grace")).read_text() == "Off to Kyoto in May.\n"
         assert "Written again." in (root / personality_memory("ada")).read_text()
     assert len(model.requests) == 2
+
+
+def test_the_readme_examples_pass_mypy_strict(tmp_path: Path) -> None:
+    # The last block is a fragment (names from the reader's loop), so every block but it.
+    files = []
+    for number, example in enumerate(_examples(), start=1):
+        file = tmp_path / f"readme_example_{number}.py"
+        file.write_text(example)
+        files.append(str(file))
+    stdout, stderr, status = mypy.api.run(["--strict", "--python-version", "3.11", *files])
+    assert status == 0, stdout + stderr

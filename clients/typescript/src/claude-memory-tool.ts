@@ -29,7 +29,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/beta';
 
 import { MemoryClient, type MemoryClientOptions } from './client.js';
-import { MemoryError, PreconditionFailedError, RefusedError } from './errors.js';
+import { InvalidInputError, MemoryError, PreconditionFailedError, RefusedError } from './errors.js';
 import type { MemoryUpdate, ProblemCode, Store, Version, WriteSurface } from './types.js';
 
 /** The error a command ends in: its message is the tool result text the model reads. */
@@ -122,7 +122,11 @@ export class AgentMemoryToolBackend {
   /**
    * The tool for `tools: [...]` of `client.beta.messages.toolRunner` (or any runner calling
    * `run(input, context)`): `betaMemoryTool` over this backend, whose writes are keyed on the
-   * `tool_use` id the runner passes in `context.toolUse`.
+   * `tool_use` id the runner passes in `context.toolUse`. `run` throws a
+   * {@link MemoryToolError} for what the model can fix and the client's {@link MemoryError}
+   * for a failure of the deployment; note that the SDK's runner turns anything `run` throws
+   * into an `is_error` result (use {@link runToolUse} in a loop of your own to get the
+   * deployment failures thrown).
    */
   tool(
     extraProps?: Omit<BetaMemoryTool20250818, 'type' | 'name'>,
@@ -154,17 +158,21 @@ export class AgentMemoryToolBackend {
   /**
    * Runs one `tool_use` block of the memory tool and returns its `tool_result` block, for a
    * loop of your own: the write is keyed `memory-tool:<id>`, so running the same block twice
-   * (a retried turn) writes once. Never throws: failures are `is_error` results.
+   * (a retried turn) writes once. What the model can fix (a bad path or range, old_str not
+   * found, a stale view, a cap) is an `is_error` result; a failure of the deployment (the
+   * service unreachable, unauthorized, busy, ...) is thrown, as the client's
+   * {@link MemoryError}, for the developer to handle.
    */
   async runToolUse(toolUse: MemoryToolUse): Promise<BetaToolResultBlockParam> {
     try {
       const content = await this.execute(toolUse.input, toolUse.id);
       return { type: 'tool_result', tool_use_id: toolUse.id, content };
     } catch (error) {
+      if (!(error instanceof MemoryToolError)) throw error;
       return {
         type: 'tool_result',
         tool_use_id: toolUse.id,
-        content: `Error: ${error instanceof Error ? error.message : String(error)}`,
+        content: `Error: ${error.message}`,
         is_error: true,
       };
     }
@@ -172,7 +180,8 @@ export class AgentMemoryToolBackend {
 
   /**
    * Runs one command; `toolUseId` keys its write (`memory-tool:<id>`). Throws
-   * {@link MemoryToolError} with the text the model should read.
+   * {@link MemoryToolError} with the text the model should read, or the client's
+   * {@link MemoryError} for a failure of the deployment (unreachable, unauthorized, busy, ...).
    */
   async execute(input: unknown, toolUseId?: string): Promise<string> {
     const command = parseCommand(input);
@@ -210,13 +219,16 @@ export class AgentMemoryToolBackend {
     const prefetch = await this.read();
     const document = prefetch[store];
     this.viewed.set(store, { version: document.version, text: document.text });
+    // As the SDK's reference backend: every `\n` splits (an empty file is one empty line 1),
+    // and a two-number view_range is sliced as given, start clamped to 1, -1 meaning the end.
     const lines = document.text.split('\n');
     let first = 1;
     let shown = lines;
-    if (command.view_range !== undefined) {
-      const [start, end] = checkViewRange(command.view_range, lines.length);
-      first = start;
-      shown = lines.slice(start - 1, end === -1 ? lines.length : end);
+    const range = checkViewRange(command.view_range);
+    if (range !== undefined) {
+      const start = Math.max(1, range[0]) - 1;
+      first = start + 1;
+      shown = lines.slice(start, range[1] === -1 ? lines.length : range[1]);
     }
     const numbered = shown.map((line, index) => `${numberLine(first + index)}\t${line}`);
     return `Here's the content of ${FILES[store]} with line numbers:\n${numbered.join('\n')}`;
@@ -251,27 +263,28 @@ export class AgentMemoryToolBackend {
         `No replacement was performed, old_str is empty: give the text to replace in ${path}.`,
       );
     }
+    // With a tool_use id the call may be a retry whose first run already landed: the text
+    // viewed now no longer holds old_str, yet the right answer is "already carried out", which
+    // only the service (holding the id's key) can give. So the edit is sent and a no-match or
+    // ambiguous-match comes back from the service; without an id the check is made here.
     const lines = occurrenceLines(text, command.old_str);
-    if (lines.length === 0) {
-      throw new MemoryToolError(
-        `No replacement was performed, old_str \`${command.old_str}\` did not appear verbatim in ${path}.`,
-      );
-    }
-    if (lines.length > 1) {
-      throw new MemoryToolError(
-        `No replacement was performed. Multiple occurrences of old_str \`${command.old_str}\` in lines: ${lines.join(', ')}. Please ensure it is unique`,
-      );
+    if (toolUseId === undefined && lines.length !== 1) {
+      throw unmatched(store, command.old_str, lines);
     }
     const index = text.indexOf(command.old_str);
     const newText =
-      text.slice(0, index) + command.new_str + text.slice(index + command.old_str.length);
+      index === -1
+        ? undefined
+        : text.slice(0, index) + command.new_str + text.slice(index + command.old_str.length);
     const done = await this.write(
       store,
       [{ action: 'edit', store, old: command.old_str, new: command.new_str }],
       toolUseId,
       newText,
+      text,
     );
     if (done !== undefined) return done;
+    if (newText === undefined) return `The memory file has been edited.`;
     const newLines = newText.split('\n');
     const changed = (lines[0] ?? 1) - 1;
     const start = Math.max(0, changed - 2);
@@ -286,18 +299,21 @@ export class AgentMemoryToolBackend {
   async insert(command: BetaMemoryTool20250818InsertCommand, toolUseId?: string): Promise<string> {
     const store = this.fileOnly(command.path);
     const text = await this.viewedText(store);
+    // The SDK's reference backend counts lines without the empty tail a final newline
+    // leaves, so a file of four lines ending in a newline takes insert_line 0 to 4.
     const lines = text.split('\n');
+    if (lines.at(-1) === '') lines.pop();
     if (
       !Number.isInteger(command.insert_line) ||
       command.insert_line < 0 ||
       command.insert_line > lines.length
     ) {
       throw new MemoryToolError(
-        `Invalid \`insert_line\` parameter: ${command.insert_line}. It should be within the range of lines of the file: [0, ${lines.length}]`,
+        `Invalid \`insert_line\` parameter: ${command.insert_line}. It should be within the range [0, ${lines.length}].`,
       );
     }
-    lines.splice(command.insert_line, 0, command.insert_text.replace(/\n$/, ''));
-    const newText = lines.join('\n');
+    lines.splice(command.insert_line, 0, command.insert_text.replace(/\n+$/, ''));
+    const newText = `${lines.join('\n')}\n`;
     const done = await this.write(
       store,
       [{ action: 'replace', store, content: newText }],
@@ -385,11 +401,9 @@ export class AgentMemoryToolBackend {
   }
 
   private async read(): Promise<Awaited<ReturnType<MemoryClient['prefetch']>>> {
-    try {
-      return await this.client.prefetch({ personality: this.personality, user: this.user });
-    } catch (error) {
-      throw toolError(error, undefined);
-    }
+    // Reading fails only for reasons of the deployment (unreachable, unauthorized, busy):
+    // thrown on to the developer, never a tool result.
+    return this.client.prefetch({ personality: this.personality, user: this.user });
   }
 
   /**
@@ -417,7 +431,8 @@ export class AgentMemoryToolBackend {
     store: Store,
     updates: MemoryUpdate[],
     toolUseId: string | undefined,
-    expectedText: string,
+    expectedText: string | undefined,
+    basedOn?: string,
   ): Promise<string | undefined> {
     const viewed = this.viewed.get(store);
     if (viewed === undefined) throw new Error('internal: write before view');
@@ -436,7 +451,7 @@ export class AgentMemoryToolBackend {
         { idempotencyKey: idempotencyKeyFor(toolUseId) },
       );
     } catch (error) {
-      return this.refused(error, store, updates, toolUseId);
+      return this.refused(error, store, updates, toolUseId, basedOn);
     }
     const document = report.documents.find((entry) => entry.store === store);
     if (document === undefined) {
@@ -451,21 +466,23 @@ export class AgentMemoryToolBackend {
     // The service normalises some writes (a replace is stored trimmed and newline-terminated):
     // keep the expected text only when its hash is the one the service reports.
     const text =
-      (await sha256Hex(expectedText)) === document.sha256_after ? expectedText : undefined;
+      expectedText !== undefined && (await sha256Hex(expectedText)) === document.sha256_after
+        ? expectedText
+        : undefined;
     this.viewed.set(store, { version: document.version_after, text });
     return undefined;
   }
 
   /**
-   * The result of a call whose write landed when it first ran. What this backend viewed may
-   * not be the file now, so the next command reads it anew.
+   * The result of a call whose write landed when it first ran. It does not say which file
+   * that write changed: a retried call may name another path than the first run did. What
+   * this backend viewed may not be the file now, so the next command reads it anew.
    */
   private alreadyCarriedOut(store: Store, toolUseId: string): string {
     this.viewed.delete(store);
     return (
-      `This memory tool call (tool_use ${toolUseId}) was already carried out: its change to ` +
-      `${FILES[store]} was written when the call first ran, so nothing was written again. ` +
-      'View the file to see its text now.'
+      `This memory tool call (tool_use ${toolUseId}) was already carried out when it first ran, ` +
+      'so nothing was written again. View the files to see their text now.'
     );
   }
 
@@ -479,6 +496,7 @@ export class AgentMemoryToolBackend {
     store: Store,
     updates: readonly MemoryUpdate[],
     toolUseId: string | undefined,
+    basedOn: string | undefined,
   ): string {
     const code = codeOf(error);
     if (code === 'key-reused' && toolUseId !== undefined) {
@@ -492,17 +510,11 @@ export class AgentMemoryToolBackend {
       // What this backend viewed is not the file's text now: read it again next time.
       this.viewed.delete(store);
     }
-    if (code === 'no-match' && edit !== undefined) {
-      throw new MemoryToolError(
-        `No replacement was performed, old_str \`${edit.old}\` did not appear verbatim in ${FILES[store]}.`,
-        { cause: error },
-      );
-    }
-    if (code === 'ambiguous-match' && edit !== undefined) {
-      throw new MemoryToolError(
-        `No replacement was performed. Multiple occurrences of old_str \`${edit.old}\` in ${FILES[store]}. Please ensure it is unique`,
-        { cause: error },
-      );
+    if ((code === 'no-match' || code === 'ambiguous-match') && edit !== undefined) {
+      // The lines are those of the text the edit was based on, which the version guard kept
+      // equal to the service's; when they do not show the ambiguity, the file is named.
+      const lines = code === 'no-match' ? [] : occurrenceLines(basedOn ?? '', edit.old);
+      throw unmatched(store, edit.old, lines, code === 'ambiguous-match', error);
     }
     throw toolError(error, store);
   }
@@ -512,6 +524,31 @@ export class AgentMemoryToolBackend {
 function replaced(content: string): string {
   const trimmed = content.trim();
   return trimmed.length === 0 ? '' : `${trimmed}\n`;
+}
+
+/**
+ * The SDK's texts for an old_str that does not occur exactly once: `lines` are where it
+ * occurs in the text the edit was based on (when they do not show the ambiguity the service
+ * found, the file is named instead).
+ */
+function unmatched(
+  store: Store,
+  old: string,
+  lines: readonly number[],
+  ambiguous = lines.length > 1,
+  cause?: unknown,
+): MemoryToolError {
+  if (!ambiguous) {
+    return new MemoryToolError(
+      `No replacement was performed, old_str \`${old}\` did not appear verbatim in ${FILES[store]}.`,
+      { cause },
+    );
+  }
+  const where = lines.length > 1 ? `lines: ${lines.join(', ')}` : FILES[store];
+  return new MemoryToolError(
+    `No replacement was performed. Multiple occurrences of old_str \`${old}\` in ${where}. Please ensure it is unique`,
+    { cause },
+  );
 }
 
 function changedSinceViewed(store: Store): MemoryToolError {
@@ -535,7 +572,12 @@ function isStale(error: unknown): boolean {
   );
 }
 
-function toolError(error: unknown, store: Store | undefined): MemoryToolError {
+/**
+ * What a failed service call becomes: a {@link MemoryToolError} (the model's tool result) when
+ * the model can fix it, else the error itself, thrown on to the developer (the service is
+ * unreachable, refuses the key, is busy or misconfigured: nothing the model could change).
+ */
+function toolError(error: unknown, store: Store | undefined): unknown {
   if (error instanceof MemoryToolError) return error;
   if (isStale(error) && store !== undefined) return changedSinceViewed(store);
   if (error instanceof RefusedError) {
@@ -543,15 +585,11 @@ function toolError(error: unknown, store: Store | undefined): MemoryToolError {
     // rule the change broke (the cap's text, in bytes), which is what the model needs.
     return new MemoryToolError(`Nothing was written: ${error.detail}`, { cause: error });
   }
-  if (error instanceof MemoryError) {
-    return new MemoryToolError(`The memory service failed (${error.kind}): ${error.detail}`, {
-      cause: error,
-    });
+  if (error instanceof InvalidInputError && codeOf(error) === 'invalid-update') {
+    // The update the model's input made is malformed (its own text): it can fix that.
+    return new MemoryToolError(`Nothing was written: ${error.detail}`, { cause: error });
   }
-  return new MemoryToolError(
-    `The memory service failed: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
+  return error;
 }
 
 const KEY = /^[!-~]{1,128}$/;
@@ -565,46 +603,35 @@ export function idempotencyKeyFor(toolUseId: string | undefined): string {
   return crypto.randomUUID();
 }
 
-function checkViewRange(range: unknown, lineCount: number): [number, number] {
+/**
+ * The range a `view` shows, checked as the SDK's reference backend does: only a list of
+ * integers is accepted (its types allow nothing else), and a list that is not two long, like
+ * an absent one, shows the whole file.
+ */
+function checkViewRange(range: unknown): [number, number] | undefined {
+  if (range === undefined || range === null) return undefined;
   if (
     !Array.isArray(range) ||
-    range.length !== 2 ||
     !range.every((value) => typeof value === 'number' && Number.isInteger(value))
   ) {
-    throw new MemoryToolError('Invalid `view_range`. It should be a list of two integers.');
-  }
-  const [start, end] = range as [number, number];
-  const shown = `[${start}, ${end}]`;
-  if (start < 1 || start > lineCount) {
     throw new MemoryToolError(
-      `Invalid \`view_range\`: ${shown}. Its first element \`${start}\` should be within the range of lines of the file: [1, ${lineCount}]`,
+      `Invalid \`view_range\` parameter: ${JSON.stringify(range)}. It should be a list of two integers: the first and last line to show (-1 for the end).`,
     );
   }
-  if (end !== -1 && end < start) {
-    throw new MemoryToolError(
-      `Invalid \`view_range\`: ${shown}. Its second element \`${end}\` should be larger or equal than its first \`${start}\``,
-    );
-  }
-  if (end > lineCount) {
-    throw new MemoryToolError(
-      `Invalid \`view_range\`: ${shown}. Its second element \`${end}\` should be smaller than the number of lines in the file: \`${lineCount}\``,
-    );
-  }
-  return [start, end];
+  return range.length === 2 ? (range as [number, number]) : undefined;
 }
 
-/** The (1-based) lines where `needle` starts, each once, for every occurrence in `text`. */
+/**
+ * The (1-based) line each occurrence of `needle` starts on, overlapping ones included, as the
+ * SDK's reference backend lists them (two on one line name it twice).
+ */
 function occurrenceLines(text: string, needle: string): number[] {
-  const lines = new Set<number>();
-  let occurrences = 0;
+  const lines: number[] = [];
+  if (needle.length === 0) return lines;
   for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
-    occurrences += 1;
-    lines.add(text.slice(0, at).split('\n').length);
+    lines.push(text.slice(0, at).split('\n').length);
   }
-  const sorted = [...lines].sort((a, b) => a - b);
-  // Two occurrences on one line still make old_str ambiguous: name that line twice.
-  if (occurrences > 1 && sorted.length === 1) return [sorted[0] ?? 1, sorted[0] ?? 1];
-  return sorted;
+  return lines;
 }
 
 function numberLine(line: number): string {

@@ -201,7 +201,9 @@ export class MemoryClient {
    * `## Memory`; `context` null when both are blank) and both documents whole, with the
    * versions to pass as `ifMatch` to {@link sync}.
    */
-  async prefetch(args: PrefetchArgs, options: CallOptions = {}): Promise<PrefetchView> {
+  async prefetch(maybeArgs: PrefetchArgs, maybeOptions: CallOptions = {}): Promise<PrefetchView> {
+    const options = optionsObject(maybeOptions, 'client.prefetch');
+    const args = argsObject(maybeArgs, 'client.prefetch');
     const body: PrefetchRequest = { personality: args.personality, user: args.user };
     if (args.query !== undefined) body.query = args.query;
     if (args.maxChars !== undefined) body.max_chars = args.maxChars;
@@ -219,7 +221,12 @@ export class MemoryClient {
    * order, atomically per document. With `ifMatch`, a document that moved on since refuses
    * the whole call ({@link PreconditionFailedError}).
    */
-  async sync(args: SyncArgs, options: WriteOptions = {}): Promise<WriteResult<SyncReport>> {
+  async sync(
+    maybeArgs: SyncArgs,
+    maybeOptions: WriteOptions = {},
+  ): Promise<WriteResult<SyncReport>> {
+    const options = optionsObject(maybeOptions, 'client.sync');
+    const args = argsObject(maybeArgs, 'client.sync');
     const body: SyncRequest = {
       personality: args.personality,
       user: args.user,
@@ -238,7 +245,9 @@ export class MemoryClient {
   }
 
   /** Search a personality's memory (a personality read through a vector provider). */
-  async search(args: SearchArgs, options: CallOptions = {}): Promise<SearchView> {
+  async search(maybeArgs: SearchArgs, maybeOptions: CallOptions = {}): Promise<SearchView> {
+    const options = optionsObject(maybeOptions, 'client.search');
+    const args = argsObject(maybeArgs, 'client.search');
     const body: SearchRequest = { personality: args.personality, query: args.query };
     if (args.limit !== undefined) body.limit = args.limit;
     const response = await this.transport.request<SearchView>({
@@ -251,7 +260,8 @@ export class MemoryClient {
   }
 
   /** Liveness and each provider's readiness (`status: 'degraded'` when one is down). */
-  async health(options: CallOptions = {}): Promise<Health> {
+  async health(maybeOptions: CallOptions = {}): Promise<Health> {
+    const options = optionsObject(maybeOptions, 'client.health');
     const response = await this.transport.request<Health>({
       method: 'GET',
       path: '/v1/health',
@@ -265,7 +275,8 @@ export class MemoryClient {
    * is `degraded` when a provider does not answer (the service then answers 503, which is
    * not resent here). A 503 that is a problem document (busy) is thrown as usual.
    */
-  async ready(options: CallOptions = {}): Promise<Health> {
+  async ready(maybeOptions: CallOptions = {}): Promise<Health> {
+    const options = optionsObject(maybeOptions, 'client.ready');
     const response = await this.transport.request<Health | Problem>({
       method: 'GET',
       path: '/v1/health/ready',
@@ -293,10 +304,13 @@ export class Documents {
   ): Promise<DocumentView | null>;
   async get(
     ref: DocumentRef,
-    options: CallOptions & { ifNoneMatch?: Version } = {},
+    maybeOptions: CallOptions & { ifNoneMatch?: Version } = {},
   ): Promise<DocumentView | null> {
+    const options = optionsObject(maybeOptions, 'documents.get');
     const headers: Record<string, string> = {};
-    if (options.ifNoneMatch !== undefined) headers['if-none-match'] = quoteTag(options.ifNoneMatch);
+    if (options.ifNoneMatch !== undefined) {
+      headers['if-none-match'] = quoteTag(options.ifNoneMatch, 'documents.get', 'ifNoneMatch');
+    }
     const response = await this.transport.request<DocumentView>({
       method: 'GET',
       path: documentPath(ref),
@@ -316,10 +330,17 @@ export class Documents {
     text: string,
     options: ReplaceOptions,
   ): Promise<WriteResult<DocumentReport>> {
+    // Plain JavaScript can omit the options the types require: say what is missing.
+    if (typeof options !== 'object' || options === null || options.ifMatch === undefined) {
+      throw invalidInput(
+        'documents.replace needs options with ifMatch: the version the new text is based on ' +
+          "(a document's `version`), or '*' to replace whatever is there",
+      );
+    }
     return write<DocumentReport>(this.transport, {
       method: 'PUT',
       path: documentPath(ref),
-      headers: { 'if-match': quoteTag(options.ifMatch) },
+      headers: { 'if-match': quoteTag(options.ifMatch, 'documents.replace', 'ifMatch') },
       body: { text, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,
@@ -333,12 +354,16 @@ export class Documents {
   async update(
     ref: DocumentRef,
     updates: MemoryUpdate[],
-    options: DocumentWriteOptions = {},
+    maybeOptions: DocumentWriteOptions = {},
   ): Promise<WriteResult<DocumentReport>> {
+    const options = optionsObject(maybeOptions, 'documents.update');
     return write<DocumentReport>(this.transport, {
       method: 'POST',
       path: `${documentPath(ref)}/updates`,
-      headers: options.ifMatch === undefined ? {} : { 'if-match': quoteTag(options.ifMatch) },
+      headers:
+        options.ifMatch === undefined
+          ? {}
+          : { 'if-match': quoteTag(options.ifMatch, 'documents.update', 'ifMatch') },
       body: { updates, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,
@@ -349,7 +374,8 @@ export class Documents {
    * Erase the document and its history (an admin act; a tombstone revision is left). To
    * clear a document keeping its history, {@link replace} it with `""` instead.
    */
-  async purge(ref: DocumentRef, options: WriteOptions = {}): Promise<WriteResult<PurgedView>> {
+  async purge(ref: DocumentRef, maybeOptions: WriteOptions = {}): Promise<WriteResult<PurgedView>> {
+    const options = optionsObject(maybeOptions, 'documents.purge');
     return write<PurgedView>(this.transport, {
       method: 'DELETE',
       path: documentPath(ref),
@@ -364,7 +390,8 @@ export class History {
   constructor(private readonly transport: Transport) {}
 
   /** One page of revisions, newest first; pass `next_before` as `before` for the next. */
-  async list(ref: DocumentRef, options: RevisionsOptions = {}): Promise<RevisionsPage> {
+  async list(ref: DocumentRef, maybeOptions: RevisionsOptions = {}): Promise<RevisionsPage> {
+    const options = optionsObject(maybeOptions, 'history.list');
     const response = await this.transport.request<RevisionsPage>({
       method: 'GET',
       path: `${documentPath(ref)}/revisions`,
@@ -380,7 +407,11 @@ export class History {
   }
 
   /** Every kept revision, newest first, fetching pages of `limit` as it goes. */
-  async *iterate(ref: DocumentRef, options: RevisionsOptions = {}): AsyncGenerator<RevisionItem> {
+  async *iterate(
+    ref: DocumentRef,
+    maybeOptions: RevisionsOptions = {},
+  ): AsyncGenerator<RevisionItem> {
+    const options = optionsObject(maybeOptions, 'history.iterate');
     let before = options.before;
     for (;;) {
       const page = await this.list(ref, { ...options, before });
@@ -391,7 +422,17 @@ export class History {
   }
 
   /** One revision; {@link NotFoundError} when it is not kept. */
-  async get(ref: DocumentRef, revision: number, options: CallOptions = {}): Promise<RevisionEntry> {
+  async get(
+    ref: DocumentRef,
+    revision: number,
+    maybeOptions: CallOptions = {},
+  ): Promise<RevisionEntry> {
+    const options = optionsObject(maybeOptions, 'history.get');
+    if (!Number.isInteger(revision) || revision < 0) {
+      throw invalidInput(
+        `history.get: revision must be a revision number, got ${String(revision)}`,
+      );
+    }
     const response = await this.transport.request<RevisionEntry>({
       method: 'GET',
       path: `${documentPath(ref)}/revisions/${encodeURIComponent(String(revision))}`,
@@ -407,8 +448,9 @@ export class History {
   async diff(
     ref: DocumentRef,
     range: { from?: number | undefined; to?: number | undefined } = {},
-    options: CallOptions = {},
+    maybeOptions: CallOptions = {},
   ): Promise<RevisionDiff> {
+    const options = optionsObject(maybeOptions, 'history.diff');
     const response = await this.transport.request<RevisionDiff>({
       method: 'GET',
       path: `${documentPath(ref)}/diff`,
@@ -422,12 +464,21 @@ export class History {
   async revert(
     ref: DocumentRef,
     revision: number,
-    options: DocumentWriteOptions = {},
+    maybeOptions: DocumentWriteOptions = {},
   ): Promise<WriteResult<DocumentReport>> {
+    const options = optionsObject(maybeOptions, 'history.revert');
+    if (!Number.isInteger(revision) || revision < 0) {
+      throw invalidInput(
+        `history.revert: revision must be a revision number, got ${String(revision)}`,
+      );
+    }
     return write<DocumentReport>(this.transport, {
       method: 'POST',
       path: `${documentPath(ref)}/revert`,
-      headers: options.ifMatch === undefined ? {} : { 'if-match': quoteTag(options.ifMatch) },
+      headers:
+        options.ifMatch === undefined
+          ? {}
+          : { 'if-match': quoteTag(options.ifMatch, 'history.revert', 'ifMatch') },
       body: { number: revision, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,
@@ -447,8 +498,9 @@ export class Identities {
     platform: string,
     platformUser: string,
     user: UserId,
-    options: WriteOptions & { relink?: boolean | undefined } = {},
+    maybeOptions: WriteOptions & { relink?: boolean | undefined } = {},
   ): Promise<WriteResult<LinkChange>> {
+    const options = optionsObject(maybeOptions, 'identities.link');
     return write<LinkChange>(this.transport, {
       method: 'PUT',
       path: identityPath(platform, platformUser),
@@ -462,8 +514,9 @@ export class Identities {
   async resolve(
     platform: string,
     platformUser: string,
-    options: CallOptions = {},
+    maybeOptions: CallOptions = {},
   ): Promise<IdentityView> {
+    const options = optionsObject(maybeOptions, 'identities.resolve');
     const response = await this.transport.request<IdentityView>({
       method: 'GET',
       path: identityPath(platform, platformUser),
@@ -476,8 +529,9 @@ export class Identities {
   async unlink(
     platform: string,
     platformUser: string,
-    options: WriteOptions = {},
+    maybeOptions: WriteOptions = {},
   ): Promise<WriteResult<LinkChange>> {
+    const options = optionsObject(maybeOptions, 'identities.unlink');
     return write<LinkChange>(this.transport, {
       method: 'DELETE',
       path: identityPath(platform, platformUser),
@@ -487,7 +541,8 @@ export class Identities {
   }
 
   /** One page of links, sorted by platform then account. */
-  async list(options: PageOptions = {}): Promise<IdentitiesPage> {
+  async list(maybeOptions: PageOptions = {}): Promise<IdentitiesPage> {
+    const options = optionsObject(maybeOptions, 'identities.list');
     const response = await this.transport.request<IdentitiesPage>({
       method: 'GET',
       path: '/v1/identities',
@@ -498,7 +553,8 @@ export class Identities {
   }
 
   /** Every link, page by page. */
-  iterate(options: PageOptions = {}): AsyncGenerator<IdentityView> {
+  iterate(maybeOptions: PageOptions = {}): AsyncGenerator<IdentityView> {
+    const options = optionsObject(maybeOptions, 'identities.iterate');
     return paginate((after) => this.list({ ...options, after }), options.after);
   }
 }
@@ -508,7 +564,8 @@ export class Directory {
   constructor(private readonly transport: Transport) {}
 
   /** One page of personalities, sorted by id, with the default one. */
-  async personalities(options: PageOptions = {}): Promise<PersonalitiesPage> {
+  async personalities(maybeOptions: PageOptions = {}): Promise<PersonalitiesPage> {
+    const options = optionsObject(maybeOptions, 'directory.personalities');
     const response = await this.transport.request<PersonalitiesPage>({
       method: 'GET',
       path: '/v1/personalities',
@@ -519,12 +576,14 @@ export class Directory {
   }
 
   /** Every personality, page by page. */
-  iteratePersonalities(options: PageOptions = {}): AsyncGenerator<PersonalityView> {
+  iteratePersonalities(maybeOptions: PageOptions = {}): AsyncGenerator<PersonalityView> {
+    const options = optionsObject(maybeOptions, 'directory.iteratePersonalities');
     return paginate((after) => this.personalities({ ...options, after }), options.after);
   }
 
   /** One page of users, sorted by id, with the default one. */
-  async users(options: PageOptions = {}): Promise<UsersPage> {
+  async users(maybeOptions: PageOptions = {}): Promise<UsersPage> {
+    const options = optionsObject(maybeOptions, 'directory.users');
     const response = await this.transport.request<UsersPage>({
       method: 'GET',
       path: '/v1/users',
@@ -535,7 +594,8 @@ export class Directory {
   }
 
   /** Every user, page by page. */
-  iterateUsers(options: PageOptions = {}): AsyncGenerator<UserView> {
+  iterateUsers(maybeOptions: PageOptions = {}): AsyncGenerator<UserView> {
+    const options = optionsObject(maybeOptions, 'directory.iterateUsers');
     return paginate((after) => this.users({ ...options, after }), options.after);
   }
 }
@@ -564,6 +624,14 @@ async function write<T>(
     signal: AbortSignal | undefined;
   },
 ): Promise<WriteResult<T>> {
+  if (
+    spec.idempotencyKey !== undefined &&
+    (typeof spec.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(spec.idempotencyKey))
+  ) {
+    throw invalidInput(
+      `idempotencyKey must be 1 to 128 visible ASCII characters, got ${describe(spec.idempotencyKey)}`,
+    );
+  }
   const idempotencyKey = spec.idempotencyKey ?? crypto.randomUUID();
   const response: ApiResponse<T> = await transport.request<T>({ ...spec, idempotencyKey });
   return Object.assign(response.body as object, {
@@ -583,10 +651,49 @@ function sessionFields(options: DocumentWriteOptions): {
 }
 
 /** An entity tag as `If-Match` takes it: `*`, or the version in quotes. */
-function quoteTag(version: Version): string {
+function quoteTag(version: Version, method: string, option: string): string {
+  // A version is what the service handed out: a non-empty string with no quote or control
+  // character. Anything else (undefined from plain JavaScript, a number) would be sent as a
+  // tag that matches nothing, e.g. `"undefined"`.
+  if (typeof version !== 'string' || !/^(?:W\/)?"?[!#-~]+"?$/.test(version)) {
+    throw invalidInput(
+      `${method}: ${option} must be a version (a document's \`version\`) or '*', got ${describe(version)}`,
+    );
+  }
   if (version === '*' || /^(W\/)?".*"$/.test(version)) return version;
   return `"${version}"`;
 }
+
+/** An {@link InvalidInputError} raised by the client itself: nothing was sent. */
+function invalidInput(detail: string): InvalidInputError {
+  return new InvalidInputError(clientProblem('invalid-input', 400, 'Invalid input', detail, false));
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  return value === null ? 'null' : typeof value === 'object' ? 'an object' : String(value);
+}
+
+/**
+ * The options object of a call from plain JavaScript checked: undefined is no options, and
+ * anything else that is not an object is refused before anything is sent.
+ */
+function optionsObject<T extends object>(options: T | undefined, method: string): T {
+  if (options === undefined) return {} as T;
+  if (typeof options !== 'object' || options === null) {
+    throw invalidInput(`${method}: options must be an object, got ${describe(options)}`);
+  }
+  return options;
+}
+
+function argsObject<T extends object>(args: T, method: string): T {
+  if (typeof args !== 'object' || args === null) {
+    throw invalidInput(`${method}: its first argument must be an object, got ${describe(args)}`);
+  }
+  return args;
+}
+
+const IDEMPOTENCY_KEY = /^[!-~]{1,128}$/;
 
 const LAYOUT_PATH = /^(?:MEMORY\.md|personalities\/([^/]+)\/MEMORY\.md|users\/([^/]+)\/USER\.md)$/;
 
@@ -594,24 +701,23 @@ const LAYOUT_PATH = /^(?:MEMORY\.md|personalities\/([^/]+)\/MEMORY\.md|users\/([
 export function documentPath(ref: DocumentRef): string {
   let id: DocumentId;
   if (typeof ref === 'string') {
-    const match = LAYOUT_PATH.exec(ref.replace(/^\/+/, ''));
+    const match = LAYOUT_PATH.exec(ref);
     if (match === null) {
-      throw new InvalidInputError(
-        clientProblem(
-          'invalid-input',
-          400,
-          'Invalid input',
-          `${JSON.stringify(ref)} is not a document path: use MEMORY.md, ` +
-            'personalities/<id>/MEMORY.md or users/<id>/USER.md',
-          false,
-        ),
+      throw invalidInput(
+        `${JSON.stringify(ref)} is not a document path: use MEMORY.md, ` +
+          'personalities/<id>/MEMORY.md or users/<id>/USER.md (relative: no leading /)',
       );
     }
     if (match[1] !== undefined) id = personalityMemory(match[1]);
     else if (match[2] !== undefined) id = userProfile(match[2]);
     else id = globalMemory();
-  } else {
+  } else if (typeof ref === 'object' && ref !== null) {
     id = ref;
+  } else {
+    throw invalidInput(
+      `${describe(ref)} is not a document: pass a layout path (users/<id>/USER.md) or ` +
+        'globalMemory(), personalityMemory(id), userProfile(id)',
+    );
   }
   switch (id.kind) {
     case 'global-memory':
@@ -620,6 +726,10 @@ export function documentPath(ref: DocumentRef): string {
       return `/v1/documents/personalities/${pathSegment(id.personality)}/MEMORY.md`;
     case 'user-profile':
       return `/v1/documents/users/${pathSegment(id.user)}/USER.md`;
+    default:
+      throw invalidInput(
+        `${JSON.stringify(id)} is not a document: use globalMemory(), personalityMemory(id) or userProfile(id)`,
+      );
   }
 }
 
@@ -632,16 +742,8 @@ function identityPath(platform: string, platformUser: string): string {
  * encoded) into another path, which would address another document.
  */
 function pathSegment(value: string): string {
-  if (/^\.{1,2}$/.test(value)) {
-    throw new InvalidInputError(
-      clientProblem(
-        'invalid-input',
-        400,
-        'Invalid input',
-        `${JSON.stringify(value)} is not a valid id or path segment`,
-        false,
-      ),
-    );
+  if (typeof value !== 'string' || value.length === 0 || /^\.{1,2}$/.test(value)) {
+    throw invalidInput(`${describe(value)} is not a valid id or path segment`);
   }
   return encodeURIComponent(value);
 }

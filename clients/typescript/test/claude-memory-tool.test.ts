@@ -12,7 +12,13 @@ import type {
   BetaToolUseBlock,
 } from '@anthropic-ai/sdk/resources/beta';
 import { runRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import { MemoryClient, personalityMemory, userProfile } from 'agent-memory';
+import {
+  MemoryClient,
+  NetworkError,
+  UnauthorizedError,
+  personalityMemory,
+  userProfile,
+} from 'agent-memory';
 import { AgentMemoryToolBackend, idempotencyKeyFor } from 'agent-memory/claude-memory-tool';
 
 import { markdownConfig, startServer, type RunningServer } from './support/server.js';
@@ -22,10 +28,10 @@ const ONLY_TWO =
   '(what you know about grace) exist; put this in one of them.';
 
 /** The result a tool_use gets when its write already landed when it first ran. */
-function alreadyDone(toolUseId: string, path: string): string {
+function alreadyDone(toolUseId: string, _path?: string): string {
   return (
-    `This memory tool call (tool_use ${toolUseId}) was already carried out: its change to ${path} ` +
-    'was written when the call first ran, so nothing was written again. View the file to see its text now.'
+    `This memory tool call (tool_use ${toolUseId}) was already carried out when it first ran, ` +
+    'so nothing was written again. View the files to see their text now.'
   );
 }
 
@@ -110,26 +116,32 @@ caps.memory = { hard = 120 }
       (await run({ command: 'view', path: '/memories/MEMORY.md', view_range: [3, -1] })).content,
       "Here's the content of /memories/MEMORY.md with line numbers:\n     3\tthree\n     4\t",
     );
-    for (const [range, message] of [
-      [
-        [0, 2],
-        'Error: Invalid `view_range`: [0, 2]. Its first element `0` should be within the range of lines of the file: [1, 4]',
-      ],
-      [
-        [3, 2],
-        'Error: Invalid `view_range`: [3, 2]. Its second element `2` should be larger or equal than its first `3`',
-      ],
-      [
-        [1, 9],
-        'Error: Invalid `view_range`: [1, 9]. Its second element `9` should be smaller than the number of lines in the file: `4`',
-      ],
-      [[1], 'Error: Invalid `view_range`. It should be a list of two integers.'],
+    // As the SDK's reference: no range errors, the start clamped to 1, the slice as given.
+    const header = "Here's the content of /memories/MEMORY.md with line numbers:\n";
+    for (const [range, shown] of [
+      [[0, 2], '     1\tone\n     2\ttwo'],
+      [[3, 2], ''],
+      [[2, 9], '     2\ttwo\n     3\tthree\n     4\t'],
+      [[1], '     1\tone\n     2\ttwo\n     3\tthree\n     4\t'],
     ] as const) {
       assert.deepEqual(
         await run({ command: 'view', path: '/memories/MEMORY.md', view_range: [...range] }),
-        { isError: true, content: message },
+        { isError: false, content: header + shown },
       );
     }
+    assert.deepEqual(
+      await run({ command: 'view', path: '/memories/MEMORY.md', view_range: ['1', 2] }),
+      {
+        isError: true,
+        content:
+          'Error: Invalid `view_range` parameter: ["1",2]. It should be a list of two integers: the first and last line to show (-1 for the end).',
+      },
+    );
+    // An empty file is one empty line, as the reference shows it.
+    assert.deepEqual(await run({ command: 'view', path: '/memories/USER.md' }), {
+      isError: false,
+      content: "Here's the content of /memories/USER.md with line numbers:\n     1\t",
+    });
   });
 
   test('other paths are refused with where to write instead', async () => {
@@ -317,8 +329,7 @@ caps.memory = { hard = 120 }
       await run({ command: 'insert', path: '/memories/USER.md', insert_line: 9, insert_text: 'x' }),
       {
         isError: true,
-        content:
-          'Error: Invalid `insert_line` parameter: 9. It should be within the range of lines of the file: [0, 4]',
+        content: 'Error: Invalid `insert_line` parameter: 9. It should be within the range [0, 3].',
       },
     );
   });
@@ -542,20 +553,99 @@ caps.memory = { hard = 120 }
     });
   });
 
-  test('the service down is an error result naming it', async () => {
+  test('the service down is thrown to the developer, not made a tool result', async () => {
     const offline = new AgentMemoryToolBackend({
       client: { baseUrl: 'http://127.0.0.1:1', maxRetries: 0 },
       personality: 'ada',
       user: 'grace',
     });
-    const result = await offline.runToolUse({
-      id: 'toolu_x',
-      input: { command: 'view', path: '/memories' },
+    for (const input of [
+      { command: 'view', path: '/memories' },
+      { command: 'create', path: '/memories/USER.md', file_text: 'x' },
+    ]) {
+      await assert.rejects(offline.runToolUse({ id: 'toolu_x', input }), NetworkError);
+      await assert.rejects(offline.execute(input, 'toolu_x'), NetworkError);
+    }
+  });
+
+  test('an unauthorized client is thrown to the developer; a model mistake stays a tool result', async () => {
+    const guarded = await startServer({
+      config: markdownConfig(''),
+      token: 'a-long-admin-token-1234',
     });
-    assert.equal(result.type, 'tool_result');
-    assert.equal(result.tool_use_id, 'toolu_x');
-    assert.equal(result.is_error, true);
-    assert.match(String(result.content), /^Error: The memory service failed \(network\)/);
+    try {
+      const noKey = new AgentMemoryToolBackend({
+        client: { baseUrl: guarded.baseUrl },
+        personality: 'ada',
+        user: 'grace',
+      });
+      await assert.rejects(
+        noKey.runToolUse({ id: 'toolu_y', input: { command: 'view', path: '/memories/USER.md' } }),
+        UnauthorizedError,
+      );
+      assert.deepEqual(
+        await noKey.runToolUse({ id: 'toolu_z', input: { command: 'view', path: '/memories/x' } }),
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_z',
+          content: `Error: The path /memories/x does not exist. ${ONLY_TWO}`,
+          is_error: true,
+        },
+      );
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  test('the same str_replace block run twice is already carried out the second time', async () => {
+    await client.documents.replace(personalityMemory('ada'), 'Likes tea.', { ifMatch: '*' });
+    const block = {
+      id: 'toolu_edit_twice',
+      input: {
+        command: 'str_replace',
+        path: '/memories/MEMORY.md',
+        old_str: 'tea',
+        new_str: 'coffee',
+      },
+    };
+    assert.equal((await backend.runToolUse(block)).is_error, undefined);
+    // The same backend, then a fresh one (a restarted process): neither is told old_str is
+    // missing, though the first run replaced it.
+    assert.deepEqual(await backend.runToolUse(block), {
+      type: 'tool_result',
+      tool_use_id: 'toolu_edit_twice',
+      content: alreadyDone('toolu_edit_twice'),
+    });
+    const fresh = new AgentMemoryToolBackend({ client, personality: 'ada', user: 'grace' });
+    assert.deepEqual(await fresh.runToolUse(block), {
+      type: 'tool_result',
+      tool_use_id: 'toolu_edit_twice',
+      content: alreadyDone('toolu_edit_twice'),
+    });
+    assert.equal((await client.documents.get(personalityMemory('ada'))).text, 'Likes coffee.\n');
+    // A new call whose old_str is not there gets the reference text, and one that is not
+    // unique gets the lines it occurs on, from the service's refusal.
+    assert.deepEqual(
+      await backend.runToolUse({ id: 'toolu_missing', input: { ...block.input, old_str: 'tea' } }),
+      {
+        type: 'tool_result',
+        tool_use_id: 'toolu_missing',
+        content:
+          'Error: No replacement was performed, old_str `tea` did not appear verbatim in /memories/MEMORY.md.',
+        is_error: true,
+      },
+    );
+    await client.documents.replace(personalityMemory('ada'), 'a x\nb\nc x', { ifMatch: '*' });
+    assert.deepEqual(
+      await fresh.runToolUse({ id: 'toolu_twice', input: { ...block.input, old_str: 'x' } }),
+      {
+        type: 'tool_result',
+        tool_use_id: 'toolu_twice',
+        content:
+          'Error: No replacement was performed. Multiple occurrences of old_str `x` in lines: 1, 3. Please ensure it is unique',
+        is_error: true,
+      },
+    );
   });
 
   test('runToolUse and the plain handlers write too', async () => {

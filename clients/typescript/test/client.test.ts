@@ -293,6 +293,64 @@ describe('MemoryClient against memory serve (markdown)', () => {
     });
     await assert.rejects(counting.documents.get('notes/x.md'), InvalidInputError);
     await assert.rejects(counting.documents.get(userProfile('..')), InvalidInputError);
+    // A leading / is refused as Python's client refuses it, naming the path rules.
+    await assert.rejects(counting.documents.get('/users/grace/USER.md'), {
+      name: 'InvalidInputError',
+      message: /"\/users\/grace\/USER\.md" is not a document path.*no leading \//,
+    });
+    await assert.rejects(counting.documents.get(userProfile('')), InvalidInputError);
+    assert.equal(calls, 0);
+  });
+
+  test('options plain JavaScript gets wrong are refused by name before any request', async () => {
+    let calls = 0;
+    const counting = new MemoryClient({
+      baseUrl: server.baseUrl,
+      fetch: (input, init) => {
+        calls += 1;
+        return fetch(input, init);
+      },
+    });
+    // What a caller without the types can do: no options, undefined or another type.
+    const loose = counting.documents as unknown as {
+      replace: (ref: string, text: string, options?: unknown) => Promise<unknown>;
+      update: (ref: string, updates: unknown[], options?: unknown) => Promise<unknown>;
+    };
+    const path = 'users/grace/USER.md';
+    for (const options of [undefined, null, {}, { ifMatch: undefined }, 'v1']) {
+      await assert.rejects(loose.replace(path, 'x', options), {
+        name: 'InvalidInputError',
+        message: /documents\.replace needs options with ifMatch/,
+      });
+    }
+    await assert.rejects(loose.replace(path, 'x', { ifMatch: 42 }), {
+      name: 'InvalidInputError',
+      message: /documents\.replace: ifMatch must be a version .* got 42/,
+    });
+    await assert.rejects(loose.update(path, [], null), {
+      name: 'InvalidInputError',
+      message: /documents\.update: options must be an object, got null/,
+    });
+    await assert.rejects(loose.update(path, [], { ifMatch: '' }), {
+      name: 'InvalidInputError',
+      message: /documents\.update: ifMatch must be a version/,
+    });
+    await assert.rejects(counting.history.revert(path, undefined as unknown as number), {
+      name: 'InvalidInputError',
+      message: /revision must be a revision number, got undefined/,
+    });
+    await assert.rejects(counting.identities.resolve('telegram', undefined as unknown as string), {
+      name: 'InvalidInputError',
+      message: /undefined is not a valid id or path segment/,
+    });
+    await assert.rejects(
+      counting.sync(undefined as unknown as Parameters<MemoryClient['sync']>[0]),
+      { name: 'InvalidInputError', message: /client\.sync: its first argument must be an object/ },
+    );
+    await assert.rejects(counting.documents.purge(path, { idempotencyKey: 'has space' }), {
+      name: 'InvalidInputError',
+      message: /idempotencyKey must be/,
+    });
     assert.equal(calls, 0);
   });
 });

@@ -316,7 +316,7 @@ def _sync_report(response: httpx.Response) -> SyncReport:
     report = SyncReport.from_json(_json(response))
     if _replayed(response):
         documents = tuple(dataclasses.replace(doc, replayed=True) for doc in report.documents)
-        report = dataclasses.replace(report, documents=documents)
+        report = dataclasses.replace(report, documents=documents, replayed=True)
     return report
 
 

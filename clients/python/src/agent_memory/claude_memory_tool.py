@@ -17,20 +17,26 @@ guarded by the version this backend last viewed of that document, so a write nev
 what another conversation or process wrote since (the model is told to view again):
 
 - ``view``: ``/memories`` lists the two files with their sizes; a file shows its text with line
-  numbers (``view_range`` honoured).
+  numbers, split and numbered (``view_range`` too) exactly as the SDK's reference backend does.
 - ``create``: replaces the whole file with ``file_text`` (the tool's "create or overwrite").
-- ``str_replace``: an ``edit`` update, after checking ``old_str`` occurs exactly once.
+- ``str_replace``: an ``edit`` update, after checking ``old_str`` occurs exactly once (run
+  with a ``tool_use`` id, the edit is sent anyway and the server's answer decides).
 - ``insert``: the new text computed from the viewed one, written with ``replace``.
 - ``delete``: clears the file (a ``replace`` with nothing), a revision that can be reverted;
   the files themselves always exist, and nothing is purged.
 - ``rename``: refused; the two files have fixed names.
 
-Any other path is refused with a message telling the model where to write instead. Errors are
-raised as the SDK's ``ToolError``, which its runner returns as an ``is_error`` tool result.
+Any other path is refused with a message telling the model where to write instead. What the
+model can fix (a bad path or range, an ``old_str`` missing or not unique, a hard cap, a file
+changed since it viewed it, invalid text) is raised as the SDK's ``ToolError``, which its runner
+returns as an ``is_error`` tool result. What it cannot (unauthorized, forbidden, no connection,
+busy, unavailable, outcome unknown, corrupt, config, an unexpected answer) is raised as the
+client's :class:`~agent_memory.AgentMemoryError`, for the developer.
 
 **Exactly once.** A write's ``Idempotency-Key`` is ``memory-tool:<tool_use id>`` when the
 backend knows the ``tool_use`` block: call :meth:`AgentMemoryTool.run` with the block (it
-returns the ``tool_result`` to send back), so a tool call executed twice lands once. The SDK's
+returns the ``tool_result`` to send back), so a tool call executed twice lands once, and the
+second run is told (not as an error) that it was already carried out. The SDK's
 tool runner calls ``call(input)`` without the id; then each write gets a fresh key (still sent
 again with the same key after a lost reply, so it lands once per execution).
 """
@@ -46,12 +52,21 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, cast
 
-from anthropic.lib.tools import (
-    BetaAbstractMemoryTool,
-    BetaAsyncAbstractMemoryTool,
-    BetaFunctionToolResultType,
-    ToolError,
-)
+try:
+    from anthropic.lib.tools import (
+        BetaAbstractMemoryTool,
+        BetaAsyncAbstractMemoryTool,
+        BetaFunctionToolResultType,
+        ToolError,
+    )
+except ModuleNotFoundError as missing:  # pragma: no cover - exercised in a subprocess
+    if missing.name is None or missing.name.split(".")[0] != "anthropic":
+        raise
+    raise ImportError(
+        "agent_memory.claude_memory_tool needs the Anthropic SDK: "
+        "pip install 'agent-memory[anthropic]'",
+        name=missing.name,
+    ) from missing
 from anthropic.types.beta import (
     BetaCacheControlEphemeralParam,
     BetaMemoryTool20250818Command,
@@ -65,7 +80,12 @@ from anthropic.types.beta import (
 )
 
 from .client import AsyncMemoryClient, MemoryClient
-from .errors import AgentMemoryError, RefusedError
+from .errors import (
+    AgentMemoryError,
+    InvalidInputError,
+    PreconditionFailedError,
+    RefusedError,
+)
 from .models import Edit, IfMatch, MemoryUpdate, PairDocument, Prefetch, Replace, Store, SyncReport
 
 __all__ = ["AgentMemoryTool", "AsyncAgentMemoryTool", "idempotency_key_for_tool_use"]
@@ -73,8 +93,10 @@ __all__ = ["AgentMemoryTool", "AsyncAgentMemoryTool", "idempotency_key_for_tool_
 ROOT: Final = "/memories"
 FILES: Final[Mapping[Store, str]] = {"memory": "/memories/MEMORY.md", "user": "/memories/USER.md"}
 _COMMANDS: Final = ("view", "create", "str_replace", "insert", "delete", "rename")
-# The SDK's reference implementation numbers lines in a field this wide.
+# The SDK's reference implementation numbers lines in a field this wide, and views no file
+# of more lines than this.
 _LINE_NUMBER_WIDTH: Final = 6
+_MAX_LINES: Final = 999_999
 _KEY_PREFIX: Final = "memory-tool:"
 _FINISHED_KEPT: Final = 256
 
@@ -126,8 +148,8 @@ class _Seen:
 
 
 def _split_lines(text: str) -> list[str]:
-    """Lines on LF only, without the empty tail a final newline leaves (as the SDK's reference
-    does for ``insert``)."""
+    """Lines on LF only, without the empty tail a final newline leaves: the lines ``insert``
+    counts, as the SDK's reference backend splits them (``view`` splits without dropping it)."""
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -142,6 +164,22 @@ def _occurrence_lines(text: str, old: str) -> list[int]:
         lines.append(text.count("\n", 0, position) + 1)
         position = text.find(old, position + 1)
     return lines
+
+
+class _AlreadyDone(Exception):
+    """A tool call whose write landed before (the same ``tool_use`` run again): the model is
+    told so, as a normal result, not an error."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(_already_done_text(store))
+        self.text = _already_done_text(store)
+
+
+def _already_done_text(store: Store) -> str:
+    return (
+        f"This tool call was already carried out: its change to {FILES[store]} landed before, "
+        "and was not made twice. View the file to see it."
+    )
 
 
 def _unmatched(store: Store, old: str, text: str | None, ambiguous: bool) -> ToolError:
@@ -196,12 +234,12 @@ class _Commands:
         self.personality = personality
         self.user = user
         self.seen: dict[Store, _Seen] = {}
-        # The results of the tool_use blocks run to success, newest last: running one again
-        # answers the same without a request.
-        self.finished: OrderedDict[str, str] = OrderedDict()
+        # The tool_use blocks whose write landed, and the document each wrote, newest last:
+        # running one again is answered without a request.
+        self.finished: OrderedDict[str, Store] = OrderedDict()
 
-    def finish(self, tool_use_id: str, result: str) -> None:
-        self.finished[tool_use_id] = result
+    def finish(self, tool_use_id: str, store: Store) -> None:
+        self.finished[tool_use_id] = store
         while len(self.finished) > _FINISHED_KEPT:
             self.finished.popitem(last=False)
 
@@ -215,20 +253,18 @@ class _Commands:
 
     def target(self, path: str) -> Store | Literal["root"]:
         """The document a path names, ``"root"`` for ``/memories``; any other path is refused
-        with where to write instead."""
-        normalized = posixpath.normpath(path) if path.startswith("/") else path
-        if normalized.startswith("//"):
-            normalized = "/" + normalized.lstrip("/")
+        (in the SDK reference backend's words where it has them) with where to write instead."""
+        if path != ROOT and not path.startswith(ROOT + "/"):
+            raise ToolError(f"Path must start with {ROOT}, got: {path}. {self._where_to_write()}")
+        normalized = posixpath.normpath(path)
+        if normalized != ROOT and not normalized.startswith(ROOT + "/"):
+            raise ToolError(f"Path {path} would escape {ROOT} directory. {self._where_to_write()}")
         if normalized == ROOT:
             return "root"
         for store, file in FILES.items():
             if normalized == file:
                 return store
-        if not normalized.startswith(ROOT + "/"):
-            raise ToolError(f"The path {path} is outside {ROOT}. {self._where_to_write()}")
-        raise ToolError(
-            f"The path {path} does not exist and cannot be created. {self._where_to_write()}"
-        )
+        raise ToolError(f"The path {path} does not exist. {self._where_to_write()}")
 
     def file_target(self, path: str, action: str) -> Store:
         target = self.target(path)
@@ -275,33 +311,42 @@ class _Commands:
             self.seen.pop(store, None)
         else:
             self.seen[store] = _Seen(document.version_after, None)
+        tool_use_id = _TOOL_USE_ID.get()
+        if tool_use_id is not None:
+            self.finish(tool_use_id, store)
+            if report.replayed:
+                # The server answered this tool_use's key with its first outcome.
+                raise _AlreadyDone(store)
 
-    def failure(self, error: AgentMemoryError, step: _Step) -> ToolError:
-        """The tool error the model gets for a failed read or write. Refusals are told apart
-        by their problem ``code``, never by the wording of their ``detail``."""
-        if not isinstance(step, _Write):
-            return ToolError(f"The memory could not be read: {error.detail}")
+    def failure(self, error: AgentMemoryError, step: _Step) -> Exception:
+        """What a failed read or write becomes: a ``ToolError`` (or the "already carried out"
+        answer) when the model can act on it; otherwise the error itself, for the developer
+        (unauthorized, forbidden, no connection, busy, unavailable, outcome unknown, corrupt,
+        config, an unexpected answer...). Refusals are told apart by their problem ``code``,
+        never by the wording of their ``detail``."""
+        if not isinstance(step, _Write) or not isinstance(
+            error, RefusedError | PreconditionFailedError | InvalidInputError
+        ):
+            return error
         file = FILES[step.store]
         code = error.code
-        if code == "stale-version":
+        if isinstance(error, PreconditionFailedError):
             return self.changed(step.store)
         if code == "key-reused" and _TOOL_USE_ID.get() is not None:
             # The key of this tool_use already wrote something else: this same call ran
             # before (in another process, say) and its write landed then.
-            return ToolError(
-                f"This tool call was already carried out: its change to {file} landed before, "
-                "and was not made twice. View the file to see it."
-            )
+            return _AlreadyDone(step.store)
         if isinstance(step.update, Edit) and code in ("no-match", "ambiguous-match"):
             # The server matches strictly (overlapping occurrences count), so it can refuse an
             # edit the check on the viewed text let through; say so in the tool's words.
             seen = self.seen.get(step.store)
             based_on = seen.text if seen is not None and seen.version == step.if_match else None
             return _unmatched(step.store, step.update.old, based_on, code == "ambiguous-match")
-        if code == "hard-cap-exceeded" or isinstance(error, RefusedError):
+        if isinstance(error, RefusedError):
             # Its detail is the refusal in words: for a hard cap, the cap and the size the
             # write would have reached.
             return ToolError(f"{error.detail} ({file})")
+        # Invalid input here is the model's own text (the ids were good enough to read).
         return ToolError(f"{file} could not be written: {error.detail}")
 
     # -- commands ------------------------------------------------------------------------
@@ -321,7 +366,11 @@ class _Commands:
             )
         document = self.document(prefetch, target)
         self.seen[target] = _Seen(document.version, document.text)
-        lines = _split_lines(document.text)
+        # As the SDK's reference backend: every LF starts a line, so a final newline shows
+        # an empty last line and an empty file one empty line.
+        lines = document.text.split("\n")
+        if len(lines) > _MAX_LINES:
+            raise ToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
         first, shown = self._view_range(getattr(command, "view_range", None), lines)
         return f"Here's the content of {FILES[target]} with line numbers:\n" + _numbered(
             shown, first
@@ -329,37 +378,23 @@ class _Commands:
 
     @staticmethod
     def _view_range(view_range: object, lines: list[str]) -> tuple[int, list[str]]:
-        if view_range is None or (isinstance(view_range, list | tuple) and not view_range):
+        """The first line's number and the lines a ``view_range`` shows, as the SDK's reference
+        backend picks them: only a pair counts, its first element raised to 1, its second -1
+        for the end; a range past the end shows what it covers, maybe nothing."""
+        if view_range is None:
             return 1, lines
-        count = len(lines)
-        if (
-            not isinstance(view_range, list | tuple)
-            or len(view_range) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+        if not isinstance(view_range, list | tuple) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in view_range
         ):
             raise ToolError(
                 f"Invalid `view_range` parameter: {view_range!r}. It should be a list of two "
                 "integers: the first and last line to show (-1 for the end)."
             )
-        start, end = int(view_range[0]), int(view_range[1])
-        if not 1 <= start <= max(count, 1) or count == 0:
-            raise ToolError(
-                f"Invalid `view_range` parameter: [{start}, {end}]. Its first element `{start}` "
-                f"should be within the range of lines of the file: [1, {count}]."
-            )
-        if end == -1:
-            end = count
-        if end < start:
-            raise ToolError(
-                f"Invalid `view_range` parameter: [{start}, {end}]. Its second element `{end}` "
-                f"should be larger or equal than its first `{start}`."
-            )
-        if end > count:
-            raise ToolError(
-                f"Invalid `view_range` parameter: [{start}, {end}]. Its second element `{end}` "
-                f"should be smaller than the number of lines in the file: `{count}`."
-            )
-        return start, lines[start - 1 : end]
+        if len(view_range) != 2:
+            return 1, lines
+        start = max(1, int(view_range[0])) - 1
+        end = len(lines) if view_range[1] == -1 else int(view_range[1])
+        return start + 1, lines[start:end]
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> _Plan:
         path: str = _field(command, "path", str)
@@ -384,13 +419,16 @@ class _Commands:
         version, text = yield from self.viewed_text(store)
         # Counted as the SDK's reference backend counts (occurrences that do not overlap).
         count = text.count(old)
-        if count != 1:
+        if count != 1 and _TOOL_USE_ID.get() is None:
             raise _unmatched(store, old, text, count > 1)
+        # With a tool_use id the edit is sent whatever the check says: this call may have
+        # landed before (its old_str gone since), and only the server knows; it refuses a
+        # miss as no-match / ambiguous-match, told in the same words.
         yield from self.write(store, Edit(store, old, new), version)
-        changed_line = text.count("\n", 0, text.find(old))
+        changed_line = text.count("\n", 0, max(0, text.find(old)))
         new_lines = text.replace(old, new).split("\n")
         first = max(0, changed_line - 2)
-        last = min(len(new_lines), changed_line + 3 + new.count("\n"))
+        last = min(len(new_lines), changed_line + 3)
         return (
             "The memory file has been edited. Here is the snippet showing the change (with "
             "line numbers):\n" + _numbered(new_lines[first:last], first + 1)
@@ -409,7 +447,10 @@ class _Commands:
                 f"[0, {len(lines)}]."
             )
         lines.insert(insert_line, insert_text.rstrip("\n"))
-        yield from self.write(store, Replace(store, "\n".join(lines) + "\n"), version)
+        new_text = "\n".join(lines)
+        if not new_text.endswith("\n"):
+            new_text += "\n"
+        yield from self.write(store, Replace(store, new_text), version)
         return f"The file {FILES[store]} has been edited."
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> _Plan:
@@ -512,22 +553,22 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
 
     def run(self, tool_use: object) -> BetaToolResultBlockParam:
         """Runs a ``tool_use`` block (``BetaToolUseBlock`` or its dict) and returns the
-        ``tool_result`` to send back, errors flagged ``is_error``.
+        ``tool_result`` to send back, the model's errors flagged ``is_error``; the developer's
+        (see the module) are raised.
 
         Its write's ``Idempotency-Key`` comes from the block's id, so running the same block
-        again lands nothing twice: after a success this backend answers with the same result;
-        after a failure (the reply lost, say) it sends the same write again, which the server
-        answers with the first outcome; and a block that already wrote from another backend
-        (another process) is told so."""
+        again lands nothing twice and answers (not as an error) that the call was already
+        carried out: from this backend's record, or from the server (which answers a resent
+        write with its first outcome, and refuses the key reused for another request, as when
+        a restarted agent runs the block again)."""
         tool_use_id, tool_input = _tool_use_parts(tool_use)
         finished = self._commands.finished.get(tool_use_id)
         if finished is not None:
-            return _result(tool_use_id, finished, False)
+            return _result(tool_use_id, _already_done_text(finished), False)
         token = _TOOL_USE_ID.set(tool_use_id)
         try:
             content = self.call(tool_input)
             text = content if isinstance(content, str) else str(content)
-            self._commands.finish(tool_use_id, text)
             return _result(tool_use_id, text, False)
         except ToolError as error:
             return _result(tool_use_id, _error_text(error), True)
@@ -595,11 +636,16 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
                     else:
                         answer = self._client.prefetch(commands.personality, commands.user)
                 except AgentMemoryError as error:
-                    raise commands.failure(error, step) from error
+                    mapped = commands.failure(error, step)
+                    if mapped is error:
+                        raise
+                    raise mapped from error
                 step = plan.send(answer)
         except StopIteration as done:
             result: str = done.value
             return result
+        except _AlreadyDone as already:
+            return already.text
         finally:
             plan.close()
 
@@ -627,12 +673,11 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
         tool_use_id, tool_input = _tool_use_parts(tool_use)
         finished = self._commands.finished.get(tool_use_id)
         if finished is not None:
-            return _result(tool_use_id, finished, False)
+            return _result(tool_use_id, _already_done_text(finished), False)
         token = _TOOL_USE_ID.set(tool_use_id)
         try:
             content = await self.call(tool_input)
             text = content if isinstance(content, str) else str(content)
-            self._commands.finish(tool_use_id, text)
             return _result(tool_use_id, text, False)
         except ToolError as error:
             return _result(tool_use_id, _error_text(error), True)
@@ -699,11 +744,16 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
                     else:
                         answer = await self._client.prefetch(commands.personality, commands.user)
                 except AgentMemoryError as error:
-                    raise commands.failure(error, step) from error
+                    mapped = commands.failure(error, step)
+                    if mapped is error:
+                        raise
+                    raise mapped from error
                 step = plan.send(answer)
         except StopIteration as done:
             result: str = done.value
             return result
+        except _AlreadyDone as already:
+            return already.text
         finally:
             plan.close()
 

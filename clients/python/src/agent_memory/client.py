@@ -248,12 +248,13 @@ class History:
         return self._client._send(_core.list_revisions(path, limit, before, text, diff))
 
     def iterate(
-        self, path: str, *, page_size: int | None = None, text: bool = False, diff: bool = False
+        self, path: str, *, limit: int | None = None, text: bool = False, diff: bool = False
     ) -> Iterator[RevisionItem]:
-        """Every kept revision, newest first, fetching pages as it goes."""
+        """Every kept revision, newest first, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
         before: int | None = None
         while True:
-            page = self.list(path, limit=page_size, before=before, text=text, diff=diff)
+            page = self.list(path, limit=limit, before=before, text=text, diff=diff)
             yield from page.revisions
             if page.next_before is None:
                 return
@@ -322,11 +323,12 @@ class Identities:
         """One page of links; pass ``page.next_after`` as ``after`` for the next."""
         return self._client._send(_core.list_identities(limit, after))
 
-    def iterate(self, *, page_size: int | None = None) -> Iterator[Identity]:
-        """Every link, fetching pages as it goes."""
+    def iterate(self, *, limit: int | None = None) -> Iterator[Identity]:
+        """Every link, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
         after: str | None = None
         while True:
-            page = self.list(limit=page_size, after=after)
+            page = self.list(limit=limit, after=after)
             yield from page.items
             if page.next_after is None:
                 return
@@ -345,11 +347,12 @@ class Directory:
         """One page of personalities; pass ``page.next_after`` as ``after`` for the next."""
         return self._client._send(_core.list_personalities(limit, after))
 
-    def iterate_personalities(self, *, page_size: int | None = None) -> Iterator[Personality]:
-        """Every personality, fetching pages as it goes."""
+    def iterate_personalities(self, *, limit: int | None = None) -> Iterator[Personality]:
+        """Every personality, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
         after: str | None = None
         while True:
-            page = self.personalities(limit=page_size, after=after)
+            page = self.personalities(limit=limit, after=after)
             yield from page.items
             if page.next_after is None:
                 return
@@ -359,11 +362,12 @@ class Directory:
         """One page of users; pass ``page.next_after`` as ``after`` for the next."""
         return self._client._send(_core.list_users(limit, after))
 
-    def iterate_users(self, *, page_size: int | None = None) -> Iterator[User]:
-        """Every user, fetching pages as it goes."""
+    def iterate_users(self, *, limit: int | None = None) -> Iterator[User]:
+        """Every user, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
         after: str | None = None
         while True:
-            page = self.users(limit=page_size, after=after)
+            page = self.users(limit=limit, after=after)
             yield from page.items
             if page.next_after is None:
                 return
@@ -548,12 +552,12 @@ class AsyncHistory:
         return await self._client._send(_core.list_revisions(path, limit, before, text, diff))
 
     async def iterate(
-        self, path: str, *, page_size: int | None = None, text: bool = False, diff: bool = False
+        self, path: str, *, limit: int | None = None, text: bool = False, diff: bool = False
     ) -> AsyncIterator[RevisionItem]:
         """See :meth:`History.iterate`."""
         before: int | None = None
         while True:
-            page = await self.list(path, limit=page_size, before=before, text=text, diff=diff)
+            page = await self.list(path, limit=limit, before=before, text=text, diff=diff)
             for revision in page.revisions:
                 yield revision
             if page.next_before is None:
@@ -622,11 +626,11 @@ class AsyncIdentities:
         """See :meth:`Identities.list`."""
         return await self._client._send(_core.list_identities(limit, after))
 
-    async def iterate(self, *, page_size: int | None = None) -> AsyncIterator[Identity]:
+    async def iterate(self, *, limit: int | None = None) -> AsyncIterator[Identity]:
         """See :meth:`Identities.iterate`."""
         after: str | None = None
         while True:
-            page = await self.list(limit=page_size, after=after)
+            page = await self.list(limit=limit, after=after)
             for identity in page.items:
                 yield identity
             if page.next_after is None:
@@ -647,12 +651,12 @@ class AsyncDirectory:
         return await self._client._send(_core.list_personalities(limit, after))
 
     async def iterate_personalities(
-        self, *, page_size: int | None = None
+        self, *, limit: int | None = None
     ) -> AsyncIterator[Personality]:
         """See :meth:`Directory.iterate_personalities`."""
         after: str | None = None
         while True:
-            page = await self.personalities(limit=page_size, after=after)
+            page = await self.personalities(limit=limit, after=after)
             for personality in page.items:
                 yield personality
             if page.next_after is None:
@@ -663,11 +667,11 @@ class AsyncDirectory:
         """See :meth:`Directory.users`."""
         return await self._client._send(_core.list_users(limit, after))
 
-    async def iterate_users(self, *, page_size: int | None = None) -> AsyncIterator[User]:
+    async def iterate_users(self, *, limit: int | None = None) -> AsyncIterator[User]:
         """See :meth:`Directory.iterate_users`."""
         after: str | None = None
         while True:
-            page = await self.users(limit=page_size, after=after)
+            page = await self.users(limit=limit, after=after)
             for user in page.items:
                 yield user
             if page.next_after is None:

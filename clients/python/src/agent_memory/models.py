@@ -421,6 +421,9 @@ class SyncReport:
     retries: int
     """Compare-and-swap attempts lost to other writers before it landed."""
     warnings: tuple[str, ...]
+    replayed: bool = False
+    """The server answered with the report of an earlier call with the same idempotency key
+    (``Idempotent-Replayed: true``): this call wrote nothing again."""
 
     def get(self, store: Store) -> DocumentReport | None:
         """The report of the ``store`` document, when the call touched it."""
