@@ -129,7 +129,7 @@ impl Principal {
             return Ok(());
         }
         Err(Problem::forbidden(format!(
-            "key {:?} may not read or write the memory of personality {personality:?}",
+            "key {:?} may not read or write the memory of personality '{personality}'",
             self.name
         )))
     }
@@ -143,7 +143,7 @@ impl Principal {
         self.check_personality(personality)?;
         if !self.may_user(user) {
             return Err(Problem::forbidden(format!(
-                "key {:?} may not read or write the profile of user {user:?}",
+                "key {:?} may not read or write the profile of user '{user}'",
                 self.name
             )));
         }

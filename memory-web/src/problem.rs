@@ -59,7 +59,7 @@ impl ProblemKind {
                 ErrorKind::Config => "The server is misconfigured",
                 _ => "Error",
             },
-            ProblemKind::Unauthorized => "An API key is required",
+            ProblemKind::Unauthorized => "A valid API key is required",
             ProblemKind::Forbidden => "Forbidden",
             ProblemKind::NotFound => "Not found",
             ProblemKind::MethodNotAllowed => "Method not allowed",

@@ -1059,11 +1059,19 @@ async fn keys_hold_scopes_and_restrictions() {
         .send_via(&service)
         .await;
     assert_eq!(pair.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        pair.body["detail"],
+        "key \"alice-app\" may not read or write the profile of user 'bob'"
+    );
     let other = as_key(call("POST", "/v1/prefetch"), "alice-key")
         .json(json!({"personality": "cleo", "user": "alice"}))
         .send_via(&service)
         .await;
     assert_eq!(other.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        other.body["detail"],
+        "key \"alice-app\" may not read or write the memory of personality 'cleo'"
+    );
     let own = as_key(call("POST", "/v1/sync"), "alice-key")
         .json(json!({"personality": "ada", "user": "alice", "updates": [{"action": "add", "store": "user", "content": "Name: Alice."}]}))
         .send_via(&service)

@@ -168,7 +168,7 @@ pub(crate) async fn link(
     let user = UserId::new(request.user)?;
     if !caller.may_user(&user) {
         return Err(Problem::forbidden(format!(
-            "key {:?} may not link accounts to user {user:?}",
+            "key {:?} may not link accounts to user '{user}'",
             caller.name
         )));
     }

@@ -264,7 +264,7 @@ pub(crate) async fn search(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
             crate::problem::ProblemKind::Memory(memory_core::ErrorKind::Refused),
             format!(
-                "personality {personality:?} keeps its memory in provider {through:?} ({}), which cannot search: search needs a vector provider (kind = \"vector\") for it",
+                "personality '{personality}' keeps its memory in provider {through:?} ({}), which cannot search: search needs a vector provider (kind = \"vector\") for it",
                 config.providers[through].kind()
             ),
         ));
