@@ -174,12 +174,18 @@ impl Config {
         let at = Locator { text, origin };
         let raw: RawConfig = toml::from_str(text)
             .map_err(|err| at.error(err.span(), &urls_hidden(err.message())))?;
+        // Where each provider's fields are written, so that a mistake in one names its line
+        // rather than the provider table's.
+        let spans: FieldSpans = toml::from_str(text)
+            .map_err(|err| at.error(err.span(), &urls_hidden(err.message())))?;
         let base = origin.parent().unwrap_or(Path::new("."));
 
         let mut providers = BTreeMap::new();
         for (name, spanned) in &raw.providers {
             let span = spanned.span();
             let field = |key: &str| format!("providers.{name}.{key}");
+            // The line of `key = ...` in this provider, else its table's.
+            let at_field = |key: &str| Some(spans.field(name, key).unwrap_or_else(|| span.clone()));
             if !is_name(name) {
                 return Err(at.error(
                     Some(span.clone()),
@@ -190,7 +196,7 @@ impl Config {
             }
             let expand = |key: &str, value: &str| {
                 expand_env(value)
-                    .map_err(|msg| at.error(Some(span.clone()), &format!("{}: {msg}", field(key))))
+                    .map_err(|msg| at.error(at_field(key), &format!("{}: {msg}", field(key))))
             };
             let path = |key: &str, value: &str| expand(key, value).map(|v| resolve_path(base, &v));
             let provider = match spanned.get_ref() {
@@ -212,7 +218,7 @@ impl Config {
                     let source = match raw.providers.get(&vector.source).map(Spanned::get_ref) {
                         None => {
                             return Err(at.error(
-                                Some(span.clone()),
+                                at_field("source"),
                                 &format!(
                                     "{} names {}, which is not a configured provider ({})",
                                     field("source"),
@@ -223,7 +229,7 @@ impl Config {
                         }
                         Some(RawProvider::Vector(_)) => {
                             return Err(at.error(
-                                Some(span.clone()),
+                                at_field("source"),
                                 &format!(
                                     "{} names {:?}, another vector provider; a source must store documents (markdown, postgres or redis)",
                                     field("source"),
@@ -562,6 +568,21 @@ struct RawConfig {
     #[serde(default)]
     mcp: McpConfig,
     serve: Option<Spanned<RawServe>>,
+}
+
+/// Where the fields of each provider table are written in the file (what else it holds is
+/// [`RawConfig`]'s to check).
+#[derive(Deserialize)]
+struct FieldSpans {
+    #[serde(default)]
+    providers: BTreeMap<String, BTreeMap<String, Spanned<serde::de::IgnoredAny>>>,
+}
+
+impl FieldSpans {
+    /// The span of `key`'s value in provider `name`, if the file writes it.
+    fn field(&self, name: &str, key: &str) -> Option<Range<usize>> {
+        self.providers.get(name)?.get(key).map(Spanned::span)
+    }
 }
 
 #[derive(Deserialize)]

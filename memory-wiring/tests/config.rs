@@ -166,11 +166,12 @@ fn dangling_provider_names_are_errors_naming_the_line() {
         "{message}"
     );
 
+    // The line of `source = ...` (7), not the table's header (5).
     let message = error(&format!(
         "{base}[providers.recall]\nkind = \"vector\"\nsource = \"missing\"\n"
     ));
     assert!(
-        message.starts_with("/etc/agent/memory.toml:5:"),
+        message.starts_with("/etc/agent/memory.toml:7:"),
         "{message}"
     );
     assert!(message.contains("providers.recall.source"), "{message}");
@@ -178,19 +179,40 @@ fn dangling_provider_names_are_errors_naming_the_line() {
     let message = error(&format!(
         "{base}[providers.r1]\nkind = \"vector\"\nsource = \"files\"\n\n[providers.r2]\nkind = \"vector\"\nsource = \"r1\"\n"
     ));
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:11:"),
+        "{message}"
+    );
     assert!(message.contains("another vector provider"), "{message}");
 }
 
 #[test]
 fn other_mistakes_name_the_line_too() {
+    // The line of the mistake, `url = "${...}"` (3), not the table's header (1).
     let message =
         error("[providers.pg]\nkind = \"postgres\"\nurl = \"${WIRING_TEST_SURELY_UNSET}\"\n");
     assert!(
-        message.starts_with("/etc/agent/memory.toml:1:"),
+        message.starts_with("/etc/agent/memory.toml:3:"),
         "{message}"
     );
     assert!(
         message.contains("WIRING_TEST_SURELY_UNSET is not set"),
+        "{message}"
+    );
+    // In a path, and in a provider written as an inline table.
+    let message = error(
+        "[providers.files]\nkind = \"markdown\"\n# where the files live\nroot = \"${WIRING_TEST_SURELY_UNSET}/m\"\n",
+    );
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:4:")
+            && message.contains("providers.files.root"),
+        "{message}"
+    );
+    let message = error(
+        "[providers]\n\ncache = { kind = \"redis\", url = \"${WIRING_TEST_SURELY_UNSET}\" }\n",
+    );
+    assert!(
+        message.starts_with("/etc/agent/memory.toml:3:") && message.contains("providers.cache.url"),
         "{message}"
     );
 
