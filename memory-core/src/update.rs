@@ -463,6 +463,110 @@ mod tests {
         ));
     }
 
+    /// `n` bytes of text ending in the newline every document ends with.
+    fn of_len(n: usize) -> String {
+        format!("{}\n", "x".repeat(n - 1))
+    }
+
+    #[test]
+    fn a_document_of_exactly_the_hard_cap_is_written_one_byte_more_is_refused() {
+        let caps = Caps {
+            soft: None,
+            hard: Some(8),
+        };
+        let at_cap = apply_batch(
+            &doc(),
+            "",
+            [(0, &MemoryUpdate::replace(M, of_len(8)))],
+            caps,
+        )
+        .unwrap();
+        assert_eq!(at_cap.text.len(), 8);
+        assert!(at_cap.changed);
+        let over = apply_batch(
+            &doc(),
+            "",
+            [(0, &MemoryUpdate::replace(M, of_len(9)))],
+            caps,
+        );
+        assert!(
+            matches!(
+                &over,
+                Err(MemoryError::HardCapExceeded {
+                    bytes: 9,
+                    hard_cap: 8,
+                    ..
+                })
+            ),
+            "{over:?}"
+        );
+    }
+
+    #[test]
+    fn a_document_of_exactly_the_soft_cap_is_not_over_it_one_byte_more_is() {
+        let caps = Caps {
+            soft: Some(8),
+            hard: None,
+        };
+        let at_cap =
+            apply_batch(&doc(), "", [(0, &MemoryUpdate::add(M, of_len(8)))], caps).unwrap();
+        assert_eq!(at_cap.text.len(), 8);
+        assert!(!at_cap.over_soft_cap, "exactly the soft cap is not over it");
+        let over = apply_batch(&doc(), "", [(0, &MemoryUpdate::add(M, of_len(9)))], caps).unwrap();
+        assert_eq!(over.text.len(), 9);
+        assert!(over.over_soft_cap);
+    }
+
+    #[test]
+    fn an_over_cap_document_may_change_without_growing_but_not_grow() {
+        let caps = Caps {
+            soft: None,
+            hard: Some(4),
+        };
+        // Same size: allowed, though still over the cap.
+        let same = apply_batch(
+            &doc(),
+            "aaaaaa\n",
+            [(0, &MemoryUpdate::edit(M, "aaaaaa", "bbbbbb"))],
+            caps,
+        )
+        .unwrap();
+        assert_eq!(same.text, "bbbbbb\n");
+        // One byte more: refused.
+        let grown = apply_batch(
+            &doc(),
+            "aaaaaa\n",
+            [(0, &MemoryUpdate::edit(M, "aaaaaa", "bbbbbbb"))],
+            caps,
+        );
+        assert!(
+            matches!(
+                &grown,
+                Err(MemoryError::HardCapExceeded {
+                    bytes: 8,
+                    hard_cap: 4,
+                    ..
+                })
+            ),
+            "{grown:?}"
+        );
+    }
+
+    #[test]
+    fn actions_are_named_as_the_json_names_them() {
+        let updates = [
+            (MemoryUpdate::add(M, "a"), "add"),
+            (MemoryUpdate::replace(M, "a"), "replace"),
+            (MemoryUpdate::remove(M, "a"), "remove"),
+            (MemoryUpdate::edit(M, "a", "b"), "edit"),
+        ];
+        for (update, name) in updates {
+            assert_eq!(update.action(), name);
+            let json = serde_json::to_value(&update).unwrap();
+            assert_eq!(json["action"], name, "{json}");
+        }
+    }
+
     #[test]
     fn shrinking_an_over_cap_document_is_allowed() {
         let caps = Caps {
