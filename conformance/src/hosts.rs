@@ -5,10 +5,14 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
+use async_trait::async_trait;
 use memory_core::{
-    DEFAULT_KEEP, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Store, SyncReport, sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, DEFAULT_KEEP, DocumentId, DocumentReport, EventBus,
+    Fetched, IdempotencyKey, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    Store, SyncReport, sha256_hex,
 };
 
 use crate::cases::ctx;
@@ -115,42 +119,326 @@ pub async fn two_document_calls_land_whole<P: MemoryProvider + ?Sized + 'static>
     history.check(&*hosts[0]).await;
 }
 
-/// With so few attempts that some calls give up: a call that returned `Ok` landed, a call that
-/// returned `Contention` left no trace, and no call failed any other way. Returns how many
-/// calls gave up.
+/// Many hosts' tasks adding to one document with a single attempt each, so some calls give
+/// up: a call that returned `Ok` landed once, after its one attempt (it reports no retry); a
+/// call that returned `Contention` made one attempt and left no trace; no call failed any
+/// other way; and the document's version counts exactly the entries it holds, so nothing
+/// landed that was not reported. Returns how many calls gave up: under this load that is
+/// usually some, but not surely, so [`a_held_document_gives_up_at_once`] and
+/// [`compare_and_swap_gives_up_after_max_attempts`] make the contention happen.
 pub async fn contention_is_reported_never_dropped<P: MemoryProvider + ?Sized + 'static>(
     hosts_with_one_attempt: &[Arc<P>],
 ) -> usize {
     let hosts = hosts_with_one_attempt;
     let c = ctx("ada", "u1");
     let results = adds_to_one_document(hosts, &c).await;
-    let landed: HashSet<String> = entries(
-        &hosts[0]
-            .read(&c.document(Store::Memory))
-            .await
-            .unwrap()
-            .text,
-    )
-    .into_iter()
-    .collect();
+    let document = hosts[0].read(&c.document(Store::Memory)).await.unwrap();
+    let held = entries(&document.text);
+    let landed: HashSet<String> = held.iter().cloned().collect();
+    assert_eq!(landed.len(), held.len(), "no entry landed twice");
+    assert_eq!(
+        document.version.as_str(),
+        held.len().to_string(),
+        "one version step per entry: nothing landed but the entries"
+    );
     let mut gave_up = 0;
-    for (entry, result) in results {
+    for (entry, result) in &results {
         match result {
-            Ok(_) => assert!(
-                landed.contains(&entry),
-                "{entry} was acknowledged but is missing"
-            ),
-            Err(MemoryError::Contention { .. }) => {
-                gave_up += 1;
+            Ok(report) => {
                 assert!(
-                    !landed.contains(&entry),
+                    landed.contains(entry),
+                    "{entry} was acknowledged but is missing"
+                );
+                assert_eq!(
+                    report.retries, 0,
+                    "{entry}: a writer allowed one attempt landed after a retry"
+                );
+            }
+            Err(MemoryError::Contention { attempts, .. }) => {
+                gave_up += 1;
+                assert_eq!(
+                    *attempts, 1,
+                    "{entry}: a writer allowed one attempt made {attempts}"
+                );
+                assert!(
+                    !landed.contains(entry),
                     "{entry} gave up with Contention but landed"
                 );
             }
             Err(err) => panic!("adding {entry} failed with something other than Contention: {err}"),
         }
     }
+    assert_eq!(
+        results.len() - gave_up,
+        held.len(),
+        "the document holds exactly the acknowledged entries"
+    );
     gave_up
+}
+
+/// A provider allowed one attempt per call (`p`), writing a document another writer holds
+/// (`hold` takes the document as the backend's own writers do after a lost race, and returns
+/// what `release` lets go of): the call gives up at once with `Contention` after that one
+/// attempt, naming the document, and writes nothing (text, version, history, receipt: the
+/// same call sent again with its key once the document is free is applied, not replayed,
+/// and lands exactly once).
+pub async fn a_held_document_gives_up_at_once<P, H>(
+    p: &P,
+    hold: impl AsyncFnOnce(&DocumentId) -> H,
+    release: impl AsyncFnOnce(H),
+) where
+    P: MemoryProvider + ?Sized,
+{
+    let c = ctx("held", "u1");
+    let document = c.document(Store::Memory);
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "before")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let before = p.read(&document).await.unwrap();
+    let history_before = p.history(&document, usize::MAX).await.unwrap();
+    let keyed = c
+        .clone()
+        .with_idempotency_key(IdempotencyKey::new("held-call").unwrap());
+    let add = [MemoryUpdate::add(Store::Memory, "after")];
+
+    let held = hold(&document).await;
+    let err = p
+        .sync(&keyed, &add, &IfMatch::NONE)
+        .await
+        .expect_err("the document is held by another writer");
+    assert!(
+        matches!(&err, MemoryError::Contention { document: d, attempts: 1 } if *d == document),
+        "one attempt, then Contention on {document}: {err:?}"
+    );
+    let after = p.read(&document).await.unwrap();
+    assert_eq!(
+        (after.text, after.version),
+        (before.text.clone(), before.version.clone()),
+        "the call that gave up wrote nothing"
+    );
+    let history = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(
+        history.len(),
+        history_before.len(),
+        "the call that gave up recorded no revision"
+    );
+    release(held).await;
+
+    let report = p.sync(&keyed, &add, &IfMatch::NONE).await.unwrap();
+    assert!(
+        !report.documents[0].replayed,
+        "the call that gave up left no receipt: sent again, it is applied"
+    );
+    let again = p.sync(&keyed, &add, &IfMatch::NONE).await.unwrap();
+    assert!(again.documents[0].replayed, "and once only");
+    let after = p.read(&document).await.unwrap();
+    assert_eq!(entries(&after.text), ["before", "after"]);
+}
+
+/// A store whose compare-and-swaps another writer beats: just before each of the first
+/// `races` writes goes out, `rival` (a provider on the same namespace) adds an entry of its
+/// own to every document written, so the write was planned from a read that is now stale and
+/// loses. It declines to hold documents, as a store that cannot hold does, so a writer's
+/// every attempt is such a race. It counts the writer's attempts (its writes) itself.
+pub struct Raced<'a, S: ?Sized> {
+    store: &'a S,
+    rival: &'a dyn MemoryProvider,
+    ctx: MemoryContext,
+    races: u32,
+    attempts: AtomicU32,
+}
+
+impl<'a, S: ?Sized> Raced<'a, S> {
+    /// `store`, whose first `races` writes to `ctx`'s documents `rival` beats.
+    pub fn new(
+        store: &'a S,
+        rival: &'a dyn MemoryProvider,
+        ctx: &MemoryContext,
+        races: u32,
+    ) -> Self {
+        Raced {
+            store,
+            rival,
+            ctx: ctx.clone(),
+            races,
+            attempts: AtomicU32::new(0),
+        }
+    }
+
+    /// The compare-and-swaps the writer made: its attempts.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl<S: CompareAndSwap + ?Sized> CompareAndSwap for Raced<'_, S> {
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
+        self.store.fetch(ids, receipts).await
+    }
+
+    async fn compare_and_swap(
+        &self,
+        writes: &[CasWrite<'_>],
+        lock_wait: Duration,
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let attempt = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        if attempt <= self.races {
+            let updates: Vec<MemoryUpdate> = [Store::Memory, Store::User]
+                .into_iter()
+                .filter(|store| writes.iter().any(|w| *w.id == self.ctx.document(*store)))
+                .map(|store| MemoryUpdate::add(store, format!("rival-{attempt}")))
+                .collect();
+            assert_eq!(
+                updates.len(),
+                writes.len(),
+                "writes only the context's documents"
+            );
+            self.rival
+                .sync(&self.ctx, &updates, &IfMatch::NONE)
+                .await
+                .expect("the rival's write lands");
+        }
+        self.store.compare_and_swap(writes, lock_wait).await
+    }
+
+    fn checks_text(&self) -> bool {
+        self.store.checks_text()
+    }
+}
+
+/// The engine every versioned backend writes with ([`CasWriter`]), over `store` with a rival
+/// (`rival`, another host on the same namespace) that writes first before each attempt
+/// ([`Raced`]): with `max_attempts` of 1, 2 and 4, a call beaten every time gives up as
+/// `Contention` after exactly `max_attempts` attempts (counted by the store, not taken from
+/// the error), having written nothing: the document holds the rival's entries, one per
+/// attempt, and its history their revisions only; sent again with its key once the rival
+/// stops, it is applied (no receipt counted for it) and lands once. A call beaten on all but
+/// its last attempt lands on that one, reporting `max_attempts - 1` retries. For one and for
+/// two documents per call.
+pub async fn compare_and_swap_gives_up_after_max_attempts<S>(store: &S, rival: &dyn MemoryProvider)
+where
+    S: CompareAndSwap + MemoryProvider + ?Sized,
+{
+    for max_attempts in [1, 2, 4] {
+        for both in [false, true] {
+            let c = ctx(
+                &format!("raced{max_attempts}{both}"),
+                &format!("u{max_attempts}{both}"),
+            );
+            let stores: &[Store] = if both {
+                &[Store::Memory, Store::User]
+            } else {
+                &[Store::Memory]
+            };
+            let case = format!("max_attempts {max_attempts}, {} document(s)", stores.len());
+            let updates: Vec<MemoryUpdate> = stores
+                .iter()
+                .map(|store| MemoryUpdate::add(*store, "writer"))
+                .collect();
+            let keyed = c.clone().with_idempotency_key(
+                IdempotencyKey::new(format!("raced-{max_attempts}-{both}")).unwrap(),
+            );
+            let events = EventBus::default();
+            let writer = CasWriter::new(max_attempts).with_deadline(Duration::from_secs(60));
+
+            let raced = Raced::new(store, rival, &c, u32::MAX);
+            let err = writer
+                .sync(&raced, &events, &keyed, &updates, &IfMatch::NONE)
+                .await
+                .expect_err("every attempt was beaten");
+            assert_eq!(raced.attempts(), max_attempts, "{case}: attempts made");
+            assert!(
+                matches!(&err, MemoryError::Contention { attempts, .. } if *attempts == max_attempts),
+                "{case}: {err:?}"
+            );
+            let rivals: Vec<String> = (1..=max_attempts).map(|n| format!("rival-{n}")).collect();
+            for s in stores {
+                let id = c.document(*s);
+                let document = store.read(&id).await.unwrap();
+                assert_eq!(
+                    entries(&document.text),
+                    rivals,
+                    "{case}: {id} holds the rival's entries and nothing of the call that gave up"
+                );
+                assert_eq!(
+                    document.version.as_str(),
+                    max_attempts.to_string(),
+                    "{case}: {id}"
+                );
+                let history = store.history(&id, usize::MAX).await.unwrap();
+                assert_eq!(
+                    history.len(),
+                    rivals.len(),
+                    "{case}: {id}: the rival's revisions only"
+                );
+                assert!(
+                    history.iter().all(|r| r.idempotency_key.is_none()),
+                    "{case}: {id}: no revision of the call that gave up"
+                );
+            }
+
+            // The rival stops: the same call, with its key, is applied (nothing of it had
+            // landed, no receipt counts for it), once.
+            let calm = Raced::new(store, rival, &c, 0);
+            let report = writer
+                .sync(&calm, &events, &keyed, &updates, &IfMatch::NONE)
+                .await
+                .unwrap_or_else(|err| panic!("{case}: sent again once the rival stopped: {err:?}"));
+            assert_eq!(calm.attempts(), 1, "{case}");
+            assert!(
+                report.documents.iter().all(|d| d.written && !d.replayed),
+                "{case}: {report:?}"
+            );
+            let again = writer
+                .sync(&calm, &events, &keyed, &updates, &IfMatch::NONE)
+                .await
+                .unwrap();
+            assert!(
+                again.documents.iter().all(|d| d.replayed),
+                "{case}: {again:?}"
+            );
+            for s in stores {
+                let mut expected = rivals.clone();
+                expected.push("writer".to_owned());
+                let document = store.read(&c.document(*s)).await.unwrap();
+                assert_eq!(entries(&document.text), expected, "{case}: lands once");
+            }
+
+            // Beaten on every attempt but the last: it lands on that one.
+            let c = ctx(
+                &format!("late{max_attempts}{both}"),
+                &format!("v{max_attempts}{both}"),
+            );
+            let updates: Vec<MemoryUpdate> = stores
+                .iter()
+                .map(|store| MemoryUpdate::add(*store, "writer"))
+                .collect();
+            let writer = CasWriter::new(max_attempts).with_deadline(Duration::from_secs(60));
+            let raced = Raced::new(store, rival, &c, max_attempts - 1);
+            let report = writer
+                .sync(&raced, &events, &c, &updates, &IfMatch::NONE)
+                .await
+                .unwrap_or_else(|err| panic!("{case}: the last attempt is not beaten: {err:?}"));
+            assert_eq!(
+                raced.attempts(),
+                max_attempts,
+                "{case}: lands on the last attempt"
+            );
+            assert_eq!(report.retries, max_attempts - 1, "{case}");
+            let mut expected: Vec<String> =
+                (1..max_attempts).map(|n| format!("rival-{n}")).collect();
+            expected.push("writer".to_owned());
+            for s in stores {
+                let document = store.read(&c.document(*s)).await.unwrap();
+                assert_eq!(entries(&document.text), expected, "{case}");
+            }
+        }
+    }
 }
 
 /// What the reports of many concurrent writes claim, per document, to check against what the

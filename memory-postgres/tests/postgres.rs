@@ -77,13 +77,59 @@ async fn two_document_calls_from_many_hosts_land_whole() {
     hosts::two_document_calls_land_whole(&hosts(&schema, DEFAULT_MAX_ATTEMPTS).await).await;
 }
 
-/// With a single attempt, calls that lose the race say `Contention` and leave no trace.
+/// Contention past `max_attempts` is reported, never dropped, and never retried past the
+/// bound: a provider allowed one attempt gives up at once as `Contention` on a row another
+/// session holds locked, writing nothing; the engine, beaten by another host before every
+/// write, gives up after exactly `max_attempts` attempts, counted by the store; and many
+/// hosts' single-attempt adds each land after one attempt or say `Contention` and leave no
+/// trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn contention_is_reported_never_dropped() {
     let Some((_, schema)) = common::provider().await else {
         return;
     };
-    let gave_up = hosts::contention_is_reported_never_dropped(&hosts(&schema, 1).await).await;
+    let one_attempt = hosts(&schema, 1).await;
+    let url = &schema.url;
+    let documents = format!("\"{}\".memory_documents", schema.schema);
+    hosts::a_held_document_gives_up_at_once(
+        &*one_attempt[0],
+        async |document| {
+            let (kind, owner) = match document {
+                DocumentId::PersonalityMemory { personality } => {
+                    ("personality_memory", personality.to_string())
+                }
+                other => panic!("held: {other:?}"),
+            };
+            let mut blocker = PgConnection::connect(url).await.unwrap();
+            blocker.execute("BEGIN").await.unwrap();
+            let locked = blocker
+                .execute(
+                    sqlx::query(AssertSqlSafe(format!(
+                        "SELECT 1 FROM {documents} WHERE kind = $1 AND owner = $2 FOR UPDATE"
+                    )))
+                    .bind(kind)
+                    .bind(owner),
+                )
+                .await
+                .unwrap();
+            assert_eq!(locked.rows_affected(), 1, "the document's row is held");
+            blocker
+        },
+        async |mut blocker| {
+            blocker.execute("ROLLBACK").await.unwrap();
+        },
+    )
+    .await;
+
+    let default_attempts = hosts(&schema, DEFAULT_MAX_ATTEMPTS).await;
+    hosts::compare_and_swap_gives_up_after_max_attempts(
+        &*default_attempts[0],
+        &*default_attempts[1],
+    )
+    .await;
+    drop(default_attempts);
+
+    let gave_up = hosts::contention_is_reported_never_dropped(&one_attempt).await;
     println!("{gave_up} of {TOTAL} single-attempt adds gave up with Contention");
 }
 

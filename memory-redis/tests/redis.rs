@@ -95,13 +95,52 @@ async fn two_document_calls_from_many_clients_land_whole() {
     hosts::two_document_calls_land_whole(&clients(&keys, DEFAULT_MAX_ATTEMPTS).await).await;
 }
 
-/// With a single attempt, calls that lose the race say `Contention` and leave no trace.
+/// Contention past `max_attempts` is reported, never dropped, and never retried past the
+/// bound: a provider allowed one attempt gives up at once as `Contention` on a document
+/// another writer holds (its lock key taken), writing nothing; the engine, beaten by another
+/// client before every write, gives up after exactly `max_attempts` attempts, counted by the
+/// store; and many clients' single-attempt adds each land after one attempt or say
+/// `Contention` and leave no trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn contention_is_reported_never_dropped() {
     let Some((_, keys)) = common::provider().await else {
         return;
     };
-    let gave_up = hosts::contention_is_reported_never_dropped(&clients(&keys, 1).await).await;
+    let one_attempt = clients(&keys, 1).await;
+    let admin = redis::Client::open(keys.url.as_str()).unwrap();
+    let admin = admin.get_multiplexed_async_connection().await.unwrap();
+    let p = &one_attempt[0];
+    hosts::a_held_document_gives_up_at_once(
+        &**p,
+        async |document| {
+            // What a holder's lock script leaves: its token, with an expiry.
+            let lock = p.lock_key(document);
+            let taken: bool = redis::cmd("SET")
+                .arg(&lock)
+                .arg("another-writer")
+                .arg("NX")
+                .arg("PX")
+                .arg(60_000)
+                .query_async(&mut admin.clone())
+                .await
+                .unwrap();
+            assert!(taken, "{lock} was free");
+            lock
+        },
+        async |lock| {
+            let () = admin.clone().del(&lock).await.unwrap();
+        },
+    )
+    .await;
+
+    let default_attempts = clients(&keys, DEFAULT_MAX_ATTEMPTS).await;
+    hosts::compare_and_swap_gives_up_after_max_attempts(
+        &*default_attempts[0],
+        &*default_attempts[1],
+    )
+    .await;
+
+    let gave_up = hosts::contention_is_reported_never_dropped(&one_attempt).await;
     println!("{gave_up} of {TOTAL} single-attempt adds gave up with Contention");
 }
 
