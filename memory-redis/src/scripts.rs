@@ -309,18 +309,20 @@ for i = 1, n do
   redis.call('SADD', index, ARGV[base + 4])
   local last
   for _ = 1, count do
-    -- The pairs go to XADD straight from ARGV. Trimmed to about the newest `keep` as it is
-    -- added, a whole stream node at a time (an exact trim walks the entries it marks
-    -- deleted); `history` shows only the newest `keep`.
+    -- The pairs go to XADD straight from ARGV. Trimmed to exactly the newest `keep` as it is
+    -- added: what the retention no longer keeps leaves the stream (XLEN, XRANGE, an AOF
+    -- rewrite), not only `history`'s view. The work is the entries it drops, each write's
+    -- few once the stream is at `keep`. (Redis frees an entry's bytes with the rest of its
+    -- stream node, at most `stream-node-max-bytes`, 4 KB by default.)
     local mode, from, to = ARGV[at + 1], at + 2, at + 1 + 2 * tonumber(ARGV[at])
     if mode == '=' then
-      last = redis.call('XADD', history, 'MAXLEN', '~', keep, '*',
+      last = redis.call('XADD', history, 'MAXLEN', keep, '*',
         'text', ARGV[base + 2], unpack(ARGV, from, to))
     elseif mode == 'd' and modified[i] then
-      last = redis.call('XADD', history, 'MAXLEN', '~', keep, '*',
+      last = redis.call('XADD', history, 'MAXLEN', keep, '*',
         'time', modified[i], unpack(ARGV, from, to))
     else
-      last = redis.call('XADD', history, 'MAXLEN', '~', keep, '*', unpack(ARGV, from, to))
+      last = redis.call('XADD', history, 'MAXLEN', keep, '*', unpack(ARGV, from, to))
     end
     at = to + 1
   end
@@ -328,10 +330,29 @@ for i = 1, n do
     local oldest_ms = now_ms - max_age
     if oldest_ms > 0 then
       -- Entries stamped before oldest_ms are too old; never the tip, whatever the clock did.
+      -- Exactly, as the count is: gone from the stream, not only from `history`'s view.
       if oldest_ms > tonumber(string.match(last, '^(%d+)')) then
-        redis.call('XTRIM', history, 'MINID', '~', last)
+        redis.call('XTRIM', history, 'MINID', last)
       else
-        redis.call('XTRIM', history, 'MINID', '~', string.format('%d', oldest_ms))
+        redis.call('XTRIM', history, 'MINID', string.format('%d', oldest_ms))
+        -- A hand edit's revision is dated by its `time` field, older than its id: from the
+        -- oldest, those that field puts past the limit go too (Retention::prunes).
+        while true do
+          local oldest = redis.call('XRANGE', history, '-', '+', 'COUNT', 1)[1]
+          if not oldest or oldest[1] == last then
+            break
+          end
+          local at_ms
+          for j = 1, #oldest[2], 2 do
+            if oldest[2][j] == 'time' then
+              at_ms = tonumber(oldest[2][j + 1])
+            end
+          end
+          if not at_ms or at_ms >= oldest_ms then
+            break
+          end
+          redis.call('XDEL', history, oldest[1])
+        end
       end
     end
   end

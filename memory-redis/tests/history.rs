@@ -49,6 +49,29 @@ fn floor_ms(time: SystemTime) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(since.as_millis()).unwrap())
 }
 
+/// The `number` field of a stream's entries, oldest first: what the server holds, whatever
+/// `history` shows.
+async fn entry_numbers(connection: &mut MultiplexedConnection, key: &str) -> Vec<u64> {
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(key)
+        .arg("-")
+        .arg("+")
+        .query_async(connection)
+        .await
+        .unwrap();
+    entries
+        .iter()
+        .map(|(id, fields)| {
+            let number = fields.iter().find(|(name, _)| name == "number");
+            number
+                .unwrap_or_else(|| panic!("{id}: {fields:?}"))
+                .1
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
 /// The time of stream entry `id`: its milliseconds.
 fn millis_of(id: &str) -> SystemTime {
     let (millis, _) = id.split_once('-').unwrap();
@@ -68,11 +91,10 @@ async fn retention_keeps_the_newest_three() {
     retention_keeps_the_newest(Arc::new(p), 3).await;
 }
 
-/// Count pruning happens in the write itself, a stream node at a time: the stream holds at
-/// most one node (100 entries) more than the retention keeps, and `history` and `purge` count
-/// only the kept ones.
+/// Count pruning happens in the write itself and is exact: the stream holds the revisions the
+/// retention keeps and nothing more, and `history` and `purge` count the same ones.
 #[tokio::test]
-async fn the_stream_holds_little_more_than_the_retention_keeps() {
+async fn the_stream_holds_exactly_what_the_retention_keeps() {
     let Some((p, keys)) = common::provider_with(|config| RedisConfig {
         history: Retention::keep(2),
         ..config
@@ -84,7 +106,8 @@ async fn the_stream_holds_little_more_than_the_retention_keeps() {
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
     let document = c.document(Store::Memory);
-    for i in 0..300 {
+    // Past one stream node (100 entries), so whole-node trimming alone would show.
+    for i in 0..150 {
         p.sync(
             &c,
             &[MemoryUpdate::add(Store::Memory, format!("entry {i}"))],
@@ -93,10 +116,15 @@ async fn the_stream_holds_little_more_than_the_retention_keeps() {
         .await
         .unwrap();
         let held: usize = connection.xlen(p.history_key(&document)).await.unwrap();
-        assert!(held <= 2 + 100, "after write {i}: {held}");
+        assert_eq!(held, (i + 1).min(2), "after write {i}");
     }
+    assert_eq!(
+        entry_numbers(&mut connection, &p.history_key(&document)).await,
+        [149, 150],
+        "the newest two, in storage"
+    );
     let log = p.history(&document, usize::MAX).await.unwrap();
-    assert_eq!(log.iter().map(|r| r.number).collect::<Vec<_>>(), [300, 299]);
+    assert_eq!(log.iter().map(|r| r.number).collect::<Vec<_>>(), [150, 149]);
     let purged = p.purge(&document, Surface::Cli).await.unwrap();
     assert_eq!(purged.revisions, 2, "the kept ones");
 }
@@ -251,6 +279,11 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
         "the tip stays however old; the older one is past the age limit"
     );
     assert_eq!(shown[0].time, UNIX_EPOCH + Duration::from_secs(2));
+    assert_eq!(
+        entry_numbers(&mut connection, &history_key).await,
+        [1, 2],
+        "a read prunes nothing: writes do"
+    );
 
     p.sync(
         &c,
@@ -266,12 +299,64 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
         "the tip moved on: both old ones are past the limit"
     );
     assert_eq!((log[0].number, log[0].version_before.as_str()), (3, "2"));
-    // The write trims whole stream nodes: the old ones go once their node holds nothing newer.
-    let ids = entry_ids(&mut connection, &history_key).await;
-    assert!(ids.len() <= 3, "{ids:?}");
+    // The write trims the stream itself: the old ones are gone from storage, not only hidden.
+    assert_eq!(
+        entry_numbers(&mut connection, &history_key).await,
+        [3],
+        "the server holds only the kept revision"
+    );
     let purged = p.purge(&document, Surface::Cli).await.unwrap();
     assert_eq!(purged.revisions, 1, "only the kept one counts");
     assert_eq!(purged.tombstone.unwrap().number, 4);
+}
+
+/// A hand edit's revision is dated by the document's `updated_at_ms` (its `time` field), not
+/// its entry id: when that is past the age limit and it is the oldest, the write that records
+/// it also drops it from the stream, as `history` leaves it out.
+#[tokio::test]
+async fn a_hand_edit_dated_past_the_age_limit_leaves_the_stream_at_the_write() {
+    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::default().with_max_age(Duration::from_secs(86_400)),
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    let history_key = p.history_key(&document);
+    // Written by hand in 1970, never by us: no history yet.
+    let () = connection
+        .hset_multiple(
+            p.key(&document),
+            &[
+                ("content", "by hand\n"),
+                ("version", "1"),
+                ("updated_at_ms", "5000"),
+            ],
+        )
+        .await
+        .unwrap();
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "new")],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let log = p.history(&document, usize::MAX).await.unwrap();
+    assert_eq!(
+        log.iter().map(|r| r.number).collect::<Vec<_>>(),
+        [2],
+        "the hand edit, revision 1, is past the age limit: {log:?}"
+    );
+    assert_eq!(
+        entry_numbers(&mut connection, &history_key).await,
+        [2],
+        "and gone from the stream"
+    );
 }
 
 /// History off: writes record nothing and touch no history key; a purge erases and leaves
