@@ -760,6 +760,8 @@ mod tests {
         /// Whether it honours `expected_text` (and so gets writes planned from views).
         checks_text: bool,
         fetches: AtomicU32,
+        /// The revisions of every write that landed, in order.
+        revisions: StdMutex<Vec<Revision>>,
     }
 
     #[async_trait]
@@ -829,6 +831,10 @@ mod tests {
                     write.id.clone(),
                     (write.text.to_owned(), current + 1, receipts),
                 );
+                self.revisions
+                    .lock()
+                    .unwrap()
+                    .extend_from_slice(write.revisions);
             }
             match drop_reply {
                 Some(true) => Err(dropped()),
@@ -1357,7 +1363,438 @@ mod tests {
             .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
             .await
             .unwrap_err();
-        assert!(started.elapsed() <= Duration::from_secs(2));
+        // A pause that would end past the deadline is not taken: the call gives up before it.
+        assert!(started.elapsed() < Duration::from_secs(2));
         assert!(matches!(err, MemoryError::Contention { .. }), "{err:?}");
+    }
+
+    fn ctx_of(user: &str) -> MemoryContext {
+        MemoryContext::new(
+            PersonalityId::new("ada").unwrap(),
+            UserId::new(user).unwrap(),
+        )
+    }
+
+    fn keyed(key: &str) -> MemoryContext {
+        ctx().with_idempotency_key(crate::IdempotencyKey::new(key).unwrap())
+    }
+
+    #[test]
+    fn attempts_are_bounded_as_asked_and_at_least_one() {
+        assert_eq!(CasWriter::new(5).max_attempts(), 5);
+        assert_eq!(CasWriter::new(0).max_attempts(), 1);
+    }
+
+    #[test]
+    fn a_deadline_is_at_most_a_day() {
+        let day = Duration::from_secs(24 * 3600);
+        assert_eq!(CasWriter::new(1).deadline, DEFAULT_DEADLINE);
+        let writer = CasWriter::new(1).with_deadline(Duration::MAX);
+        assert_eq!(writer.deadline, day);
+        let writer = CasWriter::new(1).with_deadline(Duration::from_secs(7));
+        assert_eq!(writer.deadline, Duration::from_secs(7));
+    }
+
+    #[tokio::test]
+    async fn receipts_by_fetch_reads_the_stored_log() {
+        let store = FlakyStore::default();
+        let writer = CasWriter::new(1);
+        let memory = ctx().document(Store::Memory);
+        assert!(store.receipts_by_fetch(&memory).await.unwrap().is_empty());
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        let report = writer
+            .sync(&store, &EventBus::new(), &keyed("k1"), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        let receipts = store.receipts_by_fetch(&memory).await.unwrap();
+        let batch = &plan_sync(&keyed("k1"), &add, &IfMatch::NONE).unwrap()[0];
+        let key = crate::IdempotencyKey::new("k1").unwrap();
+        let replayed = receipts
+            .replay(&key, &batch.fingerprint(), &memory)
+            .unwrap();
+        assert_eq!(
+            replayed.map(|r| r.version_after.clone()),
+            Some(Version::new("1"))
+        );
+        assert_eq!(report.documents[0].version_after, Version::new("1"));
+    }
+
+    #[tokio::test]
+    async fn writes_carry_their_revisions_when_history_is_on_and_none_when_off() {
+        let store = FlakyStore::default();
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        CasWriter::new(1)
+            .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        let revisions = std::mem::take(&mut *store.revisions.lock().unwrap());
+        assert_eq!(revisions.len(), 1, "{revisions:?}");
+        let revision = &revisions[0];
+        assert_eq!(revision.number, 1);
+        assert_eq!(revision.document, ctx().document(Store::Memory));
+        assert_eq!(
+            (&revision.version_before, &revision.version_after),
+            (&Version::new("0"), &Version::new("1"))
+        );
+        assert_eq!(revision.text.as_deref(), Some("x\n"));
+        assert_eq!(revision.updates, add);
+
+        CasWriter::new(1)
+            .with_history(false)
+            .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(store.revisions.lock().unwrap().len(), 0, "history off");
+        let memory = store.read_by_fetch(&ctx().document(Store::Memory)).await;
+        assert_eq!(memory.unwrap().version, Version::new("2"), "yet written");
+    }
+
+    #[tokio::test]
+    async fn a_view_is_the_document_as_written_one_version_on() {
+        let store = FlakyStore {
+            checks_text: true,
+            ..FlakyStore::default()
+        };
+        let writer = CasWriter::new(1);
+        let events = EventBus::new();
+        let add = |text: &str| [MemoryUpdate::add(Store::Memory, text)];
+        writer
+            .sync(&store, &events, &ctx(), &add("one"), &IfMatch::NONE)
+            .await
+            .unwrap();
+        // Planned from the view: its version is the one written.
+        let report = writer
+            .sync(
+                &store,
+                &events,
+                &ctx(),
+                &add("two"),
+                &IfMatch::only(Store::Memory, Some(Version::new("1"))),
+            )
+            .await
+            .unwrap();
+        assert_eq!(report.documents[0].version_before, Version::new("1"));
+        assert_eq!(report.documents[0].version_after, Version::new("2"));
+        assert_eq!(store.fetches.load(Ordering::SeqCst), 1, "from the view");
+    }
+
+    #[tokio::test]
+    async fn a_keyed_call_that_changes_nothing_keeps_a_view_with_the_stored_receipts() {
+        let store = FlakyStore {
+            checks_text: true,
+            ..FlakyStore::default()
+        };
+        let writer = CasWriter::new(1);
+        let events = EventBus::new();
+        writer
+            .sync(
+                &store,
+                &events,
+                &keyed("k1"),
+                &[MemoryUpdate::add(Store::Memory, "x")],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+        let noop = [MemoryUpdate::remove(Store::Memory, "absent")];
+        let first = writer
+            .sync(&store, &events, &keyed("k2"), &noop, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert!(!first.documents[0].written);
+        // The view still knows the receipts (a keyed call need not read them again), and holds
+        // no receipt of the call that wrote nothing: the store holds none.
+        let again = writer
+            .sync(&store, &events, &keyed("k2"), &noop, &IfMatch::NONE)
+            .await
+            .unwrap();
+        let fresh = CasWriter::new(1)
+            .sync(&store, &events, &keyed("k2"), &noop, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(again, fresh, "the view answers as the store does");
+        assert!(!again.documents[0].replayed);
+        assert_eq!(
+            store.fetches.load(Ordering::SeqCst),
+            2,
+            "one read each writer"
+        );
+        writer
+            .sync(
+                &store,
+                &events,
+                &keyed("k3"),
+                &[MemoryUpdate::add(Store::Memory, "y")],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.fetches.load(Ordering::SeqCst), 2, "receipts known");
+    }
+
+    #[tokio::test]
+    async fn a_writer_keeps_at_most_views_kept_views() {
+        let store = FlakyStore {
+            checks_text: true,
+            ..FlakyStore::default()
+        };
+        let writer = CasWriter::new(1);
+        let events = EventBus::new();
+        let add = [MemoryUpdate::add(Store::User, "x")];
+        let kept = || writer.views.kept().views.len();
+        for i in 0..VIEWS_KEPT {
+            writer
+                .sync(
+                    &store,
+                    &events,
+                    &ctx_of(&format!("u{i}")),
+                    &add,
+                    &IfMatch::NONE,
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(kept(), VIEWS_KEPT);
+        // Full: a document already kept is updated in place.
+        writer
+            .sync(&store, &events, &ctx_of("u0"), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(kept(), VIEWS_KEPT);
+        // Full: another one drops them all first.
+        writer
+            .sync(&store, &events, &ctx_of("another"), &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(kept(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lost_races_are_remembered_for_contended_for_only() {
+        let views = Views::default();
+        let doc = |user: &str| ctx_of(user).document(Store::User);
+        let lost = || {
+            let mut ids: Vec<String> = views.kept().lost.keys().map(ToString::to_string).collect();
+            ids.sort();
+            ids
+        };
+        views.forget(&[doc("a")]);
+        tokio::time::advance(CONTENDED_FOR / 2).await;
+        views.forget(&[doc("b")]);
+        assert_eq!(lost(), [doc("a").to_string(), doc("b").to_string()]);
+        assert!(views.contended(&[doc("a")]));
+        tokio::time::advance(CONTENDED_FOR / 2).await;
+        views.forget(&[doc("c")]);
+        assert_eq!(lost(), [doc("b").to_string(), doc("c").to_string()]);
+        assert!(!views.contended(&[doc("a")]));
+        assert!(views.contended(&[doc("b"), doc("z")]));
+    }
+
+    /// A store at which another writer takes the document one version on, with its own text,
+    /// whenever this one writes, and the reply is lost.
+    struct OvertakenStore(FlakyStore);
+
+    #[async_trait]
+    impl CompareAndSwap for OvertakenStore {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
+            self.0.fetch(ids, receipts).await
+        }
+
+        async fn compare_and_swap(
+            &self,
+            writes: &[CasWrite<'_>],
+            _lock_wait: Duration,
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            let mut documents = self.0.documents.lock().unwrap();
+            for write in writes {
+                documents.insert(
+                    write.id.clone(),
+                    ("theirs\n".to_owned(), write.expected + 1, None),
+                );
+            }
+            Err(MemoryError::unavailable("test", "connection reset"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lost_reply_is_not_a_success_when_another_text_shows() {
+        let err = CasWriter::new(3)
+            .sync(
+                &OvertakenStore(FlakyStore::default()),
+                &EventBus::new(),
+                &ctx(),
+                &[MemoryUpdate::add(Store::Memory, "mine")],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MemoryError::OutcomeUnknown { .. }), "{err:?}");
+    }
+
+    /// A store whose reads wait (yielding to other tasks) until `open`, and whose reads of
+    /// `stalled` never answer.
+    #[derive(Default)]
+    struct SlowStore {
+        store: FlakyStore,
+        stalled: Option<DocumentId>,
+    }
+
+    #[async_trait]
+    impl CompareAndSwap for SlowStore {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
+            if self.stalled.as_ref().is_some_and(|s| ids.contains(s)) {
+                std::future::pending::<()>().await;
+            }
+            // Lets another writer run between this read and the write that follows.
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            self.store.fetch(ids, receipts).await
+        }
+
+        async fn compare_and_swap(
+            &self,
+            writes: &[CasWrite<'_>],
+            lock_wait: Duration,
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            self.store.compare_and_swap(writes, lock_wait).await
+        }
+    }
+
+    #[tokio::test]
+    async fn writers_in_one_process_take_turns_instead_of_racing() {
+        let store = SlowStore::default();
+        let writer = CasWriter::new(3);
+        let events = EventBus::new();
+        let (one, two) = (
+            [MemoryUpdate::add(Store::Memory, "one")],
+            [MemoryUpdate::add(Store::Memory, "two")],
+        );
+        let ctx = ctx();
+        let (one, two) = tokio::join!(
+            writer.sync(&store, &events, &ctx, &one, &IfMatch::NONE),
+            writer.sync(&store, &events, &ctx, &two, &IfMatch::NONE),
+        );
+        assert_eq!((one.unwrap().retries, two.unwrap().retries), (0, 0));
+        assert_eq!(
+            store.store.attempts.load(Ordering::SeqCst),
+            2,
+            "no race lost"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_document_does_not_hold_up_writers_of_others() {
+        // Two documents in different local queues.
+        let stalled = ctx().document(Store::Memory);
+        let other = (0..)
+            .map(|i| ctx_of(&format!("u{i}")).document(Store::User))
+            .find(|id| queue_of(id) != queue_of(&stalled))
+            .unwrap();
+        let DocumentId::UserProfile { user } = &other else {
+            unreachable!("a user document")
+        };
+        let other_ctx = ctx_of(user.as_str());
+        let store = SlowStore {
+            stalled: Some(stalled),
+            ..SlowStore::default()
+        };
+        let writer = CasWriter::new(3);
+        let events = EventBus::new();
+        let started = Instant::now();
+        let (ctx, add) = (ctx(), [MemoryUpdate::add(Store::Memory, "x")]);
+        let stuck = writer.sync(&store, &events, &ctx, &add, &IfMatch::NONE);
+        let free = async {
+            tokio::task::yield_now().await;
+            let report = writer
+                .sync(
+                    &store,
+                    &events,
+                    &other_ctx,
+                    &[MemoryUpdate::add(Store::User, "y")],
+                    &IfMatch::NONE,
+                )
+                .await;
+            (report, started.elapsed())
+        };
+        let (stuck, (free, free_after)) = tokio::join!(stuck, free);
+        assert!(free.is_ok(), "{free:?}");
+        assert_eq!(
+            free_after,
+            Duration::ZERO,
+            "not queued behind the stalled one"
+        );
+        let stuck = stuck.unwrap_err();
+        assert!(
+            matches!(stuck, MemoryError::Unavailable { .. }),
+            "{stuck:?}"
+        );
+    }
+
+    /// A store at which every race is lost and whose reads after the first never answer.
+    #[derive(Default)]
+    struct LosingThenSilentStore {
+        store: FlakyStore,
+    }
+
+    #[async_trait]
+    impl CompareAndSwap for LosingThenSilentStore {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
+            if self.store.fetches.load(Ordering::SeqCst) > 0 {
+                std::future::pending::<()>().await;
+            }
+            self.store.fetch(ids, receipts).await
+        }
+
+        async fn compare_and_swap(
+            &self,
+            writes: &[CasWrite<'_>],
+            _lock_wait: Duration,
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            Ok(Some(writes[0].id.clone()))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_after_lost_races_is_contention_before_any_unavailable() {
+        let writer = CasWriter::new(64).with_deadline(Duration::from_secs(2));
+        let add = [MemoryUpdate::add(Store::Memory, "x")];
+        // Nothing lost, no reply: unavailable.
+        let silent = SlowStore {
+            stalled: Some(ctx().document(Store::Memory)),
+            ..SlowStore::default()
+        };
+        let err = writer
+            .sync(&silent, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MemoryError::Unavailable { .. }), "{err:?}");
+        // One race lost, then no reply: contention, counting the lost attempt.
+        let err = writer
+            .sync(
+                &LosingThenSilentStore::default(),
+                &EventBus::new(),
+                &ctx(),
+                &add,
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Contention { attempts: 1, document } if *document == ctx().document(Store::Memory)),
+            "{err:?}"
+        );
     }
 }

@@ -593,4 +593,62 @@ mod tests {
         assert!(text.contains("may or may not have landed"), "{text}");
         assert!(text.contains("same idempotency key"), "{text}");
     }
+
+    #[test]
+    fn a_partial_write_names_what_landed() {
+        let landed = |document: DocumentId, version: &str| crate::DocumentReport {
+            store: crate::Store::Memory,
+            document,
+            location: String::new(),
+            written: true,
+            version_before: crate::Version::new("0"),
+            version_after: crate::Version::new(version),
+            sha256_before: String::new(),
+            sha256_after: String::new(),
+            bytes_before: 0,
+            bytes_after: 1,
+            lines_removed: 0,
+            over_soft_cap: false,
+            replayed: false,
+        };
+        let err = MemoryError::PartiallyApplied {
+            landed: vec![
+                landed(DocumentId::GlobalMemory, "3"),
+                landed(
+                    DocumentId::UserProfile {
+                        user: crate::UserId::new("u1").unwrap(),
+                    },
+                    "v9",
+                ),
+            ],
+            source: Box::new(MemoryError::unavailable("disk", "full")),
+        };
+        let text = err.to_string();
+        assert!(
+            text.ends_with(
+                "; but this call had already written the global MEMORY.md (now at version 3), USER.md of user 'u1' (now at version v9)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn kinds_display_as_their_names() {
+        let names: Vec<String> = ErrorKind::ALL.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            names,
+            [
+                "invalid-input",
+                "precondition-failed",
+                "conflict",
+                "refused",
+                "busy",
+                "unavailable",
+                "outcome-unknown",
+                "partially-applied",
+                "corrupt",
+                "config",
+            ]
+        );
+    }
 }

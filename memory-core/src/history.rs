@@ -670,4 +670,131 @@ mod tests {
         assert!(diff.contains("-b\n+c\n"), "{diff}");
         assert_eq!(unified_diff("same", "same", "a", "b"), "");
     }
+
+    fn revision(number: u64, text: Option<&str>) -> Revision {
+        Revision {
+            number,
+            document: DocumentId::GlobalMemory,
+            version_before: Version::new((number - 1).to_string()),
+            version_after: Version::new(number.to_string()),
+            sha256_before: String::new(),
+            sha256_after: String::new(),
+            bytes_before: 0,
+            bytes_after: text.map_or(0, str::len),
+            time: SystemTime::UNIX_EPOCH,
+            surface: Surface::Api,
+            personality: None,
+            user: None,
+            idempotency_key: None,
+            session: None,
+            updates: Vec::new(),
+            text: text.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn surfaces_display_as_their_json_names() {
+        for surface in [
+            Surface::Tool,
+            Surface::Cli,
+            Surface::Web,
+            Surface::Api,
+            Surface::External,
+        ] {
+            let json = serde_json::to_string(&surface).unwrap();
+            assert_eq!(format!("\"{surface}\""), json);
+        }
+        assert_eq!(Surface::External.to_string(), "external");
+    }
+
+    #[test]
+    fn a_revision_says_what_changed() {
+        let mut written = revision(1, Some("b\n"));
+        assert_eq!(written.what_changed(), "no updates recorded");
+        written.updates = vec![
+            MemoryUpdate::add(crate::Store::Memory, "a"),
+            MemoryUpdate::edit(crate::Store::Memory, "a", "b"),
+        ];
+        assert_eq!(written.what_changed(), "add, edit");
+        assert!(!written.is_tombstone());
+        let by_hand = Revision {
+            surface: Surface::External,
+            ..revision(2, Some("c\n"))
+        };
+        assert_eq!(by_hand.what_changed(), "hand edit");
+        let dead = Revision::tombstone(
+            &DocumentId::GlobalMemory,
+            &RevisionTip::of(&by_hand),
+            Version::new("0"),
+            Surface::Cli,
+            SystemTime::now(),
+        );
+        assert!(dead.is_tombstone());
+        assert_eq!(dead.what_changed(), "purged");
+    }
+
+    #[test]
+    fn retention_is_on_when_it_keeps_any() {
+        assert!(!Retention::OFF.is_on());
+        assert!(!Retention::keep(0).is_on());
+        assert!(Retention::keep(1).is_on());
+        assert!(Retention::default().is_on());
+    }
+
+    #[test]
+    fn a_revision_exactly_max_age_old_is_not_too_old() {
+        let day = Duration::from_secs(86_400);
+        let retention = Retention::default().with_max_age(day);
+        let now = SystemTime::now();
+        assert!(!retention.too_old(now - day, now));
+        assert!(retention.too_old(now - day - Duration::from_millis(1), now));
+    }
+
+    #[test]
+    fn a_missing_revision_names_the_ones_kept_and_zero_is_the_empty_document() {
+        let history = [revision(5, Some("five\n")), revision(3, Some("three\n"))];
+        let err = revision_to_restore(&DocumentId::GlobalMemory, &history, 4).unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::RevisionNotFound { number: 4, reason, .. }
+                if reason == "revisions 3 to 5 are kept"),
+            "{err:?}"
+        );
+        assert_eq!(
+            text_after(&DocumentId::GlobalMemory, &history, 3).unwrap(),
+            "three\n"
+        );
+        assert_eq!(
+            text_after(&DocumentId::GlobalMemory, &history, 0).unwrap(),
+            ""
+        );
+        assert!(text_after(&DocumentId::GlobalMemory, &history, 4).is_err());
+    }
+
+    #[test]
+    fn a_diff_after_a_purge_starts_from_the_empty_document() {
+        let tip = RevisionTip::of(&revision(1, Some("old\n")));
+        let dead = Revision::tombstone(
+            &DocumentId::GlobalMemory,
+            &tip,
+            Version::new("0"),
+            Surface::Cli,
+            SystemTime::now(),
+        );
+        let history = [
+            revision(4, Some("newer\n")),
+            revision(3, Some("new\n")),
+            dead,
+            revision(1, Some("old\n")),
+        ];
+        let diff =
+            RevisionDiff::between(&DocumentId::GlobalMemory, &history, "", None, Some(3)).unwrap();
+        assert_eq!((diff.from, diff.to), (2, Some(3)));
+        assert!(diff.diff.contains("+new\n"), "{}", diff.diff);
+        assert!(!diff.diff.contains("old"), "{}", diff.diff);
+        // Before a revision that is no tombstone: its text.
+        let diff =
+            RevisionDiff::between(&DocumentId::GlobalMemory, &history, "", None, None).unwrap();
+        assert_eq!((diff.from, diff.to), (3, Some(4)));
+        assert!(diff.diff.contains("-new\n+newer\n"), "{}", diff.diff);
+    }
 }

@@ -201,4 +201,26 @@ mod tests {
         let err = serde_json::from_str::<UserId>("\"../etc\"").unwrap_err();
         assert!(err.to_string().contains("user id"), "{err}");
     }
+
+    #[test]
+    fn errors_state_the_rule_of_their_kind() {
+        let user = UserId::new("a b").unwrap_err().to_string();
+        assert!(
+            user.ends_with("ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"),
+            "{user}"
+        );
+        let key = crate::IdempotencyKey::new("a b").unwrap_err().to_string();
+        assert!(
+            key.ends_with("idempotency keys are 1 to 128 visible ASCII characters (no spaces)"),
+            "{key}"
+        );
+        let platform_user = "telegram: padded ".parse::<crate::Identity>();
+        let platform_user = platform_user.unwrap_err().to_string();
+        assert!(
+            platform_user.ends_with(
+                "platform user ids are 1 to 256 bytes, with no control characters and no leading or trailing whitespace"
+            ),
+            "{platform_user}"
+        );
+    }
 }

@@ -462,6 +462,8 @@ mod tests {
     struct LosesReplies {
         inner: InMemoryProvider,
         lose: AtomicU32,
+        /// Every `sync` it was sent.
+        sends: AtomicU32,
     }
 
     #[async_trait::async_trait]
@@ -476,6 +478,7 @@ mod tests {
             updates: &[MemoryUpdate],
             if_match: &IfMatch,
         ) -> Result<SyncReport, MemoryError> {
+            self.sends.fetch_add(1, Ordering::SeqCst);
             let report = self.inner.sync(ctx, updates, if_match).await?;
             let lost = self
                 .lose
@@ -522,18 +525,19 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn lost_replies_are_resent_and_apply_once() {
-        let provider = LosesReplies {
-            inner: InMemoryProvider::new(),
-            lose: AtomicU32::new(SYNC_SENDS - 1),
-        };
-        let ctx = MemoryContext::new(
-            crate::PersonalityId::new("ada").unwrap(),
-            crate::UserId::new("u1").unwrap(),
-        );
+        let provider = losing(SYNC_SENDS - 1);
+        let ctx = ctx();
         let add = [crate::MemoryUpdate::add(Store::Memory, "Paid.")];
+        let started = tokio::time::Instant::now();
         let report = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
             .await
             .unwrap();
+        assert_eq!(
+            started.elapsed(),
+            FIRST_RESEND_PAUSE * 3,
+            "the pause doubles after each send"
+        );
+        assert_eq!(provider.sends.load(Ordering::SeqCst), SYNC_SENDS);
         assert_eq!(report.documents[0].version_after, Version::new("1"));
         let memory = provider.read(&ctx.document(Store::Memory)).await.unwrap();
         assert_eq!(memory.text, "Paid.\n", "three sends, one write");
@@ -552,5 +556,63 @@ mod tests {
             memory.text, "Paid.\n\nPaid.\n",
             "still once for the second call"
         );
+    }
+
+    fn losing(lose: u32) -> LosesReplies {
+        LosesReplies {
+            inner: InMemoryProvider::new(),
+            lose: AtomicU32::new(lose),
+            sends: AtomicU32::new(0),
+        }
+    }
+
+    fn ctx() -> MemoryContext {
+        MemoryContext::new(
+            crate::PersonalityId::new("ada").unwrap(),
+            crate::UserId::new("u1").unwrap(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_is_sent_once() {
+        let provider = losing(0);
+        let edit = [crate::MemoryUpdate::edit(Store::Memory, "absent", "x")];
+        let err = sync_exactly_once(&provider, &ctx(), &edit, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, MemoryError::NoMatch { .. }), "{err:?}");
+        assert_eq!(provider.sends.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_revert_whose_reply_is_lost_lands_once() {
+        let provider = losing(0);
+        let ctx = ctx();
+        for text in ["first", "second"] {
+            let replace = [crate::MemoryUpdate::replace(Store::Memory, text)];
+            provider.sync(&ctx, &replace, &IfMatch::NONE).await.unwrap();
+        }
+        provider.lose.store(1, Ordering::SeqCst);
+        let report = revert_exactly_once(&provider, &ctx, Store::Memory, 1, None)
+            .await
+            .unwrap();
+        assert_eq!(provider.sends.load(Ordering::SeqCst), 2 + 2, "sent again");
+        assert_eq!(report.documents[0].version_after, Version::new("3"));
+        let memory = provider.read(&ctx.document(Store::Memory)).await.unwrap();
+        assert_eq!(
+            (memory.text.as_str(), memory.version),
+            ("first\n", Version::new("3"))
+        );
+    }
+
+    #[test]
+    fn a_key_reads_as_given_and_a_log_with_a_receipt_is_not_empty() {
+        let key = IdempotencyKey::new("turn-1").unwrap();
+        assert_eq!(key.as_str(), "turn-1");
+        assert_eq!(key.to_string(), "turn-1");
+        let mut receipts = Receipts::default();
+        assert!(receipts.is_empty());
+        receipts.record(&key, "f", report("1"));
+        assert!(!receipts.is_empty());
     }
 }

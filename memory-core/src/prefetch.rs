@@ -147,4 +147,25 @@ mod tests {
             assert!(truncate_keeping_tail(text, budget).chars().count() <= budget);
         }
     }
+
+    #[test]
+    fn truncation_looks_for_a_line_start_only_near_the_cut() {
+        // The cut falls 30 chars before a newline: further than a quarter of what is kept
+        // (75 chars), so the partial line stays rather than losing 30 more chars.
+        let text = format!("{}\n{}", "y".repeat(100), "z".repeat(44));
+        assert_eq!(
+            truncate_keeping_tail(&text, 100),
+            format!(
+                "[...truncated 70 chars]\n{}\n{}",
+                "y".repeat(30),
+                "z".repeat(44)
+            )
+        );
+        // 10 chars before it: within reach, so the kept text starts at the line.
+        let text = format!("{}\n{}", "y".repeat(80), "z".repeat(64));
+        assert_eq!(
+            truncate_keeping_tail(&text, 100),
+            format!("[...truncated 81 chars]\n{}", "z".repeat(64))
+        );
+    }
 }
