@@ -441,6 +441,36 @@ where
     }
 }
 
+/// The interleaving that makes a hand-written read-then-write lose an update, arranged: another
+/// writer (`rival`) writes between a call's read and its write ([`Raced`], once). Through the
+/// engine every versioned backend writes with, the call's write loses that race, the call
+/// reads again and lands (reporting one retry), and both entries are kept.
+pub async fn a_write_between_read_and_write_loses_nothing<S>(store: &S, rival: &dyn MemoryProvider)
+where
+    S: CompareAndSwap + MemoryProvider + ?Sized,
+{
+    let c = ctx("interleaved", "u1");
+    let writer = CasWriter::new(4);
+    let raced = Raced::new(store, rival, &c, 1);
+    let add = [MemoryUpdate::add(Store::Memory, "writer")];
+    let report = writer
+        .sync(&raced, &EventBus::default(), &c, &add, &IfMatch::NONE)
+        .await
+        .unwrap();
+    assert_eq!(
+        raced.attempts(),
+        2,
+        "the first write lost, the second landed"
+    );
+    assert_eq!(report.retries, 1);
+    let document = store.read(&c.document(Store::Memory)).await.unwrap();
+    assert_eq!(
+        entries(&document.text),
+        ["rival-1", "writer"],
+        "neither update was lost"
+    );
+}
+
 /// What the reports of many concurrent writes claim, per document, to check against what the
 /// provider holds afterwards.
 #[derive(Default)]

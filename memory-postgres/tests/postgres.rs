@@ -36,8 +36,10 @@ async fn hosts(schema: &common::SchemaGuard, max_attempts: u32) -> Vec<Arc<Postg
 }
 
 /// Four hosts x 16 tasks x 25 adds on one document: every entry lands once and the reports
-/// are one history. The same load through the read-then-upsert code people write by hand
-/// loses updates; the test prints how many.
+/// are one history. The read-then-upsert code people write by hand loses an update where
+/// another writer writes between its read and its upsert: arranged, it loses one of two,
+/// where memory-postgres keeps both (a stale view, a write between a read and a write); under
+/// the same load as above the test prints how many it loses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
     let Some((_, schema)) = common::provider().await else {
@@ -56,6 +58,19 @@ async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
         TOTAL.to_string(),
         "one version step per add"
     );
+
+    // The same interleaving through memory-postgres: host 0 plans its next write from its
+    // view of the document, host 1 writes meanwhile; host 0's write loses that race and lands
+    // on the next attempt, and all three entries are kept.
+    let c = ctx("staleview", "u1");
+    let add = |text: &str| [MemoryUpdate::add(Store::Memory, text)];
+    hosts[0].sync(&c, &add("a"), &IfMatch::NONE).await.unwrap();
+    hosts[1].sync(&c, &add("b"), &IfMatch::NONE).await.unwrap();
+    let stale = hosts[0].sync(&c, &add("c"), &IfMatch::NONE).await.unwrap();
+    assert_eq!(stale.retries, 1, "host 0 wrote from its stale view first");
+    let document = hosts[0].read(&c.document(Store::Memory)).await.unwrap();
+    assert_eq!(hosts::entries(&document.text), ["a", "b", "c"]);
+    hosts::a_write_between_read_and_write_loses_nothing(&*hosts[0], &*hosts[1]).await;
     drop(hosts);
 
     let kept = read_then_upsert_baseline(&schema.url, &schema.schema).await;
@@ -134,8 +149,10 @@ async fn contention_is_reported_never_dropped() {
 }
 
 /// The pattern agent frameworks document for a database-backed memory: read the document,
-/// append in the application, upsert the result. No transaction, no version check. Returns
-/// how many of the entries survive.
+/// append in the application, upsert the result. No transaction, no version check. First the
+/// interleaving that loses an update, arranged and asserted: two writers read, then both
+/// upsert, and the first one's entry is gone. Then the load of [`hosts::hammer`]; returns how
+/// many of its entries survive.
 async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
     let mut pools = Vec::new();
     for _ in 0..HOSTS {
@@ -154,22 +171,50 @@ async fn read_then_upsert_baseline(url: &str, schema: &str) -> usize {
         )))
         .await
         .unwrap();
-    let select = Arc::<str>::from(format!("SELECT content FROM {table} WHERE id = 'ada'"));
+    let select = Arc::<str>::from(format!("SELECT content FROM {table} WHERE id = $1"));
     let upsert = Arc::<str>::from(format!(
-        "INSERT INTO {table} (id, content) VALUES ('ada', $1) \
+        "INSERT INTO {table} (id, content) VALUES ($1, $2) \
          ON CONFLICT (id) DO UPDATE SET content = excluded.content"
     ));
+
+    let read = async |pool: &sqlx::PgPool, id: &str| -> String {
+        let current: Option<String> = sqlx::query_scalar(AssertSqlSafe(select.clone()))
+            .bind(id)
+            .fetch_optional(pool)
+            .await
+            .unwrap();
+        current.unwrap_or_default()
+    };
+    let write = async |pool: &sqlx::PgPool, id: &str, content: String| {
+        sqlx::query(AssertSqlSafe(upsert.clone()))
+            .bind(id)
+            .bind(content)
+            .execute(pool)
+            .await
+            .unwrap();
+    };
+    let (first, second) = (read(&pools[0], "pair").await, read(&pools[1], "pair").await);
+    write(&pools[0], "pair", first + "a\n").await;
+    write(&pools[1], "pair", second + "b\n").await;
+    assert_eq!(
+        hosts::entries(&read(&pools[0], "pair").await),
+        ["b"],
+        "read-then-upsert loses the update written between a read and its upsert"
+    );
+
     hosts::hammer(HOSTS, {
         let pools = pools.clone();
         move |host, _, entry| {
             let (pool, select, upsert) = (pools[host].clone(), select.clone(), upsert.clone());
             async move {
                 let current: Option<String> = sqlx::query_scalar(AssertSqlSafe(select))
+                    .bind("ada")
                     .fetch_optional(&pool)
                     .await
                     .unwrap();
                 let content = current.unwrap_or_default() + &entry + "\n";
                 sqlx::query(AssertSqlSafe(upsert))
+                    .bind("ada")
                     .bind(content)
                     .execute(&pool)
                     .await
