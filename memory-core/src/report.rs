@@ -295,4 +295,17 @@ mod tests {
     fn bus_event() -> MemoryEvent {
         MemoryEvent::Eviction(written(1, true).documents.remove(0))
     }
+
+    #[test]
+    fn retries_are_in_the_json_only_when_there_were_any() {
+        let none = serde_json::to_value(SyncReport::default()).unwrap();
+        assert_eq!(none, serde_json::json!({"documents": []}));
+        let two = SyncReport {
+            retries: 2,
+            ..SyncReport::default()
+        };
+        let json = serde_json::to_value(&two).unwrap();
+        assert_eq!(json, serde_json::json!({"documents": [], "retries": 2}));
+        assert_eq!(serde_json::from_value::<SyncReport>(json).unwrap(), two);
+    }
 }
