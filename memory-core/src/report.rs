@@ -308,4 +308,26 @@ mod tests {
         assert_eq!(json, serde_json::json!({"documents": [], "retries": 2}));
         assert_eq!(serde_json::from_value::<SyncReport>(json).unwrap(), two);
     }
+
+    #[tokio::test]
+    async fn a_subscriber_that_falls_behind_skips_and_counts_what_it_missed() {
+        let bus = EventBus::new();
+        let mut events = bus.subscribe();
+        let published = EVENT_BUFFER + 3;
+        for n in 1..=published {
+            bus.publish(&written(n, false));
+        }
+        let Some(MemoryEvent::Updated(first)) = events.recv().await else {
+            panic!("an event")
+        };
+        assert_eq!(first.version_after, Version::new("4"), "the oldest kept");
+        assert_eq!(events.missed(), 3);
+        drop(bus);
+        let mut rest = 0;
+        while events.recv().await.is_some() {
+            rest += 1;
+        }
+        assert_eq!(rest, EVENT_BUFFER - 1, "then None once the bus is gone");
+        assert_eq!(events.missed(), 3);
+    }
 }
