@@ -239,19 +239,57 @@ async fn a_directory_where_a_file_should_be_is_corrupt() {
 #[tokio::test]
 async fn syncs_leave_only_the_document_its_lock_file_and_its_journal() {
     let (dir, provider) = setup();
-    let calls = [
-        vec![MemoryUpdate::add(Store::Memory, "one")],
-        vec![
+    let text = || fs::read_to_string(dir.path().join("personalities/ada/MEMORY.md")).unwrap();
+    let sync = |updates: Vec<MemoryUpdate>| {
+        let provider = &provider;
+        async move { provider.sync(&ctx(), &updates, &IfMatch::NONE).await }
+    };
+    let memory = |report: &memory_core::SyncReport| report.get(Store::Memory).unwrap().clone();
+
+    let one = memory(
+        &sync(vec![MemoryUpdate::add(Store::Memory, "one")])
+            .await
+            .unwrap(),
+    );
+    assert!(one.written);
+    assert_eq!(text(), "one\n");
+    let two = memory(
+        &sync(vec![
             MemoryUpdate::add(Store::Memory, "two"),
             MemoryUpdate::remove(Store::Memory, "one"),
-        ],
-        vec![MemoryUpdate::remove(Store::Memory, "absent")], // changes nothing
-        vec![MemoryUpdate::edit(Store::Memory, "absent", "x")], // refused
-        vec![MemoryUpdate::replace(Store::Memory, "three")],
-    ];
-    for call in &calls {
-        let _ = provider.sync(&ctx(), call, &IfMatch::NONE).await;
-    }
+        ])
+        .await
+        .unwrap(),
+    );
+    assert!(two.written && two.lines_removed == 1, "{two:?}");
+    // "one\n\ntwo\n" less the line "one", then trim_end + "\n" (CONTRACT.md: remove).
+    assert_eq!(text(), "\ntwo\n");
+    // Removing what is not there changes nothing: reported, no write, the version kept.
+    let none = memory(
+        &sync(vec![MemoryUpdate::remove(Store::Memory, "absent")])
+            .await
+            .unwrap(),
+    );
+    assert!(!none.written && none.lines_removed == 0, "{none:?}");
+    assert_eq!(none.version_before, two.version_after);
+    assert_eq!(none.version_after, two.version_after);
+    assert_eq!(text(), "\ntwo\n");
+    // Editing what is not there is refused, writing nothing.
+    let refused = sync(vec![MemoryUpdate::edit(Store::Memory, "absent", "x")]).await;
+    assert!(
+        matches!(refused, Err(MemoryError::NoMatch { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(text(), "\ntwo\n");
+    let three = memory(
+        &sync(vec![MemoryUpdate::replace(Store::Memory, "three")])
+            .await
+            .unwrap(),
+    );
+    assert!(
+        three.written && three.version_before == two.version_after,
+        "{three:?}"
+    );
     let global = ctx().with_scope(MemoryScope::Global);
     provider
         .sync(&global, &add(Store::Memory, "g"), &IfMatch::NONE)
