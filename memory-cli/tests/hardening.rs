@@ -9,6 +9,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod common;
+
 fn memory(root: &Path) -> Command {
     let mut cmd = Command::cargo_bin("memory").unwrap();
     cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
@@ -65,6 +67,10 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
 
+/// A file time before 1970 (a clock set far back) is shown as unknown on every surface, never
+/// as 1970: `unknown` in text, `null` for `modified` in JSON (the CLI's `--json` and the HTTP
+/// API alike), which the API allows (milliseconds from 0, or null) and no JSON client reads as
+/// a date.
 #[test]
 fn a_file_time_before_1970_is_shown_as_unknown_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,23 +85,45 @@ fn a_file_time_before_1970_is_shown_as_unknown_not_a_crash() {
         .set_modified(before_1970)
         .unwrap();
 
-    for args in [
-        &["show", "--personality", "ada", "--user", "grace"][..],
-        &["show", "--personality", "ada", "--user", "grace", "--json"],
-        &["cat", "personalities/ada/MEMORY.md"],
-        &["cat", "personalities/ada/MEMORY.md", "--json"],
-    ] {
+    let run = |args: &[&str]| {
         let out = memory(dir.path()).args(args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-    }
-    let out = memory(dir.path())
-        .args(["cat", "personalities/ada/MEMORY.md"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        (String::from_utf8(out.stdout).unwrap(), stderr)
+    };
+    let (_, stderr) = run(&["cat", "personalities/ada/MEMORY.md"]);
     assert!(stderr.contains("modified unknown"), "{stderr}");
+    let (shown, _) = run(&["show", "--personality", "ada", "--user", "grace"]);
+    assert!(shown.contains("Likes tea."), "{shown}");
+
+    let (stdout, _) = run(&["show", "--personality", "ada", "--user", "grace", "--json"]);
+    let shown: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(shown["memory"]["text"], "Likes tea.\n");
+    assert_eq!(shown["memory"]["modified"], Value::Null, "{shown}");
+    let (stdout, _) = run(&["cat", "personalities/ada/MEMORY.md", "--json"]);
+    let cat: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(cat["text"], "Likes tea.\n");
+    assert_eq!(cat["modified"], Value::Null, "{cat}");
+
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = common::write_config(
+        config_dir.path(),
+        &format!(
+            "[providers.files]\nkind = \"markdown\"\nroot = {:?}\n",
+            dir.path().to_str().unwrap()
+        ),
+    );
+    let server = common::Server::start(&config);
+    let (status, body) = server.request("GET", "/v1/documents/personalities/ada/MEMORY.md", None);
+    assert!(status.contains(" 200 "), "{status}: {body}");
+    let document: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(document["text"], "Likes tea.\n");
+    assert_eq!(
+        document.get("modified"),
+        Some(&Value::Null),
+        "HTTP says null too: {document}"
+    );
 }
 
 #[test]

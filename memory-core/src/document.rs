@@ -209,6 +209,22 @@ pub fn unix_millis(time: SystemTime) -> u64 {
         })
 }
 
+/// The last millisecond RFC 3339 can show, 9999-12-31T23:59:59.999Z, as milliseconds since the
+/// Unix epoch.
+const LAST_SHOWN_MILLIS: u64 = 253_402_300_799_999;
+
+/// A document's `modified` as JSON gives it (the CLI's `--json`, the HTTP API): whole
+/// milliseconds since the Unix epoch, or `None` (null) for a time before 1970 or past the year
+/// 9999 (a clock set far off), which the text forms show as `unknown (out of range)`. Not 0 or
+/// a negative number: the API's `modified` is a count of milliseconds from 0 or null, and 0
+/// would claim 1970-01-01.
+pub fn shown_unix_millis(time: SystemTime) -> Option<u64> {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|since| u64::try_from(since.as_millis()).ok())
+        .filter(|millis| *millis <= LAST_SHOWN_MILLIS)
+}
+
 /// `time` in RFC 3339 in UTC to the second (`2025-06-01T10:00:02Z`), or `unknown (out of
 /// range)` for a stored time RFC 3339 cannot show (before 1970, past year 9999): a hand-set
 /// clock must not crash whoever prints it.
@@ -243,7 +259,7 @@ pub(crate) mod unix_millis_required {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        super::unix_millis::serialize(&Some(*time), s)
+        s.serialize_u64(super::unix_millis(*time))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
@@ -260,7 +276,10 @@ mod unix_millis {
 
     pub fn serialize<S: Serializer>(time: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
         match time {
-            Some(time) => s.serialize_some(&super::unix_millis(*time)),
+            Some(time) => match super::shown_unix_millis(*time) {
+                Some(millis) => s.serialize_some(&millis),
+                None => s.serialize_none(),
+            },
             None => s.serialize_none(),
         }
     }
@@ -356,6 +375,23 @@ mod tests {
         let json = serde_json::to_value(&meta).unwrap();
         assert_eq!(json["modified"], 1_700_000_000_123u64);
         assert_eq!(serde_json::from_value::<DocumentMeta>(json).unwrap(), meta);
+        // A time JSON cannot give as a count from 1970 (before it, or past the year 9999) is
+        // null, as the text forms say unknown; never 0 (1970-01-01) or u64::MAX.
+        for far in [
+            std::time::UNIX_EPOCH - std::time::Duration::from_secs(86_400),
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(253_402_300_800_000),
+        ] {
+            let json = serde_json::to_value(DocumentMeta {
+                modified: Some(far),
+                ..meta.clone()
+            })
+            .unwrap();
+            assert_eq!(json["modified"], serde_json::Value::Null, "{far:?}");
+            assert_eq!(format_utc(far), "unknown (out of range)");
+        }
+        let last = std::time::UNIX_EPOCH + std::time::Duration::from_millis(253_402_300_799_999);
+        assert_eq!(shown_unix_millis(last), Some(253_402_300_799_999));
+        assert_eq!(shown_unix_millis(std::time::UNIX_EPOCH), Some(0));
         let never: DocumentMeta =
             serde_json::from_str(r#"{"id":{"kind":"global-memory"},"version":"0","location":""}"#)
                 .unwrap();

@@ -173,7 +173,8 @@ pub(crate) struct DocumentView {
     /// Where the provider keeps it: a path or a key.
     pub location: String,
     /// When its text was last written, in milliseconds since the Unix epoch (the provider's
-    /// clock); null when never written.
+    /// clock); null when never written, or when written at a time before 1970 or past the year
+    /// 9999 (a clock set far off, which the text forms show as unknown).
     pub modified: Option<u64>,
 }
 
@@ -185,7 +186,7 @@ impl From<Document> for DocumentView {
             text: document.text,
             version: document.version,
             location: document.location,
-            modified: document.modified.map(memory_core::unix_millis),
+            modified: document.modified.and_then(memory_core::shown_unix_millis),
         }
     }
 }

@@ -648,7 +648,8 @@ export interface components {
       /**
        * Format: int64
        * @description When its text was last written, in milliseconds since the Unix epoch (the provider's
-       *     clock); null when never written.
+       *     clock); null when never written, or when written at a time before 1970 or past the year
+       *     9999 (a clock set far off, which the text forms show as unknown).
        */
       modified?: number | null;
       /**
