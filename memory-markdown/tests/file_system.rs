@@ -242,17 +242,34 @@ async fn temporary_files_of_killed_writers_are_removed_and_block_nothing() {
     );
 }
 
+/// Set in the process [`a_lock_file_this_user_may_not_write_does_not_block_writers`] starts
+/// without root's power to write any file: the root to write under.
+const UNPRIVILEGED_ROOT: &str = "MEMORY_TEST_UNPRIVILEGED_ROOT";
+
+/// What that process prints once it has written, so that its parent knows it ran the test.
+const UNPRIVILEGED_WROTE: &str = "the unprivileged writer wrote";
+
 /// A lock file this process may not open for writing (made by root, say) does not stop a
 /// writer who may write the document: flock needs only read access. Root may write any file
-/// whatever its mode, so the lock file is also made immutable (`chattr +i`) where possible.
+/// whatever its mode, so as root the write is made by this test run again in a process
+/// without that power (`setpriv` drops `CAP_DAC_OVERRIDE` from its bounding set). Nothing is
+/// skipped: without `setpriv` (util-linux) the test fails, saying so.
 #[tokio::test]
 async fn a_lock_file_this_user_may_not_write_does_not_block_writers() {
-    /// Takes the immutable flag off again, so that the temporary directory can be removed.
-    struct Mutable<'a>(&'a Path);
-    impl Drop for Mutable<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("chattr").arg("-i").arg(self.0).status();
-        }
+    let lock_of = |root: &Path| root.join("personalities/ada/.MEMORY.md.lock");
+    let writable = |lock: &Path| fs::OpenOptions::new().write(true).open(lock).is_ok();
+    if let Some(root) = std::env::var_os(UNPRIVILEGED_ROOT) {
+        let root = Path::new(&root);
+        assert!(
+            !writable(&lock_of(root)),
+            "this process was meant not to be able to write the lock file"
+        );
+        MarkdownProvider::new(root)
+            .sync(&ctx(), &add(Store::Memory, "Two."), &IfMatch::NONE)
+            .await
+            .unwrap();
+        println!("{UNPRIVILEGED_WROTE}");
+        return;
     }
 
     let dir = tempfile::tempdir().unwrap();
@@ -261,19 +278,37 @@ async fn a_lock_file_this_user_may_not_write_does_not_block_writers() {
         .sync(&ctx(), &add(Store::Memory, "One."), &IfMatch::NONE)
         .await
         .unwrap();
-    let lock = dir.path().join("personalities/ada/.MEMORY.md.lock");
+    let lock = lock_of(dir.path());
     fs::set_permissions(&lock, fs::Permissions::from_mode(0o400)).unwrap();
-    let _ = Command::new("chattr").arg("+i").arg(&lock).output();
-    let _mutable = Mutable(&lock);
-    if fs::OpenOptions::new().write(true).open(&lock).is_ok() {
-        eprintln!("skipped: this process may write a 0400 file and chattr +i did not work");
-        return;
+    if writable(&lock) {
+        // Root (or CAP_DAC_OVERRIDE): this very test, in a process without it.
+        let test = "a_lock_file_this_user_may_not_write_does_not_block_writers";
+        let out = Command::new("setpriv")
+            .args([
+                "--bounding-set=-dac_override,-dac_read_search",
+                "--inh-caps=-all",
+                "--",
+            ])
+            .arg(std::env::current_exe().unwrap())
+            .args([test, "--exact", "--nocapture"])
+            .env(UNPRIVILEGED_ROOT, dir.path())
+            .output()
+            .unwrap_or_else(|err| {
+                panic!("this process may write any file; running setpriv (util-linux) to drop that power failed: {err}")
+            });
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(UNPRIVILEGED_WROTE),
+            "the write without CAP_DAC_OVERRIDE: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        provider
+            .sync(&ctx(), &add(Store::Memory, "Two."), &IfMatch::NONE)
+            .await
+            .unwrap();
     }
-
-    provider
-        .sync(&ctx(), &add(Store::Memory, "Two."), &IfMatch::NONE)
-        .await
-        .unwrap();
     assert_eq!(
         fs::read_to_string(dir.path().join("personalities/ada/MEMORY.md")).unwrap(),
         "One.\n\nTwo.\n"
