@@ -13,8 +13,8 @@ use memory_conformance::cases::ctx;
 use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
 use memory_conformance::services::assert_unreachable_is_unavailable;
 use memory_core::{
-    CasWrite, CompareAndSwap, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider,
-    MemoryUpdate, Store, UserId,
+    CasWrite, CompareAndSwap, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError,
+    MemoryProvider, MemoryUpdate, Store, UserId,
 };
 use memory_redis::{DEFAULT_MAX_ATTEMPTS, RedisConfig, RedisProvider};
 use redis::AsyncCommands;
@@ -168,10 +168,15 @@ async fn contention_is_reported_never_dropped() {
 }
 
 /// Writers' connections killed over and over (`CLIENT KILL TYPE normal`, limited to a user of
-/// this test's own so parallel tests are spared): calls in flight fail with `Unavailable`, or
-/// `OutcomeUnknown` when the write had been sent and no read could tell whether it landed; the
-/// connections come back by themselves, and no acknowledged add is lost. The document stays
-/// whole: its version counts exactly the entries it holds, each at most once.
+/// this test's own so parallel tests are spared) while they make keyed adds: calls in flight
+/// fail with `Unavailable` (and then did not land), or `OutcomeUnknown` when the write had
+/// been sent and no read could tell whether it landed; most calls (at least half) get through;
+/// the connections come back by themselves, and no acknowledged add is lost. Every failed call
+/// whose entry is not there is then sent again with its key, and is applied (no receipt
+/// counted for it), so that every call's entry ends up present exactly once, and the
+/// document's version counts exactly the entries it holds. (A failed call whose entry is
+/// there is not sent again: after 320 keyed writes its receipt may be past the 64 a document
+/// keeps, and a resend then would rightly apply it again.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killed_connections_recover_with_no_acknowledged_add_lost() {
     let Some((_, keys)) = common::provider().await else {
@@ -222,7 +227,10 @@ async fn killed_connections_recover_with_no_acknowledged_add_lost() {
                 for i in 0..40 {
                     let entry = format!("task{task}-add{i:02}");
                     let add = [MemoryUpdate::add(Store::Memory, &entry)];
-                    outcomes.push((entry, p.sync(&c, &add, &IfMatch::NONE).await));
+                    let keyed = c
+                        .clone()
+                        .with_idempotency_key(IdempotencyKey::new(&entry).unwrap());
+                    outcomes.push((entry, p.sync(&keyed, &add, &IfMatch::NONE).await));
                 }
                 outcomes
             })
@@ -244,16 +252,22 @@ async fn killed_connections_recover_with_no_acknowledged_add_lost() {
         held.len().to_string(),
         "one version per entry"
     );
-    let (mut failed, mut unknown) = (0, 0);
+    let (mut failed, mut unknown) = (Vec::new(), Vec::new());
     for (entry, outcome) in &outcomes {
         match outcome {
             Ok(_) => assert!(
                 unique.contains(entry),
                 "{entry} was acknowledged but is missing"
             ),
-            Err(MemoryError::Unavailable { .. }) => failed += 1,
-            // Landed or not, it is in the document at most once (checked above).
-            Err(MemoryError::OutcomeUnknown { .. }) => unknown += 1,
+            Err(MemoryError::Unavailable { .. }) => {
+                assert!(
+                    !unique.contains(entry),
+                    "{entry} failed with Unavailable (nothing written) but landed"
+                );
+                failed.push(entry);
+            }
+            // Landed or not: sent again below, which tells.
+            Err(MemoryError::OutcomeUnknown { .. }) => unknown.push(entry),
             Err(err) => {
                 panic!("{entry}: a killed connection is Unavailable or OutcomeUnknown, not {err:?}")
             }
@@ -263,17 +277,59 @@ async fn killed_connections_recover_with_no_acknowledged_add_lost() {
         killed.load(Ordering::SeqCst) > 0,
         "the killer found connections to kill"
     );
+    assert!(
+        2 * (failed.len() + unknown.len()) <= outcomes.len(),
+        "most adds get through: {} of {} failed",
+        failed.len() + unknown.len(),
+        outcomes.len()
+    );
     for p in &writers {
         let add = [MemoryUpdate::add(Store::Memory, "after the storm")];
         p.sync(&c, &add, &IfMatch::NONE)
             .await
             .expect("the connection came back");
     }
+    // The storm is over: a failed call's entry is there (it landed, once: checked above) or
+    // not, and then sent again with its key it is applied, once.
+    let mut had_landed = 0;
+    for entry in failed.iter().chain(&unknown) {
+        if unique.contains(*entry) {
+            had_landed += 1;
+            continue;
+        }
+        let keyed = c
+            .clone()
+            .with_idempotency_key(IdempotencyKey::new(*entry).unwrap());
+        let add = [MemoryUpdate::add(Store::Memory, *entry)];
+        let report = writers[0]
+            .sync(&keyed, &add, &IfMatch::NONE)
+            .await
+            .unwrap_or_else(|err| panic!("{entry} sent again after the storm: {err:?}"));
+        assert!(
+            report.documents[0].written && !report.documents[0].replayed,
+            "{entry} had not landed: sent again, it is applied: {report:?}"
+        );
+    }
+    let document = writers[0].read(&c.document(Store::Memory)).await.unwrap();
+    let mut held = hosts::entries(&document.text);
+    held.sort();
+    let mut expected: Vec<String> = outcomes.iter().map(|(entry, _)| entry.clone()).collect();
+    expected.extend(["after the storm".to_owned(), "after the storm".to_owned()]);
+    expected.sort();
+    assert_eq!(held, expected, "every call's entry is there exactly once");
+    assert_eq!(
+        document.version.as_str(),
+        held.len().to_string(),
+        "one version per entry"
+    );
     println!(
-        "{} connections killed; of {} adds {failed} failed with Unavailable and {unknown} with \
-         OutcomeUnknown, none acknowledged was lost",
+        "{} connections killed; of {} adds {} failed with Unavailable and {} with \
+         OutcomeUnknown ({had_landed} of those had landed); the others sent again with their \
+         keys, every add is there exactly once",
         killed.load(Ordering::SeqCst),
-        outcomes.len()
+        outcomes.len(),
+        failed.len(),
+        unknown.len()
     );
     let () = redis::cmd("ACL")
         .arg(vec!["DELUSER", &user])
