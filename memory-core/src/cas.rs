@@ -1635,8 +1635,8 @@ mod tests {
         assert!(matches!(err, MemoryError::OutcomeUnknown { .. }), "{err:?}");
     }
 
-    /// A store whose reads wait (yielding to other tasks) until `open`, and whose reads of
-    /// `stalled` never answer.
+    /// A store whose reads answer with what they read only after letting other tasks run (so
+    /// writers not taking turns would race), and whose reads of `stalled` never answer.
     #[derive(Default)]
     struct SlowStore {
         store: FlakyStore,
@@ -1653,11 +1653,12 @@ mod tests {
             if self.stalled.as_ref().is_some_and(|s| ids.contains(s)) {
                 std::future::pending::<()>().await;
             }
+            let fetched = self.store.fetch(ids, receipts).await;
             // Lets another writer run between this read and the write that follows.
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
-            self.store.fetch(ids, receipts).await
+            fetched
         }
 
         async fn compare_and_swap(

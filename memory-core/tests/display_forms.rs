@@ -2,7 +2,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use memory_core::{DocumentId, PersonalityId, Store, UserId, Version, format_utc};
+use memory_core::{DocumentId, PersonalityId, Store, UserId, Version, format_utc, unix_millis};
 
 #[test]
 fn stores_and_documents_read_as_named() {
@@ -37,4 +37,25 @@ fn times_read_in_rfc_3339_up_to_year_9999() {
     assert_eq!(format_utc(at(253_402_300_801)), "unknown (out of range)");
     let before_1970 = UNIX_EPOCH - Duration::from_secs(1);
     assert_eq!(format_utc(before_1970), "unknown (out of range)");
+}
+
+#[test]
+fn times_are_milliseconds_since_the_epoch_on_the_wire() {
+    assert_eq!(
+        unix_millis(UNIX_EPOCH + Duration::from_millis(1_234)),
+        1_234
+    );
+    assert_eq!(unix_millis(UNIX_EPOCH), 0);
+    assert_eq!(
+        unix_millis(UNIX_EPOCH - Duration::from_secs(1)),
+        0,
+        "before 1970"
+    );
+    if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(20_000_000_000_000_000)) {
+        assert_eq!(
+            unix_millis(far),
+            u64::MAX,
+            "past what u64 milliseconds hold"
+        );
+    }
 }
