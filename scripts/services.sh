@@ -5,8 +5,8 @@
 # - Else a local server (Debian's postgresql or redis-server package) is started if it is not
 #   running and can be (as root); for PostgreSQL the `test` database is created if missing.
 # - Else nothing: the tests start containers with testcontainers when a Docker engine is
-#   reachable, or skip (fail, with MEMORY_REQUIRE_SERVICES=1). A banner says so up front,
-#   since test runners hide what passing tests print.
+#   reachable, or fail, unless MEMORY_SKIP_MISSING_SERVICES=1 (an explicit opt-out) lets them
+#   skip; scripts/test then lists the skipped suites at the end. A banner says so up front.
 # MEMORY_LOCAL_SERVICES=off leaves local servers alone, so testcontainers is used (GitHub CI).
 
 postgres_answers() {
@@ -30,7 +30,11 @@ no_server() { # <name> <env var>
   if docker_reachable; then
     echo "== no local $1: its tests start a container with testcontainers"
   else
-    echo "!!! no $1 and no Docker engine: its tests will SKIP (set $2 to run them)"
+    if [[ "${MEMORY_SKIP_MISSING_SERVICES:-}" == 1 ]]; then
+      echo "!!! no $1 and no Docker engine: its tests will SKIP (MEMORY_SKIP_MISSING_SERVICES=1; set $2 to run them)"
+    else
+      echo "!!! no $1 and no Docker engine: its tests will FAIL (set $2, or MEMORY_SKIP_MISSING_SERVICES=1 to skip them)"
+    fi
   fi
 }
 

@@ -16,7 +16,8 @@
 #                              PyPI by scripts/provision-model into ~/.cache/agent-memory/models)
 #   MEMORY_TEST_POSTGRES_URL   PostgreSQL for the backend tests (postgres://...)
 #   MEMORY_TEST_REDIS_URL      Redis for the backend tests (redis://...)
-#   MEMORY_REQUIRE_SERVICES=1  fail, rather than skip, the backend tests without those URLs
+#   MEMORY_SKIP_MISSING_SERVICES=1  skip, rather than fail, the backend tests without those
+#                              URLs (noted in $MEMORY_SKIPPED_LOG when set)
 #   MEMORY_PYTHON_CLIENT_VENV  the venv (default ~/.cache/agent-memory/venv-python-client)
 #   PYTHON                     the interpreter to build it with (default python3; 3.11+)
 set -euo pipefail

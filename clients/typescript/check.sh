@@ -7,8 +7,8 @@
 # against a real `memory serve` ($MEMORY_BIN, default $CARGO_TARGET_DIR/debug/memory).
 #
 # Postgres and Redis cases use MEMORY_TEST_POSTGRES_URL and MEMORY_TEST_REDIS_URL (source
-# scripts/services.sh first); without them they are skipped, unless MEMORY_REQUIRE_SERVICES=1,
-# which makes a missing service a failure.
+# scripts/services.sh first), and recall cases the embedding model; without them they fail,
+# unless MEMORY_SKIP_MISSING_SERVICES=1, which makes them skip (noted in $MEMORY_SKIPPED_LOG).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 

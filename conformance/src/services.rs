@@ -2,9 +2,10 @@
 //!
 //! In order: the URL in the service's env var (`MEMORY_TEST_POSTGRES_URL`,
 //! `MEMORY_TEST_REDIS_URL`); else, when a Docker engine is reachable, a container started by
-//! testcontainers and shared by every test process of the run; else nothing, with a loud
-//! message, so the test skips. With `MEMORY_REQUIRE_SERVICES=1` (set by `.ci/run`) a missing
-//! service fails the test instead of skipping it.
+//! testcontainers and shared by every test process of the run; else nothing, and the test
+//! fails: a missing server is never a quiet pass. With `MEMORY_SKIP_MISSING_SERVICES=1` (an
+//! explicit choice) it skips instead, loudly, and notes the skip in `$MEMORY_SKIPPED_LOG` when
+//! that is set, so that `scripts/test` lists every suite it skipped ([`skip_or_fail`]).
 //!
 //! Tests share the servers, so each works in a namespace of its own: [`unique_name`] makes one,
 //! [`SchemaGuard`] drops a Postgres schema at the end.
@@ -20,8 +21,55 @@ use testcontainers::runners::SyncRunner;
 use testcontainers::{Container, ImageExt, ReuseDirective};
 use testcontainers_modules::{postgres::Postgres, redis::Redis};
 
-/// Set to `1` to make a missing service a failure, never a skip.
-pub const REQUIRE_SERVICES: &str = "MEMORY_REQUIRE_SERVICES";
+/// Set to `1` to let a test whose server (or tool, or model) is missing skip rather than fail.
+pub const SKIP_MISSING_SERVICES: &str = "MEMORY_SKIP_MISSING_SERVICES";
+
+/// A file each skip adds a line to (`<suite> <test>: <why>`), for `scripts/test` to list.
+pub const SKIPPED_LOG: &str = "MEMORY_SKIPPED_LOG";
+
+/// What a test does when something it needs is missing (`why`): it fails (panics), unless
+/// [`SKIP_MISSING_SERVICES`] is `1`; then it says so on stderr, notes it in [`SKIPPED_LOG`],
+/// and returns, for the caller to skip.
+pub fn skip_or_fail(why: &str) {
+    if std::env::var(SKIP_MISSING_SERVICES).is_ok_and(|v| v == "1") {
+        eprintln!("\n!!! SKIPPED ({SKIP_MISSING_SERVICES}=1): {why}.\n");
+        if let Some(log) = std::env::var_os(SKIPPED_LOG).filter(|v| !v.is_empty()) {
+            // The test binary's name less cargo's hash, and the test (libtest names its thread).
+            let exe = std::env::current_exe().ok();
+            let stem = exe
+                .as_deref()
+                .and_then(std::path::Path::file_stem)
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let binary = stem
+                .rsplit_once('-')
+                .map_or(stem.as_str(), |(name, _)| name);
+            // cargo and nextest name the package of the test they run.
+            let suite = match std::env::var("CARGO_PKG_NAME") {
+                Ok(package) => format!("{package}::{binary}"),
+                Err(_) => binary.to_owned(),
+            };
+            let thread = std::thread::current();
+            let test = thread.name().unwrap_or("?");
+            let line = format!("{suite} {test}: {}\n", why.replace('\n', " "));
+            let noted = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
+            if let Err(err) = noted {
+                panic!(
+                    "skipping, but noting it in {}: {err}",
+                    log.to_string_lossy()
+                );
+            }
+        }
+    } else {
+        panic!(
+            "{why}. A test that cannot run fails: provide what it needs (scripts/services.sh, scripts/prerequisites.sh), or set {SKIP_MISSING_SERVICES}=1 to skip it"
+        );
+    }
+}
 
 /// A server a backend's tests need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +90,7 @@ impl Service {
     }
 
     /// The URL of a server for this service, or `None` when there is none and the test should
-    /// skip. Panics instead of skipping when [`REQUIRE_SERVICES`] is `1`.
+    /// skip, which only [`SKIP_MISSING_SERVICES`]`=1` allows: else it panics ([`skip_or_fail`]).
     pub fn url(self) -> Option<String> {
         static POSTGRES: OnceLock<Result<String, String>> = OnceLock::new();
         static REDIS: OnceLock<Result<String, String>> = OnceLock::new();
@@ -53,14 +101,8 @@ impl Service {
         .get_or_init(|| self.find());
         match found {
             Ok(url) => Some(url.clone()),
-            Err(why) if std::env::var(REQUIRE_SERVICES).is_ok_and(|v| v == "1") => {
-                panic!("{why}, and {REQUIRE_SERVICES}=1 forbids skipping")
-            }
             Err(why) => {
-                eprintln!(
-                    "\n!!! SKIPPED: {why}. Set {} to run this test.\n",
-                    self.env_var()
-                );
+                skip_or_fail(&format!("{why} (set {} to run this test)", self.env_var()));
                 None
             }
         }

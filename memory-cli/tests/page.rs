@@ -4,8 +4,8 @@
 //! its diffs, and reverts (a stale one refused).
 //!
 //! The browser test needs Debian's `chromium` (installed by `scripts/prerequisites.sh`), Node
-//! and playwright-core (installed here with `npm ci` when absent). Without them it skips
-//! loudly; with `MEMORY_REQUIRE_SERVICES=1`, as in CI, it fails instead.
+//! and playwright-core (installed here with `npm ci` when absent). Without them it fails, or
+//! skips loudly with `MEMORY_SKIP_MISSING_SERVICES=1`.
 
 mod common;
 
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{Server, memory_bin};
-use memory_conformance::services::REQUIRE_SERVICES;
+use memory_conformance::services::skip_or_fail;
 use tempfile::TempDir;
 
 /// A config with two personalities (ada on her own MEMORY.md, bob on the global one) and the
@@ -193,11 +193,8 @@ fn browser_tools() -> Result<PathBuf, String> {
 fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
     let chromium = match browser_tools() {
         Ok(chromium) => chromium,
-        Err(why) if std::env::var(REQUIRE_SERVICES).is_ok_and(|v| v == "1") => {
-            panic!("{why}, and {REQUIRE_SERVICES}=1 forbids skipping")
-        }
         Err(why) => {
-            eprintln!("\n!!! SKIPPED: the browser test cannot run: {why}.\n");
+            skip_or_fail(&format!("the browser test cannot run: {why}"));
             return;
         }
     };

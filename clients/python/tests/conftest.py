@@ -97,11 +97,21 @@ alice-reader = {{ sha256 = "{sha(keys.alice_only)}", scopes = ["read"], users = 
 
 
 def service_url(variable: str) -> str | None:
-    """A backend server's URL from the environment; without one the test skips, or fails when
-    ``MEMORY_REQUIRE_SERVICES=1``."""
+    """A backend server's URL from the environment; without one the test fails, or skips
+    (noted in ``$MEMORY_SKIPPED_LOG`` for scripts/test to list) when
+    ``MEMORY_SKIP_MISSING_SERVICES=1``."""
     url = os.environ.get(variable)
     if url:
         return url
-    if os.environ.get("MEMORY_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{variable} is not set and MEMORY_REQUIRE_SERVICES=1")
-    pytest.skip(f"{variable} is not set")
+    why = f"{variable} is not set"
+    if os.environ.get("MEMORY_SKIP_MISSING_SERVICES") != "1":
+        pytest.fail(
+            f"{why}: start the server (scripts/services.sh), or set "
+            "MEMORY_SKIP_MISSING_SERVICES=1 to skip its tests"
+        )
+    log = os.environ.get("MEMORY_SKIPPED_LOG")
+    if log:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(f"clients/python {test}: {why}\n")
+    pytest.skip(why)

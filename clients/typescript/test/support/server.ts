@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,18 +128,29 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
 }
 
-/** A service URL from the environment; undefined (skip) unless MEMORY_REQUIRE_SERVICES=1. */
+/**
+ * What a test does when something it needs is missing: it throws (fails), unless
+ * MEMORY_SKIP_MISSING_SERVICES=1; then the caller skips, and the skip is noted in
+ * $MEMORY_SKIPPED_LOG (when set) for scripts/test to list.
+ */
+function skipOrFail(why: string, fix: string): undefined {
+  if (process.env['MEMORY_SKIP_MISSING_SERVICES'] !== '1') {
+    throw new Error(`${why}: ${fix}, or set MEMORY_SKIP_MISSING_SERVICES=1 to skip its tests`);
+  }
+  const log = process.env['MEMORY_SKIPPED_LOG'];
+  if (log !== undefined && log !== '') {
+    appendFileSync(log, `clients/typescript ${process.argv[1] ?? '?'}: ${why}\n`);
+  }
+  return undefined;
+}
+
+/** A service URL from the environment; undefined (skip) only with MEMORY_SKIP_MISSING_SERVICES=1. */
 export function serviceUrl(
   variable: 'MEMORY_TEST_POSTGRES_URL' | 'MEMORY_TEST_REDIS_URL',
 ): string | undefined {
   const url = process.env[variable];
   if (url !== undefined && url !== '') return url;
-  if (process.env['MEMORY_REQUIRE_SERVICES'] === '1') {
-    throw new Error(
-      `${variable} is not set and MEMORY_REQUIRE_SERVICES=1: start the service (scripts/services.sh)`,
-    );
-  }
-  return undefined;
+  return skipOrFail(`${variable} is not set`, 'start the service (scripts/services.sh)');
 }
 
 /** The embedding model directory, when provisioned (scripts/provision-model). */
@@ -148,12 +159,7 @@ export function modelDir(): string | undefined {
     process.env['MEMORY_MODEL_DIR'] ??
     join(homedir(), '.cache', 'agent-memory', 'models', 'all-MiniLM-L6-v2');
   if (existsSync(join(dir, 'model.onnx'))) return dir;
-  if (process.env['MEMORY_REQUIRE_SERVICES'] === '1') {
-    throw new Error(
-      `no embedding model in ${dir} and MEMORY_REQUIRE_SERVICES=1: run scripts/provision-model`,
-    );
-  }
-  return undefined;
+  return skipOrFail(`no embedding model in ${dir}`, 'run scripts/provision-model');
 }
 
 /** memory.toml for one markdown provider under `{{dir}}/root`, plus extra lines. */
