@@ -1697,9 +1697,10 @@ mod tests {
         // Two documents in different local queues.
         let stalled = ctx().document(Store::Memory);
         let other = (0..)
+            .take(LOCAL_QUEUES * 16)
             .map(|i| ctx_of(&format!("u{i}")).document(Store::User))
             .find(|id| queue_of(id) != queue_of(&stalled))
-            .unwrap();
+            .expect("documents spread over the local queues");
         let DocumentId::UserProfile { user } = &other else {
             unreachable!("a user document")
         };
