@@ -200,6 +200,8 @@ pub struct CasWriter {
 struct Progress {
     writing: AtomicBool,
     lost: AtomicU32,
+    /// The document the last lost attempt lost on: what a deadline's Contention names.
+    lost_on: std::sync::Mutex<Option<DocumentId>>,
 }
 
 impl CasWriter {
@@ -269,8 +271,13 @@ impl CasWriter {
                         source: None,
                     }
                 } else if progress.lost.load(Ordering::SeqCst) > 0 {
+                    let lost_on = progress
+                        .lost_on
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .take();
                     MemoryError::Contention {
-                        document: first,
+                        document: lost_on.unwrap_or(first),
                         attempts: progress.lost.load(Ordering::SeqCst),
                     }
                 } else {
@@ -332,6 +339,10 @@ impl CasWriter {
                 Outcome::Lost(document) => document,
             };
             progress.lost.store(attempt, Ordering::SeqCst);
+            *progress
+                .lost_on
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(lost_on.clone());
             // The turn is not held while backing off: local writers of other documents in the
             // same queue go on meanwhile.
             drop(my_turn);
@@ -1743,6 +1754,7 @@ mod tests {
 
     /// A store at which every race is lost and whose reads after the first never answer.
     #[derive(Default)]
+    /// Loses the first attempt's race on its last document, then never answers a read.
     struct LosingThenSilentStore {
         store: FlakyStore,
     }
@@ -1765,7 +1777,7 @@ mod tests {
             writes: &[CasWrite<'_>],
             _lock_wait: Duration,
         ) -> Result<Option<DocumentId>, MemoryError> {
-            Ok(Some(writes[0].id.clone()))
+            Ok(writes.last().map(|write| write.id.clone()))
         }
     }
 
@@ -1796,6 +1808,25 @@ mod tests {
             .unwrap_err();
         assert!(
             matches!(&err, MemoryError::Contention { attempts: 1, document } if *document == ctx().document(Store::Memory)),
+            "{err:?}"
+        );
+        // Of a call's two documents, the contention names the one the race was lost on.
+        let both = [
+            MemoryUpdate::add(Store::Memory, "x"),
+            MemoryUpdate::add(Store::User, "y"),
+        ];
+        let err = writer
+            .sync(
+                &LosingThenSilentStore::default(),
+                &EventBus::new(),
+                &ctx(),
+                &both,
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::Contention { attempts: 1, document } if *document == ctx().document(Store::User)),
             "{err:?}"
         );
     }
