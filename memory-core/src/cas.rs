@@ -195,6 +195,9 @@ pub struct CasWriter {
     history: bool,
 }
 
+/// The resolution of tokio's timers: a sleep ends up to this much after it was asked to.
+const TIMER_TICK: Duration = Duration::from_millis(1);
+
 /// How far a call got, for the error its deadline gives.
 #[derive(Default)]
 struct Progress {
@@ -359,7 +362,10 @@ impl CasWriter {
                 }
                 Mode::Hold | Mode::RaceOnly => backoff.next_pause(),
             };
-            if attempt < self.max_attempts && Instant::now() + pause < deadline {
+            // Tokio's timers wake on whole milliseconds: a pause is taken only when it ends,
+            // rounded up, before the deadline, so no sleep outlives the call.
+            let wakes = Instant::now() + pause + TIMER_TICK;
+            if attempt < self.max_attempts && wakes < deadline {
                 tokio::time::sleep(pause).await;
             } else {
                 return Err(MemoryError::Contention {
