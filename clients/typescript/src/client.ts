@@ -542,14 +542,11 @@ export class Identities {
 
   /** One page of links, sorted by platform then account. */
   async list(maybeOptions: PageOptions = {}): Promise<IdentitiesPage> {
-    const options = optionsObject(maybeOptions, 'identities.list');
-    const response = await this.transport.request<IdentitiesPage>({
-      method: 'GET',
-      path: '/v1/identities',
-      query: { limit: options.limit, after: options.after },
-      signal: options.signal,
-    });
-    return response.body;
+    return listPage<IdentitiesPage>(
+      this.transport,
+      '/v1/identities',
+      optionsObject(maybeOptions, 'identities.list'),
+    );
   }
 
   /** Every link, page by page. */
@@ -565,14 +562,11 @@ export class Directory {
 
   /** One page of personalities, sorted by id, with the default one. */
   async personalities(maybeOptions: PageOptions = {}): Promise<PersonalitiesPage> {
-    const options = optionsObject(maybeOptions, 'directory.personalities');
-    const response = await this.transport.request<PersonalitiesPage>({
-      method: 'GET',
-      path: '/v1/personalities',
-      query: { limit: options.limit, after: options.after },
-      signal: options.signal,
-    });
-    return response.body;
+    return listPage<PersonalitiesPage>(
+      this.transport,
+      '/v1/personalities',
+      optionsObject(maybeOptions, 'directory.personalities'),
+    );
   }
 
   /** Every personality, page by page. */
@@ -583,14 +577,11 @@ export class Directory {
 
   /** One page of users, sorted by id, with the default one. */
   async users(maybeOptions: PageOptions = {}): Promise<UsersPage> {
-    const options = optionsObject(maybeOptions, 'directory.users');
-    const response = await this.transport.request<UsersPage>({
-      method: 'GET',
-      path: '/v1/users',
-      query: { limit: options.limit, after: options.after },
-      signal: options.signal,
-    });
-    return response.body;
+    return listPage<UsersPage>(
+      this.transport,
+      '/v1/users',
+      optionsObject(maybeOptions, 'directory.users'),
+    );
   }
 
   /** Every user, page by page. */
@@ -598,6 +589,17 @@ export class Directory {
     const options = optionsObject(maybeOptions, 'directory.iterateUsers');
     return paginate((after) => this.users({ ...options, after }), options.after);
   }
+}
+
+/** One page of a cursor-paged listing at `path`. */
+async function listPage<T>(transport: Transport, path: string, options: PageOptions): Promise<T> {
+  const response = await transport.request<T>({
+    method: 'GET',
+    path,
+    query: { limit: options.limit, after: options.after },
+    signal: options.signal,
+  });
+  return response.body;
 }
 
 async function* paginate<T>(
