@@ -25,6 +25,15 @@ async fn admin(keys: &common::PrefixGuard) -> MultiplexedConnection {
         .unwrap()
 }
 
+/// A provider keeping revisions for a day (no count limit), or `None` without a server.
+async fn keeping_a_day() -> Option<(memory_redis::RedisProvider, common::PrefixGuard)> {
+    common::provider_with(|config| RedisConfig {
+        history: Retention::default().with_max_age(Duration::from_secs(86_400)),
+        ..config
+    })
+    .await
+}
+
 /// The server's clock, read with `TIME`.
 async fn server_now(connection: &mut MultiplexedConnection) -> SystemTime {
     let (seconds, micros): (u64, u64) = redis::cmd("TIME").query_async(connection).await.unwrap();
@@ -234,12 +243,7 @@ async fn revision_times_come_from_the_server_clock() {
 /// Revisions older than `max_age` are not shown (never the tip), and writes trim them.
 #[tokio::test]
 async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
-    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
-        history: Retention::default().with_max_age(Duration::from_secs(86_400)),
-        ..config
-    })
-    .await
-    else {
+    let Some((p, keys)) = keeping_a_day().await else {
         return;
     };
     let mut connection = admin(&keys).await;
@@ -315,12 +319,7 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
 /// it also drops it from the stream, as `history` leaves it out.
 #[tokio::test]
 async fn a_hand_edit_dated_past_the_age_limit_leaves_the_stream_at_the_write() {
-    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
-        history: Retention::default().with_max_age(Duration::from_secs(86_400)),
-        ..config
-    })
-    .await
-    else {
+    let Some((p, keys)) = keeping_a_day().await else {
         return;
     };
     let mut connection = admin(&keys).await;
