@@ -12,8 +12,9 @@ use memory_core::{
 };
 
 pub use crate::history::{
-    concurrent_writes_have_one_revision_each, every_change_is_one_revision_newest_first,
-    purge_leaves_only_a_tombstone, revert_restores_a_revision_as_a_new_one,
+    a_second_purge_replaces_the_tombstone, concurrent_writes_have_one_revision_each,
+    every_change_is_one_revision_newest_first, purge_leaves_only_a_tombstone,
+    revert_restores_a_revision_as_a_new_one,
 };
 
 pub(crate) const M: Store = Store::Memory;

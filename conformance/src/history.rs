@@ -250,6 +250,43 @@ pub async fn purge_leaves_only_a_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>
     assert!(history(&*p, &never_written).await.is_empty());
 }
 
+/// Purging a document purged already erases its tombstone and leaves a newer one in its
+/// place, with this purge's surface and nothing to erase but that tombstone; later writes
+/// number on from it.
+pub async fn a_second_purge_replaces_the_tombstone<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Secret.")]).await;
+    let first = p.purge(&document, Surface::Cli).await.expect("purge");
+    let first = first.tombstone.expect("history is on: a tombstone");
+    assert_eq!(first.number, 2);
+
+    let again = p.purge(&document, Surface::Web).await.expect("purge again");
+    assert_eq!(
+        (again.bytes, again.revisions),
+        (0, 1),
+        "only the old tombstone was left to erase"
+    );
+    let tombstone = again.tombstone.expect("a newer tombstone");
+    assert!(tombstone.is_tombstone());
+    assert_eq!((tombstone.number, tombstone.surface), (3, Surface::Web));
+    assert_eq!((tombstone.bytes_before, tombstone.bytes_after), (0, 0));
+    assert_eq!(
+        history(&*p, &document).await,
+        std::slice::from_ref(&tombstone),
+        "the newer tombstone replaces the old"
+    );
+    assert_eq!(p.read(&document).await.unwrap().text, "");
+
+    sync(&*p, &c, &[MemoryUpdate::add(M, "After.")]).await;
+    let numbers: Vec<u64> = history(&*p, &document)
+        .await
+        .iter()
+        .map(|revision| revision.number)
+        .collect();
+    assert_eq!(numbers, [4, 3]);
+}
+
 /// Concurrent writers: every acknowledged write has exactly one revision, and the revisions
 /// form one chain in the order the writes landed.
 pub async fn concurrent_writes_have_one_revision_each<P: MemoryProvider + ?Sized + 'static>(

@@ -171,6 +171,7 @@ macro_rules! conformance_cases {
             every_change_is_one_revision_newest_first,
             revert_restores_a_revision_as_a_new_one,
             purge_leaves_only_a_tombstone,
+            a_second_purge_replaces_the_tombstone,
             concurrent_writes_have_one_revision_each,
         );
     };

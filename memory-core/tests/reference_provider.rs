@@ -2,7 +2,7 @@
 
 use memory_core::{
     IdempotencyKey, IfMatch, InMemoryProvider, MemoryContext, MemoryProvider, MemoryUpdate,
-    PersonalityId, Store, Surface, UserId,
+    PersonalityId, Store, UserId,
 };
 
 fn ctx() -> MemoryContext {
@@ -10,22 +10,6 @@ fn ctx() -> MemoryContext {
         PersonalityId::new("ada").unwrap(),
         UserId::new("u1").unwrap(),
     )
-}
-
-/// CONTRACT: purging a document already purged replaces its tombstone with a newer one.
-#[tokio::test]
-async fn purging_a_purged_document_replaces_its_tombstone() {
-    let provider = InMemoryProvider::new();
-    let memory = ctx().document(Store::Memory);
-    let add = [MemoryUpdate::add(Store::Memory, "x")];
-    provider.sync(&ctx(), &add, &IfMatch::NONE).await.unwrap();
-    let first = provider.purge(&memory, Surface::Cli).await.unwrap();
-    assert_eq!(first.tombstone.as_ref().map(|t| t.number), Some(2));
-    let again = provider.purge(&memory, Surface::Web).await.unwrap();
-    let tombstone = again.tombstone.expect("a newer tombstone");
-    assert_eq!((tombstone.number, tombstone.surface), (3, Surface::Web));
-    let history = provider.history(&memory, 10).await.unwrap();
-    assert_eq!(history, [tombstone]);
 }
 
 #[tokio::test]
