@@ -1331,29 +1331,6 @@ mod tests {
         );
     }
 
-    /// A store whose compare-and-swap never answers, as behind a proxy that stopped forwarding.
-    struct StalledStore(FlakyStore);
-
-    #[async_trait]
-    impl CompareAndSwap for StalledStore {
-        async fn fetch(
-            &self,
-            ids: &[DocumentId],
-            receipts: bool,
-        ) -> Result<Vec<Fetched>, MemoryError> {
-            self.0.fetch(ids, receipts).await
-        }
-
-        async fn compare_and_swap(
-            &self,
-            _writes: &[CasWrite<'_>],
-            lock_wait: Duration,
-        ) -> Result<Option<DocumentId>, MemoryError> {
-            assert!(lock_wait < Duration::from_secs(2), "{lock_wait:?}");
-            std::future::pending().await
-        }
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_call_ends_within_its_deadline() {
         let writer = CasWriter::new(64).with_deadline(Duration::from_secs(2));
@@ -1361,7 +1338,7 @@ mod tests {
         let started = Instant::now();
         let err = writer
             .sync(
-                &StalledStore(FlakyStore::default()),
+                &ScriptedStore::new(stalled),
                 &EventBus::new(),
                 &ctx(),
                 &add,
@@ -1607,41 +1584,11 @@ mod tests {
         assert!(views.contended(&[doc("b"), doc("z")]));
     }
 
-    /// A store at which another writer takes the document one version on, with its own text,
-    /// whenever this one writes, and the reply is lost.
-    struct OvertakenStore(FlakyStore);
-
-    #[async_trait]
-    impl CompareAndSwap for OvertakenStore {
-        async fn fetch(
-            &self,
-            ids: &[DocumentId],
-            receipts: bool,
-        ) -> Result<Vec<Fetched>, MemoryError> {
-            self.0.fetch(ids, receipts).await
-        }
-
-        async fn compare_and_swap(
-            &self,
-            writes: &[CasWrite<'_>],
-            _lock_wait: Duration,
-        ) -> Result<Option<DocumentId>, MemoryError> {
-            let mut documents = self.0.documents.lock().unwrap();
-            for write in writes {
-                documents.insert(
-                    write.id.clone(),
-                    ("theirs\n".to_owned(), write.expected + 1, None),
-                );
-            }
-            Err(MemoryError::unavailable("test", "connection reset"))
-        }
-    }
-
     #[tokio::test]
     async fn a_lost_reply_is_not_a_success_when_another_text_shows() {
         let err = CasWriter::new(3)
             .sync(
-                &OvertakenStore(FlakyStore::default()),
+                &ScriptedStore::new(overtaken),
                 &EventBus::new(),
                 &ctx(),
                 &[MemoryUpdate::add(Store::Memory, "mine")],
@@ -1650,6 +1597,82 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, MemoryError::OutcomeUnknown { .. }), "{err:?}");
+    }
+
+    /// What a scripted compare-and-swap answers: `None` never answers, as behind a proxy that
+    /// stopped forwarding.
+    type CasAnswer = Option<Result<Option<DocumentId>, MemoryError>>;
+
+    /// A [`FlakyStore`] whose compare-and-swap a test scripts, and whose reads may fall silent.
+    struct ScriptedStore {
+        store: FlakyStore,
+        cas: fn(&FlakyStore, &[CasWrite<'_>], Duration) -> CasAnswer,
+        /// Reads after the first never answer.
+        silent_after_one_read: bool,
+    }
+
+    impl ScriptedStore {
+        fn new(cas: fn(&FlakyStore, &[CasWrite<'_>], Duration) -> CasAnswer) -> Self {
+            ScriptedStore {
+                store: FlakyStore::default(),
+                cas,
+                silent_after_one_read: false,
+            }
+        }
+
+        fn silent_after_one_read(mut self) -> Self {
+            self.silent_after_one_read = true;
+            self
+        }
+    }
+
+    #[async_trait]
+    impl CompareAndSwap for ScriptedStore {
+        async fn fetch(
+            &self,
+            ids: &[DocumentId],
+            receipts: bool,
+        ) -> Result<Vec<Fetched>, MemoryError> {
+            if self.silent_after_one_read && self.store.fetches.load(Ordering::SeqCst) > 0 {
+                std::future::pending::<()>().await;
+            }
+            self.store.fetch(ids, receipts).await
+        }
+
+        async fn compare_and_swap(
+            &self,
+            writes: &[CasWrite<'_>],
+            lock_wait: Duration,
+        ) -> Result<Option<DocumentId>, MemoryError> {
+            match (self.cas)(&self.store, writes, lock_wait) {
+                Some(answer) => answer,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// Never answers, and is never given a lock wait past the 2 s deadline the tests set.
+    fn stalled(_: &FlakyStore, _: &[CasWrite<'_>], lock_wait: Duration) -> CasAnswer {
+        assert!(lock_wait < Duration::from_secs(2), "{lock_wait:?}");
+        None
+    }
+
+    /// Another writer takes each document one version on, with its own text, and the reply is
+    /// lost.
+    fn overtaken(store: &FlakyStore, writes: &[CasWrite<'_>], _: Duration) -> CasAnswer {
+        let mut documents = store.documents.lock().unwrap();
+        for write in writes {
+            documents.insert(
+                write.id.clone(),
+                ("theirs\n".to_owned(), write.expected + 1, None),
+            );
+        }
+        Some(Err(MemoryError::unavailable("test", "connection reset")))
+    }
+
+    /// Every race is lost, on the call's last document.
+    fn lost_on_the_last(_: &FlakyStore, writes: &[CasWrite<'_>], _: Duration) -> CasAnswer {
+        Some(Ok(writes.last().map(|write| write.id.clone())))
     }
 
     /// A store whose reads answer with what they read only after letting other tasks run (so
@@ -1758,35 +1781,6 @@ mod tests {
         );
     }
 
-    /// A store at which every race is lost and whose reads after the first never answer.
-    #[derive(Default)]
-    /// Loses the first attempt's race on its last document, then never answers a read.
-    struct LosingThenSilentStore {
-        store: FlakyStore,
-    }
-
-    #[async_trait]
-    impl CompareAndSwap for LosingThenSilentStore {
-        async fn fetch(
-            &self,
-            ids: &[DocumentId],
-            receipts: bool,
-        ) -> Result<Vec<Fetched>, MemoryError> {
-            if self.store.fetches.load(Ordering::SeqCst) > 0 {
-                std::future::pending::<()>().await;
-            }
-            self.store.fetch(ids, receipts).await
-        }
-
-        async fn compare_and_swap(
-            &self,
-            writes: &[CasWrite<'_>],
-            _lock_wait: Duration,
-        ) -> Result<Option<DocumentId>, MemoryError> {
-            Ok(writes.last().map(|write| write.id.clone()))
-        }
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_deadline_after_lost_races_is_contention_before_any_unavailable() {
         let writer = CasWriter::new(64).with_deadline(Duration::from_secs(2));
@@ -1804,7 +1798,7 @@ mod tests {
         // One race lost, then no reply: contention, counting the lost attempt.
         let err = writer
             .sync(
-                &LosingThenSilentStore::default(),
+                &ScriptedStore::new(lost_on_the_last).silent_after_one_read(),
                 &EventBus::new(),
                 &ctx(),
                 &add,
@@ -1823,7 +1817,7 @@ mod tests {
         ];
         let err = writer
             .sync(
-                &LosingThenSilentStore::default(),
+                &ScriptedStore::new(lost_on_the_last).silent_after_one_read(),
                 &EventBus::new(),
                 &ctx(),
                 &both,
