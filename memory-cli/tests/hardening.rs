@@ -68,7 +68,7 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
 }
 
 /// A file time before 1970 (a clock set far back) is shown as unknown on every surface, never
-/// as 1970: `unknown` in text, `null` for `modified` in JSON (the CLI's `--json` and the HTTP
+/// as 1970: `unknown` in text, `null` for `modified` and a revision's `time` in JSON (the CLI's `--json` and the HTTP
 /// API alike), which the API allows (milliseconds from 0, or null) and no JSON client reads as
 /// a date.
 #[test]
@@ -124,6 +124,51 @@ fn a_file_time_before_1970_is_shown_as_unknown_not_a_crash() {
         Some(&Value::Null),
         "HTTP says null too: {document}"
     );
+    // The hand edit is a revision dated by the file's time: null before it is recorded, and
+    // still null once a write has recorded it in the journal (not 0, read back as 1970).
+    let log = || -> Vec<Value> {
+        let (stdout, _) = run(&["log", "personalities/ada/MEMORY.md", "--json"]);
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let unrecorded = log();
+    assert_eq!(unrecorded.len(), 1, "{unrecorded:?}");
+    assert_eq!(unrecorded[0]["surface"], "external");
+    assert_eq!(unrecorded[0]["time"], Value::Null, "{unrecorded:?}");
+    assert_eq!(unrecorded[0]["time_utc"], "unknown (out of range)");
+    let out = memory(dir.path())
+        .args(["sync", "--personality", "ada", "--user", "grace"])
+        .write_stdin(r#"[{"action":"add","store":"memory","content":"Likes green tea."}]"#)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let recorded = log();
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert_eq!(
+        (&recorded[1]["number"], &recorded[1]["surface"]),
+        (&Value::from(1), &Value::from("external"))
+    );
+    assert_eq!(recorded[1]["time"], Value::Null, "{recorded:?}");
+    assert_eq!(recorded[1]["time_utc"], "unknown (out of range)");
+    assert!(
+        recorded[0]["time"]
+            .as_u64()
+            .is_some_and(|millis| millis > 0),
+        "{recorded:?}"
+    );
+    let (listed, _) = run(&["log", "personalities/ada/MEMORY.md"]);
+    assert!(listed.contains("unknown (out of range)"), "{listed}");
+
+    let (status, body) = server.request(
+        "GET",
+        "/v1/documents/personalities/ada/MEMORY.md/revisions",
+        None,
+    );
+    assert!(status.contains(" 200 "), "{status}: {body}");
+    let page: Value = serde_json::from_str(&body).unwrap();
+    let revisions = page["revisions"].as_array().unwrap();
+    assert_eq!(revisions.len(), 2, "{page}");
+    assert_eq!(revisions[1]["time"], Value::Null, "{page}");
+    assert!(revisions[0]["time"].as_u64().is_some(), "{page}");
 }
 
 #[test]

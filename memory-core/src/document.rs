@@ -252,19 +252,59 @@ pub fn format_utc_millis(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + since).to_string()
 }
 
-/// `SystemTime` as whole milliseconds since the Unix epoch, the form JSON clients read.
+/// `time` as whole milliseconds from the Unix epoch, negative before it, saturating at
+/// `i64`'s ends: the form stored revisions keep their time in, so that a time before 1970 (a
+/// file's mtime from a clock set far back) reads back as itself, not as 1970.
+pub fn signed_unix_millis(time: SystemTime) -> i64 {
+    let millis = |span: Duration| i64::try_from(span.as_millis()).unwrap_or(i64::MAX);
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) => millis(since),
+        Err(before) => -millis(before.duration()),
+    }
+}
+
+/// The time `millis` milliseconds from the Unix epoch (negative: before it), as
+/// [`signed_unix_millis`] writes it; saturating at what the platform's clock can hold.
+pub fn from_signed_unix_millis(millis: i64) -> SystemTime {
+    let span = Duration::from_millis(millis.unsigned_abs());
+    let moved = if millis < 0 {
+        std::time::UNIX_EPOCH.checked_sub(span)
+    } else {
+        std::time::UNIX_EPOCH.checked_add(span)
+    };
+    moved.unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// `SystemTime` as whole milliseconds from the Unix epoch, negative before it (see
+/// [`signed_unix_millis`]): the stored form of a revision's time. Reads either sign, and
+/// unsigned counts past `i64` as written before times were signed.
 pub(crate) mod unix_millis_required {
     use std::time::SystemTime;
 
-    use serde::{Deserializer, Serializer};
+    use serde::Serializer;
+    use serde::de::{Deserializer, Error, Visitor};
 
     pub fn serialize<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(super::unix_millis(*time))
+        s.serialize_i64(super::signed_unix_millis(*time))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
-        super::unix_millis::deserialize(d)?
-            .ok_or_else(|| serde::de::Error::custom("a time in milliseconds since the Unix epoch"))
+        struct Millis;
+        impl Visitor<'_> for Millis {
+            type Value = SystemTime;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a time in milliseconds since the Unix epoch")
+            }
+            fn visit_i64<E: Error>(self, millis: i64) -> Result<SystemTime, E> {
+                Ok(super::from_signed_unix_millis(millis))
+            }
+            fn visit_u64<E: Error>(self, millis: u64) -> Result<SystemTime, E> {
+                Ok(super::from_signed_unix_millis(
+                    i64::try_from(millis).unwrap_or(i64::MAX),
+                ))
+            }
+        }
+        d.deserialize_i64(Millis)
     }
 }
 
@@ -396,6 +436,49 @@ mod tests {
             serde_json::from_str(r#"{"id":{"kind":"global-memory"},"version":"0","location":""}"#)
                 .unwrap();
         assert_eq!(never.modified, None);
+    }
+
+    #[test]
+    fn signed_millis_keep_times_before_1970_and_saturate_at_the_ends() {
+        use std::time::UNIX_EPOCH;
+        let day = Duration::from_secs(86_400);
+        for (time, millis) in [
+            (UNIX_EPOCH, 0),
+            (
+                UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
+                1_700_000_000_123,
+            ),
+            (UNIX_EPOCH - day, -86_400_000),
+            (UNIX_EPOCH - Duration::from_millis(1), -1),
+        ] {
+            assert_eq!(signed_unix_millis(time), millis, "{time:?}");
+            assert_eq!(from_signed_unix_millis(millis), time, "{millis}");
+        }
+        let far = UNIX_EPOCH + Duration::from_secs(u64::MAX / 1_000);
+        assert_eq!(signed_unix_millis(far), i64::MAX);
+        // Past what the clock holds: the epoch rather than a panic.
+        let _ = from_signed_unix_millis(i64::MIN);
+        let _ = from_signed_unix_millis(i64::MAX);
+    }
+
+    #[test]
+    fn a_revisions_stored_time_reads_back_as_itself_before_1970_too() {
+        use std::time::UNIX_EPOCH;
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct Stored {
+            #[serde(with = "unix_millis_required")]
+            time: SystemTime,
+        }
+        let before_1970 = Stored {
+            time: UNIX_EPOCH - Duration::from_secs(86_400),
+        };
+        let json = serde_json::to_string(&before_1970).unwrap();
+        assert_eq!(json, r#"{"time":-86400000}"#);
+        assert_eq!(serde_json::from_str::<Stored>(&json).unwrap(), before_1970);
+        // Written before times were signed: a count past i64 (a clock far ahead) still reads.
+        let old: Stored = serde_json::from_str(r#"{"time":18446744073709551615}"#).unwrap();
+        assert_eq!(signed_unix_millis(old.time), i64::MAX);
+        assert!(serde_json::from_str::<Stored>(r#"{"time":"soon"}"#).is_err());
     }
 
     #[test]

@@ -184,9 +184,11 @@ pub struct RevisionEntry {
     pub version: Version,
     /// The version before it.
     pub version_before: Version,
-    /// When it was recorded, in milliseconds since the Unix epoch.
-    pub time: u64,
-    /// `time` in RFC 3339, UTC.
+    /// When it was recorded, in milliseconds since the Unix epoch; null for a time before 1970
+    /// or past the year 9999 (a clock set far off, or a file's time from one), which
+    /// `time_utc` shows as unknown.
+    pub time: Option<u64>,
+    /// `time` in RFC 3339, UTC, or `unknown (out of range)`.
     pub time_utc: String,
     /// Where the change came from.
     pub surface: Surface,
@@ -224,7 +226,7 @@ impl RevisionEntry {
             path: revision.document.relative_path(),
             version: revision.version_after.clone(),
             version_before: revision.version_before.clone(),
-            time: crate::unix_millis(revision.time),
+            time: crate::shown_unix_millis(revision.time),
             time_utc: crate::format_utc(revision.time),
             surface: revision.surface,
             personality: revision.personality.clone(),

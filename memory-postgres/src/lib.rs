@@ -39,7 +39,7 @@ mod config;
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
@@ -47,7 +47,7 @@ use memory_core::{
     Held, HeldTurn, Hold, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext,
     MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts,
     Retention, Revision, RevisionTip, Store, Subscription, Surface, SyncReport, UserId, Version,
-    history_view, sha256_hex,
+    from_signed_unix_millis, history_view, sha256_hex,
 };
 use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
@@ -570,7 +570,7 @@ impl PostgresProvider {
             text: row.content.unwrap_or_default(),
             version: Version::new(version.to_string()),
             location: self.location_of(id),
-            modified: row.updated_at.map(unix_millis),
+            modified: row.updated_at.map(from_signed_unix_millis),
         };
         Ok(Fetched {
             document,
@@ -646,7 +646,7 @@ impl PostgresProvider {
             sha256_after: row.sha256_after,
             bytes_before: stored_count(row.bytes_before, "bytes_before", location)?,
             bytes_after: stored_count(row.bytes_after, "bytes_after", location)?,
-            time: unix_millis(row.time),
+            time: from_signed_unix_millis(row.time),
             surface,
             personality,
             user,
@@ -692,7 +692,7 @@ impl PostgresProvider {
         let Some(row) = selected.into_iter().next() else {
             return Err(self.unavailable(sqlx::Error::RowNotFound));
         };
-        let now = unix_millis(row.now);
+        let now = from_signed_unix_millis(row.now);
         let fetched = self.fetched(document, row)?;
         let tip = fetched.tip.number;
         let mut recorded = Vec::with_capacity(rows.len());
@@ -762,7 +762,7 @@ impl PostgresProvider {
             .map_err(|err| self.history_error(err))?;
         let tip = self.tip(document, erased.tip)?;
         let revisions = stored_count(erased.count, "count", || self.history_location(document))?;
-        let now = unix_millis(erased.now);
+        let now = from_signed_unix_millis(erased.now);
         let tombstone = (self.retention.is_on() && (erased_text.is_some() || revisions > 0))
             .then(|| Revision::tombstone(document, &tip, Version::new("0"), surface, now));
         if let Some(tombstone) = &tombstone {
@@ -984,16 +984,14 @@ impl CompareAndSwap for PostgresProvider {
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
     ) -> Result<Option<DocumentId>, MemoryError> {
-        let Some(first) = writes.first() else {
+        if writes.is_empty() {
             return Ok(None);
-        };
+        }
         // Each row may wait its own `lock_timeout`, so they share what is left.
         let rows = u32::try_from(writes.len()).unwrap_or(u32::MAX);
-        let per_row = lock_wait / rows;
-        // No time left to wait for anything: whoever holds the rows has won the race.
-        if per_row < Duration::from_millis(1) {
-            return Ok(Some(first.id.clone()));
-        }
+        // At least the shortest wait a `lock_timeout` takes (0 would be none): near the
+        // deadline the write still tries, and a lost race names the row that was held.
+        let per_row = (lock_wait / rows).max(SHORTEST_LOCK_WAIT);
         let binds = WriteBinds::of(writes, &self.retention)?;
         let query = binds.query(&self.sql.write);
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
@@ -1045,9 +1043,9 @@ impl CompareAndSwap for PostgresProvider {
         if let Some(timeout) = self.lock_timeout {
             per_lock = per_lock.min(timeout);
         }
-        if per_lock < Duration::from_millis(1) {
-            return Ok(Some(Hold::Busy(first.clone())));
-        }
+        // As in `compare_and_swap`: a hold near the deadline still tries, so that when it is
+        // busy it names the document another session holds.
+        let per_lock = per_lock.max(SHORTEST_LOCK_WAIT);
         let mut lease = self.lease().await?;
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let lock_timeout = format!("{}ms", per_lock.as_millis());
@@ -1073,7 +1071,8 @@ impl CompareAndSwap for PostgresProvider {
                     if is_retryable(db.code().as_deref()));
                 let rolled_back = answered && finish(lease, "ROLLBACK").await.is_ok();
                 if rolled_back && busy {
-                    return Ok(Some(Hold::Busy(first.clone())));
+                    let busy_on = self.held_by_others(ids).await;
+                    return Ok(Some(Hold::Busy(busy_on.unwrap_or_else(|| first.clone()))));
                 }
                 return Err(self.db_error(err));
             }
@@ -1100,6 +1099,31 @@ impl CompareAndSwap for PostgresProvider {
                 Err(err)
             }
         }
+    }
+}
+
+impl PostgresProvider {
+    /// The first of `ids` that another session holds now, for the `Busy` of a hold that timed
+    /// out to name the document it waited for. `None` when there is one document (it is that
+    /// one), when none is held any more, or when the question got no answer.
+    async fn held_by_others(&self, ids: &[DocumentId]) -> Option<DocumentId> {
+        if ids.len() < 2 {
+            return None;
+        }
+        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let position: Option<i64> = self
+            .leased(async |connection| {
+                sqlx::query_scalar(AssertSqlSafe(self.sql.held_by_others.clone()))
+                    .bind(&kinds)
+                    .bind(&owners)
+                    .fetch_optional(connection)
+                    .await
+            })
+            .await
+            .ok()?
+            .ok()?;
+        let index = usize::try_from(position?).ok()?.checked_sub(1)?;
+        ids.get(index).cloned()
     }
 }
 
@@ -1536,6 +1560,7 @@ impl DerefMut for Lease {
 struct Statements {
     select: Arc<str>,
     hold: Arc<str>,
+    held_by_others: Arc<str>,
     select_documents: Arc<str>,
     read_two: Arc<str>,
     write: Arc<str>,
@@ -1635,6 +1660,13 @@ impl Statements {
                 "SELECT content, version, updated_at, receipts, tip_number, tip_version, \
                    tip_sha256, tip_bytes, now \
                  FROM \"{schema}\".memory_hold($1, $2, $3, $4)"
+            )
+            .into(),
+            // Which of the documents another session holds: its advisory lock (as memory_hold
+            // takes it, in this schema) or its row's lock. Each is tried, not waited for, and
+            // let go when the statement ends; only a hold that timed out asks.
+            held_by_others: format!(
+                "SELECT w.position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY                    AS w(kind, owner, position)                  WHERE NOT pg_try_advisory_xact_lock(hashtextextended(                      '{schema}' || '/' || w.kind || '/' || w.owner, 0))                    OR (EXISTS (SELECT FROM {table} AS d                          WHERE d.kind = w.kind AND d.owner = w.owner)                      AND NOT EXISTS (SELECT FROM {table} AS d                          WHERE d.kind = w.kind AND d.owner = w.owner FOR UPDATE SKIP LOCKED))                  ORDER BY w.position LIMIT 1"
             )
             .into(),
             select_documents: select("").into(),
@@ -1824,11 +1856,9 @@ fn document_id(kind: &str, owner: &str) -> Option<DocumentId> {
     }
 }
 
-/// A time the server gave as milliseconds since the Unix epoch; one before 1970 (only a hand
-/// edit could write it) reads as the epoch.
-fn unix_millis(millis: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
-}
+/// The shortest `lock_timeout` a write or a hold sets: whole milliseconds, and 0 would mean no
+/// bound at all.
+const SHORTEST_LOCK_WAIT: Duration = Duration::from_millis(1);
 
 /// Serialization failures, deadlocks, lock waits past `lock_timeout`, and unique violations
 /// (only a revision number can be one: a purge's tombstone took it after the writer read the

@@ -47,8 +47,8 @@ async fn documents(p: &PostgresProvider, c: &MemoryContext) -> Vec<(String, Stri
 /// Another session holds the row of `kind` locked (`SELECT ... FOR UPDATE`, then idle in its
 /// transaction) while one sync writes it. With the default 64 attempts each waiting out the
 /// 5 s `lock_timeout`, that call used to take over five minutes; now it gives up within its
-/// deadline (2 s here) as `Contention`, writes nothing (also the unlocked document of a
-/// two-document call), and a sync after the lock is released lands.
+/// deadline (2 s here) as `Contention` naming the held document, writes nothing (also the
+/// unlocked document of a two-document call), and a sync after the lock is released lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() {
     let Some((_, schema)) = common::provider().await else {
@@ -113,9 +113,14 @@ async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() 
         // Another writer has the document (CONTRACT.md: Contention when retries run out or
         // the deadline passes while others hold it); the server answered all along, so it is
         // not Unavailable, and nothing was written, so the outcome is known.
+        // It names the document whose row is held, not the call's first.
+        let held = match locked {
+            "user_profile" => c.document(Store::User),
+            _ => c.document(Store::Memory),
+        };
         assert!(
-            matches!(err, MemoryError::Contention { .. }),
-            "{case}: a held row is Contention: {err:?}"
+            matches!(&err, MemoryError::Contention { document, .. } if *document == held),
+            "{case}: a held row is Contention on {held}: {err:?}"
         );
         assert_eq!(err.kind(), ErrorKind::Busy, "{case}");
         assert_eq!(

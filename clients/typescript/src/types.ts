@@ -198,7 +198,8 @@ export interface RevisionEntry {
   path: string;
   version: Version;
   version_before: Version;
-  time: number;
+  /** Milliseconds since the Unix epoch; null for a time before 1970 or past 9999. */
+  time?: number | null;
   time_utc: string;
   surface: Surface;
   bytes_before: number;

@@ -499,8 +499,9 @@ class Revision:
     version: str
     """The version it left the document at: what ``if_match`` takes."""
     version_before: str
-    time: int
-    """When it was recorded, in milliseconds since the Unix epoch."""
+    time: int | None
+    """When it was recorded, in milliseconds since the Unix epoch; ``None`` for a time before
+    1970 or past the year 9999 (a clock set far off), which ``time_utc`` shows as unknown."""
     time_utc: str
     surface: str
     """Where it came from: ``tool``, ``cli``, ``web``, ``api`` or ``external``."""
@@ -529,7 +530,7 @@ def _revision_fields(fields: _Fields) -> dict[str, Any]:
         "path": fields.text("path"),
         "version": fields.text("version"),
         "version_before": fields.text("version_before"),
-        "time": fields.number("time"),
+        "time": fields.opt_number("time"),
         "time_utc": fields.text("time_utc"),
         "surface": fields.text("surface"),
         "personality": fields.opt_text("personality"),

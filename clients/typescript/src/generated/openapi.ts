@@ -1014,10 +1014,12 @@ export interface components {
       text?: string | null;
       /**
        * Format: int64
-       * @description When it was recorded, in milliseconds since the Unix epoch.
+       * @description When it was recorded, in milliseconds since the Unix epoch; null for a time before 1970
+       *     or past the year 9999 (a clock set far off, or a file's time from one), which
+       *     `time_utc` shows as unknown.
        */
-      time: number;
-      /** @description `time` in RFC 3339, UTC. */
+      time?: number | null;
+      /** @description `time` in RFC 3339, UTC, or `unknown (out of range)`. */
       time_utc: string;
       /** @description A purge's tombstone: no content, nothing to revert to. */
       tombstone: boolean;
