@@ -1,11 +1,9 @@
 //! `memory log`, `memory diff`, `memory revert` and `memory purge`: one document's history
 //! from the command line, the document named by its layout path as `memory cat` names it.
 
-use std::time::SystemTime;
-
 use memory_core::{
     MemoryProvider, Revision, RevisionDiff, RevisionEntry, Surface, Version, format_utc,
-    revert_exactly_once,
+    format_utc_seconds, revert_exactly_once,
 };
 use memory_wiring::Memory;
 
@@ -47,39 +45,18 @@ pub async fn log(
 /// One revision as `memory log` prints it:
 /// `   3  2025-06-01 10:00:02  tool      27 → 5 bytes          replace  (personality ada, user grace)`.
 pub fn line(revision: &Revision) -> String {
-    let mut who = Vec::new();
-    if let Some(personality) = &revision.personality {
-        who.push(format!("personality {personality}"));
-    }
-    if let Some(user) = &revision.user {
-        who.push(format!("user {user}"));
-    }
-    if let Some(session) = &revision.session {
-        who.push(format!("session {session}"));
-    }
-    let who = if who.is_empty() {
-        String::new()
-    } else {
-        format!("  ({})", who.join(", "))
-    };
+    let who = revision
+        .who()
+        .map_or_else(String::new, |who| format!("  ({who})"));
     let sizes = format!("{} → {} bytes", revision.bytes_before, revision.bytes_after);
     format!(
         "{:>4}  {}  {:<8}  {sizes:<20}  {}{who}",
         revision.number,
-        utc(revision.time),
+        // A time RFC 3339 cannot show: said as it is.
+        format_utc_seconds(revision.time).unwrap_or_else(|| format_utc(revision.time)),
         revision.surface.to_string(),
         revision.what_changed(),
     )
-}
-
-/// `2025-06-01 10:00:02` (UTC).
-fn utc(time: SystemTime) -> String {
-    let rfc3339 = format_utc(time);
-    match rfc3339.strip_suffix('Z') {
-        Some(seconds) => seconds.replacen('T', " ", 1),
-        // A time RFC 3339 cannot show: said as it is.
-        None => rfc3339,
-    }
 }
 
 /// `memory diff`: a unified diff between two revisions, a revision and the document as it is

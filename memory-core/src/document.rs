@@ -239,6 +239,14 @@ pub fn format_utc(time: SystemTime) -> String {
     }
 }
 
+/// `time` in UTC to the second as the history's lines show it, `2025-06-01 10:00:02`; `None`
+/// for a time RFC 3339 cannot show (see [`format_utc`]), which each surface words its own way.
+pub fn format_utc_seconds(time: SystemTime) -> Option<String> {
+    format_utc(time)
+        .strip_suffix('Z')
+        .map(|seconds| seconds.replacen('T', " ", 1))
+}
+
 /// `time` in RFC 3339 in UTC to the millisecond, as JavaScript's `Date.prototype.toISOString`
 /// writes it (`2025-06-01T10:00:02.000Z`, the form Ethos stores), clamped into the years
 /// 1970..=9999 that the form can show: a hand-set clock must not crash whoever writes it.
@@ -479,6 +487,24 @@ mod tests {
         let old: Stored = serde_json::from_str(r#"{"time":18446744073709551615}"#).unwrap();
         assert_eq!(signed_unix_millis(old.time), i64::MAX);
         assert!(serde_json::from_str::<Stored>(r#"{"time":"soon"}"#).is_err());
+    }
+
+    #[test]
+    fn the_history_shows_times_to_the_second_or_not_at_all() {
+        use std::time::UNIX_EPOCH;
+        let at = UNIX_EPOCH + Duration::from_millis(1_748_772_002_900);
+        assert_eq!(
+            format_utc_seconds(at).as_deref(),
+            Some("2025-06-01 10:00:02")
+        );
+        assert_eq!(
+            format_utc_seconds(UNIX_EPOCH - Duration::from_secs(1)),
+            None
+        );
+        assert_eq!(
+            format_utc_seconds(UNIX_EPOCH + Duration::from_secs(253_402_300_800)),
+            None
+        );
     }
 
     #[test]

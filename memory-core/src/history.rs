@@ -136,6 +136,55 @@ impl Revision {
         self.text.is_none()
     }
 
+    /// Who made it, as the history's lines show it: `personality ada, user grace, session s1`,
+    /// each part only where known; `None` when nothing is (a hand edit, a purge from the CLI).
+    pub fn who(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (
+                "personality",
+                self.personality.as_ref().map(|id| id.as_str()),
+            ),
+            ("user", self.user.as_ref().map(|id| id.as_str())),
+            ("session", self.session.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(what, id)| id.map(|id| format!("{what} {id}")))
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
+    /// The text this revision started from, where `history` (newest first, as
+    /// [`crate::MemoryProvider::history`] gives it) tells it: the empty document before the
+    /// first revision or after a purge's tombstone, else the text of the revision just before
+    /// it. `None` when that one is not kept (pruned), or for a tombstone itself.
+    pub fn text_before<'a>(&self, history: &'a [Revision]) -> Option<&'a str> {
+        if self.is_tombstone() {
+            return None;
+        }
+        let Some(before) = self.number.checked_sub(1).filter(|before| *before > 0) else {
+            return Some("");
+        };
+        history
+            .iter()
+            .find(|revision| revision.number == before)
+            .map(|revision| revision.text.as_deref().unwrap_or(""))
+    }
+
+    /// What this revision changed, as a unified diff against the revision before it in
+    /// `history` (see [`Revision::text_before`]), its labels `<name>@<number>`; empty when the
+    /// text did not change. `None` when there is nothing to compare: a tombstone, or the
+    /// revision before it is not kept.
+    pub fn diff_in(&self, history: &[Revision], name: &str) -> Option<String> {
+        let after = self.text.as_deref()?;
+        let before = self.text_before(history)?;
+        Some(unified_diff(
+            before,
+            after,
+            &format!("{name}@{}", self.number - 1),
+            &format!("{name}@{}", self.number),
+        ))
+    }
+
     /// The tombstone a purge of `document` leaves after `tip`: the size of the erased text,
     /// and nothing derived from its content: no text, and the hash and version of the empty
     /// document on both sides (a hash of personal text could confirm a guess of it, and
@@ -551,11 +600,14 @@ impl RevisionDiff {
                 // `to` first: a purge's tombstone has no text to compare.
                 text_after(document, history, to)?;
                 let before = to.saturating_sub(1);
-                // A purge's tombstone left the empty document: what the write after it
-                // started from.
-                let old = match history.iter().find(|revision| revision.number == before) {
-                    Some(tombstone) if tombstone.is_tombstone() => String::new(),
-                    _ => text_after(document, history, before)?,
+                let old = history
+                    .iter()
+                    .find(|revision| revision.number == to)
+                    .and_then(|revision| revision.text_before(history));
+                let old = match old {
+                    Some(old) => old.to_owned(),
+                    // Not kept: the error names it.
+                    None => text_after(document, history, before)?,
                 };
                 (before, old, Some(to))
             }
@@ -692,6 +744,68 @@ mod tests {
             updates: Vec::new(),
             text: text.map(str::to_owned),
         }
+    }
+
+    #[test]
+    fn who_names_what_is_known_in_order() {
+        let mut made = revision(2, Some("x\n"));
+        assert_eq!(made.who(), None);
+        made.session = Some("s1".into());
+        assert_eq!(made.who().as_deref(), Some("session s1"));
+        made.personality = Some(crate::PersonalityId::new("ada").unwrap());
+        made.user = Some(crate::UserId::new("grace").unwrap());
+        assert_eq!(
+            made.who().as_deref(),
+            Some("personality ada, user grace, session s1")
+        );
+        made.session = None;
+        assert_eq!(made.who().as_deref(), Some("personality ada, user grace"));
+    }
+
+    #[test]
+    fn a_revision_starts_from_the_one_before_it_when_that_is_kept() {
+        let tip = RevisionTip::of(&revision(2, Some("old\n")));
+        let dead = Revision::tombstone(
+            &DocumentId::GlobalMemory,
+            &tip,
+            Version::new("0"),
+            Surface::Cli,
+            SystemTime::UNIX_EPOCH,
+        );
+        let history = [
+            revision(6, Some("six\n")),
+            revision(5, Some("five\n")),
+            dead.clone(),
+            revision(2, Some("two\n")),
+            revision(1, Some("one\n")),
+        ];
+        assert_eq!(history[0].text_before(&history), Some("five\n"));
+        // After a tombstone: the empty document; before the first: the same.
+        assert_eq!(
+            history[1].text_before(&history),
+            None,
+            "revision 4 is not kept"
+        );
+        assert_eq!(revision(4, Some("four\n")).text_before(&history), Some(""));
+        assert_eq!(history[4].text_before(&history), Some(""));
+        assert_eq!(history[3].text_before(&history), Some("one\n"));
+        assert_eq!(
+            dead.text_before(&history),
+            None,
+            "a tombstone has no change"
+        );
+
+        assert_eq!(
+            history[0].diff_in(&history, "MEMORY.md").as_deref(),
+            Some("--- MEMORY.md@5\n+++ MEMORY.md@6\n@@ -1 +1 @@\n-five\n+six\n")
+        );
+        assert_eq!(history[1].diff_in(&history, "MEMORY.md"), None);
+        assert_eq!(dead.diff_in(&history, "MEMORY.md"), None);
+        // No change in the text: an empty diff, not none.
+        assert_eq!(
+            revision(7, Some("six\n")).diff_in(&history, "M").as_deref(),
+            Some("")
+        );
     }
 
     #[test]

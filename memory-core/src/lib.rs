@@ -28,7 +28,8 @@ pub use cas::{
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{
     Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, format_utc_millis,
-    from_signed_unix_millis, sha256_hex, shown_unix_millis, signed_unix_millis, unix_millis,
+    format_utc_seconds, from_signed_unix_millis, sha256_hex, shown_unix_millis, signed_unix_millis,
+    unix_millis,
 };
 pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
 pub use history::{

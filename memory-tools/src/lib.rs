@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use memory_core::{
     Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
     MemoryUpdate, Prefetch, Recall, Revision, Store, Surface, Version, is_blank, render,
-    revert_exactly_once, sync_exactly_once, unified_diff,
+    revert_exactly_once, sync_exactly_once,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -390,10 +390,9 @@ impl MemoryTools {
         let shown = revisions.len().min(limit);
         let mut text = format!("{name}, the latest changes first:");
         let mut listed = 0;
-        for (at, revision) in revisions.iter().take(shown).enumerate() {
-            let before = text_before(revision, revisions.get(at + 1));
-            let entry = describe_revision(name, revision, before);
-            if listed > 0 && text.len() + entry.len() > MAX_HISTORY_CHARS {
+        for revision in revisions.iter().take(shown) {
+            let entry = describe_revision(name, revision, &revisions);
+            if listed > 0 && !fits(text.len(), entry.len()) {
                 break;
             }
             text.push_str("\n\n");
@@ -466,14 +465,14 @@ impl MemoryTools {
             .ok()
             .and_then(|revisions| revisions.into_iter().next())
             .filter(|revision| revision.version_after == report.version_after);
-        let undo = match newest {
-            Some(revision) if revision.number > 1 => format!(
+        // A revert is never the first revision: the one it restores came before it.
+        let undo = newest.map_or_else(String::new, |revision| {
+            format!(
                 " This revert is revision {}; to undo it, revert_to {}.",
                 revision.number,
-                revision.number - 1
-            ),
-            _ => String::new(),
-        };
+                revision.number.saturating_sub(1)
+            )
+        });
         Ok(format!(
             "Reverted {name} to the text of revision {number}: {} → {} bytes.{undo}{}",
             report.bytes_before,
@@ -556,36 +555,17 @@ impl MemoryTools {
     }
 }
 
-/// The text `revision` started from, when it can be told: the empty document before the
-/// first, else the text of `older` (the next older revision kept) when it is the one just
-/// before. A purge's tombstone left the empty document.
-fn text_before<'a>(revision: &Revision, older: Option<&'a Revision>) -> Option<&'a str> {
-    if revision.number == 1 {
-        return Some("");
-    }
-    older
-        .filter(|older| older.number + 1 == revision.number)
-        .map(|older| older.text.as_deref().unwrap_or(""))
+/// Whether an entry of `entry` characters still fits in a listing of `listed` characters.
+fn fits(listed: usize, entry: usize) -> bool {
+    listed + entry <= MAX_HISTORY_CHARS
 }
 
 /// One revision for the model: a header line (number, time, surface, who, sizes, what), then
-/// its diff against `before`, cut to [`MAX_DIFF_CHARS`].
-fn describe_revision(name: &str, revision: &Revision, before: Option<&str>) -> String {
-    let mut who: Vec<String> = Vec::new();
-    if let Some(personality) = &revision.personality {
-        who.push(format!("personality {personality}"));
-    }
-    if let Some(user) = &revision.user {
-        who.push(format!("user {user}"));
-    }
-    if let Some(session) = &revision.session {
-        who.push(format!("session {session}"));
-    }
-    let who = if who.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", who.join(", "))
-    };
+/// its diff against the revision before it in `history`, cut to [`MAX_DIFF_CHARS`].
+fn describe_revision(name: &str, revision: &Revision, history: &[Revision]) -> String {
+    let who = revision
+        .who()
+        .map_or_else(String::new, |who| format!(" ({who})"));
     let mut text = format!(
         "Revision {} · {} · from {}{who} · {} → {} bytes · {}",
         revision.number,
@@ -595,26 +575,13 @@ fn describe_revision(name: &str, revision: &Revision, before: Option<&str>) -> S
         revision.bytes_after,
         revision.what_changed(),
     );
-    let diff = match (&revision.text, before) {
-        (None, _) => "(Purged: the text and the revisions before were erased; nothing to show \
-                      or revert to.)"
+    let diff = match revision.diff_in(history, name) {
+        _ if revision.is_tombstone() => "(Purged: the text and the revisions before were \
+                                          erased; nothing to show or revert to.)"
             .to_owned(),
-        (Some(_), None) => {
-            "(The revision before it is no longer kept, so there is no diff.)".to_owned()
-        }
-        (Some(after), Some(before)) => {
-            let diff = unified_diff(
-                before,
-                after,
-                &format!("{name}@{}", revision.number.saturating_sub(1)),
-                &format!("{name}@{}", revision.number),
-            );
-            if diff.is_empty() {
-                "(No change in the text.)".to_owned()
-            } else {
-                cut_diff(diff)
-            }
-        }
+        None => "(The revision before it is no longer kept, so there is no diff.)".to_owned(),
+        Some(diff) if diff.is_empty() => "(No change in the text.)".to_owned(),
+        Some(diff) => cut_diff(diff),
     };
     text.push('\n');
     text.push_str(diff.trim_end());
@@ -641,10 +608,8 @@ fn cut_diff(diff: String) -> String {
 /// `2025-06-01 10:00:02 UTC`, or "unknown time" for a stored time that cannot be shown
 /// (before 1970, past year 9999).
 fn utc(time: std::time::SystemTime) -> String {
-    match memory_core::format_utc(time).strip_suffix('Z') {
-        Some(seconds) => format!("{} UTC", seconds.replacen('T', " ", 1)),
-        None => "unknown time".to_owned(),
-    }
+    memory_core::format_utc_seconds(time)
+        .map_or_else(|| "unknown time".to_owned(), |at| format!("{at} UTC"))
 }
 
 /// "1 entry", "3 entries".
@@ -879,5 +844,92 @@ mod tests {
             without_paths("and/or /etc/passwd"),
             "and/or (a file of the memory)"
         );
+        // A lone slash is no path; a global MEMORY.md at the root is named by its name.
+        assert_eq!(without_paths("a / b"), "a / b");
+        assert_eq!(
+            without_paths("/srv/memory/MEMORY.md is corrupt"),
+            "MEMORY.md is corrupt"
+        );
+    }
+
+    #[test]
+    fn an_entry_fits_up_to_the_listings_cap() {
+        assert!(fits(MAX_HISTORY_CHARS - 10, 10));
+        assert!(!fits(MAX_HISTORY_CHARS - 10, 11));
+    }
+
+    #[test]
+    fn a_long_diff_is_cut_at_a_line_and_a_character_boundary() {
+        let lines: String = (0..30).map(|n| format!("{n:>99}\n")).collect();
+        assert_eq!(lines.len(), 3_000);
+        let cut = cut_diff(lines.clone());
+        assert_eq!(
+            cut,
+            format!("{}(diff cut: 1000 more characters)", &lines[..2_000])
+        );
+        // No newline to cut at, and byte 2000 inside a two-byte character: cut before it.
+        let wide = format!("x{}", "é".repeat(1_500));
+        let cut = cut_diff(wide.clone());
+        assert_eq!(
+            cut,
+            format!("{}(diff cut: 1002 more characters)", &wide[..1_999])
+        );
+        let short = "--- a\n+++ b\n".to_owned();
+        assert_eq!(cut_diff(short.clone()), short);
+    }
+
+    fn revision(number: u64, text: Option<&str>) -> Revision {
+        Revision {
+            number,
+            document: memory_core::DocumentId::GlobalMemory,
+            version_before: Version::new((number - 1).to_string()),
+            version_after: Version::new(number.to_string()),
+            sha256_before: String::new(),
+            sha256_after: String::new(),
+            bytes_before: 0,
+            bytes_after: text.map_or(0, str::len),
+            time: std::time::UNIX_EPOCH,
+            surface: Surface::Api,
+            personality: None,
+            user: None,
+            idempotency_key: None,
+            session: None,
+            updates: Vec::new(),
+            text: text.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn each_revision_says_what_its_change_was() {
+        let history = [
+            revision(4, None),
+            revision(3, Some("same\n")),
+            revision(2, Some("same\n")),
+        ];
+        let described = |at: usize| describe_revision("MEMORY.md", &history[at], &history);
+        assert!(
+            described(0).ends_with("· purged\n(Purged: the text and the revisions before were erased; nothing to show or revert to.)"),
+            "{}",
+            described(0)
+        );
+        assert!(
+            described(1).ends_with("\n(No change in the text.)"),
+            "{}",
+            described(1)
+        );
+        assert!(
+            described(2)
+                .ends_with("\n(The revision before it is no longer kept, so there is no diff.)"),
+            "{}",
+            described(2)
+        );
+    }
+
+    #[test]
+    fn times_are_shown_in_utc_or_said_unknown() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = UNIX_EPOCH + Duration::from_secs(1_748_772_002);
+        assert_eq!(utc(at), "2025-06-01 10:00:02 UTC");
+        assert_eq!(utc(UNIX_EPOCH - Duration::from_secs(1)), "unknown time");
     }
 }

@@ -422,8 +422,8 @@ async fn consolidate_needs_a_full_view_and_never_erases_another_writers_add() {
     let consolidate = json!({"file": "MEMORY.md", "content": "Loves tea."});
     let unviewed = tools.call("memory_consolidate", consolidate.clone()).await;
     assert!(
-        refused(&unviewed).contains("Call memory_view"),
-        "{}",
+        refused(&unviewed).contains("needs a full view of it first"),
+        "its own writes are no view of the file: {}",
         unviewed.text
     );
 
@@ -1092,4 +1092,165 @@ async fn long_histories_are_cut_and_say_so() {
     for diff in text.split("Revision ").skip(1) {
         assert!(diff.len() <= MAX_DIFF_CHARS + 600, "{diff}");
     }
+}
+
+/// Exactly at a cap is not over it: the notes start one byte past each (the provider refuses
+/// a write past the hard cap, so a file over it was written before the cap was lowered).
+#[tokio::test]
+async fn the_cap_notes_start_one_byte_past_each_cap() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let caps = |soft, hard| {
+        let caps = Caps {
+            soft: Some(soft),
+            hard: Some(hard),
+        };
+        ctx().with_budgets(Budgets {
+            memory: caps,
+            user: caps,
+        })
+    };
+    // "0123456789\n" is 11 bytes.
+    let add = json!({"file": "MEMORY.md", "entry": "0123456789"});
+    let at_soft = tools_over(&provider, caps(11, 40))
+        .call("memory_add", add.clone())
+        .await;
+    assert!(
+        ok(&at_soft).ends_with("MEMORY.md is now 11 bytes (soft cap 11, hard cap 40)."),
+        "{}",
+        at_soft.text
+    );
+    // 23 bytes now: exactly at the hard cap, over the soft one.
+    let at_hard = tools_over(&provider, caps(22, 23))
+        .call("memory_add", add.clone())
+        .await;
+    assert!(
+        ok(&at_hard).contains("23 bytes (soft cap 22, hard cap 23). It is over its soft cap")
+            && !at_hard
+                .text
+                .contains("hard cap, so additions will be refused"),
+        "{}",
+        at_hard.text
+    );
+    // Over the hard cap (lowered since): a removal that leaves it over says so.
+    let over = tools_over(&provider, caps(5, 10))
+        .call(
+            "memory_remove",
+            json!({"file": "MEMORY.md", "substring": "nothing"}),
+        )
+        .await;
+    assert!(ok(&over).contains("0 lines removed"), "{}", over.text);
+    let replaced = tools_over(&provider, caps(5, 10))
+        .call(
+            "memory_replace",
+            json!({"file": "MEMORY.md", "old": "0123456789\n\n", "new": ""}),
+        )
+        .await;
+    assert!(
+        ok(&replaced).contains(
+            "11 bytes (soft cap 5, hard cap 10). It is over its hard cap, so additions will be \
+             refused: consolidate it now (memory_view, then memory_consolidate with a version \
+             under 10 bytes)."
+        ),
+        "{}",
+        replaced.text
+    );
+}
+
+/// The note about older revisions: only when more are kept than shown, and never past the
+/// largest limit, which cannot show more.
+#[tokio::test]
+async fn history_says_when_older_revisions_are_kept() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    for entry in ["one", "two", "three"] {
+        ok(&tools
+            .call("memory_add", json!({"file": "MEMORY.md", "entry": entry}))
+            .await);
+    }
+    let older = "Older revisions are kept too";
+    let listed = |limit: usize| {
+        let tools = &tools;
+        async move {
+            let out = tools
+                .call(
+                    "memory_history",
+                    json!({"file": "MEMORY.md", "limit": limit}),
+                )
+                .await;
+            ok(&out).to_owned()
+        }
+    };
+    let two = listed(2).await;
+    assert!(two.contains(older), "{two}");
+    assert!(
+        two.contains("Revision 2 ·") && !two.contains("Revision 1 ·"),
+        "{two}"
+    );
+    // Every revision shown: no note.
+    let three = listed(3).await;
+    assert!(!three.contains(older), "{three}");
+    assert!(three.contains("Revision 1 ·"), "{three}");
+    // The time, in UTC to the second.
+    let header = three
+        .lines()
+        .find(|line| line.starts_with("Revision 3 · "))
+        .unwrap();
+    let time = header.split(" · ").nth(1).unwrap();
+    assert!(
+        time.len() == 23
+            && time.ends_with(" UTC")
+            && time.as_bytes()[4] == b'-'
+            && time.as_bytes()[10] == b' '
+            && time.as_bytes()[13] == b':',
+        "{header}"
+    );
+
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    let most = memory_tools::MAX_HISTORY_RESULTS;
+    for entry in 0..=most {
+        provider
+            .sync(
+                &ctx(),
+                &[MemoryUpdate::add(Store::Memory, format!("entry {entry}"))],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+    }
+    let out = tools
+        .call(
+            "memory_history",
+            json!({"file": "MEMORY.md", "limit": most}),
+        )
+        .await;
+    assert!(!ok(&out).contains(older), "{}", out.text);
+}
+
+/// A revision listed alone is shown even when its entry is longer than the listing's cap (a
+/// batch of many updates names every action).
+#[tokio::test]
+async fn a_revision_longer_than_the_cap_is_still_shown() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    let adds: Vec<MemoryUpdate> = (0..3_000)
+        .map(|n| MemoryUpdate::add(Store::Memory, format!("{n}")))
+        .collect();
+    provider.sync(&ctx(), &adds, &IfMatch::NONE).await.unwrap();
+    let out = tools
+        .call("memory_history", json!({"file": "MEMORY.md", "limit": 1}))
+        .await;
+    let text = ok(&out);
+    assert!(text.len() > MAX_HISTORY_CHARS, "{}", text.len());
+    assert!(text.contains("Revision 1 · "), "{text}");
+}
+
+#[test]
+fn the_tools_debug_form_names_the_conversation() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let shown = format!("{:?}", tools_over(&provider, ctx()));
+    assert!(
+        shown.starts_with("MemoryTools {") && shown.contains("can_recall: false"),
+        "{shown}"
+    );
 }

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use memory_core::{
     DocumentId, DocumentReport, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId,
-    Purged, Revision, RevisionDiff, RevisionEntry, UserId, revert_exactly_once, sync_exactly_once,
+    Purged, RevisionDiff, RevisionEntry, UserId, revert_exactly_once, sync_exactly_once,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -310,6 +310,7 @@ async fn revisions(
     };
     let with_text = query.text.unwrap_or(false);
     let with_diff = query.diff.unwrap_or(false);
+    let path = document.relative_path();
     let revisions: Vec<RevisionItem> = kept[from..]
         .iter()
         .enumerate()
@@ -318,9 +319,7 @@ async fn revisions(
             let previous = kept.get(from + offset + 1);
             RevisionItem {
                 entry: seen_by(RevisionEntry::new(revision, with_text), caller),
-                diff: with_diff
-                    .then(|| change(&document, &kept, revision.number))
-                    .flatten(),
+                diff: with_diff.then(|| revision.diff_in(&kept, &path)).flatten(),
                 oldest_kept: previous.is_none() && revision.number > 1,
             }
         })
@@ -328,7 +327,6 @@ async fn revisions(
     let next_before = (kept.len() > from + limit)
         .then(|| revisions.last().map(|item| item.entry.number))
         .flatten();
-    let path = document.relative_path();
     let next = next_before.map(|before| {
         let mut next = format!("/v1/documents/{path}/revisions?limit={limit}&before={before}");
         for (flag, on) in [("text", with_text), ("diff", with_diff)] {
@@ -344,14 +342,6 @@ async fn revisions(
         next_before,
     };
     Ok(with_next_link(Json(page).into_response(), next))
-}
-
-/// The change revision `number` of `kept` made, as `/diff?to=<number>` gives it: `None` for
-/// a tombstone, and for the oldest kept when older ones were pruned (nothing to compare).
-fn change(document: &DocumentId, kept: &[Revision], number: u64) -> Option<String> {
-    RevisionDiff::between(document, kept, "", None, Some(number))
-        .ok()
-        .map(|diff| diff.diff)
 }
 
 /// `entry` as `caller` may see it: who wrote a revision in another user's conversation (the
