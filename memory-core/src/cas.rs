@@ -198,6 +198,13 @@ pub struct CasWriter {
 /// The resolution of tokio's timers: a sleep ends up to this much after it was asked to.
 const TIMER_TICK: Duration = Duration::from_millis(1);
 
+/// Whether a pause of `pause` taken at `now` ends before `deadline`. Tokio's timers wake on
+/// whole milliseconds, so the pause is counted rounded up by a tick: no sleep outlives the
+/// call.
+fn ends_before(now: Instant, pause: Duration, deadline: Instant) -> bool {
+    now + pause + TIMER_TICK < deadline
+}
+
 /// How far a call got, for the error its deadline gives.
 #[derive(Default)]
 struct Progress {
@@ -362,10 +369,7 @@ impl CasWriter {
                 }
                 Mode::Hold | Mode::RaceOnly => backoff.next_pause(),
             };
-            // Tokio's timers wake on whole milliseconds: a pause is taken only when it ends,
-            // rounded up, before the deadline, so no sleep outlives the call.
-            let wakes = Instant::now() + pause + TIMER_TICK;
-            if attempt < self.max_attempts && wakes < deadline {
+            if attempt < self.max_attempts && ends_before(Instant::now(), pause, deadline) {
                 tokio::time::sleep(pause).await;
             } else {
                 return Err(MemoryError::Contention {
@@ -1329,6 +1333,16 @@ mod tests {
             (memory.text.as_str(), memory.version),
             ("theirs\n", Version::new("1"))
         );
+    }
+
+    #[test]
+    fn a_pause_is_taken_only_when_it_ends_a_tick_before_the_deadline() {
+        let now = Instant::now();
+        let deadline = now + Duration::from_millis(10);
+        assert!(ends_before(now, Duration::from_millis(8), deadline));
+        // 9 ms and the tick reach the deadline: not before it.
+        assert!(!ends_before(now, Duration::from_millis(9), deadline));
+        assert!(!ends_before(now, Duration::from_millis(20), deadline));
     }
 
     #[tokio::test(start_paused = true)]

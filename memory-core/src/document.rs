@@ -486,7 +486,13 @@ mod tests {
         // Written before times were signed: a count past i64 (a clock far ahead) still reads.
         let old: Stored = serde_json::from_str(r#"{"time":18446744073709551615}"#).unwrap();
         assert_eq!(signed_unix_millis(old.time), i64::MAX);
-        assert!(serde_json::from_str::<Stored>(r#"{"time":"soon"}"#).is_err());
+        let wrong = serde_json::from_str::<Stored>(r#"{"time":"soon"}"#).unwrap_err();
+        assert!(
+            wrong
+                .to_string()
+                .contains("expected a time in milliseconds since the Unix epoch"),
+            "{wrong}"
+        );
     }
 
     #[test]
