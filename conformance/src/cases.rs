@@ -5,10 +5,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use memory_core::raw::{EVENT_BUFFER, RECEIPTS_KEPT, sha256_hex};
 use memory_core::{
-    Budgets, Caps, DocumentId, DocumentReport, EVENT_BUFFER, ErrorKind, IdempotencyKey, IfMatch,
-    MemoryContext, MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate,
-    PersonalityId, RECEIPTS_KEPT, Store, SyncReport, UserId, sha256_hex,
+    Budgets, Caps, DocumentId, DocumentReport, ErrorKind, IdempotencyKey, IfMatch, MemoryContext,
+    MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store,
+    SyncReport, UserId,
 };
 
 pub use crate::history::{

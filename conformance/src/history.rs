@@ -10,9 +10,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use memory_core::raw::sha256_hex;
 use memory_core::{
     DocumentId, IdempotencyKey, MemoryError, MemoryProvider, MemoryUpdate, Revision, Surface,
-    sha256_hex,
 };
 
 use crate::cases::{M, U, ctx, sync};

@@ -9,10 +9,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::raw::{
+    CasWrite, CasWriter, CompareAndSwap, EventBus, Fetched, Versioned, VersionedStore, sha256_hex,
+};
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, DEFAULT_KEEP, DocumentId, DocumentReport, EventBus,
-    Fetched, IdempotencyKey, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Store, SyncReport, sha256_hex,
+    DEFAULT_KEEP, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
+    MemoryProvider, MemoryUpdate, Store, SyncReport,
 };
 
 use crate::cases::ctx;
@@ -320,10 +322,13 @@ impl<S: CompareAndSwap + ?Sized> CompareAndSwap for Raced<'_, S> {
 /// stops, it is applied (no receipt counted for it) and lands once. A call beaten on all but
 /// its last attempt lands on that one, reporting `max_attempts - 1` retries. For one and for
 /// two documents per call.
-pub async fn compare_and_swap_gives_up_after_max_attempts<S>(store: &S, rival: &dyn MemoryProvider)
-where
-    S: CompareAndSwap + MemoryProvider + ?Sized,
+pub async fn compare_and_swap_gives_up_after_max_attempts<S>(
+    provider: &Versioned<S>,
+    rival: &dyn MemoryProvider,
+) where
+    S: VersionedStore,
 {
+    let store = provider.store();
     for max_attempts in [1, 2, 4] {
         for both in [false, true] {
             let c = ctx(
@@ -359,7 +364,7 @@ where
             let rivals: Vec<String> = (1..=max_attempts).map(|n| format!("rival-{n}")).collect();
             for s in stores {
                 let id = c.document(*s);
-                let document = store.read(&id).await.unwrap();
+                let document = provider.read(&id).await.unwrap();
                 assert_eq!(
                     entries(&document.text),
                     rivals,
@@ -370,7 +375,7 @@ where
                     max_attempts.to_string(),
                     "{case}: {id}"
                 );
-                let history = store.history(&id, usize::MAX).await.unwrap();
+                let history = provider.history(&id, usize::MAX).await.unwrap();
                 assert_eq!(
                     history.len(),
                     rivals.len(),
@@ -405,7 +410,7 @@ where
             for s in stores {
                 let mut expected = rivals.clone();
                 expected.push("writer".to_owned());
-                let document = store.read(&c.document(*s)).await.unwrap();
+                let document = provider.read(&c.document(*s)).await.unwrap();
                 assert_eq!(entries(&document.text), expected, "{case}: lands once");
             }
 
@@ -434,7 +439,7 @@ where
                 (1..max_attempts).map(|n| format!("rival-{n}")).collect();
             expected.push("writer".to_owned());
             for s in stores {
-                let document = store.read(&c.document(*s)).await.unwrap();
+                let document = provider.read(&c.document(*s)).await.unwrap();
                 assert_eq!(entries(&document.text), expected, "{case}");
             }
         }
@@ -445,10 +450,13 @@ where
 /// writer (`rival`) writes between a call's read and its write ([`Raced`], once). Through the
 /// engine every versioned backend writes with, the call's write loses that race, the call
 /// reads again and lands (reporting one retry), and both entries are kept.
-pub async fn a_write_between_read_and_write_loses_nothing<S>(store: &S, rival: &dyn MemoryProvider)
-where
-    S: CompareAndSwap + MemoryProvider + ?Sized,
+pub async fn a_write_between_read_and_write_loses_nothing<S>(
+    provider: &Versioned<S>,
+    rival: &dyn MemoryProvider,
+) where
+    S: VersionedStore,
 {
+    let store = provider.store();
     let c = ctx("interleaved", "u1");
     let writer = CasWriter::new(4);
     let raced = Raced::new(store, rival, &c, 1);
@@ -463,7 +471,7 @@ where
         "the first write lost, the second landed"
     );
     assert_eq!(report.retries, 1);
-    let document = store.read(&c.document(Store::Memory)).await.unwrap();
+    let document = provider.read(&c.document(Store::Memory)).await.unwrap();
     assert_eq!(
         entries(&document.text),
         ["rival-1", "writer"],

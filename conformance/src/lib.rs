@@ -23,23 +23,52 @@
 
 use std::any::Any;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use memory_core::MemoryProvider;
+use memory_core::{DocumentId, MemoryProvider, Retention};
 
 pub mod cases;
+pub mod fixture_cases;
 pub mod history;
 pub mod hosts;
 pub mod identity;
 pub mod latency;
 pub mod model;
 #[cfg(feature = "services")]
+pub mod proxy;
+#[cfg(feature = "services")]
 pub mod services;
 
-/// A provider under test, with whatever keeps its namespace alive (a temp dir, a schema guard).
+/// A future a fixture's hook returns.
+pub type HookFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Lets go of a document [`Fixture::hold_outside`] holds.
+pub type Release = Box<dyn FnOnce() -> HookFuture<()> + Send>;
+
+/// How another host on a fixture's namespace is configured ([`Fixture::host`]): `None` keeps
+/// the backend's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Host {
+    /// Compare-and-swap attempts per call.
+    pub max_attempts: Option<u32>,
+    /// How much history its writes keep.
+    pub retention: Option<Retention>,
+}
+
+type HostHook<P> = Box<dyn Fn(Host) -> HookFuture<Arc<P>> + Send + Sync>;
+type HandEditHook = Box<dyn Fn(DocumentId, String) -> HookFuture<()> + Send + Sync>;
+type HoldHook = Box<dyn Fn(DocumentId) -> HookFuture<Release> + Send + Sync>;
+
+/// A provider under test, with whatever keeps its namespace alive (a temp dir, a schema guard),
+/// and the hooks the cases of several hosts, hand edits and outside holds need (see
+/// [`conformance_suite!`]'s groups).
 pub struct Fixture<P: MemoryProvider + ?Sized> {
     provider: Arc<P>,
     _guard: Option<Box<dyn Any + Send>>,
+    host: Option<HostHook<P>>,
+    hand_edit: Option<HandEditHook>,
+    hold: Option<HoldHook>,
 }
 
 impl<P: MemoryProvider + ?Sized> Fixture<P> {
@@ -48,7 +77,97 @@ impl<P: MemoryProvider + ?Sized> Fixture<P> {
         Fixture {
             provider,
             _guard: None,
+            host: None,
+            hand_edit: None,
+            hold: None,
         }
+    }
+
+    /// Makes other hosts on the fixture's namespace: `host(settings)` is another provider
+    /// value (its own pool, client, handle) on the same documents, as another process or
+    /// machine would have. For the `hosts` and `versioned` groups.
+    pub fn with_hosts<F, Fut>(mut self, host: F) -> Self
+    where
+        F: Fn(Host) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Arc<P>> + Send + 'static,
+    {
+        self.host = Some(Box::new(move |settings| Box::pin(host(settings))));
+        self
+    }
+
+    /// Edits documents by hand: `edit(document, text)` replaces the stored text the way a
+    /// person would (an editor, psql, redis-cli), without the provider. For the `hand_edits`
+    /// group.
+    pub fn with_hand_edits<F, Fut>(mut self, edit: F) -> Self
+    where
+        F: Fn(DocumentId, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.hand_edit = Some(Box::new(move |document, text| {
+            Box::pin(edit(document, text))
+        }));
+        self
+    }
+
+    /// Holds documents from outside: `hold(document)` takes it as another writer of the
+    /// backend does after a lost race (a row lock, a lock key) and returns what lets it go.
+    /// For the `outside_holds` group.
+    pub fn with_outside_holds<F, Fut>(mut self, hold: F) -> Self
+    where
+        F: Fn(DocumentId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Release> + Send + 'static,
+    {
+        self.hold = Some(Box::new(move |document| Box::pin(hold(document))));
+        self
+    }
+
+    /// Another host on the namespace, configured as `settings` says.
+    ///
+    /// # Panics
+    /// When the fixture has no [`Fixture::with_hosts`]: a case of the `hosts` group was
+    /// stamped for a backend that cannot make hosts.
+    pub async fn host(&self, settings: Host) -> Arc<P> {
+        let host = self
+            .host
+            .as_ref()
+            .expect("the fixture makes no hosts: give setup() a Fixture::with_hosts");
+        host(settings).await
+    }
+
+    /// `count` hosts configured as `settings` says.
+    ///
+    /// # Panics
+    /// As [`Fixture::host`].
+    pub async fn hosts(&self, count: usize, settings: Host) -> Vec<Arc<P>> {
+        let mut hosts = Vec::with_capacity(count);
+        for _ in 0..count {
+            hosts.push(self.host(settings).await);
+        }
+        hosts
+    }
+
+    /// Replaces `document`'s stored text by hand.
+    ///
+    /// # Panics
+    /// When the fixture has no [`Fixture::with_hand_edits`].
+    pub async fn hand_edit(&self, document: DocumentId, text: String) {
+        let edit = self
+            .hand_edit
+            .as_ref()
+            .expect("the fixture edits nothing by hand: give setup() a Fixture::with_hand_edits");
+        edit(document, text).await;
+    }
+
+    /// Holds `document` from outside until the returned release runs.
+    ///
+    /// # Panics
+    /// When the fixture has no [`Fixture::with_outside_holds`].
+    pub async fn hold_outside(&self, document: DocumentId) -> Release {
+        let hold = self
+            .hold
+            .as_ref()
+            .expect("the fixture holds nothing: give setup() a Fixture::with_outside_holds");
+        hold(document).await
     }
 
     /// Keeps `guard` alive until the test ends, then drops it (deleting a temp dir, say).
@@ -105,15 +224,74 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// [`Fixture`] (or an `Option` of one, see [`IntoFixture`]) with a fresh namespace each time it
 /// is called: every case of [`conformance_cases!`], and the model-based property test that
 /// compares the provider with the reference model ([`model::matches_reference_model`]).
+///
+/// After a `;`, groups of cases that need more of the fixture than a provider:
+/// - `hosts` ([`Fixture::with_hosts`]): many hosts writing one document, two-document calls
+///   landing whole, retention;
+/// - `hand_edits` ([`Fixture::with_hand_edits`]): a change made outside the provider;
+/// - `versioned` (hosts of a [`memory_core::raw::Versioned`] store): contention reported
+///   (one version step per entry), the retry engine beaten by another host;
+/// - `outside_holds` ([`Fixture::with_outside_holds`]): a document another writer holds.
+///
+/// ```ignore
+/// memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
+/// ```
 #[macro_export]
 macro_rules! conformance_suite {
-    ($setup:path) => {
+    ($setup:path $(; $($group:ident),+ $(,)?)?) => {
         $crate::conformance_cases!($setup);
 
         #[test]
         fn matches_reference_model() {
             $crate::model::matches_reference_model($setup);
         }
+
+        $($($crate::__stamp_group!($group, $setup);)+)?
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stamp_group {
+    (hosts, $setup:path) => {
+        $crate::__stamp_fixture_cases!(
+            $setup;
+            many_hosts_lose_nothing,
+            two_document_calls_from_many_hosts_land_whole,
+            retention_keeps_the_newest_three,
+        );
+    };
+    (hand_edits, $setup:path) => {
+        $crate::__stamp_fixture_cases!($setup; hand_edits_become_external_revisions);
+    };
+    (versioned, $setup:path) => {
+        $crate::__stamp_fixture_cases!(
+            $setup;
+            contention_is_reported_never_dropped,
+            the_engine_gives_up_after_max_attempts,
+            a_write_between_read_and_write_loses_nothing,
+        );
+    };
+    (outside_holds, $setup:path) => {
+        $crate::__stamp_fixture_cases!($setup; a_held_document_gives_up_at_once);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stamp_fixture_cases {
+    ($setup:path; $($case:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::block_on(async {
+                    let Some(fixture) = $crate::IntoFixture::into_fixture($setup().await) else {
+                        return;
+                    };
+                    $crate::fixture_cases::$case(&fixture).await;
+                });
+            }
+        )+
     };
 }
 

@@ -3,9 +3,10 @@
 
 use std::collections::HashSet;
 
+use memory_core::raw::{apply_batch, sha256_hex};
 use memory_core::{
     Caps, Document, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Surface, apply_batch, sha256_hex,
+    Surface,
 };
 use memory_wiring::Memory;
 

@@ -142,7 +142,7 @@ fn sync_then_show_and_cat() {
     assert_eq!(stdout, "Name: Grace.\n");
     let path = root.join("users/grace/USER.md");
     assert!(stderr.contains(&path.display().to_string()), "{stderr}");
-    let version = memory_core::sha256_hex("Name: Grace.\n");
+    let version = memory_core::raw::sha256_hex("Name: Grace.\n");
     assert!(stderr.contains(&format!("version {version}")), "{stderr}");
 
     let (code, stdout, _) =
@@ -971,7 +971,7 @@ fn log_diff_and_revert_a_document() {
     assert_eq!(log[2]["updates"][0]["content"], "Likes tea.");
     assert_eq!(
         log[0]["version"].as_str().unwrap(),
-        memory_core::sha256_hex("Tea.\n"),
+        memory_core::raw::sha256_hex("Tea.\n"),
         "the version `cat` shows"
     );
     assert_eq!(log[0]["sha256_before"], log[1]["sha256_after"]);

@@ -32,10 +32,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
 use memory_conformance::services::{SchemaGuard, Service, skip_or_fail, unique_name};
+use memory_core::raw::Receipts;
 use memory_core::{
     Document, DocumentId, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, Prefetch, Receipts, Store, Subscription, SyncReport,
-    sync_exactly_once,
+    MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, sync_exactly_once,
 };
 use memory_postgres::{PostgresConfig, PostgresProvider};
 use memory_redis::{RedisConfig, RedisProvider};

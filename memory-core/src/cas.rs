@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::{
     Backoff, Document, DocumentBatch, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError,
-    MemoryUpdate, Planned, Prefetch, Receipts, Revision, RevisionTip, Store, SyncReport, Version,
+    MemoryUpdate, Planned, Receipts, Retention, Revision, RevisionTip, SyncReport, Version,
     plan_sync,
 };
 
@@ -56,8 +56,10 @@ pub struct CasWrite<'a> {
     /// The revisions to record with the text in the same step, oldest first (an external one
     /// for an unrecorded hand edit, then the write's own; none when history is off). Their
     /// `time` is this process's clock: a store with a server records its own instead. The
-    /// store prunes what its retention no longer keeps in the same step.
+    /// store prunes what `retention` no longer keeps in the same step.
     pub revisions: &'a [Revision],
+    /// How much of the document's history to keep once this write lands.
+    pub retention: Retention,
 }
 
 /// Documents a store holds for one writer, from its read to its write: see
@@ -136,33 +138,6 @@ pub trait CompareAndSwap: Send + Sync {
     ) -> Result<Option<Hold<'_>>, MemoryError> {
         Ok(None)
     }
-
-    /// [`crate::MemoryProvider::prefetch`] from one [`CompareAndSwap::fetch`] of both documents.
-    async fn prefetch_by_fetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-        let mut documents = self.fetch(&ids, false).await?.into_iter();
-        let mut next = || {
-            documents
-                .next()
-                .expect("fetch returns one document per id")
-                .document
-        };
-        let (memory, user) = (next(), next());
-        Ok(Prefetch::from_documents(ctx, &memory, &user))
-    }
-
-    /// [`crate::MemoryProvider::receipts`] by [`CompareAndSwap::fetch`].
-    async fn receipts_by_fetch(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
-        let fetched = self.fetch(std::slice::from_ref(document), true).await?;
-        let fetched = &fetched[0];
-        Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())
-    }
-
-    /// [`crate::MemoryProvider::read`] by [`CompareAndSwap::fetch`].
-    async fn read_by_fetch(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let mut documents = self.fetch(std::slice::from_ref(document), false).await?;
-        Ok(documents.remove(0).document)
-    }
 }
 
 /// How many queues [`CasWriter`] spreads documents over.
@@ -173,6 +148,9 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(1);
 const BACKOFF_CEILING: Duration = Duration::from_millis(32);
 /// The deadline of one `sync` call unless set with [`CasWriter::with_deadline`].
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
+/// The longest deadline a call takes: longer than any call should wait, and short enough to
+/// add to a clock without overflow. A longer one is cut to it.
+pub const LONGEST_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 /// Kept free at the end of the deadline when waiting for a lock, so that a lock wait that runs
 /// out is reported as contention before the deadline cuts the call off mid-write.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
@@ -191,8 +169,8 @@ pub struct CasWriter {
     views: Views,
     max_attempts: u32,
     deadline: Duration,
-    /// Whether writes record revisions (the store's retention keeps any).
-    history: bool,
+    /// How much history writes keep; none is recorded when it is off.
+    retention: Retention,
 }
 
 /// The resolution of tokio's timers: a sleep ends up to this much after it was asked to.
@@ -223,14 +201,20 @@ impl CasWriter {
             views: Views::default(),
             max_attempts: max_attempts.max(1),
             deadline: DEFAULT_DEADLINE,
-            history: true,
+            retention: Retention::default(),
         }
     }
 
-    /// Sets whether writes record revisions: off when the store's retention keeps none
-    /// ([`crate::Retention::OFF`]), which spares computing them.
-    pub fn with_history(mut self, history: bool) -> Self {
-        self.history = history;
+    /// Sets how many attempts a call makes at most (at least 1).
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts.max(1);
+        self
+    }
+
+    /// Sets how much of each document's history writes keep ([`CasWrite::retention`]);
+    /// [`Retention::OFF`] records none, which spares computing revisions.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
         self
     }
 
@@ -239,9 +223,7 @@ impl CasWriter {
     /// writers held the document), [`MemoryError::Unavailable`] (no reply, nothing sent) or
     /// [`MemoryError::OutcomeUnknown`] (no reply to a write).
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        // Longer than any call should wait, and short enough to add to a clock without overflow.
-        const LONGEST: Duration = Duration::from_secs(24 * 3600);
-        self.deadline = deadline.min(LONGEST);
+        self.deadline = deadline.min(LONGEST_DEADLINE);
         self
     }
 
@@ -449,6 +431,7 @@ impl CasWriter {
                     expected_text: from_view.then_some(write.before().text.as_str()),
                     receipts: step.receipts.as_deref(),
                     revisions: &step.revisions,
+                    retention: self.retention,
                 }),
                 Planned::Replayed(_) => None,
             })
@@ -528,7 +511,7 @@ impl CasWriter {
                         }
                         _ => None,
                     };
-                    let revisions = match (&planned, self.history) {
+                    let revisions = match (&planned, self.retention.is_on()) {
                         (Planned::Write(write), true) => {
                             write.revisions(&fetched.tip, after, SystemTime::now())
                         }
@@ -764,7 +747,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
-    use crate::{DocumentReport, PersonalityId, UserId};
+    use crate::{DocumentReport, PersonalityId, Store, UserId};
 
     /// A document's text, version and receipts.
     type Stored = (String, u64, Option<String>);
@@ -783,6 +766,23 @@ mod tests {
         fetches: AtomicU32,
         /// The revisions of every write that landed, in order.
         revisions: StdMutex<Vec<Revision>>,
+    }
+
+    impl FlakyStore {
+        /// One document as it is now.
+        async fn read_by_fetch(&self, id: &DocumentId) -> Result<Document, MemoryError> {
+            Ok(self
+                .fetch(std::slice::from_ref(id), false)
+                .await?
+                .remove(0)
+                .document)
+        }
+
+        /// One document's stored receipts.
+        async fn receipts_by_fetch(&self, id: &DocumentId) -> Result<Receipts, MemoryError> {
+            let fetched = self.fetch(std::slice::from_ref(id), true).await?.remove(0);
+            Receipts::parse("test", fetched.receipts.as_deref())
+        }
     }
 
     #[async_trait]
@@ -1255,6 +1255,7 @@ mod tests {
             "{err:?}"
         );
         let memory = store
+            .store
             .read_by_fetch(&ctx().document(Store::Memory))
             .await
             .unwrap();
@@ -1326,6 +1327,7 @@ mod tests {
         assert_eq!(store.holds.load(Ordering::SeqCst), 1);
         assert_eq!(store.released.load(Ordering::SeqCst), 1);
         let memory = store
+            .store
             .read_by_fetch(&ctx().document(Store::Memory))
             .await
             .unwrap();
@@ -1404,7 +1406,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn receipts_by_fetch_reads_the_stored_log() {
+    async fn a_keyed_write_stores_its_receipt_with_the_text() {
         let store = FlakyStore::default();
         let writer = CasWriter::new(1);
         let memory = ctx().document(Store::Memory);
@@ -1448,13 +1450,13 @@ mod tests {
         assert_eq!(revision.updates, add);
 
         CasWriter::new(1)
-            .with_history(false)
+            .with_retention(Retention::OFF)
             .sync(&store, &EventBus::new(), &ctx(), &add, &IfMatch::NONE)
             .await
             .unwrap();
         assert_eq!(store.revisions.lock().unwrap().len(), 0, "history off");
-        let memory = store.read_by_fetch(&ctx().document(Store::Memory)).await;
-        assert_eq!(memory.unwrap().version, Version::new("2"), "yet written");
+        let memory = store.fetch(&[ctx().document(Store::Memory)], false).await;
+        assert_eq!(memory.unwrap()[0].version, 2, "yet written");
     }
 
     #[tokio::test]

@@ -52,6 +52,29 @@ pub enum Surface {
     External,
 }
 
+impl Surface {
+    /// Every surface, in the order the contract lists them.
+    pub const ALL: [Surface; 5] = [
+        Surface::Tool,
+        Surface::Cli,
+        Surface::Web,
+        Surface::Api,
+        Surface::External,
+    ];
+}
+
+impl std::str::FromStr for Surface {
+    type Err = String;
+
+    /// The surface [`Surface`]'s `Display` names.
+    fn from_str(name: &str) -> Result<Surface, String> {
+        Surface::ALL
+            .into_iter()
+            .find(|surface| surface.to_string() == name)
+            .ok_or_else(|| format!("{name:?} is not tool, cli, web, api or external"))
+    }
+}
+
 impl fmt::Display for Surface {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -464,6 +487,13 @@ impl Retention {
         keep: 0,
         max_age: None,
     };
+
+    /// Whether a purge that erased a text (`erased_text`) or `erased_revisions` revisions
+    /// leaves a tombstone: when history is on and there was something to erase. Each store
+    /// stores it in the purge's own atomic step (Redis's purge script follows this rule).
+    pub fn leaves_tombstone(&self, erased_text: bool, erased_revisions: usize) -> bool {
+        self.is_on() && (erased_text || erased_revisions > 0)
+    }
 
     /// Keeps the newest `keep` revisions of each document.
     pub fn keep(keep: usize) -> Retention {

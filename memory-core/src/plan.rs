@@ -3,6 +3,7 @@
 //!
 //! ```
 //! # use memory_core::*;
+//! # use memory_core::raw::plan_sync;
 //! # let ctx = MemoryContext::new(PersonalityId::new("ada")?, UserId::new("u1")?);
 //! let updates = [MemoryUpdate::add(Store::Memory, "Likes tea.")];
 //! for batch in plan_sync(&ctx, &updates, &IfMatch::NONE)? {

@@ -213,8 +213,10 @@ impl MemoryProvider for InMemoryProvider {
         let erased = state.documents.remove(document);
         let tip = state.tip(document);
         let history = state.histories.remove(document).unwrap_or_default();
-        let tombstone =
-            (self.retention.is_on() && (erased.is_some() || !history.is_empty())).then(|| {
+        let tombstone = self
+            .retention
+            .leaves_tombstone(erased.is_some(), history.len())
+            .then(|| {
                 Revision::tombstone(
                     document,
                     &tip,

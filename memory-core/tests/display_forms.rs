@@ -2,7 +2,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use memory_core::{DocumentId, PersonalityId, Store, UserId, Version, format_utc, unix_millis};
+use memory_core::raw::unix_millis;
+use memory_core::{DocumentId, PersonalityId, Store, UserId, Version, format_utc};
 
 #[test]
 fn stores_and_documents_read_as_named() {

@@ -8,10 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use memory_core::raw::{plan_sync, sha256_hex};
 use memory_core::{
     Budgets, Caps, Document, DocumentId, IfMatch, InMemoryProvider, MemoryContext, MemoryError,
-    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, Version, plan_sync,
-    sha256_hex,
+    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, Version,
 };
 use proptest::prelude::*;
 use proptest::sample::select;

@@ -1,4 +1,8 @@
-//! The blocking file work behind the provider: reading, locking, atomic replacement, listing.
+//! The bottom layer: the blocking file work behind the provider, knowing nothing of journals,
+//! receipts or what a write does with them. Document paths, reading, locking, atomic
+//! replacement, removal, listing, and the mapping of I/O errors to `MemoryError`s. It uses no
+//! other module of this crate; the journal, the receipts, the identity map (the middle layer)
+//! and `store` (the top) are built on it.
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions, TryLockError};
@@ -10,13 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use memory_core::{
-    Backoff, Document, DocumentBatch, DocumentId, EventBus, IdKind, MemoryError, PersonalityId,
-    Planned, Retention, SyncReport, UserId, Version, sha256_hex,
-};
-
-use crate::history::{self, Journal};
-use crate::receipts;
+use memory_core::raw::{Backoff, sha256_hex};
+use memory_core::{Document, DocumentId, IdKind, MemoryError, PersonalityId, UserId, Version};
 
 /// `root` joined with the document's layout path, one component at a time so that the `/` of
 /// [`DocumentId::relative_path`] becomes the platform's separator.
@@ -71,118 +70,6 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<(Vec<u8>, SystemTime)>, M
         .map_err(|err| io_error(path, err))?;
     Ok(Some((bytes, modified)))
 }
-
-/// Applies one call's batches: lock every touched document, re-read them all under the locks,
-/// apply every batch, and only then write. The events are published before the locks are
-/// released on return, so subscribers see writes in the order they landed.
-pub(crate) fn sync(
-    root: &Path,
-    batches: &[DocumentBatch],
-    lock_timeout: Duration,
-    retention: Retention,
-    events: &EventBus,
-) -> Result<SyncReport, MemoryError> {
-    let paths: Vec<PathBuf> = batches
-        .iter()
-        .map(|batch| document_path(root, batch.document()))
-        .collect();
-    // Before the locks, because taking a lock creates the document's directory.
-    for batch in batches {
-        refuse_case_twin(root, batch.document())?;
-    }
-
-    // One fixed order for every caller, so two calls that touch the same two documents cannot
-    // each hold the lock the other waits for.
-    let mut lock_order: Vec<(&PathBuf, &DocumentId)> = paths
-        .iter()
-        .zip(batches.iter().map(|b| b.document()))
-        .collect();
-    lock_order.sort();
-    let _locks = lock_order
-        .into_iter()
-        .map(|(path, id)| lock(path, lock_timeout, |attempts| contention(id, attempts)))
-        .collect::<Result<Vec<File>, _>>()?;
-
-    // Every batch is checked against what is on disk now, before anything is written: a
-    // refusal (or a corrupt document) anywhere writes nothing anywhere. A receipt left
-    // unsettled by a writer killed mid-call is settled first, while the document still shows
-    // whether that write landed.
-    // Each journal's tip is found the same way, cutting off (in memory, until this call
-    // writes) a revision whose write never landed.
-    let mut logs = Vec::with_capacity(batches.len());
-    let mut planned = Vec::with_capacity(batches.len());
-    for (batch, path) in batches.iter().zip(&paths) {
-        let current = read_at(path.clone(), batch.document().clone())?;
-        let mut log = receipts::read(path)?;
-        let settled = log.settle(&current.version);
-        let journal = retention
-            .is_on()
-            .then(|| Journal::open(path, batch.document(), &current))
-            .transpose()?;
-        planned.push(batch.plan(current, &log)?);
-        logs.push((log, settled, journal));
-    }
-    // Where each change goes, found for all of them before anything is written: a dangling
-    // link at the second document must not leave the first one written.
-    let changes = planned
-        .iter()
-        .zip(&paths)
-        .map(|(planned, path)| match planned {
-            Planned::Write(write) => write
-                .new_text()
-                .map(|text| Ok::<_, MemoryError>((write_target(path)?, text)))
-                .transpose(),
-            Planned::Replayed(_) => Ok(None),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let mut report = SyncReport::default();
-    let steps = planned
-        .iter()
-        .zip(changes)
-        .zip(logs)
-        .zip(batches.iter().zip(&paths));
-    for (((planned, change), (mut log, settled, journal)), (batch, path)) in steps {
-        let write = match planned {
-            Planned::Replayed(replayed) => {
-                report.documents.push(replayed.clone());
-                continue;
-            }
-            Planned::Write(write) => write,
-        };
-        let landed = |err| after_landed(err, &report);
-        let document_report = match change {
-            Some((target, text)) => {
-                let version = Version::new(sha256_hex(text));
-                let document_report = write.report(version.clone());
-                // The revisions and the receipt go down before the text they describe (see
-                // `history` and `receipts`): the next writer drops what did not land.
-                match journal {
-                    Some(journal) => {
-                        let now = history::now();
-                        let revisions = write.revisions(&journal.tip(), version, now);
-                        journal.record(&revisions, retention, now).map_err(landed)?;
-                    }
-                    // History off keeps none, not even what an earlier configuration recorded.
-                    None => history::remove_journal(path).map_err(landed)?,
-                }
-                if let Some(key) = batch.key() {
-                    log.record_unsettled(key, &batch.fingerprint(), document_report.clone());
-                    receipts::write(path, &log).map_err(landed)?;
-                } else if settled {
-                    receipts::write(path, &log).map_err(landed)?;
-                }
-                replace_target(&target, text).map_err(landed)?;
-                document_report
-            }
-            None => write.report(write.before().version.clone()),
-        };
-        report.documents.push(document_report);
-    }
-    events.publish(&report);
-    Ok(report)
-}
-
 /// An exclusive lock on `.<FILE>.lock` beside `target` (a document, the identity map),
 /// creating its directory if needed. The lock file is beside the path as given, even when that
 /// is a symbolic link, so that every writer of the document agrees on one lock.
@@ -306,7 +193,7 @@ pub(crate) fn write_target(document: &Path) -> Result<PathBuf, MemoryError> {
 /// after a crash, see either the old text or the new one, never a mix: write a temporary file
 /// beside it, flush it, rename it over the file, then flush the directory so the rename itself
 /// is durable. The caller holds the document's lock.
-fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
+pub(crate) fn replace_target(target: &Path, text: &str) -> Result<(), MemoryError> {
     let (dir, name) = split(target);
     remove_stale_temps(dir, &name)?;
     let temp = dir.join(temp_name(&name));
@@ -578,21 +465,42 @@ pub(crate) fn io_error(path: &Path, err: io::Error) -> MemoryError {
     }
 }
 
-/// An error writing one document after an earlier one of the same call landed: says which, so
-/// the caller knows the call was not all-or-nothing.
-fn after_landed(err: MemoryError, report: &SyncReport) -> MemoryError {
-    let landed: Vec<_> = report
-        .documents
-        .iter()
-        .filter(|d| d.written && !d.replayed)
-        .cloned()
-        .collect();
-    if landed.is_empty() {
-        return err;
+/// What identifies one version of a file: a write renames a new file in (a new inode), a hand
+/// edit changes its time or size.
+pub(crate) fn stamp(path: &Path) -> Result<Option<(SystemTime, u64, u64)>, MemoryError> {
+    match fs::metadata(path) {
+        Ok(meta) => {
+            #[cfg(unix)]
+            let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+            #[cfg(not(unix))]
+            let inode = 0;
+            let modified = meta.modified().map_err(|err| io_error(path, err))?;
+            Ok(Some((modified, meta.len(), inode)))
+        }
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            Ok(None)
+        }
+        Err(err) => Err(read_error(path, err)),
     }
-    MemoryError::PartiallyApplied {
-        landed,
-        source: Box::new(err),
+}
+
+/// Removes the file at `path`; when it is a symbolic link (into a dotfiles repository, say),
+/// the file it leads to as well, with that file's temporary files: removing only the link
+/// would leave the text in place.
+pub(crate) fn erase(path: &Path) -> Result<(), MemoryError> {
+    let is_link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    if is_link && let Ok(target) = write_target(path) {
+        remove(&target)?;
+        let (dir, name) = split(&target);
+        remove_stale_temps(dir, &name)?;
+    }
+    remove(path)
+}
+
+fn remove(path: &Path) -> Result<(), MemoryError> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != ErrorKind::NotFound => Err(io_error(path, err)),
+        _ => Ok(()),
     }
 }
 
@@ -657,42 +565,5 @@ mod tests {
         );
         let err = read_at(doc, DocumentId::GlobalMemory).unwrap_err();
         assert!(matches!(err, MemoryError::Corrupt { .. }), "{err}");
-    }
-
-    /// A failure on the second document after the first landed is `PartiallyApplied`, naming
-    /// the landed write; a failure before any write stays what it was.
-    #[test]
-    fn failure_after_a_landed_write_names_it() {
-        use memory_core::{IfMatch, MemoryContext, MemoryUpdate, Store, plan_sync};
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = MemoryContext::new(
-            PersonalityId::new("ada").unwrap(),
-            UserId::new("u1").unwrap(),
-        );
-        let updates = [MemoryUpdate::add(Store::Memory, "landed")];
-        let batches = plan_sync(&ctx, &updates, &IfMatch::NONE).unwrap();
-        let report = sync(
-            dir.path(),
-            &batches,
-            WAIT,
-            Retention::default(),
-            &memory_core::EventBus::default(),
-        )
-        .unwrap();
-        let cause = || MemoryError::unavailable("USER.md", io::Error::other("disk full"));
-
-        let err = after_landed(cause(), &report);
-        let MemoryError::PartiallyApplied { landed, source } = &err else {
-            panic!("{err:?}");
-        };
-        assert_eq!(landed, &report.documents);
-        assert!(matches!(**source, MemoryError::Unavailable { .. }));
-        let message = err.to_string();
-        assert!(
-            message.contains("disk full") && message.contains("MEMORY.md of personality 'ada'")
-        );
-
-        let nothing_landed = after_landed(cause(), &SyncReport::default());
-        assert!(matches!(nothing_landed, MemoryError::Unavailable { .. }));
     }
 }

@@ -10,6 +10,9 @@
 //! form, keeps what it does not use (other fields, entries it cannot read) as it found them, and
 //! still reads the object this provider wrote before (`{"<platform>": {"<platform user id>":
 //! "<user id>"}}`), which it turns into the array on its next write.
+//!
+//! The middle layer: the map's file, and Ethos's lock on it (`ethos_lock`, a part of this
+//! module), built on `files` alone.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,7 +27,9 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::{RawValue, to_raw_value};
 
-use crate::{ethos_lock, files};
+use crate::files;
+
+mod ethos_lock;
 
 /// Every link, in the order [`memory_core::IdentityMap::identities`] returns them.
 pub(crate) type Links = BTreeMap<Identity, UserId>;
@@ -377,7 +382,7 @@ fn raw_string(text: &str) -> Box<RawValue> {
 /// Now as `Date.prototype.toISOString` writes it, which is what Ethos stores in `firstSeenAt`:
 /// `2026-09-01T10:00:00.000Z`.
 fn now() -> String {
-    memory_core::format_utc_millis(SystemTime::now())
+    memory_core::raw::format_utc_millis(SystemTime::now())
 }
 
 /// A JSON object read as its fields in order, each value kept as its text.

@@ -1,20 +1,27 @@
 #![doc = include_str!("../README.md")]
 
-mod ethos_lock;
+mod config;
+// In layers, each using only the ones below it: `files` (the file primitives) at the bottom;
+// `journal`, `receipts` and `identities` (the sidecar files and the identity map) in the
+// middle; `store` (what a write, a history read and a purge do with them) on top.
 mod files;
-mod history;
 mod identities;
+mod journal;
 mod receipts;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::raw::{EventBus, LocalQueues, Receipts, plan_sync};
 use memory_core::{
-    Document, DocumentId, EventBus, Identity, IdentityMap, IfMatch, LocalQueues, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Purged, Receipts, Retention, Revision,
-    Store, Subscription, Surface, SyncReport, UserId, plan_sync,
+    Document, DocumentId, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError,
+    MemoryProvider, MemoryUpdate, Prefetch, Purged, Retention, Revision, Store, Subscription,
+    Surface, SyncReport, UserId,
 };
+
+pub use config::MarkdownConfig;
 
 /// How long a write waits for another writer's lock on a document before giving up with
 /// [`MemoryError::Contention`], unless set with [`MarkdownProvider::with_lock_timeout`].
@@ -72,7 +79,7 @@ impl MarkdownProvider {
     /// The file that holds `document`'s history: `.<FILE>.history.jsonl` beside it, one
     /// revision a line as JSON, oldest first.
     pub fn history_path(&self, document: &DocumentId) -> PathBuf {
-        history::path(&self.path(document))
+        journal::path(&self.path(document))
     }
 
     /// The root directory, as resolved by [`MarkdownProvider::new`].
@@ -127,7 +134,7 @@ impl MemoryProvider for MarkdownProvider {
         // Published from the blocking task, under the locks, so that a write that lands is
         // announced even if the caller stops waiting for it.
         let events = self.events.clone();
-        blocking(move || files::sync(&root, &batches, lock_timeout, retention, &events)).await
+        blocking(move || store::sync(&root, &batches, lock_timeout, retention, &events)).await
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
@@ -139,13 +146,7 @@ impl MemoryProvider for MarkdownProvider {
     /// document as read, as the next writer will judge it.
     async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
         let (root, document) = (self.root.clone(), document.clone());
-        blocking(move || {
-            let path = files::document_path(&root, &document);
-            let mut log = receipts::read(&path)?;
-            log.settle(&files::read(&root, document)?.version);
-            Ok(log)
-        })
-        .await
+        blocking(move || store::read_receipts(&root, document)).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
@@ -160,14 +161,14 @@ impl MemoryProvider for MarkdownProvider {
         limit: usize,
     ) -> Result<Vec<Revision>, MemoryError> {
         let (root, document, retention) = (self.root.clone(), document.clone(), self.retention);
-        blocking(move || history::history(&root, document, retention, limit)).await
+        blocking(move || store::history(&root, document, retention, limit)).await
     }
 
     /// Under the document's lock, so no write lands between the erasing and the tombstone.
     async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
         let (root, document) = (self.root.clone(), document.clone());
         let (retention, lock_timeout) = (self.retention, self.lock_timeout);
-        blocking(move || history::purge(&root, &document, retention, surface, lock_timeout)).await
+        blocking(move || store::purge(&root, &document, retention, surface, lock_timeout)).await
     }
 
     fn subscribe(&self) -> Subscription {

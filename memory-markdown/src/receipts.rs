@@ -1,4 +1,4 @@
-//! A document's idempotency receipts (`memory_core::Receipts`): the sidecar file
+//! A document's idempotency receipts (`memory_core::raw::Receipts`): the sidecar file
 //! `.<NAME>.receipts.json` beside it, read and replaced under the document's lock.
 //!
 //! A file system cannot replace two files in one step, so a keyed write records its receipt
@@ -6,12 +6,16 @@
 //! lock, settles it: kept if the document is at the version the receipt reports (the write
 //! landed), dropped if not (the writer was killed between the two files). Either way a retry
 //! with the key then does the right thing: nothing twice, nothing lost.
+//!
+//! The middle layer: the sidecar file, built on `files` alone. When a write records and
+//! settles receipts is `store`'s.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use memory_core::{MemoryError, Receipts};
+use memory_core::MemoryError;
+use memory_core::raw::Receipts;
 
 use crate::files;
 
@@ -36,71 +40,4 @@ pub(crate) fn read(document: &Path) -> Result<Receipts, MemoryError> {
 /// Replaces the sidecar with `receipts`, atomically. The caller holds the document's lock.
 pub(crate) fn write(document: &Path, receipts: &Receipts) -> Result<(), MemoryError> {
     files::replace(&path(document), &receipts.to_json())
-}
-
-#[cfg(test)]
-mod tests {
-    use memory_core::{
-        IdempotencyKey, IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store,
-        UserId,
-    };
-
-    use crate::MarkdownProvider;
-
-    fn keyed(key: &str) -> MemoryContext {
-        MemoryContext::new(
-            PersonalityId::new("ada").unwrap(),
-            UserId::new("u1").unwrap(),
-        )
-        .with_idempotency_key(IdempotencyKey::new(key).unwrap())
-    }
-
-    /// The two ways a writer can die between its receipt and its document, replayed by hand:
-    /// the receipt is on disk, the document is or is not.
-    #[tokio::test]
-    async fn a_receipt_counts_only_if_its_write_reached_the_document() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = MarkdownProvider::new(dir.path());
-        let add = |text: &str| [MemoryUpdate::add(Store::Memory, text)];
-        let file = p.path(&keyed("k").document(Store::Memory));
-
-        // Killed after the receipt, before the rename: the document never changed.
-        p.sync(&keyed("k1"), &add("first"), &IfMatch::NONE)
-            .await
-            .unwrap();
-        let before = std::fs::read_to_string(&file).unwrap();
-        p.sync(&keyed("k2"), &add("lost"), &IfMatch::NONE)
-            .await
-            .unwrap();
-        std::fs::write(&file, &before).unwrap();
-        p.sync(&keyed("k2"), &add("lost"), &IfMatch::NONE)
-            .await
-            .unwrap();
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "first\n\nlost\n");
-
-        // Killed after the rename: the write landed, and a later writer settles its receipt
-        // before changing the document again.
-        p.sync(&keyed("k3"), &add("landed"), &IfMatch::NONE)
-            .await
-            .unwrap();
-        let plain = MemoryContext::new(
-            PersonalityId::new("ada").unwrap(),
-            UserId::new("u1").unwrap(),
-        );
-        p.sync(&plain, &add("other"), &IfMatch::NONE).await.unwrap();
-        let again = p
-            .sync(&keyed("k3"), &add("landed"), &IfMatch::NONE)
-            .await
-            .unwrap();
-        assert!(again.documents[0].replayed);
-        assert_eq!(
-            std::fs::read_to_string(&file).unwrap(),
-            "first\n\nlost\n\nlanded\n\nother\n"
-        );
-        let sidecar = std::fs::read_to_string(super::path(&file)).unwrap();
-        assert!(
-            !sidecar.contains("unsettled"),
-            "settled by the later writer: {sidecar}"
-        );
-    }
 }

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use memory_core::raw::sha256_hex;
 use memory_core::{
     DocumentId, IdempotencyKey, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    PersonalityId, Retention, Revision, Store, Surface, UserId, sha256_hex,
+    PersonalityId, Retention, Revision, Store, Surface, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use tempfile::TempDir;
@@ -79,28 +80,6 @@ fn snapshot(file: &Path) -> (Vec<u8>, SystemTime) {
         fs::read(file).unwrap(),
         fs::metadata(file).unwrap().modified().unwrap(),
     )
-}
-
-#[tokio::test]
-async fn retention_keeps_the_newest() {
-    let dir = tempfile::tempdir().unwrap();
-    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
-    memory_conformance::history::retention_keeps_the_newest(Arc::new(provider), 3).await;
-}
-
-#[tokio::test]
-async fn hand_edits_become_external_revisions() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let provider = Arc::new(MarkdownProvider::new(&root));
-    let edit = move |document: DocumentId, text: String| {
-        let path = MarkdownProvider::new(&root).path(&document);
-        async move {
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(&path, text).unwrap();
-        }
-    };
-    memory_conformance::history::hand_edits_become_external_revisions(provider, edit).await;
 }
 
 /// Each line of the journal is one revision as JSON, oldest first, readable without the

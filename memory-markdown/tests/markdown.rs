@@ -7,9 +7,10 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
+use memory_core::raw::sha256_hex;
 use memory_core::{
     DocumentId, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryEvent,
-    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, sha256_hex,
+    MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use tempfile::TempDir;
@@ -491,19 +492,6 @@ async fn a_lock_held_too_long_is_contention_and_nothing_is_written() {
     drop(lock);
     provider.sync(&ctx(), &both, &IfMatch::NONE).await.unwrap();
     assert_eq!(fs::read_to_string(&memory).unwrap(), "before\n\nafter\n");
-}
-
-/// Four provider values on one root, as four processes would be, share one document through
-/// the file locks: nothing is lost, the reports are one history, and two-document calls land
-/// whole.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn provider_values_sharing_a_root_lose_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let hosts: Vec<_> = (0..4)
-        .map(|_| Arc::new(MarkdownProvider::new(dir.path())))
-        .collect();
-    memory_conformance::hosts::many_hosts_lose_nothing(&hosts).await;
-    memory_conformance::hosts::two_document_calls_land_whole(&hosts).await;
 }
 
 /// `modified` is the file's mtime, so a hand edit (or a restored backup) shows its own time.

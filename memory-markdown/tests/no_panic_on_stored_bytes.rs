@@ -14,9 +14,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use memory_core::raw::render;
 use memory_core::{
     DocumentId, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryScope, MemoryUpdate, PersonalityId, Store, UserId, render,
+    MemoryScope, MemoryUpdate, PersonalityId, Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use proptest::prelude::*;

@@ -29,6 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         print_history_cost("memory-postgres", &providers[0].0, &providers[1].0, SAMPLES).await;
     for (memory, schema) in &providers {
         memory
+            .store()
             .pool()
             .execute(AssertSqlSafe(format!("DROP SCHEMA \"{schema}\" CASCADE")))
             .await?;

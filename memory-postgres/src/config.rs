@@ -4,12 +4,13 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use memory_core::{DEFAULT_DEADLINE, MemoryError, Retention, hide_password_of, redact_url};
+use memory_core::raw::{DEFAULT_DEADLINE, hide_password_of, redact_url};
+use memory_core::{MemoryError, Retention};
 use serde::Deserialize;
 use sqlx::postgres::PgConnectOptions;
 
 /// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
+pub use memory_core::raw::DEFAULT_MAX_ATTEMPTS;
 
 /// The longest timeout PostgreSQL takes, in milliseconds.
 const MAX_TIMEOUT_MS: u64 = i32::MAX as u64;
@@ -178,6 +179,22 @@ impl fmt::Debug for PostgresConfig {
             .field("max_attempts", &self.max_attempts)
             .field("history", &self.history)
             .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl memory_core::raw::BackendConfig for PostgresConfig {
+    fn resolve(
+        &mut self,
+        fields: &mut dyn memory_core::raw::ResolveFields,
+    ) -> Result<(), MemoryError> {
+        fields.text("url", &mut self.url)
+    }
+
+    async fn open(&self) -> Result<memory_core::raw::Opened, MemoryError> {
+        Ok(memory_core::raw::Opened::of(
+            crate::PostgresProvider::connect(self).await?,
+        ))
     }
 }
 

@@ -36,18 +36,18 @@
 
 mod config;
 
-use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::raw::{
+    CasWrite, CompareAndSwap, Connect, Fetched, Held, HeldTurn, Hold, RevisionTip, Settings,
+    StoredHistory, StoredRevision, Versioned, VersionedStore, from_signed_unix_millis, sha256_hex,
+};
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
-    Held, HeldTurn, Hold, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts,
-    Retention, Revision, RevisionTip, Store, Subscription, Surface, SyncReport, UserId, Version,
-    from_signed_unix_millis, history_view, sha256_hex,
+    Document, DocumentId, IdempotencyKey, Identity, IdentityMap, MemoryError, PersonalityId,
+    Purged, Retention, Revision, Surface, UserId, Version,
 };
 use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
@@ -57,9 +57,13 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, PostgresConfig};
 
-/// The memory contract on PostgreSQL. Cheap to share: clone the pool, not the provider.
+/// The memory contract on PostgreSQL: [`PostgresStore`]'s statements under the generic
+/// provider. Cheap to share: clone the pool, not the provider.
+pub type PostgresProvider = Versioned<PostgresStore>;
+
+/// What touches PostgreSQL: the statements on one schema's tables, on a pool.
 #[derive(Debug)]
-pub struct PostgresProvider {
+pub struct PostgresStore {
     pool: PgPool,
     schema: String,
     /// `"<schema>".memory_documents`, for messages.
@@ -71,26 +75,22 @@ pub struct PostgresProvider {
     sql: Statements,
     /// `postgres://host:port/database/schema`: where documents are, without credentials.
     location: String,
-    writer: CasWriter,
-    /// How much history writes keep; `writer` records revisions only when it is on.
-    retention: Retention,
-    max_attempts: u32,
-    /// How long one call may take; `writer` has the same.
-    deadline: Duration,
     /// The `lock_timeout` the pool's connections were opened with, when this provider opened
     /// them; `None` for a pool given to `from_pool`, whose setting is unknown.
     lock_timeout: Option<Duration>,
-    events: EventBus,
 }
 
-impl PostgresProvider {
+#[async_trait]
+impl Connect for PostgresStore {
+    type Config = PostgresConfig;
+
     /// Connects with `config`, and applies the migrations unless `config.migrate` is false.
     ///
     /// # Errors
     /// [`MemoryError::Config`] for a bad URL, schema name or deadline (never echoing the
     /// password); [`MemoryError::Unavailable`] when no connection is made within the connect
     /// timeout.
-    pub async fn connect(config: &PostgresConfig) -> Result<Self, MemoryError> {
+    async fn connect(config: &PostgresConfig) -> Result<(Self, Settings), MemoryError> {
         validate_schema(&config.schema)?;
         let options = config.connect_options()?;
         let server = server_name(&options);
@@ -148,21 +148,25 @@ impl PostgresProvider {
                 });
             }
         };
-        let mut provider = Self::from_pool(pool, &config.schema)?
-            .with_max_attempts(config.max_attempts)
-            .with_deadline(config.deadline())
-            .with_retention(config.history);
-        provider.lock_timeout = Some(config.lock_timeout());
+        let mut store = Self::from_pool(pool, &config.schema)?;
+        store.lock_timeout = Some(config.lock_timeout());
         if config.migrate {
-            provider.migrate().await?;
+            store.migrate().await?;
         }
-        Ok(provider)
+        let settings = Settings {
+            max_attempts: config.max_attempts,
+            deadline: config.deadline(),
+            retention: config.history,
+        };
+        Ok((store, settings))
     }
+}
 
-    /// A provider on an existing pool, using the tables in `schema`. Does no I/O: call
-    /// [`PostgresProvider::migrate`] if the tables may not exist yet. Its calls have the
-    /// default deadline of 10 s (see [`PostgresProvider::with_deadline`]); since the pool's
-    /// `lock_timeout` is not known, every write sets its own in its transaction.
+impl PostgresStore {
+    /// A store on an existing pool, using the tables in `schema`; run it as a provider with
+    /// [`Versioned::new`]. Does no I/O: call [`PostgresStore::migrate`] if the tables may not
+    /// exist yet. Since the pool's `lock_timeout` is not known, every write sets its own in its
+    /// transaction.
     ///
     /// # Errors
     /// [`MemoryError::Config`] when `schema` is not 1 to 63 lowercase letters, digits and `_`,
@@ -178,7 +182,7 @@ impl PostgresProvider {
         let table = format!("\"{schema}\".memory_documents");
         let identities = format!("\"{schema}\".memory_identities");
         let history = format!("\"{schema}\".memory_history");
-        Ok(PostgresProvider {
+        Ok(PostgresStore {
             sql: Statements::for_tables(schema, &table, &history, &identities),
             table,
             identities,
@@ -186,41 +190,8 @@ impl PostgresProvider {
             schema: schema.to_owned(),
             location,
             pool,
-            writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
-            retention: Retention::default(),
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            deadline: DEFAULT_DEADLINE,
             lock_timeout: None,
-            events: EventBus::new(),
         })
-    }
-
-    /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
-    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = max_attempts;
-        self.rebuild_writer()
-    }
-
-    /// Sets how long one call may take in all (see [`PostgresConfig::deadline_ms`]).
-    pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
-        self.rebuild_writer()
-    }
-
-    /// Sets how much of each document's history writes keep (see [`PostgresConfig::history`]);
-    /// [`Retention::OFF`] records none.
-    pub fn with_retention(mut self, retention: Retention) -> Self {
-        self.retention = retention;
-        self.rebuild_writer()
-    }
-
-    /// The writer for the current settings: each `with_` setter builds it anew, so none may
-    /// drop what another set.
-    fn rebuild_writer(mut self) -> Self {
-        self.writer = CasWriter::new(self.max_attempts)
-            .with_deadline(self.deadline)
-            .with_history(self.retention.is_on());
-        self
     }
 
     /// Creates the schema and applies the embedded migrations that are not applied yet. Safe to
@@ -282,26 +253,6 @@ impl PostgresProvider {
 
     fn unavailable(&self, err: sqlx::Error) -> MemoryError {
         MemoryError::unavailable(&self.location, err)
-    }
-
-    /// `call` bounded by the deadline: past it, `Unavailable` (the connection it was waiting
-    /// on is closed by its [`Lease`]). `sync` has the same bound from its [`CasWriter`].
-    async fn within_deadline<T>(
-        &self,
-        call: impl Future<Output = Result<T, MemoryError>>,
-    ) -> Result<T, MemoryError> {
-        tokio::time::timeout(self.deadline, call)
-            .await
-            .unwrap_or_else(|_| {
-                Err(MemoryError::Unavailable {
-                    what: self.location.clone(),
-                    message: format!(
-                        "no reply within the call's deadline of {} ms",
-                        self.deadline.as_millis()
-                    ),
-                    source: None,
-                })
-            })
     }
 
     /// [`IdentityMap::link`] on `connection`.
@@ -552,7 +503,7 @@ impl PostgresProvider {
         Ok(documents)
     }
 
-    /// `id` as [`PostgresProvider::select_on`] read it.
+    /// `id` as [`PostgresStore::select_on`] read it.
     fn fetched(&self, id: &DocumentId, row: SelectedRow) -> Result<Fetched, MemoryError> {
         let corrupt = |reason: String| MemoryError::Corrupt {
             location: self.location_of(id),
@@ -599,72 +550,36 @@ impl PostgresProvider {
         })
     }
 
-    /// A stored revision of `id`, or `Corrupt` naming what in it is not ours.
+    /// A stored revision of `id`, or `Corrupt` naming the revision and what in it is not ours.
     fn revision(&self, id: &DocumentId, row: HistoryRow) -> Result<Revision, MemoryError> {
-        let number = row.number;
-        let location = || format!("{}#{number}", self.history_location(id));
-        let corrupt = |column: &str, reason: String| MemoryError::Corrupt {
-            location: location(),
-            reason: format!("{column}: {reason}"),
-        };
-        let surface = match row.surface.as_str() {
-            "tool" => Surface::Tool,
-            "cli" => Surface::Cli,
-            "web" => Surface::Web,
-            "api" => Surface::Api,
-            "external" => Surface::External,
-            other => {
-                return Err(corrupt(
-                    "surface",
-                    format!("{other:?} is not tool, cli, web, api or external"),
-                ));
-            }
-        };
-        let personality = row
-            .personality
-            .map(PersonalityId::new)
-            .transpose()
-            .map_err(|err| corrupt("personality", err.to_string()))?;
-        let user = row
-            .user_id
-            .map(UserId::new)
-            .transpose()
-            .map_err(|err| corrupt("user_id", err.to_string()))?;
-        let idempotency_key = row
-            .idempotency_key
-            .map(IdempotencyKey::new)
-            .transpose()
-            .map_err(|err| corrupt("idempotency_key", err.to_string()))?;
-        let updates: Vec<MemoryUpdate> = serde_json::from_str(&row.updates)
-            .map_err(|err| corrupt("updates", err.to_string()))?;
-        Ok(Revision {
-            number: stored_count(number, "number", location)?,
-            document: id.clone(),
-            version_before: Version::new(row.version_before),
-            version_after: Version::new(row.version_after),
+        StoredRevision {
+            number: row.number,
+            version_before: row.version_before,
+            version_after: row.version_after,
             sha256_before: row.sha256_before,
             sha256_after: row.sha256_after,
-            bytes_before: stored_count(row.bytes_before, "bytes_before", location)?,
-            bytes_after: stored_count(row.bytes_after, "bytes_after", location)?,
+            bytes_before: row.bytes_before,
+            bytes_after: row.bytes_after,
             time: from_signed_unix_millis(row.time),
-            surface,
-            personality,
-            user,
-            idempotency_key,
+            surface: row.surface,
+            personality: row.personality,
+            user: row.user_id,
+            idempotency_key: row.idempotency_key,
             session: row.session,
-            updates,
+            updates: Some(row.updates),
             text: row.content,
-        })
+        }
+        .check(id, &self.history_location(id))
     }
 
-    /// [`MemoryProvider::history`] on `connection`: the document, its tip and its newest
+    /// [`VersionedStore::history`] on `connection`: the document, its tip and its newest
     /// `limit` revisions read in one snapshot (a read-only repeatable-read transaction).
     async fn history_on(
         &self,
         connection: &mut PgConnection,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<Revision>, MemoryError> {
+    ) -> Result<StoredHistory, MemoryError> {
         let failed = |err| self.history_error(err);
         let mut transaction = connection
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -693,30 +608,17 @@ impl PostgresProvider {
             return Err(self.unavailable(sqlx::Error::RowNotFound));
         };
         let now = from_signed_unix_millis(row.now);
-        let fetched = self.fetched(document, row)?;
-        let tip = fetched.tip.number;
-        let mut recorded = Vec::with_capacity(rows.len());
-        for row in rows {
-            let revision = self.revision(document, row)?;
-            // Writes prune a bounded number per write, so a few more than kept may be stored
-            // (after the retention was lowered): they are not shown.
-            if !self
-                .retention
-                .prunes(revision.number, revision.time, tip, now)
-            {
-                recorded.push(revision);
-            }
-        }
-        Ok(history_view(
-            recorded,
-            &fetched.tip,
-            &fetched.document,
-            limit,
+        Ok(StoredHistory {
+            current: self.fetched(document, row)?,
+            recorded: rows
+                .into_iter()
+                .map(|row| self.revision(document, row))
+                .collect::<Result<_, _>>()?,
             now,
-        ))
+        })
     }
 
-    /// [`MemoryProvider::purge`] on `connection`, in one transaction that holds the document's
+    /// [`VersionedStore::purge`] on `connection`, in one transaction that holds the document's
     /// row (or, for a document with no row, its key) from the first statement, so that no
     /// write lands between the erasing and the commit: a write waiting on it then finds the
     /// document gone, and retries on the document as never written.
@@ -725,6 +627,7 @@ impl PostgresProvider {
         connection: &mut PgConnection,
         document: &DocumentId,
         surface: Surface,
+        retention: &Retention,
     ) -> Result<Purged, MemoryError> {
         let failed = |err| self.db_error(err);
         let (kind, owner) = row_key(document);
@@ -763,7 +666,8 @@ impl PostgresProvider {
         let tip = self.tip(document, erased.tip)?;
         let revisions = stored_count(erased.count, "count", || self.history_location(document))?;
         let now = from_signed_unix_millis(erased.now);
-        let tombstone = (self.retention.is_on() && (erased_text.is_some() || revisions > 0))
+        let tombstone = retention
+            .leaves_tombstone(erased_text.is_some(), revisions)
             .then(|| Revision::tombstone(document, &tip, Version::new("0"), surface, now));
         if let Some(tombstone) = &tombstone {
             sqlx::query(AssertSqlSafe(self.sql.tombstone.clone()))
@@ -793,56 +697,28 @@ impl PostgresProvider {
 }
 
 #[async_trait]
-impl MemoryProvider for PostgresProvider {
-    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-        let documents = self.within_deadline(self.documents(&ids)).await?;
-        Ok(Prefetch::from_documents(ctx, &documents[0], &documents[1]))
+impl VersionedStore for PostgresStore {
+    fn location(&self) -> String {
+        self.location.clone()
     }
 
-    async fn sync(
-        &self,
-        ctx: &MemoryContext,
-        updates: &[MemoryUpdate],
-        if_match: &IfMatch,
-    ) -> Result<SyncReport, MemoryError> {
-        self.writer
-            .sync(self, &self.events, ctx, updates, if_match)
-            .await
-    }
-
-    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let documents = self
-            .within_deadline(self.documents(std::slice::from_ref(document)))
-            .await?;
-        documents
-            .into_iter()
-            .next()
-            .ok_or_else(|| self.unavailable(sqlx::Error::RowNotFound))
-    }
-
-    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
-        self.within_deadline(self.receipts_by_fetch(document)).await
+    async fn read(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
+        self.documents(ids).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         let rows: Vec<(String, String)> = self
-            .within_deadline(async {
-                self.leased(async |connection| {
-                    sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
-                        .fetch_all(connection)
-                        .await
-                })
-                .await?
-                .map_err(|err| self.db_error(err))
+            .leased(async |connection| {
+                sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
+                    .fetch_all(connection)
+                    .await
             })
-            .await?;
-        let mut ids: Vec<DocumentId> = rows
+            .await?
+            .map_err(|err| self.db_error(err))?;
+        Ok(rows
             .iter()
             .filter_map(|(kind, owner)| document_id(kind, owner))
-            .collect();
-        ids.sort();
-        Ok(ids)
+            .collect())
     }
 
     /// The document, its history's tip and its newest `limit` revisions in one read-only
@@ -851,49 +727,41 @@ impl MemoryProvider for PostgresProvider {
         &self,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<Revision>, MemoryError> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        self.within_deadline(async {
-            self.leased(async |connection| self.history_on(connection, document, limit).await)
-                .await?
-        })
-        .await
+    ) -> Result<StoredHistory, MemoryError> {
+        self.leased(async |connection| self.history_on(connection, document, limit).await)
+            .await?
     }
 
     /// One transaction: the row (text and receipts) and the history go, and a tombstone is
     /// left when something was erased and history is on. Past the deadline the call is
     /// `Unavailable`, whether or not its commit landed: repeating a purge is safe.
-    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
-        self.within_deadline(async {
-            self.leased(async |connection| self.purge_on(connection, document, surface).await)
-                .await?
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: Surface,
+        retention: &Retention,
+    ) -> Result<Purged, MemoryError> {
+        self.leased(async |connection| {
+            self.purge_on(connection, document, surface, retention)
+                .await
         })
-        .await
-    }
-
-    fn subscribe(&self) -> Subscription {
-        self.events.subscribe()
+        .await?
     }
 }
 
 #[async_trait]
-impl IdentityMap for PostgresProvider {
+impl IdentityMap for PostgresStore {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let user: Option<String> = self
-            .within_deadline(async {
-                self.leased(async |connection| {
-                    sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
-                        .bind(identity.platform())
-                        .bind(identity.platform_user())
-                        .fetch_optional(connection)
-                        .await
-                })
-                .await?
-                .map_err(|err| self.identity_error(err))
+            .leased(async |connection| {
+                sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
+                    .bind(identity.platform())
+                    .bind(identity.platform_user())
+                    .fetch_optional(connection)
+                    .await
             })
-            .await?;
+            .await?
+            .map_err(|err| self.identity_error(err))?;
         user.map(|user| self.stored_user(identity, user))
             .transpose()
     }
@@ -901,47 +769,34 @@ impl IdentityMap for PostgresProvider {
     /// One transaction: a first link inserts the row; any other link locks the row, decides
     /// with [`Identity::check_link`] and updates it only if that says so. Concurrent first
     /// links of one identity queue on the primary key, so exactly one inserts and the others
-    /// then see its row. Past the deadline the call is `Unavailable`, whether or not its commit
-    /// landed: repeating a link is safe.
+    /// then see its row.
     async fn link(
         &self,
         identity: &Identity,
         user: &UserId,
         relink: bool,
     ) -> Result<Option<UserId>, MemoryError> {
-        self.within_deadline(async {
-            self.leased(async |connection| self.link_on(connection, identity, user, relink).await)
-                .await?
-        })
-        .await
+        self.leased(async |connection| self.link_on(connection, identity, user, relink).await)
+            .await?
     }
 
     /// One `DELETE ... RETURNING` (see `unlink_on`): concurrent unlinks of one identity queue on
-    /// its row, so exactly one deletes it and returns its user, the others find no row. Past the
-    /// deadline the call is `Unavailable`, whether or not its commit landed: repeating an unlink
-    /// is safe (once it has landed, a repeat finds no link and returns `None`).
+    /// its row, so exactly one deletes it and returns its user, the others find no row.
     async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
-        self.within_deadline(async {
-            self.leased(async |connection| self.unlink_on(connection, identity).await)
-                .await?
-        })
-        .await
+        self.leased(async |connection| self.unlink_on(connection, identity).await)
+            .await?
     }
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
         let rows: Vec<(String, String, String)> = self
-            .within_deadline(async {
-                self.leased(async |connection| {
-                    sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
-                        .fetch_all(connection)
-                        .await
-                })
-                .await?
-                .map_err(|err| self.identity_error(err))
+            .leased(async |connection| {
+                sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
+                    .fetch_all(connection)
+                    .await
             })
-            .await?;
-        let mut links = rows
-            .into_iter()
+            .await?
+            .map_err(|err| self.identity_error(err))?;
+        rows.into_iter()
             .map(|(platform, platform_user, user)| {
                 let identity =
                     Identity::new(platform, platform_user).map_err(|err| MemoryError::Corrupt {
@@ -951,16 +806,13 @@ impl IdentityMap for PostgresProvider {
                 let user = self.stored_user(&identity, user)?;
                 Ok((identity, user))
             })
-            .collect::<Result<Vec<_>, MemoryError>>()?;
-        // Sorted here, not by ORDER BY: the database's collation need not compare bytes.
-        links.sort();
-        Ok(links)
+            .collect()
     }
 }
 
 /// The two round trips [`CasWriter`] needs: one snapshot read, one conditional write.
 #[async_trait]
-impl CompareAndSwap for PostgresProvider {
+impl CompareAndSwap for PostgresStore {
     /// Reads `ids` in one statement, so they are one consistent snapshot, each with the tip of
     /// its history.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
@@ -992,7 +844,7 @@ impl CompareAndSwap for PostgresProvider {
         // At least the shortest wait a `lock_timeout` takes (0 would be none): near the
         // deadline the write still tries, and a lost race names the row that was held.
         let per_row = (lock_wait / rows).max(SHORTEST_LOCK_WAIT);
-        let binds = WriteBinds::of(writes, &self.retention)?;
+        let binds = WriteBinds::of(writes)?;
         let query = binds.query(&self.sql.write);
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
         let landed = self
@@ -1102,7 +954,7 @@ impl CompareAndSwap for PostgresProvider {
     }
 }
 
-impl PostgresProvider {
+impl PostgresStore {
     /// The first of `ids` that another session holds now, for the `Busy` of a hold that timed
     /// out to name the document it waited for. `None` when there is one document (it is that
     /// one), when none is held any more, or when the question got no answer.
@@ -1129,7 +981,7 @@ impl PostgresProvider {
 
 /// Documents a writer holds: the transaction of [`CompareAndSwap::hold`] on its connection.
 struct PgTurn<'a> {
-    provider: &'a PostgresProvider,
+    provider: &'a PostgresStore,
     /// In the transaction that holds the locks; unanswered, so that dropping the turn unused
     /// closes the connection rather than pool it with the transaction open.
     lease: Lease,
@@ -1149,7 +1001,7 @@ impl HeldTurn for PgTurn<'_> {
             let _ = finish(lease, "ROLLBACK").await;
             return Ok(None);
         };
-        let binds = match WriteBinds::of(writes, &provider.retention) {
+        let binds = match WriteBinds::of(writes) {
             Ok(binds) => binds,
             Err(err) => {
                 let _ = finish(lease, "ROLLBACK").await;
@@ -1242,11 +1094,14 @@ struct WriteBinds<'a> {
 }
 
 impl<'a> WriteBinds<'a> {
-    /// The values for `writes`, pruned as `retention` says.
+    /// The values for `writes`, pruned as their retention says (the provider's: one for all).
     ///
     /// # Errors
     /// As [`RevisionColumns::of`].
-    fn of(writes: &'a [CasWrite<'a>], retention: &Retention) -> Result<Self, MemoryError> {
+    fn of(writes: &'a [CasWrite<'a>]) -> Result<Self, MemoryError> {
+        let retention = writes
+            .first()
+            .map_or(Retention::OFF, |write| write.retention);
         let (kinds, owners): (Vec<&'static str>, Vec<&'a str>) =
             writes.iter().map(|write| row_key(write.id)).unzip();
         let texts: Vec<&'a str> = writes.iter().map(|write| write.text).collect();

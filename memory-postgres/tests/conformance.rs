@@ -2,15 +2,34 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use memory_conformance::Fixture;
 use memory_postgres::PostgresProvider;
 
 async fn setup() -> Option<Fixture<PostgresProvider>> {
     let (provider, schema) = common::provider().await?;
-    Some(Fixture::new(provider).with_guard(schema))
+    let schema = Arc::new(schema);
+    let (hosts, edits, holds) = (schema.clone(), schema.clone(), schema.clone());
+    Some(
+        Fixture::new(provider)
+            .with_hosts(move |host| {
+                let schema = hosts.clone();
+                async move { Arc::new(common::host(&schema, host).await) }
+            })
+            .with_hand_edits(move |document, text| {
+                let schema = edits.clone();
+                async move { common::edit_by_hand(&schema, document, text).await }
+            })
+            .with_outside_holds(move |document| {
+                let schema = holds.clone();
+                async move { common::hold_row(&schema, document).await }
+            })
+            .with_guard(schema),
+    )
 }
 
-memory_conformance::conformance_suite!(setup);
+memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
 
 /// The identity-map cases through two providers on one schema, each with its own pool, as two
 /// hosts would have.

@@ -5,24 +5,20 @@
 
 mod common;
 
+use memory_core::raw::Versioned;
 use std::net::SocketAddr;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memory_conformance::cases::ctx;
+use memory_conformance::proxy::StallingProxy;
 use memory_core::{
     ErrorKind, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
     MemoryUpdate, Store, UserId,
 };
-use memory_postgres::{PostgresConfig, PostgresProvider};
+use memory_postgres::{PostgresConfig, PostgresProvider, PostgresStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
 
 /// What a call may take beyond its deadline: scheduling, and the reply to the last statement.
 const SLACK: Duration = Duration::from_secs(1);
@@ -68,8 +64,7 @@ async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() 
         .connect(&schema.url)
         .await
         .unwrap();
-    let own_pool = PostgresProvider::from_pool(pool, &schema.schema)
-        .unwrap()
+    let own_pool = Versioned::new(PostgresStore::from_pool(pool, &schema.schema).unwrap())
         .with_deadline(deadline);
     let c = ctx("ada", "u1");
     configured
@@ -138,144 +133,6 @@ async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() 
     }
     let memory = configured.read(&c.document(Store::Memory)).await.unwrap();
     assert_eq!(memory.text, "old\n\nnew\n\nnew\n\nnew\n");
-}
-
-/// A TCP proxy to the test server whose forwarding can be stopped without closing anything,
-/// as a network path that silently drops everything would.
-struct Proxy {
-    addr: SocketAddr,
-    /// The state connections accepted from now on start in.
-    new_connections: Arc<Mutex<Budget>>,
-    /// The state of every connection accepted so far.
-    connections: Arc<Mutex<Vec<Arc<watch::Sender<Budget>>>>>,
-    /// Accepts connections; aborting it drops every connection's tasks, and so their sockets.
-    accepting: JoinHandle<()>,
-}
-
-/// What a connection of the proxy forwards.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Budget {
-    /// Everything.
-    All,
-    /// This many more reads from the client, and whatever the server sends.
-    Requests(usize),
-    /// Nothing, either way.
-    Nothing,
-}
-
-impl Budget {
-    fn lets_through(self, from_client: bool) -> bool {
-        match self {
-            Budget::All => true,
-            Budget::Requests(left) => left > 0 || !from_client,
-            Budget::Nothing => false,
-        }
-    }
-}
-
-impl Proxy {
-    async fn start(upstream: (String, u16)) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let new_connections = Arc::new(Mutex::new(Budget::All));
-        let connections = Arc::new(Mutex::new(Vec::new()));
-        let accepting = tokio::spawn({
-            let (new_connections, connections) = (new_connections.clone(), connections.clone());
-            async move {
-                let mut pumps = JoinSet::new();
-                while let Ok((client, _)) = listener.accept().await {
-                    let Ok(server) = TcpStream::connect(&upstream).await else {
-                        continue;
-                    };
-                    let budget = *new_connections.lock().unwrap();
-                    let switch = Arc::new(watch::Sender::new(budget));
-                    connections.lock().unwrap().push(switch.clone());
-                    let (client_read, client_write) = client.into_split();
-                    let (server_read, server_write) = server.into_split();
-                    pumps.spawn(pump(client_read, server_write, switch.clone(), true));
-                    pumps.spawn(pump(server_read, client_write, switch, false));
-                }
-            }
-        });
-        Proxy {
-            addr,
-            new_connections,
-            connections,
-            accepting,
-        }
-    }
-
-    /// Every connection, open or opened from now on, stops forwarding.
-    fn stall(&self) {
-        *self.new_connections.lock().unwrap() = Budget::Nothing;
-        self.set_open(Budget::Nothing);
-    }
-
-    /// Every open connection forwards `requests` more reads from the client (and whatever the
-    /// server answers meanwhile), then stops forwarding.
-    fn stall_after(&self, requests: usize) {
-        self.set_open(Budget::Requests(requests));
-    }
-
-    /// Connections opened from now on forward; those open now stay as they are.
-    fn let_new_through(&self) {
-        *self.new_connections.lock().unwrap() = Budget::All;
-    }
-
-    /// Every connection forwards again.
-    fn resume(&self) {
-        *self.new_connections.lock().unwrap() = Budget::All;
-        self.set_open(Budget::All);
-    }
-
-    fn set_open(&self, budget: Budget) {
-        for switch in self.connections.lock().unwrap().iter() {
-            switch.send_replace(budget);
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.accepting.abort();
-    }
-}
-
-/// Copies `from` to `to` while the connection's budget lets it through; whatever arrives
-/// meanwhile (bytes, or the end of the stream) waits until it does.
-async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    switch: Arc<watch::Sender<Budget>>,
-    from_client: bool,
-) {
-    let mut forwarding = switch.subscribe();
-    let mut buffer = vec![0; 64 * 1024];
-    loop {
-        let read = from.read(&mut buffer).await;
-        let through = forwarding.wait_for(|budget| budget.lets_through(from_client));
-        if through.await.is_err() {
-            return;
-        }
-        if from_client {
-            switch.send_if_modified(|budget| match budget {
-                Budget::Requests(left) => {
-                    *left -= 1;
-                    true
-                }
-                _ => false,
-            });
-        }
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if to.write_all(&buffer[..n]).await.is_err() {
-                    break;
-                }
-            }
-        }
-    }
-    let _ = to.shutdown().await;
 }
 
 /// The test server's URL pointed at `proxy`, with a password in it (the test server trusts
@@ -363,7 +220,7 @@ fn assert_no_password(err: &MemoryError, password: &str) {
 /// Waits until the pool of `p` holds an idle connection, sqlx's tests of it on release done.
 async fn until_idle(p: &PostgresProvider) {
     let started = Instant::now();
-    while p.pool().num_idle() == 0 {
+    while p.store().pool().num_idle() == 0 {
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "never back in the pool"
@@ -386,8 +243,9 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
     };
     let deadline = Duration::from_secs(1);
     let upstream = PgConnectOptions::from_str(&schema.url).unwrap();
-    let proxy = Proxy::start((upstream.get_host().to_owned(), upstream.get_port())).await;
-    let (url, password) = through(&schema.url, proxy.addr);
+    let proxy =
+        StallingProxy::start(format!("{}:{}", upstream.get_host(), upstream.get_port())).await;
+    let (url, password) = through(&schema.url, proxy.addr());
     // One connection, so every call below runs on the one the proxy stalls.
     let config = PostgresConfig {
         migrate: false,

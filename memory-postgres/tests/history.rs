@@ -9,12 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
-use memory_conformance::history::{
-    hand_edits_become_external_revisions, retention_keeps_the_newest,
-};
+use memory_conformance::history::retention_keeps_the_newest;
+use memory_core::raw::{CasWrite, CompareAndSwap};
 use memory_core::{
-    CasWrite, CompareAndSwap, DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
-    Retention, Store, Surface,
+    DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Retention, Store, Surface,
 };
 use memory_postgres::{PostgresConfig, PostgresProvider};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
@@ -38,24 +36,13 @@ async fn admin(schema: &common::SchemaGuard) -> PgConnection {
     PgConnection::connect(&schema.url).await.unwrap()
 }
 
-/// The primary key of `document`'s row, as the tables name it.
-fn row_key(document: &DocumentId) -> (&'static str, String) {
-    match document {
-        DocumentId::GlobalMemory => ("global_memory", String::new()),
-        DocumentId::PersonalityMemory { personality } => {
-            ("personality_memory", personality.to_string())
-        }
-        DocumentId::UserProfile { user } => ("user_profile", user.to_string()),
-    }
-}
-
 /// How many revisions of `document` the history table holds, pruned or not.
 async fn stored_revisions(
     admin: &mut PgConnection,
     schema: &common::SchemaGuard,
     document: &DocumentId,
 ) -> i64 {
-    let (kind, owner) = row_key(document);
+    let (kind, owner) = common::row_key(document);
     sqlx::query_scalar(AssertSqlSafe(format!(
         "SELECT count(*) FROM \"{}\".memory_history WHERE kind = $1 AND owner = $2",
         schema.schema
@@ -79,49 +66,6 @@ async fn retention_keeps_the_newest_three() {
     let mut admin = admin(&schema).await;
     let document = ctx("ada", "u1").document(M);
     assert_eq!(stored_revisions(&mut admin, &schema, &document).await, 3);
-}
-
-/// A person edits a document with psql (UPDATE, or INSERT for a document with no row, bumping
-/// the version and the hash as the table asks): the history shows it as an external revision,
-/// and the next write records it before its own.
-#[tokio::test]
-async fn hand_edits_with_sql_become_external_revisions() {
-    let Some((p, schema)) = common::provider().await else {
-        return;
-    };
-    let table = format!("\"{}\".memory_documents", schema.schema);
-    let url = schema.url.clone();
-    let edit = |document: DocumentId, text: String| {
-        let (table, url) = (table.clone(), url.clone());
-        async move {
-            let mut psql = PgConnection::connect(&url).await.unwrap();
-            let (kind, owner) = row_key(&document);
-            let updated = sqlx::query(AssertSqlSafe(format!(
-                "UPDATE {table} SET content = $3, version = version + 1, \
-                   sha256 = encode(sha256(convert_to($3, 'UTF8')), 'hex') \
-                 WHERE kind = $1 AND owner = $2"
-            )))
-            .bind(kind)
-            .bind(&owner)
-            .bind(&text)
-            .execute(&mut psql)
-            .await
-            .unwrap();
-            if updated.rows_affected() == 0 {
-                sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO {table} (kind, owner, content, version, sha256) \
-                     VALUES ($1, $2, $3, 1, encode(sha256(convert_to($3, 'UTF8')), 'hex'))"
-                )))
-                .bind(kind)
-                .bind(&owner)
-                .bind(&text)
-                .execute(&mut psql)
-                .await
-                .unwrap();
-            }
-        }
-    };
-    hand_edits_become_external_revisions(Arc::new(p), edit).await;
 }
 
 /// Revisions (and tombstones) are stamped by the server's clock: a revision's time is the
@@ -154,7 +98,7 @@ async fn revision_times_come_from_the_server() {
         "{:?} between the server's {before:?} and {after:?}",
         revision.time
     );
-    let (kind, owner) = row_key(&document);
+    let (kind, owner) = common::row_key(&document);
     let same_instant: bool = sqlx::query_scalar(AssertSqlSafe(format!(
         "SELECT h.time = d.updated_at FROM \"{0}\".memory_history AS h \
          JOIN \"{0}\".memory_documents AS d USING (kind, owner) \
@@ -398,6 +342,7 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
     // What a writer that read `document` now would write: `text`, recording one revision.
     let stale_write = async |document: &DocumentId, text: &str| {
         let fetched = p
+            .store()
             .fetch(std::slice::from_ref(document), false)
             .await
             .unwrap();
@@ -430,8 +375,10 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
         expected_text: None,
         receipts: None,
         revisions: std::slice::from_ref(&revision),
+        retention: Retention::default(),
     };
     let lost_on = p
+        .store()
         .compare_and_swap(&[resurrecting], Duration::from_secs(1))
         .await
         .unwrap();
@@ -455,8 +402,10 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
         expected_text: None,
         receipts: None,
         revisions: std::slice::from_ref(&revision),
+        retention: Retention::default(),
     };
     let lost_on = p
+        .store()
         .compare_and_swap(&[first], Duration::from_secs(1))
         .await
         .unwrap();
@@ -565,7 +514,7 @@ async fn statements_are_not_planned_on_every_call() {
          WHERE statement LIKE '%memory_documents%' \
            AND statement NOT LIKE '%pg_prepared_statements%'",
     )
-    .fetch_all(p.pool())
+    .fetch_all(p.store().pool())
     .await
     .unwrap();
     // The write and prefetch's read, sent on every call. (The read with the tip ran once: a

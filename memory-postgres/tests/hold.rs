@@ -4,15 +4,14 @@
 
 mod common;
 
+use memory_core::Retention;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use memory_conformance::cases::ctx;
-use memory_core::{
-    CasWrite, CompareAndSwap, DocumentId, Hold, IfMatch, MemoryProvider, MemoryUpdate, Store,
-    Surface,
-};
+use memory_core::raw::{CasWrite, CompareAndSwap, Hold};
+use memory_core::{DocumentId, IfMatch, MemoryProvider, MemoryUpdate, Store, Surface};
 use memory_postgres::{PostgresConfig, PostgresProvider};
 
 const M: Store = Store::Memory;
@@ -29,7 +28,8 @@ async fn instance(schema: &common::SchemaGuard) -> Arc<PostgresProvider> {
 
 /// Held by `p`, as a writer that lost a race holds them.
 async fn hold<'a>(p: &'a PostgresProvider, ids: &[DocumentId], lock_wait: Duration) -> Hold<'a> {
-    p.hold(ids, false, lock_wait)
+    p.store()
+        .hold(ids, false, lock_wait)
         .await
         .unwrap()
         .expect("PostgreSQL can hold")
@@ -158,6 +158,7 @@ async fn a_hold_makes_other_writers_wait_and_its_end_lets_them_in() {
         expected_text: None,
         receipts: None,
         revisions: &[],
+        retention: Retention::default(),
     };
     assert_eq!(
         held.turn.write(&[write]).await.unwrap(),
@@ -236,7 +237,7 @@ async fn a_dropped_turn_leaves_the_documents_free() {
         "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() \
          AND locktype IN ('advisory', 'tuple', 'transactionid')",
     )
-    .fetch_one(p1.pool())
+    .fetch_one(p1.store().pool())
     .await
     .unwrap();
     assert_eq!(locks, 0, "the pooled connection holds nothing");
@@ -254,6 +255,7 @@ async fn a_dropped_turn_leaves_the_documents_free() {
             expected_text: None,
             receipts: None,
             revisions: &[],
+            retention: Retention::default(),
         })
         .collect();
     assert_eq!(held.turn.write(&writes).await.unwrap(), None);

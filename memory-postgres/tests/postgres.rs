@@ -8,29 +8,25 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use memory_conformance::Host;
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
 use memory_conformance::services::assert_unreachable_is_unavailable;
+use memory_core::raw::Versioned;
 use memory_core::{
     DocumentId, IdentityMap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store, UserId,
 };
-use memory_postgres::{DEFAULT_MAX_ATTEMPTS, PostgresConfig, PostgresProvider};
+use memory_postgres::{PostgresConfig, PostgresProvider, PostgresStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 
 const HOSTS: usize = 4;
 
 /// `HOSTS` providers on one schema, each with its own pool, as separate hosts would have.
-async fn hosts(schema: &common::SchemaGuard, max_attempts: u32) -> Vec<Arc<PostgresProvider>> {
+async fn hosts(schema: &common::SchemaGuard) -> Vec<Arc<PostgresProvider>> {
     let mut hosts = Vec::new();
     for _ in 0..HOSTS {
-        let config = PostgresConfig {
-            migrate: false,
-            max_connections: 4,
-            max_attempts,
-            ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
-        };
-        hosts.push(Arc::new(PostgresProvider::connect(&config).await.unwrap()));
+        hosts.push(Arc::new(common::host(schema, Host::default()).await));
     }
     hosts
 }
@@ -45,7 +41,7 @@ async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
     let Some((_, schema)) = common::provider().await else {
         return;
     };
-    let hosts = hosts(&schema, DEFAULT_MAX_ATTEMPTS).await;
+    let hosts = hosts(&schema).await;
     hosts::many_hosts_lose_nothing(&hosts).await;
     let document = hosts[0]
         .read(&DocumentId::PersonalityMemory {
@@ -70,7 +66,6 @@ async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
     assert_eq!(stale.retries, 1, "host 0 wrote from its stale view first");
     let document = hosts[0].read(&c.document(Store::Memory)).await.unwrap();
     assert_eq!(hosts::entries(&document.text), ["a", "b", "c"]);
-    hosts::a_write_between_read_and_write_loses_nothing(&*hosts[0], &*hosts[1]).await;
     drop(hosts);
 
     let kept = read_then_upsert_baseline(&schema.url, &schema.schema).await;
@@ -82,71 +77,6 @@ async fn many_hosts_lose_nothing_where_read_then_upsert_loses_updates() {
 }
 
 const TOTAL: usize = HOSTS * TASKS_PER_HOST * ADDS_PER_TASK;
-
-/// Calls writing both documents commit both or neither, even when only one of them lost a race.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_document_calls_from_many_hosts_land_whole() {
-    let Some((_, schema)) = common::provider().await else {
-        return;
-    };
-    hosts::two_document_calls_land_whole(&hosts(&schema, DEFAULT_MAX_ATTEMPTS).await).await;
-}
-
-/// Contention past `max_attempts` is reported, never dropped, and never retried past the
-/// bound: a provider allowed one attempt gives up at once as `Contention` on a row another
-/// session holds locked, writing nothing; the engine, beaten by another host before every
-/// write, gives up after exactly `max_attempts` attempts, counted by the store; and many
-/// hosts' single-attempt adds each land after one attempt or say `Contention` and leave no
-/// trace.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn contention_is_reported_never_dropped() {
-    let Some((_, schema)) = common::provider().await else {
-        return;
-    };
-    let one_attempt = hosts(&schema, 1).await;
-    let url = &schema.url;
-    let documents = format!("\"{}\".memory_documents", schema.schema);
-    hosts::a_held_document_gives_up_at_once(
-        &*one_attempt[0],
-        async |document| {
-            let (kind, owner) = match document {
-                DocumentId::PersonalityMemory { personality } => {
-                    ("personality_memory", personality.to_string())
-                }
-                other => panic!("held: {other:?}"),
-            };
-            let mut blocker = PgConnection::connect(url).await.unwrap();
-            blocker.execute("BEGIN").await.unwrap();
-            let locked = blocker
-                .execute(
-                    sqlx::query(AssertSqlSafe(format!(
-                        "SELECT 1 FROM {documents} WHERE kind = $1 AND owner = $2 FOR UPDATE"
-                    )))
-                    .bind(kind)
-                    .bind(owner),
-                )
-                .await
-                .unwrap();
-            assert_eq!(locked.rows_affected(), 1, "the document's row is held");
-            blocker
-        },
-        async |mut blocker| {
-            blocker.execute("ROLLBACK").await.unwrap();
-        },
-    )
-    .await;
-
-    let default_attempts = hosts(&schema, DEFAULT_MAX_ATTEMPTS).await;
-    hosts::compare_and_swap_gives_up_after_max_attempts(
-        &*default_attempts[0],
-        &*default_attempts[1],
-    )
-    .await;
-    drop(default_attempts);
-
-    let gave_up = hosts::contention_is_reported_never_dropped(&one_attempt).await;
-    println!("{gave_up} of {TOTAL} single-attempt adds gave up with Contention");
-}
 
 /// The pattern agent frameworks document for a database-backed memory: read the document,
 /// append in the application, upsert the result. No transaction, no version check. First the
@@ -250,7 +180,9 @@ async fn connection_terminated_mid_sync_leaves_old_or_new_never_between() {
         .connect_with(options)
         .await
         .unwrap();
-    let p = Arc::new(PostgresProvider::from_pool(pool, &schema.schema).unwrap());
+    let p = Arc::new(Versioned::new(
+        PostgresStore::from_pool(pool, &schema.schema).unwrap(),
+    ));
     let c = ctx("ada", "u1");
     let both = |text: &str| {
         [
@@ -412,13 +344,13 @@ async fn bad_schema_names_are_refused() {
         .connect_lazy("postgres://localhost/x")
         .unwrap();
     for schema in ["", "Agent", "a;drop table x", "pg_catalog", &"a".repeat(64)] {
-        let err = PostgresProvider::from_pool(pool.clone(), schema).unwrap_err();
+        let err = PostgresStore::from_pool(pool.clone(), schema).unwrap_err();
         assert!(
             matches!(err, MemoryError::Config { .. }),
             "{schema:?}: {err:?}"
         );
     }
-    assert!(PostgresProvider::from_pool(pool, "agent_memory_2").is_ok());
+    assert!(PostgresStore::from_pool(pool, "agent_memory_2").is_ok());
 }
 
 /// A row of the identity map that is not ours (an invalid user id or identity, written by hand)

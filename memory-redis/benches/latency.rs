@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let measured =
         print_history_cost("memory-redis", &providers[0].0, &providers[1].0, SAMPLES).await;
     for (memory, prefix) in &providers {
-        let mut connection = memory.connection().clone();
+        let mut connection = memory.store().connection().clone();
         let keys: Vec<String> = connection.keys(format!("{{{prefix}}}:*")).await?;
         if !keys.is_empty() {
             let () = connection.del(keys).await?;

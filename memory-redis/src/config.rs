@@ -3,11 +3,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use memory_core::{MemoryError, Retention, hide_password_of, redact_url};
+use memory_core::raw::{hide_password_of, redact_url};
+use memory_core::{MemoryError, Retention};
 use serde::Deserialize;
 
 /// Compare-and-swap attempts per `sync` before `Contention`, unless configured otherwise.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 64;
+pub use memory_core::raw::DEFAULT_MAX_ATTEMPTS;
 
 /// The longest `deadline_ms` accepted: a day. Longer is a typo, and would overflow clocks.
 pub const MAX_DEADLINE_MS: u64 = 86_400_000;
@@ -61,7 +62,7 @@ mod defaults {
         5_000
     }
     pub fn deadline_ms() -> u64 {
-        u64::try_from(memory_core::DEFAULT_DEADLINE.as_millis()).unwrap_or(10_000)
+        u64::try_from(memory_core::raw::DEFAULT_DEADLINE.as_millis()).unwrap_or(10_000)
     }
     pub fn max_attempts() -> u32 {
         super::DEFAULT_MAX_ATTEMPTS
@@ -142,6 +143,22 @@ impl fmt::Debug for RedisConfig {
     }
 }
 
+#[async_trait::async_trait]
+impl memory_core::raw::BackendConfig for RedisConfig {
+    fn resolve(
+        &mut self,
+        fields: &mut dyn memory_core::raw::ResolveFields,
+    ) -> Result<(), MemoryError> {
+        fields.text("url", &mut self.url)
+    }
+
+    async fn open(&self) -> Result<memory_core::raw::Opened, MemoryError> {
+        Ok(memory_core::raw::Opened::of(
+            crate::RedisProvider::connect(self).await?,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,7 +213,7 @@ mod tests {
         let config: RedisConfig = serde_json::from_str(r#"{"url": "redis://cache"}"#).unwrap();
         assert_eq!(config.prefix, "agent-memory");
         assert_eq!(config.response_timeout(), Duration::from_secs(5));
-        assert_eq!(config.deadline(), memory_core::DEFAULT_DEADLINE);
+        assert_eq!(config.deadline(), memory_core::raw::DEFAULT_DEADLINE);
         assert_eq!(config.deadline_ms, 10_000);
         config.validate().unwrap();
         let set: RedisConfig =

@@ -18,12 +18,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use memory_core::{CasWrite, DocumentId, Held, HeldTurn, Hold, MemoryError};
+use memory_core::raw::{CasWrite, Held, HeldTurn, Hold};
+use memory_core::{DocumentId, MemoryError};
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Script, Value};
 use tokio::time::Instant;
 
-use crate::RedisProvider;
+use crate::RedisStore;
 use crate::scripts::{LOCK_SCRIPT, RELEASE_SCRIPT};
 
 /// How long a lock outlives a holder that neither writes nor lets go (it died, or its
@@ -114,7 +115,7 @@ impl Holds {
     }
 }
 
-impl RedisProvider {
+impl RedisStore {
     /// The key of `document`'s lock: `{prefix}:lock:` and its path in the markdown layout. It
     /// exists only while a writer holds the document, after losing a race for it.
     pub fn lock_key(&self, document: &DocumentId) -> String {
@@ -127,7 +128,7 @@ impl RedisProvider {
         format!("{{{}}}:wake:{}", self.prefix, document.relative_path())
     }
 
-    /// [`CompareAndSwap::hold`](memory_core::CompareAndSwap::hold): tries the locks, and while
+    /// [`CompareAndSwap::hold`](memory_core::raw::CompareAndSwap::hold): tries the locks, and while
     /// another writer holds one, waits on its wake list and tries again, up to `lock_wait`.
     pub(crate) async fn hold_documents(
         &self,
@@ -140,7 +141,8 @@ impl RedisProvider {
         }
         let started = Instant::now();
         let token = new_token();
-        let tips = self.retention.is_on();
+        // As `fetch`: with the tips the turn's revisions follow on from.
+        let tips = true;
         let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
         let lock_keys: Vec<String> = ids.iter().map(|id| self.lock_key(id)).collect();
         // One round trip: the locks, then (read only if they were taken) the documents, as a
@@ -266,7 +268,7 @@ impl RedisProvider {
 
 /// A writer's turn at documents it holds.
 struct RedisTurn<'a> {
-    provider: &'a RedisProvider,
+    provider: &'a RedisStore,
     ids: Vec<DocumentId>,
     token: String,
     /// Lets go if the turn ends otherwise than by a write that got its reply (which let go).

@@ -7,16 +7,16 @@ mod hold;
 mod read;
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use memory_core::raw::{
+    CasWrite, CompareAndSwap, Connect, Fetched, Hold, RevisionTip, Settings, StoredHistory,
+    StoredRevision, Versioned, VersionedStore, hide_password_of, sha256_hex,
+};
 use memory_core::{
-    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
-    Hold, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Retention, Revision,
-    RevisionTip, Store, Subscription, Surface, SyncReport, UserId, Version, hide_password_of,
-    history_view, sha256_hex,
+    Document, DocumentId, Identity, IdentityMap, MemoryError, Purged, Retention, Revision, Surface,
+    UserId, Version,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, RedisError, Script};
@@ -33,8 +33,12 @@ const MAX_VERSION: u64 = (1 << 53) - 1;
 /// The last millisecond of the year 9999: a later `updated_at_ms` is no clock's reading.
 const LAST_MILLISECOND: u64 = 253_402_300_799_999;
 
-/// The memory contract on Redis. See the crate docs for the key layout.
-pub struct RedisProvider {
+/// The memory contract on Redis: [`RedisStore`]'s storage calls under the generic provider.
+/// See the crate docs for the key layout.
+pub type RedisProvider = Versioned<RedisStore>;
+
+/// What touches Redis: scripts and transactions on one prefix's keys (see the crate docs).
+pub struct RedisStore {
     connection: ConnectionManager,
     prefix: String,
     /// `redis://host:port/db`: where documents are, without credentials.
@@ -47,35 +51,28 @@ pub struct RedisProvider {
     unlink_script: Script,
     /// The writers that hold documents after a lost race, and their waits: see `hold.rs`.
     holds: hold::Holds,
-    writer: CasWriter,
-    /// How much of each document's history the write script keeps.
-    retention: Retention,
-    max_attempts: u32,
-    /// How long one call may take; `sync` passes it to its [`CasWriter`].
-    deadline: Duration,
-    events: EventBus,
 }
 
-impl std::fmt::Debug for RedisProvider {
+impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisProvider")
+        f.debug_struct("RedisStore")
             .field("server", &self.server)
             .field("prefix", &self.prefix)
-            .field("max_attempts", &self.writer.max_attempts())
-            .field("deadline", &self.deadline)
-            .field("retention", &self.retention)
             .finish_non_exhaustive()
     }
 }
 
-impl RedisProvider {
+#[async_trait]
+impl Connect for RedisStore {
+    type Config = RedisConfig;
+
     /// Connects with `config`. The connection reconnects by itself after a drop; a call that
     /// was in flight then fails with `Unavailable` and the next one goes through.
     ///
     /// # Errors
     /// [`MemoryError::Config`] for a bad URL, prefix or deadline (never echoing the password);
     /// [`MemoryError::Unavailable`] when no connection is made within the connect timeout.
-    pub async fn connect(config: &RedisConfig) -> Result<Self, MemoryError> {
+    async fn connect(config: &RedisConfig) -> Result<(Self, Settings), MemoryError> {
         validate_prefix(&config.prefix)?;
         config.validate()?;
         let client = config.client()?;
@@ -108,17 +105,23 @@ impl RedisProvider {
                 });
             }
         };
-        let mut provider = Self::from_connection(connection, &config.prefix, server)?;
+        let mut store = Self::from_connection(connection, &config.prefix, server)?;
         // Waiters for a held document block on connections of their own, made from the client.
-        provider.holds = hold::Holds::new(client, config.connect_timeout());
-        Ok(provider
-            .with_max_attempts(config.max_attempts)
-            .with_deadline(config.deadline())
-            .with_retention(config.history))
+        store.holds = hold::Holds::new(client, config.connect_timeout());
+        let settings = Settings {
+            max_attempts: config.max_attempts,
+            deadline: config.deadline(),
+            retention: config.history,
+        };
+        Ok((store, settings))
     }
+}
 
-    /// A provider on an existing connection manager, with its keys under `{prefix}:`. `server`
-    /// names the server in locations and messages: give it without credentials.
+impl RedisStore {
+    /// A store on an existing connection manager, with its keys under `{prefix}:`. `server`
+    /// names the server in locations and messages: give it without credentials. Run it as a
+    /// provider with [`Versioned::new`]. Its writers race rather than hold (holding needs
+    /// connections of its own to wait on, which [`Connect::connect`] makes).
     ///
     /// # Errors
     /// [`MemoryError::Config`] when `prefix` is not 1 to 64 letters, digits and `_ - . :`.
@@ -128,7 +131,7 @@ impl RedisProvider {
         server: impl Into<String>,
     ) -> Result<Self, MemoryError> {
         validate_prefix(prefix)?;
-        Ok(RedisProvider {
+        Ok(RedisStore {
             connection,
             prefix: prefix.to_owned(),
             server: server.into(),
@@ -139,46 +142,7 @@ impl RedisProvider {
             link_script: Script::new(LINK_SCRIPT),
             unlink_script: Script::new(UNLINK_SCRIPT),
             holds: hold::Holds::default(),
-            writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
-            retention: Retention::default(),
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            deadline: DEFAULT_DEADLINE,
-            events: EventBus::new(),
         })
-    }
-
-    /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
-    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = max_attempts;
-        self.rebuild_writer();
-        self
-    }
-
-    /// Sets how long one call may take in all (default [`DEFAULT_DEADLINE`]), kept between
-    /// 1 ms and [`MAX_DEADLINE_MS`]: a `sync` its reads, retries and write, any other call its
-    /// round trip. See [`RedisConfig::deadline_ms`] for the errors it gives.
-    pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline.clamp(
-            Duration::from_millis(1),
-            Duration::from_millis(MAX_DEADLINE_MS),
-        );
-        self.rebuild_writer();
-        self
-    }
-
-    /// Sets how many revisions of each document are kept, and for how long (default
-    /// [`Retention::default`], the newest 100); [`Retention::OFF`] records none.
-    pub fn with_retention(mut self, retention: Retention) -> Self {
-        self.retention = retention;
-        self.rebuild_writer();
-        self
-    }
-
-    /// The writer for the current settings: a `sync` computes revisions only when they are kept.
-    fn rebuild_writer(&mut self) {
-        self.writer = CasWriter::new(self.max_attempts)
-            .with_deadline(self.deadline)
-            .with_history(self.retention.is_on());
     }
 
     /// The key of `document`: `{prefix}:` and its path in the markdown layout.
@@ -207,7 +171,7 @@ impl RedisProvider {
         &self.connection
     }
 
-    fn location(&self, key: &str) -> String {
+    fn key_location(&self, key: &str) -> String {
         format!("{} {key}", self.server)
     }
 
@@ -215,33 +179,11 @@ impl RedisProvider {
         MemoryError::unavailable(&self.server, err)
     }
 
-    /// `call` bounded by the deadline: past it, `Unavailable` for `what`, with `after` appended
-    /// to the message (for a call that may have written).
-    async fn within_deadline<T>(
-        &self,
-        what: impl FnOnce() -> String,
-        after: &str,
-        call: impl Future<Output = Result<T, MemoryError>>,
-    ) -> Result<T, MemoryError> {
-        match tokio::time::timeout(self.deadline, call).await {
-            Ok(result) => result,
-            Err(_) => Err(MemoryError::Unavailable {
-                what: what(),
-                message: format!(
-                    "no reply from {} within the call's deadline of {} ms{after}",
-                    self.server,
-                    self.deadline.as_millis()
-                ),
-                source: None,
-            }),
-        }
-    }
-
     /// An error on the index set: a key of another type is `Corrupt`.
     fn index_error(&self, err: RedisError) -> MemoryError {
         match err.code() {
             Some("WRONGTYPE") => MemoryError::Corrupt {
-                location: self.location(&self.index_key()),
+                location: self.key_location(&self.index_key()),
                 reason: "it is not a set".to_owned(),
             },
             _ => self.error(err),
@@ -254,11 +196,11 @@ impl RedisProvider {
         let key = self.identity_map_key();
         match err.code() {
             Some("WRONGTYPE") => MemoryError::Corrupt {
-                location: self.location(&key),
+                location: self.key_location(&key),
                 reason: "it is not a hash".to_owned(),
             },
             Some("CORRUPT") => MemoryError::Corrupt {
-                location: self.location(&key),
+                location: self.key_location(&key),
                 reason: err.detail().unwrap_or_default().to_owned(),
             },
             _ => self.error(err),
@@ -268,7 +210,7 @@ impl RedisProvider {
     /// A user id as stored in the map: anything but a valid id was not written by us.
     fn stored_user(&self, field: &str, user: Vec<u8>) -> Result<UserId, MemoryError> {
         let corrupt = |reason: String| MemoryError::Corrupt {
-            location: self.location(&self.identity_map_key()),
+            location: self.key_location(&self.identity_map_key()),
             reason: format!("field {field:?}: {reason}"),
         };
         let user = String::from_utf8(user)
@@ -306,7 +248,7 @@ impl RedisProvider {
     }
 }
 
-impl RedisProvider {
+impl RedisStore {
     /// [`CompareAndSwap::fetch`], reading each document's newest revision only if `tips`: a
     /// read or prefetch needs none, and so neither pays for it nor fails on a bad history.
     /// One script run: one round trip, one atomic snapshot.
@@ -435,7 +377,7 @@ impl RedisProvider {
             id: id.clone(),
             text,
             version: Version::new(version.to_string()),
-            location: self.location(key),
+            location: self.key_location(key),
             modified,
         };
         Ok((document, version, receipts))
@@ -467,7 +409,7 @@ impl RedisProvider {
     /// `Corrupt` for the bytes at `key`.
     fn corrupt(&self, key: &str, reason: impl Into<String>) -> MemoryError {
         MemoryError::Corrupt {
-            location: self.location(key),
+            location: self.key_location(key),
             reason: reason.into(),
         }
     }
@@ -527,53 +469,22 @@ impl RedisProvider {
         let mut take = |name: &str| values.remove(name);
         let mut required =
             |name: &str| take(name).ok_or_else(|| corrupt(format!("it has no {name} field")));
+        // Counts as the write script writes them: up to 15 digits, exact in Lua's doubles.
         let count = |name: &str, value: String| {
             value
-                .parse::<u64>()
+                .parse::<i64>()
                 .ok()
-                .filter(|count| value.len() <= 15 && (name != "number" || *count >= 1))
+                .filter(|count| value.len() <= 15 && *count >= 0)
                 .ok_or_else(|| corrupt(format!("its {name} is not a count")))
         };
-        let size = |name: &str, value: String| {
-            usize::try_from(count(name, value)?)
-                .map_err(|_| corrupt(format!("its {name} is past this machine's sizes")))
-        };
-        let sha256 = |name: &str, value: String| {
-            let hex = value.len() == 64
-                && value
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-            hex.then_some(value)
-                .ok_or_else(|| corrupt(format!("its {name} is not a SHA-256 in hex")))
-        };
         let number = count("number", required("number")?)?;
-        let version_before = Version::new(required("version_before")?);
-        let version_after = Version::new(required("version_after")?);
-        let sha256_before = sha256("sha256_before", required("sha256_before")?)?;
-        let sha256_after = sha256("sha256_after", required("sha256_after")?)?;
-        let bytes_before = size("bytes_before", required("bytes_before")?)?;
-        let bytes_after = size("bytes_after", required("bytes_after")?)?;
-        let surface: Surface =
-            serde_json::from_value(serde_json::Value::String(required("surface")?))
-                .map_err(|_| corrupt("its surface is not one of ours".to_owned()))?;
-        let personality = take("personality")
-            .map(PersonalityId::new)
-            .transpose()
-            .map_err(|err| corrupt(format!("its personality: {err}")))?;
-        let user = take("user")
-            .map(UserId::new)
-            .transpose()
-            .map_err(|err| corrupt(format!("its user: {err}")))?;
-        let idempotency_key = take("key")
-            .map(IdempotencyKey::new)
-            .transpose()
-            .map_err(|err| corrupt(format!("its key: {err}")))?;
-        let session = take("session");
-        let updates = take("updates")
-            .map(|updates| serde_json::from_str::<Vec<MemoryUpdate>>(&updates))
-            .transpose()
-            .map_err(|err| corrupt(format!("its updates are not a list of updates: {err}")))?
-            .unwrap_or_default();
+        let version_before = required("version_before")?;
+        let version_after = required("version_after")?;
+        let sha256_before = required("sha256_before")?;
+        let sha256_after = required("sha256_after")?;
+        let bytes_before = count("bytes_before", required("bytes_before")?)?;
+        let bytes_after = count("bytes_after", required("bytes_after")?)?;
+        let surface = required("surface")?;
         // An unrecorded change is dated by the document's `updated_at_ms`, kept in `time`; every
         // other revision by its entry id.
         let millis = match take("time") {
@@ -584,17 +495,8 @@ impl RedisProvider {
                 .filter(|millis| *millis <= LAST_MILLISECOND)
                 .ok_or_else(|| corrupt("its time is not a time in milliseconds".to_owned()))?,
         };
-        let text = take("text");
-        if let Some(text) = &text
-            && (sha256_hex(text) != sha256_after || text.len() != bytes_after)
-        {
-            return Err(corrupt(
-                "its text is not the text its sha256_after and bytes_after describe".to_owned(),
-            ));
-        }
-        Ok(Revision {
+        let stored = StoredRevision {
             number,
-            document: document.clone(),
             version_before,
             version_after,
             sha256_before,
@@ -603,13 +505,14 @@ impl RedisProvider {
             bytes_after,
             time: UNIX_EPOCH + Duration::from_millis(millis),
             surface,
-            personality,
-            user,
-            idempotency_key,
-            session,
-            updates,
-            text,
-        })
+            personality: take("personality"),
+            user: take("user"),
+            idempotency_key: take("key"),
+            session: take("session"),
+            updates: take("updates"),
+            text: take("text"),
+        };
+        stored.check(document, &self.key_location(key))
     }
 
     /// A revision as the write script stores it: its fields but the text (sent apart, so the
@@ -660,7 +563,7 @@ impl RedisProvider {
     }
 }
 
-impl RedisProvider {
+impl RedisStore {
     /// Stream entries as `XRANGE` gives them (`[[id, [field, value, ...]], ...]`) as revisions
     /// of `document`, in the order given.
     fn revisions(
@@ -686,23 +589,14 @@ impl RedisProvider {
             })
             .collect()
     }
+}
 
-    /// The retention's maximum age for a script: milliseconds (Lua counts them exactly up to
-    /// 2^53), empty for none.
-    fn max_age_arg(&self) -> String {
-        self.retention.max_age.map_or(String::new(), |age| {
-            age.as_millis().min(u128::from(MAX_VERSION)).to_string()
-        })
-    }
-
-    /// The error for a script that answered for fewer documents than it was given.
-    fn short_reply(&self) -> MemoryError {
-        MemoryError::Unavailable {
-            what: self.server.clone(),
-            message: "the read script answered for fewer documents than it was given".to_owned(),
-            source: None,
-        }
-    }
+/// The retention's maximum age for a script: milliseconds (Lua counts them exactly up to
+/// 2^53), empty for none.
+fn max_age_arg(retention: &Retention) -> String {
+    retention.max_age.map_or(String::new(), |age| {
+        age.as_millis().min(u128::from(MAX_VERSION)).to_string()
+    })
 }
 
 /// The items of an array reply.
@@ -749,12 +643,11 @@ const ENTRY_FIELDS: [&str; 15] = [
 ];
 
 #[async_trait]
-impl CompareAndSwap for RedisProvider {
+impl CompareAndSwap for RedisStore {
     /// One transaction (see `read.rs`): one round trip, one atomic snapshot, with each
-    /// document's newest revision when history is on.
+    /// document's newest revision (the tip a write's revisions follow on from).
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
-        self.read_fetched(ids, receipts, self.retention.is_on())
-            .await
+        self.read_fetched(ids, receipts, true).await
     }
 
     /// One script run: checks every version (and, where revisions are recorded, that the
@@ -781,7 +674,7 @@ impl CompareAndSwap for RedisProvider {
     }
 }
 
-impl RedisProvider {
+impl RedisStore {
     /// [`CompareAndSwap::compare_and_swap`], by the holder of `held` (the documents it holds
     /// and its token) or, with `None`, by a writer that holds nothing and so loses to one that
     /// does. A holder lets go of all it holds in the same script run, written or not.
@@ -809,11 +702,14 @@ impl RedisProvider {
         for write in writes {
             invocation.key(self.history_key(write.id));
         }
-        // Redis takes counts up to i64::MAX.
-        let keep = self.retention.keep.min(i64::MAX as usize);
-        invocation.arg(keep).arg(self.max_age_arg());
+        // One retention for the call: the provider's. Redis takes counts up to i64::MAX.
+        let retention = writes
+            .first()
+            .map_or(Retention::OFF, |write| write.retention);
+        let keep = retention.keep.min(i64::MAX as usize);
+        invocation.arg(keep).arg(max_age_arg(&retention));
         // The revisions of a write follow on from its history's tip, read with the document.
-        let recorded = |write: &CasWrite<'_>| self.retention.is_on() && !write.revisions.is_empty();
+        let recorded = |write: &CasWrite<'_>| retention.is_on() && !write.revisions.is_empty();
         for write in writes {
             invocation.arg(match write.revisions.first() {
                 Some(first) if recorded(write) => first.number.saturating_sub(1).to_string(),
@@ -886,106 +782,50 @@ impl RedisProvider {
 }
 
 #[async_trait]
-impl MemoryProvider for RedisProvider {
-    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let what = || {
-            format!(
-                "{} and {}",
-                ctx.document(Store::Memory),
-                ctx.document(Store::User)
-            )
-        };
-        let prefetch = async {
-            let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
-            let mut documents = self.read_documents(&ids).await?.into_iter();
-            match (documents.next(), documents.next()) {
-                (Some(memory), Some(user)) => Ok(Prefetch::from_documents(ctx, &memory, &user)),
-                _ => Err(self.short_reply()),
-            }
-        };
-        self.within_deadline(what, "", prefetch).await
+impl VersionedStore for RedisStore {
+    fn location(&self) -> String {
+        format!("{} {{{}}}:", self.server, self.prefix)
     }
 
-    async fn sync(
-        &self,
-        ctx: &MemoryContext,
-        updates: &[MemoryUpdate],
-        if_match: &IfMatch,
-    ) -> Result<SyncReport, MemoryError> {
-        self.writer
-            .sync(self, &self.events, ctx, updates, if_match)
-            .await
-    }
-
-    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let read = async {
-            self.read_documents(std::slice::from_ref(document))
-                .await?
-                .into_iter()
-                .next()
-                .ok_or_else(|| self.short_reply())
-        };
-        self.within_deadline(|| document.to_string(), "", read)
-            .await
-    }
-
-    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
-        let receipts = async {
-            let fetched = self
-                .fetch_with(std::slice::from_ref(document), true, false)
-                .await?;
-            let fetched = fetched.first().ok_or_else(|| self.short_reply())?;
-            Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())
-        };
-        self.within_deadline(|| document.to_string(), "", receipts)
-            .await
+    /// One transaction (see `read.rs`), without receipts or tips.
+    async fn read(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
+        self.read_documents(ids).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        let members = async {
-            redis::cmd("SMEMBERS")
-                .arg(self.index_key())
-                .query_async(&mut self.connection.clone())
-                .await
-                .map_err(|err| self.index_error(err))
-        };
-        let paths: Vec<Vec<u8>> = self
-            .within_deadline(|| self.location(&self.index_key()), "", members)
-            .await?;
+        let paths: Vec<Vec<u8>> = redis::cmd("SMEMBERS")
+            .arg(self.index_key())
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.index_error(err))?;
         // Like a path outside the layout, a member that is not UTF-8 names no document.
-        let mut ids: Vec<DocumentId> = paths
+        Ok(paths
             .iter()
             .filter_map(|path| std::str::from_utf8(path).ok())
             .filter_map(DocumentId::from_relative_path)
-            .collect();
-        ids.sort();
-        Ok(ids)
+            .collect())
     }
 
     /// One script run reads the document and its newest `limit` revisions in one atomic step,
-    /// with the server's clock for what the retention's age rule no longer keeps.
+    /// with the server's clock.
     async fn history(
         &self,
         document: &DocumentId,
         limit: usize,
-    ) -> Result<Vec<Revision>, MemoryError> {
+    ) -> Result<StoredHistory, MemoryError> {
         let key = self.key(document);
         let history_key = self.history_key(document);
-        // At least the tip, which tells an unrecorded hand edit; at most what Redis counts.
+        // At most what Redis counts.
         let count = limit.clamp(1, i64::MAX as usize);
-        let reading = async {
-            let mut invocation = self.history_script.prepare_invoke();
-            invocation.key(&key).key(&history_key).arg(count);
-            self.send_repeatable(|mut connection| {
+        let mut invocation = self.history_script.prepare_invoke();
+        invocation.key(&key).key(&history_key).arg(count);
+        let reply: redis::Value = self
+            .send_repeatable(|mut connection| {
                 let invocation = &invocation;
                 async move { invocation.invoke_async(&mut connection).await }
             })
             .await
-            .map_err(|err| self.error(err))
-        };
-        let reply: redis::Value = self
-            .within_deadline(|| document.to_string(), "", reading)
-            .await?;
+            .map_err(|err| self.error(err))?;
         let shape = || {
             self.corrupt(
                 &history_key,
@@ -999,65 +839,38 @@ impl MemoryProvider for RedisProvider {
         let fields: Vec<Vec<u8>> = array(fields)
             .and_then(|fields| fields.iter().map(|f| bulk(f).map(<[u8]>::to_vec)).collect())
             .ok_or_else(shape)?;
-        let Fetched {
-            document: current,
-            tip,
-            ..
-        } = self.fetched(document, &key, &history_key, &fields)?;
-        let recorded = self.revisions(document, &history_key, entries)?;
-        if let Some(pair) = recorded
-            .windows(2)
-            .find(|pair| pair[0].number <= pair[1].number)
-        {
-            return Err(self.corrupt(
-                &history_key,
-                format!(
-                    "revision {} follows revision {}: numbers must rise",
-                    pair[0].number, pair[1].number
-                ),
-            ));
-        }
-        // What the retention no longer keeps and no write has pruned yet (the age rule, or a
-        // smaller `keep` than the one the history was written with), pruned as the write script
-        // and the reference provider would: from the oldest end.
-        let mut kept = recorded;
-        while kept.last().is_some_and(|oldest| {
-            self.retention
-                .prunes(oldest.number, oldest.time, tip.number, now)
-        }) {
-            kept.pop();
-        }
-        Ok(history_view(kept, &tip, &current, limit, now))
+        Ok(StoredHistory {
+            current: self.fetched(document, &key, &history_key, &fields)?,
+            recorded: self.revisions(document, &history_key, entries)?,
+            now,
+        })
     }
 
     /// One script run erases the document, its receipts and its history, takes it out of the
-    /// index and leaves the tombstone, atomically.
-    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+    /// index and leaves the tombstone, atomically. Purging again after a lost reply finds the
+    /// document gone: it erases at most the tombstone the first purge left, and leaves the
+    /// next.
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: Surface,
+        retention: &Retention,
+    ) -> Result<Purged, MemoryError> {
         let key = self.key(document);
         let history_key = self.history_key(document);
-        let purging = async {
-            self.purge_script
-                .key(&key)
-                .key(&history_key)
-                .key(self.index_key())
-                .arg(document.relative_path())
-                .arg(surface.to_string())
-                .arg(self.retention.keep.min(i64::MAX as usize))
-                .arg(self.max_age_arg())
-                .arg(sha256_hex(""))
-                .invoke_async(&mut self.connection.clone())
-                .await
-                .map_err(|err| self.script_error(err))
-        };
-        // Purging again after a lost reply finds the document gone: it erases at most the
-        // tombstone the first purge left, and leaves the next.
         let reply: redis::Value = self
-            .within_deadline(
-                || document.to_string(),
-                "; the purge may or may not have landed, and purging again is safe",
-                purging,
-            )
-            .await?;
+            .purge_script
+            .key(&key)
+            .key(&history_key)
+            .key(self.index_key())
+            .arg(document.relative_path())
+            .arg(surface.to_string())
+            .arg(retention.keep.min(i64::MAX as usize))
+            .arg(max_age_arg(retention))
+            .arg(sha256_hex(""))
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.script_error(err))?;
         let shape = || {
             self.corrupt(
                 &history_key,
@@ -1083,30 +896,22 @@ impl MemoryProvider for RedisProvider {
         };
         Ok(Purged {
             document: document.clone(),
-            location: self.location(&key),
+            location: self.key_location(&key),
             bytes: count(bytes).ok_or_else(shape)?,
             revisions: count(revisions).ok_or_else(shape)?,
             tombstone,
         })
     }
-
-    fn subscribe(&self) -> Subscription {
-        self.events.subscribe()
-    }
 }
 
-/// The identity map is one hash beside the documents, [`RedisProvider::identity_map_key`];
+/// The identity map is one hash beside the documents, [`RedisStore::identity_map_key`];
 /// links and unlinks each run in one Lua script, so they are atomic across every client.
 #[async_trait]
-impl IdentityMap for RedisProvider {
+impl IdentityMap for RedisStore {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let field = identity.to_string();
         let user: Option<Vec<u8>> = self
-            .within_deadline(
-                || self.location(&self.identity_map_key()),
-                "",
-                self.read_identity_map(redis::cmd("HGET").arg(self.identity_map_key()).arg(&field)),
-            )
+            .read_identity_map(redis::cmd("HGET").arg(self.identity_map_key()).arg(&field))
             .await?;
         user.map(|user| self.stored_user(&field, user)).transpose()
     }
@@ -1118,24 +923,16 @@ impl IdentityMap for RedisProvider {
         relink: bool,
     ) -> Result<Option<UserId>, MemoryError> {
         let field = identity.to_string();
-        let linking = async {
-            self.link_script
-                .key(self.identity_map_key())
-                .arg(&field)
-                .arg(user.as_str())
-                .arg(if relink { "1" } else { "0" })
-                .invoke_async(&mut self.connection.clone())
-                .await
-                .map_err(|err| self.identity_error(err))
-        };
         // A link repeated after it landed finds the same user and changes nothing.
         let previous: Option<Vec<u8>> = self
-            .within_deadline(
-                || self.location(&self.identity_map_key()),
-                "; the link may or may not have landed, and linking again is safe",
-                linking,
-            )
-            .await?;
+            .link_script
+            .key(self.identity_map_key())
+            .arg(&field)
+            .arg(user.as_str())
+            .arg(if relink { "1" } else { "0" })
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.identity_error(err))?;
         let previous = previous
             .map(|previous| self.stored_user(&field, previous))
             .transpose()?;
@@ -1148,21 +945,13 @@ impl IdentityMap for RedisProvider {
     /// exactly one gets its user. Not sent twice: a repeat after it landed would answer `None`.
     async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let field = identity.to_string();
-        let unlinking = async {
-            self.unlink_script
-                .key(self.identity_map_key())
-                .arg(&field)
-                .invoke_async(&mut self.connection.clone())
-                .await
-                .map_err(|err| self.identity_error(err))
-        };
         let previous: Option<Vec<u8>> = self
-            .within_deadline(
-                || self.location(&self.identity_map_key()),
-                "; the unlink may or may not have landed, and unlinking again is safe",
-                unlinking,
-            )
-            .await?;
+            .unlink_script
+            .key(self.identity_map_key())
+            .arg(&field)
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.identity_error(err))?;
         previous
             .map(|previous| self.stored_user(&field, previous))
             .transpose()
@@ -1170,17 +959,13 @@ impl IdentityMap for RedisProvider {
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
         let fields: HashMap<Vec<u8>, Vec<u8>> = self
-            .within_deadline(
-                || self.location(&self.identity_map_key()),
-                "",
-                self.read_identity_map(redis::cmd("HGETALL").arg(self.identity_map_key())),
-            )
+            .read_identity_map(redis::cmd("HGETALL").arg(self.identity_map_key()))
             .await?;
-        let mut links = fields
+        fields
             .into_iter()
             .map(|(field, user)| {
                 let field = String::from_utf8(field).map_err(|err| MemoryError::Corrupt {
-                    location: self.location(&self.identity_map_key()),
+                    location: self.key_location(&self.identity_map_key()),
                     reason: format!(
                         "field {:?} is not UTF-8 ({})",
                         String::from_utf8_lossy(err.as_bytes()),
@@ -1190,15 +975,12 @@ impl IdentityMap for RedisProvider {
                 let identity = field
                     .parse()
                     .map_err(|err: MemoryError| MemoryError::Corrupt {
-                        location: self.location(&self.identity_map_key()),
+                        location: self.key_location(&self.identity_map_key()),
                         reason: format!("field {field:?}: {err}"),
                     })?;
                 Ok((identity, self.stored_user(&field, user)?))
             })
-            .collect::<Result<Vec<(Identity, UserId)>, MemoryError>>()?;
-        // By identity, not by field: `slack:x` comes before `slack-2:x`.
-        links.sort();
-        Ok(links)
+            .collect()
     }
 }
 

@@ -7,10 +7,11 @@
 //! no history) goes to the read script, which reads the tip from the history stream and names
 //! what is wrong with a key exactly as before.
 
-use memory_core::{Document, DocumentId, Fetched, MemoryError, RevisionTip, Version};
+use memory_core::raw::{Fetched, RevisionTip};
+use memory_core::{Document, DocumentId, MemoryError, Version};
 use redis::{RedisError, Value};
 
-use crate::RedisProvider;
+use crate::RedisStore;
 
 /// The hash fields read: the text, version and time, the receipts, the tip.
 const FIELDS: [&str; 8] = [
@@ -24,7 +25,7 @@ const FIELDS: [&str; 8] = [
     "revision_bytes",
 ];
 
-impl RedisProvider {
+impl RedisStore {
     /// `ids` as one consistent snapshot, in order (empty at version 0 for a document never
     /// written), for `prefetch` and `read`: text, version and time only. One round trip.
     pub(crate) async fn read_documents(
@@ -39,7 +40,7 @@ impl RedisProvider {
             .collect())
     }
 
-    /// [`memory_core::CompareAndSwap::fetch`] as a transaction, with the receipts if
+    /// [`memory_core::raw::CompareAndSwap::fetch`] as a transaction, with the receipts if
     /// `receipts` and the tips if `tips`; the read script for anything the transaction cannot
     /// tell. One round trip, two for what the script must tell.
     pub(crate) async fn read_fetched(
@@ -97,7 +98,7 @@ impl RedisProvider {
         }
     }
 
-    /// The documents from the replies to [`RedisProvider::queue_reads`], or `None` when only
+    /// The documents from the replies to [`RedisStore::queue_reads`], or `None` when only
     /// the read script can tell.
     pub(crate) fn parse_reads(
         &self,

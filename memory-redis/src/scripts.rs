@@ -193,7 +193,7 @@ return out
 /// hash), and for each revision the count of its field pairs, how its text and time are
 /// stored, and the pairs. `=`: its text is the document's new content, not among the pairs;
 /// `d`: dated by the document's `updated_at_ms` as stored (a change nobody recorded, dated as
-/// [`RedisProvider::history`] showed it); `-`: neither. The time of all others is their entry
+/// [`RedisStore::history`] showed it); `-`: neither. The time of all others is their entry
 /// id. Last: per document the text it is expected to hold, then one character per document,
 /// `1` where that text is checked (a write planned from the writer's last view rather than a
 /// read: the version alone can repeat after a purge, and a hand edit need not change it), `0`
@@ -474,6 +474,7 @@ end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 local tombstone = {}
+-- Retention::leaves_tombstone: history on, and a text or revisions erased.
 if keep > 0 and (document[1] == 'ok' or erased > 0) then
   local id = redis.call('XADD', KEYS[2], '*',
     'number', string.format('%d', tonumber(tip[1] or '0') + 1),

@@ -2,15 +2,34 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use memory_conformance::Fixture;
 use memory_redis::RedisProvider;
 
 async fn setup() -> Option<Fixture<RedisProvider>> {
     let (provider, keys) = common::provider().await?;
-    Some(Fixture::new(provider).with_guard(keys))
+    let keys = Arc::new(keys);
+    let (hosts, edits, holds) = (keys.clone(), keys.clone(), keys.clone());
+    Some(
+        Fixture::new(provider)
+            .with_hosts(move |host| {
+                let keys = hosts.clone();
+                async move { Arc::new(common::host(&keys, host).await) }
+            })
+            .with_hand_edits(move |document, text| {
+                let keys = edits.clone();
+                async move { common::edit_by_hand(&keys, document, text).await }
+            })
+            .with_outside_holds(move |document| {
+                let keys = holds.clone();
+                async move { common::hold_lock(&keys, document).await }
+            })
+            .with_guard(keys),
+    )
 }
 
-memory_conformance::conformance_suite!(setup);
+memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
 
 /// The identity-map cases through two clients under one prefix, each with its own connection,
 /// as two processes would have.

@@ -10,134 +10,20 @@ mod common;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memory_conformance::cases::ctx;
+use memory_conformance::proxy::StallingProxy;
 use memory_core::{
     IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
     Store, UserId,
 };
 use memory_redis::{RedisConfig, RedisProvider};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 /// The password of the test's own ACL user: no error may show it.
 const PASSWORD: &str = "hunter2-deadline";
 /// How late past its deadline a call may end on a busy test machine.
 const SLACK: Duration = Duration::from_secs(2);
-
-/// A TCP proxy to the test server that forwards each way only while that way is open.
-struct Proxy {
-    addr: SocketAddr,
-    requests: Arc<watch::Sender<bool>>,
-    replies: Arc<watch::Sender<bool>>,
-    trip: Arc<Trip>,
-}
-
-/// Bytes that, once seen in a request, close the replies (before the request is forwarded).
-struct Trip {
-    needle: Mutex<Option<Vec<u8>>>,
-    replies: Arc<watch::Sender<bool>>,
-}
-
-impl Proxy {
-    async fn start(upstream: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let requests = Arc::new(watch::Sender::new(true));
-        let replies = Arc::new(watch::Sender::new(true));
-        let trip = Arc::new(Trip {
-            needle: Mutex::new(None),
-            replies: replies.clone(),
-        });
-        tokio::spawn({
-            let (requests, replies, trip) = (requests.clone(), replies.clone(), trip.clone());
-            async move {
-                while let Ok((client, _)) = listener.accept().await {
-                    let Ok(server) = TcpStream::connect(&upstream).await else {
-                        continue;
-                    };
-                    let (from_client, to_client) = client.into_split();
-                    let (from_server, to_server) = server.into_split();
-                    tokio::spawn(pump(
-                        from_client,
-                        to_server,
-                        requests.subscribe(),
-                        Some(trip.clone()),
-                    ));
-                    tokio::spawn(pump(from_server, to_client, replies.subscribe(), None));
-                }
-            }
-        });
-        Proxy {
-            addr,
-            requests,
-            replies,
-            trip,
-        }
-    }
-
-    /// Stops forwarding either way; nothing is closed or dropped.
-    fn stall(&self) {
-        self.requests.send_replace(false);
-        self.replies.send_replace(false);
-    }
-
-    /// Forwards again, what was held first.
-    fn resume(&self) {
-        *self.trip.needle.lock().unwrap() = None;
-        self.requests.send_replace(true);
-        self.replies.send_replace(true);
-    }
-
-    /// Goes on forwarding requests, but holds every reply from the first request that
-    /// contains `needle` on.
-    fn hold_replies_from_request_with(&self, needle: &[u8]) {
-        *self.trip.needle.lock().unwrap() = Some(needle.to_vec());
-    }
-}
-
-/// Copies `from` to `to` while `open`, holding what it read meanwhile.
-async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    mut open: watch::Receiver<bool>,
-    trip: Option<Arc<Trip>>,
-) {
-    let mut buffer = vec![0; 64 * 1024];
-    loop {
-        let forwarding = open.wait_for(|open| *open).await.is_ok();
-        if !forwarding {
-            return;
-        }
-        let n = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        let forwarding = open.wait_for(|open| *open).await.is_ok();
-        if !forwarding {
-            return;
-        }
-        if let Some(trip) = &trip {
-            let mut needle = trip.needle.lock().unwrap();
-            let tripped = needle.as_ref().is_some_and(|needle| {
-                buffer[..n]
-                    .windows(needle.len())
-                    .any(|window| window == needle)
-            });
-            if tripped {
-                *needle = None;
-                trip.replies.send_replace(false);
-            }
-        }
-        if to.write_all(&buffer[..n]).await.is_err() {
-            return;
-        }
-    }
-}
 
 /// `host:port` of a `redis://` URL.
 fn host_of(url: &str) -> String {
@@ -189,10 +75,10 @@ impl AclUser {
     }
 
     /// The URL of the server through `proxy`, as this user.
-    fn url_through(&self, proxy: &Proxy) -> String {
+    fn url_through(&self, proxy: &StallingProxy) -> String {
         let host = host_of(&self.server);
         let url = format!("redis://{}:{PASSWORD}@{host}", self.name);
-        through(&url, proxy.addr)
+        through(&url, proxy.addr())
     }
 }
 
@@ -215,7 +101,7 @@ impl Drop for AclUser {
 /// it whole: its guards delete the keys and the user (which disconnects the provider).
 struct Setup {
     provider: RedisProvider,
-    proxy: Proxy,
+    proxy: StallingProxy,
     keys: common::PrefixGuard,
     _user: AclUser,
 }
@@ -224,7 +110,7 @@ async fn setup(configure: impl FnOnce(RedisConfig) -> RedisConfig) -> Option<Set
     let url = common::url()?;
     let prefix = common::unique_prefix();
     let user = AclUser::create(&url, &prefix).await;
-    let proxy = Proxy::start(host_of(&url)).await;
+    let proxy = StallingProxy::start(host_of(&url)).await;
     let config = configure(RedisConfig::new(user.url_through(&proxy)).with_prefix(&prefix));
     let provider = RedisProvider::connect(&config).await.unwrap();
     Some(Setup {
@@ -400,7 +286,7 @@ async fn a_write_whose_reply_never_comes_is_outcome_unknown_and_a_keyed_retry_ap
         .with_idempotency_key(IdempotencyKey::new("turn-7").unwrap());
     let add = [MemoryUpdate::add(Store::Memory, "once")];
     // Only the write script is sent the index key.
-    proxy.hold_replies_from_request_with(p.index_key().as_bytes());
+    proxy.hold_replies_from_request_with(p.store().index_key().as_bytes());
     let started = Instant::now();
     let err = p.sync(&keyed, &add, &IfMatch::NONE).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(3) + SLACK);

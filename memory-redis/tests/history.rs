@@ -7,12 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
-use memory_conformance::history::{
-    hand_edits_become_external_revisions, retention_keeps_the_newest,
-};
-use memory_core::{
-    DocumentId, IfMatch, MemoryProvider, MemoryUpdate, Retention, Store, Surface, sha256_hex,
-};
+use memory_conformance::history::retention_keeps_the_newest;
+use memory_core::raw::sha256_hex;
+use memory_core::{IfMatch, MemoryProvider, MemoryUpdate, Retention, Store, Surface};
 use memory_redis::RedisConfig;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
@@ -124,11 +121,14 @@ async fn the_stream_holds_exactly_what_the_retention_keeps() {
         )
         .await
         .unwrap();
-        let held: usize = connection.xlen(p.history_key(&document)).await.unwrap();
+        let held: usize = connection
+            .xlen(p.store().history_key(&document))
+            .await
+            .unwrap();
         assert_eq!(held, (i + 1).min(2), "after write {i}");
     }
     assert_eq!(
-        entry_numbers(&mut connection, &p.history_key(&document)).await,
+        entry_numbers(&mut connection, &p.store().history_key(&document)).await,
         [149, 150],
         "the newest two, in storage"
     );
@@ -136,38 +136,6 @@ async fn the_stream_holds_exactly_what_the_retention_keeps() {
     assert_eq!(log.iter().map(|r| r.number).collect::<Vec<_>>(), [150, 149]);
     let purged = p.purge(&document, Surface::Cli).await.unwrap();
     assert_eq!(purged.revisions, 2, "the kept ones");
-}
-
-/// Hand edits as a person with `redis-cli` makes them: `HSET` of the content, the next
-/// version and its SHA-256, on an existing key or a new one.
-#[tokio::test]
-async fn hand_edits_with_hset_become_external_revisions() {
-    let Some((p, keys)) = common::provider().await else {
-        return;
-    };
-    let p = Arc::new(p);
-    let connection = admin(&keys).await;
-    let keyed = Arc::clone(&p);
-    let edit = move |document: DocumentId, text: String| {
-        let key = keyed.key(&document);
-        let mut connection = connection.clone();
-        async move {
-            let version: Option<u64> = connection.hget(&key, "version").await.unwrap();
-            let next = version.unwrap_or(0) + 1;
-            let () = connection
-                .hset_multiple(
-                    &key,
-                    &[
-                        ("content", text.clone()),
-                        ("version", next.to_string()),
-                        ("sha256", sha256_hex(&text)),
-                    ],
-                )
-                .await
-                .unwrap();
-        }
-    };
-    hand_edits_become_external_revisions(p, edit).await;
 }
 
 /// Times are the server's clock: each revision's is the stream entry id Redis stamps when the
@@ -182,7 +150,7 @@ async fn revision_times_come_from_the_server_clock() {
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
     let document = c.document(Store::Memory);
-    let history_key = p.history_key(&document);
+    let history_key = p.store().history_key(&document);
 
     let before = floor_ms(server_now(&mut connection).await);
     for text in ["one", "two"] {
@@ -208,7 +176,7 @@ async fn revision_times_come_from_the_server_clock() {
 
     let () = connection
         .hset_multiple(
-            p.key(&document),
+            p.store().key(&document),
             &[("content", "by hand\n"), ("version", "3")],
         )
         .await
@@ -249,7 +217,7 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
     let document = c.document(Store::Memory);
-    let history_key = p.history_key(&document);
+    let history_key = p.store().history_key(&document);
     // Two revisions from 1970, as if written long ago, and the document the second one left.
     let texts = ["old one\n", "old one\n\nold two\n"];
     let mut before = ("0".to_owned(), sha256_hex(""), 0);
@@ -272,7 +240,10 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
         before = (number.to_string(), sha256_hex(text), text.len());
     }
     let () = connection
-        .hset_multiple(p.key(&document), &[("content", texts[1]), ("version", "2")])
+        .hset_multiple(
+            p.store().key(&document),
+            &[("content", texts[1]), ("version", "2")],
+        )
         .await
         .unwrap();
 
@@ -325,11 +296,11 @@ async fn a_hand_edit_dated_past_the_age_limit_leaves_the_stream_at_the_write() {
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
     let document = c.document(Store::Memory);
-    let history_key = p.history_key(&document);
+    let history_key = p.store().history_key(&document);
     // Written by hand in 1970, never by us: no history yet.
     let () = connection
         .hset_multiple(
-            p.key(&document),
+            p.store().key(&document),
             &[
                 ("content", "by hand\n"),
                 ("version", "1"),
@@ -376,7 +347,10 @@ async fn with_history_off_nothing_is_recorded() {
     p.sync(&c, &[MemoryUpdate::add(Store::Memory, "x")], &IfMatch::NONE)
         .await
         .unwrap();
-    let exists: bool = connection.exists(p.history_key(&document)).await.unwrap();
+    let exists: bool = connection
+        .exists(p.store().history_key(&document))
+        .await
+        .unwrap();
     assert!(!exists, "no history key");
     let log = p.history(&document, usize::MAX).await.unwrap();
     assert_eq!(
@@ -411,16 +385,16 @@ async fn purge_leaves_only_the_tombstone_entry() {
     .unwrap();
     let purged = p.purge(&document, Surface::Web).await.unwrap();
     assert!(
-        purged.location.ends_with(&p.key(&document)),
+        purged.location.ends_with(&p.store().key(&document)),
         "{}",
         purged.location
     );
-    let exists: bool = connection.exists(p.key(&document)).await.unwrap();
+    let exists: bool = connection.exists(p.store().key(&document)).await.unwrap();
     assert!(!exists, "the hash, and its receipts, are gone");
-    let members: Vec<String> = connection.smembers(p.index_key()).await.unwrap();
+    let members: Vec<String> = connection.smembers(p.store().index_key()).await.unwrap();
     assert!(members.is_empty(), "{members:?}");
     let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(p.history_key(&document))
+        .arg(p.store().history_key(&document))
         .arg("-")
         .arg("+")
         .query_async(&mut connection)

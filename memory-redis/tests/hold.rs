@@ -5,16 +5,15 @@
 
 mod common;
 
+use memory_core::Retention;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::entries;
-use memory_core::{
-    CasWrite, CompareAndSwap, DocumentId, Hold, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
-    Store,
-};
+use memory_core::raw::{CasWrite, CompareAndSwap, Hold};
+use memory_core::{DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
 use memory_redis::{RedisConfig, RedisProvider};
 use redis::AsyncCommands;
 
@@ -34,8 +33,9 @@ async fn hold<'a>(
     provider: &'a RedisProvider,
     document: &DocumentId,
     lock_wait: Duration,
-) -> memory_core::Held<'a> {
+) -> memory_core::raw::Held<'a> {
     match provider
+        .store()
         .hold(std::slice::from_ref(document), false, lock_wait)
         .await
     {
@@ -49,6 +49,7 @@ async fn hold<'a>(
 /// Whether `provider` finds `document` held by another writer when it tries once.
 async fn busy(provider: &RedisProvider, document: &DocumentId) -> bool {
     match provider
+        .store()
         .hold(std::slice::from_ref(document), false, Duration::ZERO)
         .await
     {
@@ -71,7 +72,10 @@ async fn lock_exists(
 ) -> bool {
     let client = redis::Client::open(keys.url.as_str()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    connection.exists(provider.lock_key(id)).await.unwrap()
+    connection
+        .exists(provider.store().lock_key(id))
+        .await
+        .unwrap()
 }
 
 /// Sixteen instances add to one document at once, six adds each (within the 100 revisions the
@@ -159,8 +163,10 @@ async fn a_racing_write_loses_to_the_holder() {
         expected_text: None,
         receipts: None,
         revisions: &[],
+        retention: Retention::default(),
     };
     let lost = racer
+        .store()
         .compare_and_swap(&[racing], Duration::ZERO)
         .await
         .unwrap();
@@ -201,7 +207,11 @@ async fn a_waiting_writer_gets_the_document_when_the_holder_writes() {
         let (waiter, id) = (Arc::clone(&waiter), id.clone());
         async move {
             // Longer than any write takes, shorter than the lock's expiry.
-            match waiter.hold(&[id], false, Duration::from_millis(1500)).await {
+            match waiter
+                .store()
+                .hold(&[id], false, Duration::from_millis(1500))
+                .await
+            {
                 Ok(Some(Hold::Held(held))) => {
                     let version = held.fetched[0].version;
                     held.turn.release().await;
@@ -221,6 +231,7 @@ async fn a_waiting_writer_gets_the_document_when_the_holder_writes() {
         expected_text: None,
         receipts: None,
         revisions: &[],
+        retention: Retention::default(),
     };
     assert_eq!(held.turn.write(&[write]).await.unwrap(), None);
     assert_eq!(waiting.await.unwrap(), Ok(1));
@@ -257,7 +268,7 @@ async fn a_turn_that_ends_unwritten_lets_the_next_writer_in() {
     assert!(busy(&second, &id).await);
     let client = redis::Client::open(keys.url.as_str()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let ttl: i64 = connection.pttl(first.lock_key(&id)).await.unwrap();
+    let ttl: i64 = connection.pttl(first.store().lock_key(&id)).await.unwrap();
     assert!(
         (1..=2000).contains(&ttl),
         "the lock expires within 2 s: {ttl}"
@@ -273,12 +284,13 @@ async fn holding_a_document_that_is_not_ours_takes_no_lock() {
         return;
     };
     let id = ctx("ada", "u1").document(Store::Memory);
-    let mut connection = provider.connection().clone();
+    let mut connection = provider.store().connection().clone();
     let () = connection
-        .set(provider.key(&id), "not a hash")
+        .set(provider.store().key(&id), "not a hash")
         .await
         .unwrap();
     let err = provider
+        .store()
         .hold(std::slice::from_ref(&id), false, Duration::ZERO)
         .await
         .err()

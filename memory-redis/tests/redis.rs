@@ -4,19 +4,22 @@
 
 mod common;
 
+use memory_core::Retention;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use memory_conformance::Host;
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::{self, ADDS_PER_TASK, TASKS_PER_HOST};
 use memory_conformance::services::assert_unreachable_is_unavailable;
+use memory_core::raw::{CasWrite, CompareAndSwap};
 use memory_core::{
-    CasWrite, CompareAndSwap, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError,
-    MemoryProvider, MemoryUpdate, Store, UserId,
+    IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
+    Store, UserId,
 };
-use memory_redis::{DEFAULT_MAX_ATTEMPTS, RedisConfig, RedisProvider};
+use memory_redis::{RedisConfig, RedisProvider};
 use redis::AsyncCommands;
 
 const CLIENTS: usize = 4;
@@ -24,14 +27,10 @@ const TOTAL: usize = CLIENTS * TASKS_PER_HOST * ADDS_PER_TASK;
 
 /// `CLIENTS` providers under one prefix, each with its own connection, as separate processes
 /// would have.
-async fn clients(keys: &common::PrefixGuard, max_attempts: u32) -> Vec<Arc<RedisProvider>> {
+async fn clients(keys: &common::PrefixGuard) -> Vec<Arc<RedisProvider>> {
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
-        let config = RedisConfig {
-            max_attempts,
-            ..RedisConfig::new(&keys.url).with_prefix(&keys.prefix)
-        };
-        clients.push(Arc::new(RedisProvider::connect(&config).await.unwrap()));
+        clients.push(Arc::new(common::host(keys, Host::default()).await));
     }
     clients
 }
@@ -45,7 +44,7 @@ async fn many_clients_lose_nothing_where_get_then_set_loses_updates() {
     let Some((_, keys)) = common::provider().await else {
         return;
     };
-    let clients = clients(&keys, DEFAULT_MAX_ATTEMPTS).await;
+    let clients = clients(&keys).await;
     hosts::many_hosts_lose_nothing(&clients).await;
     let c = ctx("ada", "u1");
     let document = clients[0].read(&c.document(Store::Memory)).await.unwrap();
@@ -54,7 +53,6 @@ async fn many_clients_lose_nothing_where_get_then_set_loses_updates() {
         TOTAL.to_string(),
         "one version step per add"
     );
-    hosts::a_write_between_read_and_write_loses_nothing(&*clients[0], &*clients[1]).await;
 
     let kept = get_then_set_baseline(&keys).await;
     println!(
@@ -107,64 +105,6 @@ async fn get_then_set_baseline(keys: &common::PrefixGuard) -> usize {
     .await;
     let content: String = connections[0].get(&key).await.unwrap();
     hosts::entries(&content).len()
-}
-
-/// Calls writing both documents land both or neither, even when only one lost a race.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_document_calls_from_many_clients_land_whole() {
-    let Some((_, keys)) = common::provider().await else {
-        return;
-    };
-    hosts::two_document_calls_land_whole(&clients(&keys, DEFAULT_MAX_ATTEMPTS).await).await;
-}
-
-/// Contention past `max_attempts` is reported, never dropped, and never retried past the
-/// bound: a provider allowed one attempt gives up at once as `Contention` on a document
-/// another writer holds (its lock key taken), writing nothing; the engine, beaten by another
-/// client before every write, gives up after exactly `max_attempts` attempts, counted by the
-/// store; and many clients' single-attempt adds each land after one attempt or say
-/// `Contention` and leave no trace.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn contention_is_reported_never_dropped() {
-    let Some((_, keys)) = common::provider().await else {
-        return;
-    };
-    let one_attempt = clients(&keys, 1).await;
-    let admin = redis::Client::open(keys.url.as_str()).unwrap();
-    let admin = admin.get_multiplexed_async_connection().await.unwrap();
-    let p = &one_attempt[0];
-    hosts::a_held_document_gives_up_at_once(
-        &**p,
-        async |document| {
-            // What a holder's lock script leaves: its token, with an expiry.
-            let lock = p.lock_key(document);
-            let taken: bool = redis::cmd("SET")
-                .arg(&lock)
-                .arg("another-writer")
-                .arg("NX")
-                .arg("PX")
-                .arg(60_000)
-                .query_async(&mut admin.clone())
-                .await
-                .unwrap();
-            assert!(taken, "{lock} was free");
-            lock
-        },
-        async |lock| {
-            let () = admin.clone().del(&lock).await.unwrap();
-        },
-    )
-    .await;
-
-    let default_attempts = clients(&keys, DEFAULT_MAX_ATTEMPTS).await;
-    hosts::compare_and_swap_gives_up_after_max_attempts(
-        &*default_attempts[0],
-        &*default_attempts[1],
-    )
-    .await;
-
-    let gave_up = hosts::contention_is_reported_never_dropped(&one_attempt).await;
-    println!("{gave_up} of {TOTAL} single-attempt adds gave up with Contention");
 }
 
 /// Writers' connections killed over and over (`CLIENT KILL TYPE normal`, limited to a user of
@@ -348,8 +288,8 @@ async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
     let c = ctx("ada", "u1");
     let client = redis::Client::open(keys.url.as_str()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let user_key = p.key(&c.document(Store::User));
-    let memory_key = p.key(&c.document(Store::Memory));
+    let user_key = p.store().key(&c.document(Store::User));
+    let memory_key = p.store().key(&c.document(Store::Memory));
     let () = connection.set(&user_key, "a plain string").await.unwrap();
     let () = connection
         .hset_multiple(&memory_key, &[("content", "x"), ("version", "one")])
@@ -384,25 +324,29 @@ async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
     // The write script checks every key before writing any: a corrupt index key refuses the
     // whole call, and a corrupt document key met by the script itself is reported too.
     let other = ctx("bob", "u2");
-    let () = connection.set(p.index_key(), "not a set").await.unwrap();
+    let () = connection
+        .set(p.store().index_key(), "not a set")
+        .await
+        .unwrap();
     let both = [
         MemoryUpdate::add(Store::Memory, "m"),
         MemoryUpdate::add(Store::User, "u"),
     ];
     let err = p.sync(&other, &both, &IfMatch::NONE).await.unwrap_err();
     assert!(
-        matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(&p.index_key())),
+        matches!(&err, MemoryError::Corrupt { location, .. } if location.contains(&p.store().index_key())),
         "{err:?}"
     );
     for store in [Store::Memory, Store::User] {
         let exists: bool = connection
-            .exists(p.key(&other.document(store)))
+            .exists(p.store().key(&other.document(store)))
             .await
             .unwrap();
         assert!(!exists, "nothing of the refused call was written");
     }
-    let () = connection.del(p.index_key()).await.unwrap();
+    let () = connection.del(p.store().index_key()).await.unwrap();
     let err = p
+        .store()
         .compare_and_swap(
             &[CasWrite {
                 id: &c.document(Store::User),
@@ -411,6 +355,7 @@ async fn keys_that_are_not_documents_are_corrupt_and_left_alone() {
                 expected_text: None,
                 receipts: None,
                 revisions: &[],
+                retention: Retention::default(),
             }],
             Duration::from_secs(1),
         )
@@ -465,7 +410,7 @@ async fn an_identity_map_that_is_not_ours_is_corrupt_and_left_alone() {
     };
     let client = redis::Client::open(keys.url.as_str()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let key = p.identity_map_key();
+    let key = p.store().identity_map_key();
     let identity: Identity = "telegram:1".parse().unwrap();
     let grace = UserId::new("grace").unwrap();
     let assert_corrupt = |result: Result<(), MemoryError>| {

@@ -66,7 +66,7 @@ async fn assert_document_corrupt(
     store: Store,
     label: &str,
 ) {
-    let key = p.key(&c.document(store));
+    let key = p.store().key(&c.document(store));
     let before = dump(connection, &key).await;
     assert_corrupt_naming(
         &format!("{label}: read"),
@@ -103,7 +103,7 @@ async fn content_that_is_not_utf8_is_corrupt_naming_the_key() {
     };
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
-    let key = p.key(&c.document(Store::Memory));
+    let key = p.store().key(&c.document(Store::Memory));
     for content in [&b"caf\xe9"[..], b"\xff\xfe", b"ok then \xc3"] {
         let () = connection
             .hset_multiple(&key, &[("content", content), ("version", b"3")])
@@ -127,7 +127,7 @@ async fn document_keys_of_other_types_are_corrupt_naming_the_key() {
     };
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
-    let key = p.key(&c.document(Store::User));
+    let key = p.store().key(&c.document(Store::User));
     let fill: [(&str, redis::Cmd); 5] = [
         (
             "string",
@@ -172,7 +172,7 @@ async fn versions_out_of_range_are_corrupt_and_never_overflow() {
     };
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
-    let key = p.key(&c.document(Store::Memory));
+    let key = p.store().key(&c.document(Store::Memory));
     for version in [
         "18446744073709551615",
         "9007199254740993",
@@ -213,7 +213,7 @@ async fn times_out_of_range_are_unknown_and_never_panic() {
     let mut connection = admin(&keys).await;
     let c = ctx("ada", "u1");
     let document = c.document(Store::Memory);
-    let key = p.key(&document);
+    let key = p.store().key(&document);
     let last_ms_of_9999 = 253_402_300_799_999u64;
     for millis in [
         (last_ms_of_9999 + 1).to_string(),
@@ -317,7 +317,7 @@ async fn receipts_that_are_not_a_log_are_corrupt_naming_the_key() {
     let keyed = c
         .clone()
         .with_idempotency_key(IdempotencyKey::new("turn-1").unwrap());
-    let key = p.key(&c.document(Store::Memory));
+    let key = p.store().key(&c.document(Store::Memory));
     let add = [MemoryUpdate::add(Store::Memory, "entry")];
     p.sync(&keyed, &add, &IfMatch::NONE).await.unwrap();
     let log: Vec<u8> = connection.hget(&key, "receipts").await.unwrap();
@@ -348,7 +348,7 @@ async fn an_identity_map_with_bytes_that_are_not_utf8_is_corrupt() {
         return;
     };
     let mut connection = admin(&keys).await;
-    let key = p.identity_map_key();
+    let key = p.store().identity_map_key();
     let identity: Identity = "telegram:1".parse().unwrap();
     let grace = UserId::new("grace").unwrap();
 
@@ -390,14 +390,17 @@ async fn an_index_with_foreign_bytes_is_corrupt_or_skipped() {
         .await
         .unwrap();
     let () = connection
-        .sadd(p.index_key(), &b"users/\xff/USER.md"[..])
+        .sadd(p.store().index_key(), &b"users/\xff/USER.md"[..])
         .await
         .unwrap();
     assert_eq!(p.list().await.unwrap(), vec![c.document(Store::User)]);
 
-    let () = connection.del(p.index_key()).await.unwrap();
-    let () = connection.set(p.index_key(), "not a set").await.unwrap();
-    assert_corrupt_naming("list", p.list().await, &p.index_key());
+    let () = connection.del(p.store().index_key()).await.unwrap();
+    let () = connection
+        .set(p.store().index_key(), "not a set")
+        .await
+        .unwrap();
+    assert_corrupt_naming("list", p.list().await, &p.store().index_key());
 }
 
 /// `Corrupt` naming the key `at` from sync, history and purge of the memory document of `c`,
@@ -411,7 +414,7 @@ async fn assert_history_corrupt(
     at: &str,
 ) {
     let document = c.document(Store::Memory);
-    let (key, history_key) = (p.key(&document), p.history_key(&document));
+    let (key, history_key) = (p.store().key(&document), p.store().history_key(&document));
     let before = (
         dump(connection, &key).await,
         dump(connection, &history_key).await,
@@ -457,7 +460,7 @@ async fn history_keys_of_other_types_are_corrupt_naming_the_key() {
     )
     .await
     .unwrap();
-    let history_key = p.history_key(&c.document(Store::Memory));
+    let history_key = p.store().history_key(&c.document(Store::Memory));
     let fill: [(&str, redis::Cmd); 5] = [
         (
             "string",
@@ -522,7 +525,7 @@ async fn revision_fields_that_are_not_ours_are_corrupt_naming_the_document() {
     )
     .await
     .unwrap();
-    let key = p.key(&c.document(Store::Memory));
+    let key = p.store().key(&c.document(Store::Memory));
     let stored: Vec<(&str, String)> = TIP_FIELDS
         .into_iter()
         .zip(hmget(&mut connection, &key, &TIP_FIELDS).await)
@@ -589,7 +592,7 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
     )
     .await
     .unwrap();
-    let history_key = p.history_key(&c.document(Store::Memory));
+    let history_key = p.store().history_key(&c.document(Store::Memory));
     let first = first_entry(&mut connection, &history_key).await;
     // The first revision again as the second: a valid entry (it changes nothing) to break.
     let second = with_field(&first, "number", Some(b"2"));
@@ -625,7 +628,7 @@ async fn history_entries_that_are_not_ours_are_corrupt_naming_the_key() {
             with_field(&second, "version_after", None),
         ),
     ];
-    let key = p.key(&c.document(Store::Memory));
+    let key = p.store().key(&c.document(Store::Memory));
     let document = c.document(Store::Memory);
     for (label, fields) in &newest {
         write(&mut connection, &[&first, fields]).await;

@@ -4,9 +4,10 @@ mod definitions;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use memory_core::raw::render;
 use memory_core::{
     Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Recall, Revision, Store, Surface, Version, is_blank, render,
+    MemoryUpdate, Prefetch, Recall, Revision, Store, Surface, Version, is_blank,
     revert_exactly_once, sync_exactly_once,
 };
 use serde::Deserialize;

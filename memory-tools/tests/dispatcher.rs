@@ -709,7 +709,7 @@ impl MemoryProvider for Down {
     }
 
     fn subscribe(&self) -> Subscription {
-        memory_core::EventBus::new().subscribe()
+        memory_core::raw::EventBus::new().subscribe()
     }
 }
 

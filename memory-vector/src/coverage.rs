@@ -12,7 +12,8 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use memory_core::{Backoff, Document, MemoryError};
+use memory_core::raw::Backoff;
+use memory_core::{Document, MemoryError};
 use serde::{Deserialize, Serialize};
 
 const FILE: &str = "coverage.json";

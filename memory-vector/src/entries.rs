@@ -188,7 +188,7 @@ pub fn render_selection(all: &[Entry], shown: &BTreeSet<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::sha256_hex;
+    use memory_core::raw::sha256_hex;
 
     fn texts(document: &str) -> Vec<String> {
         entries(document).into_iter().map(|e| e.text).collect()

@@ -14,9 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::raw::{Receipts, render};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Recall, Recalled, Receipts, Store, Subscription, SyncReport, render,
+    Prefetch, Recall, Recalled, Store, Subscription, SyncReport,
 };
 use serde::Deserialize;
 

@@ -10,7 +10,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use memory_core::{DocumentId, MemoryError, MemoryScope, PersonalityId, UserId, sha256_hex};
+use memory_core::raw::sha256_hex;
+use memory_core::{DocumentId, MemoryError, MemoryScope, PersonalityId, UserId};
 use memory_wiring::{Config, Scope, ServeConfig};
 
 use crate::problem::Problem;

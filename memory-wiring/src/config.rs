@@ -4,16 +4,18 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use memory_core::raw::ResolveFields;
 use memory_core::{
     Budgets, Caps, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId,
     Retention, UserId,
 };
-use memory_postgres::PostgresConfig;
-use memory_redis::RedisConfig;
-use memory_vector::{ModelConfig, RecallConfig};
+use memory_markdown::MarkdownConfig;
+use memory_vector::ModelConfig;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use crate::backends::ProviderConfig;
+use crate::backends::{RawProvider, STORAGE_KINDS};
 use crate::serve::{RawServe, ServeConfig};
 
 /// The environment variable naming the config file when no `--config` is given.
@@ -53,45 +55,6 @@ pub struct McpConfig {
     pub personality: Option<PersonalityId>,
     /// The user whose profile the tools edit.
     pub user: Option<UserId>,
-}
-
-/// How to build one named provider.
-#[derive(Debug, Clone)]
-pub enum ProviderConfig {
-    /// Markdown files under `root`.
-    Markdown {
-        /// The root directory.
-        root: PathBuf,
-        /// How many revisions of each document its journal keeps.
-        history: Retention,
-    },
-    /// PostgreSQL.
-    Postgres(PostgresConfig),
-    /// Redis.
-    Redis(RedisConfig),
-    /// A recall index over another (non-vector) provider, which stays the source of truth.
-    Vector {
-        /// The name of the source provider.
-        source: String,
-        /// The LanceDB directory.
-        index_dir: PathBuf,
-        /// The embedding model.
-        model: ModelConfig,
-        /// How queries pick entries.
-        recall: RecallConfig,
-    },
-}
-
-impl ProviderConfig {
-    /// `markdown`, `postgres`, `redis` or `vector`, as written in the file.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ProviderConfig::Markdown { .. } => "markdown",
-            ProviderConfig::Postgres(_) => "postgres",
-            ProviderConfig::Redis(_) => "redis",
-            ProviderConfig::Vector { .. } => "vector",
-        }
-    }
 }
 
 /// What one personality uses.
@@ -146,10 +109,10 @@ impl Config {
 
     /// The built-in default: one markdown provider at `root`, every personality on it.
     pub fn markdown(root: impl Into<PathBuf>) -> Config {
-        let provider = ProviderConfig::Markdown {
+        let provider = ProviderConfig::Markdown(MarkdownConfig {
             root: root.into(),
             history: Retention::default(),
-        };
+        });
         Config {
             origin: None,
             providers: BTreeMap::from([(DEFAULT_PROVIDER.to_owned(), provider)]),
@@ -200,20 +163,6 @@ impl Config {
             };
             let path = |key: &str, value: &str| expand(key, value).map(|v| resolve_path(base, &v));
             let provider = match spanned.get_ref() {
-                RawProvider::Markdown(md) => ProviderConfig::Markdown {
-                    root: path("root", &md.root)?,
-                    history: md.history,
-                },
-                RawProvider::Postgres(pg) => {
-                    let mut pg = pg.clone();
-                    pg.url = expand("url", &pg.url)?;
-                    ProviderConfig::Postgres(pg)
-                }
-                RawProvider::Redis(redis) => {
-                    let mut redis = redis.clone();
-                    redis.url = expand("url", &redis.url)?;
-                    ProviderConfig::Redis(redis)
-                }
                 RawProvider::Vector(vector) => {
                     let source = match raw.providers.get(&vector.source).map(Spanned::get_ref) {
                         None => {
@@ -231,20 +180,37 @@ impl Config {
                             return Err(at.error(
                                 at_field("source"),
                                 &format!(
-                                    "{} names {:?}, another vector provider; a source must store documents (markdown, postgres or redis)",
+                                    "{} names {:?}, another vector provider; a source must store documents ({})",
                                     field("source"),
-                                    vector.source
+                                    vector.source,
+                                    STORAGE_KINDS.join(", ")
                                 ),
                             ));
                         }
                         Some(source) => source,
                     };
-                    let index_dir = match (&vector.index_dir, source) {
-                        (Some(dir), _) => path("index_dir", dir)?,
-                        (None, RawProvider::Markdown(md)) => {
-                            path("root", &md.root)?.join(".recall-index")
+                    // Where the source keeps a recall index by default, its fields resolved
+                    // as this provider's.
+                    let default_dir = match source.storage() {
+                        Some(mut source) => {
+                            let mut fields = Fields {
+                                expand: &expand,
+                                base,
+                            };
+                            source
+                                .backend_mut()
+                                .map(|backend| backend.resolve(&mut fields))
+                                .transpose()?;
+                            source
+                                .backend()
+                                .and_then(|backend| backend.default_index_dir())
                         }
-                        (None, _) => {
+                        None => None,
+                    };
+                    let index_dir = match (&vector.index_dir, default_dir) {
+                        (Some(dir), _) => path("index_dir", dir)?,
+                        (None, Some(dir)) => dir,
+                        (None, None) => {
                             return Err(at.error(
                                 Some(span.clone()),
                                 &format!(
@@ -267,6 +233,19 @@ impl Config {
                         model,
                         recall: vector.recall,
                     }
+                }
+                storage => {
+                    let mut provider = storage
+                        .storage()
+                        .ok_or_else(|| at.error(Some(span.clone()), "not a storage backend"))?;
+                    let mut fields = Fields {
+                        expand: &expand,
+                        base,
+                    };
+                    if let Some(backend) = provider.backend_mut() {
+                        backend.resolve(&mut fields)?;
+                    }
+                    provider
                 }
             };
             providers.insert(name.clone(), provider);
@@ -455,7 +434,7 @@ fn urls_hidden(message: &str) -> String {
                 let (quoted, end) = part.split_at(part.len() - 1);
                 let closed = matches!(end, "`" | "\"");
                 let url = if closed { quoted } else { part };
-                let shown = memory_core::redact_url(url);
+                let shown = memory_core::raw::redact_url(url);
                 if closed { shown + end } else { shown }
             }
             None => part.to_owned(),
@@ -512,6 +491,29 @@ fn expand_env(value: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// A provider's fields resolved as the file asks: `${VAR}`s expanded (errors at the field's
+/// line), paths made absolute against the file's folder.
+struct Fields<'a, E> {
+    expand: &'a E,
+    base: &'a Path,
+}
+
+impl<E> ResolveFields for Fields<'_, E>
+where
+    E: Fn(&str, &str) -> Result<String, MemoryError>,
+{
+    fn text(&mut self, key: &str, value: &mut String) -> Result<(), MemoryError> {
+        *value = (self.expand)(key, value)?;
+        Ok(())
+    }
+
+    fn path(&mut self, key: &str, value: &mut PathBuf) -> Result<(), MemoryError> {
+        let expanded = (self.expand)(key, &value.to_string_lossy())?;
+        *value = resolve_path(self.base, &expanded);
+        Ok(())
+    }
 }
 
 /// Turns byte spans of the file into `<file>:<line>:` messages.
@@ -583,34 +585,6 @@ impl FieldSpans {
     fn field(&self, name: &str, key: &str) -> Option<Range<usize>> {
         self.providers.get(name)?.get(key).map(Spanned::span)
     }
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-enum RawProvider {
-    Markdown(RawMarkdown),
-    Postgres(PostgresConfig),
-    Redis(RedisConfig),
-    Vector(RawVector),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMarkdown {
-    root: String,
-    #[serde(default)]
-    history: Retention,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawVector {
-    source: String,
-    index_dir: Option<String>,
-    model_dir: Option<String>,
-    ort_library: Option<String>,
-    #[serde(default)]
-    recall: RecallConfig,
 }
 
 #[derive(Deserialize)]

@@ -36,6 +36,7 @@
 //! # }
 //! ```
 
+mod backends;
 mod config;
 mod serve;
 
@@ -43,15 +44,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use memory_core::raw::{EventBus, Receipts, plan_sync, revert_by_replace};
 use memory_core::{
-    Document, DocumentId, DocumentReport, EventBus, Identity, IdentityMap, IfMatch, MemoryContext,
+    Document, DocumentId, DocumentReport, Identity, IdentityMap, IfMatch, MemoryContext,
     MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Prefetch, Purged,
-    Receipts, Revision, Store, Subscription, Surface, SyncReport, UserId, Version, is_blank,
-    plan_sync, revert_by_replace,
+    Revision, Store, Subscription, Surface, SyncReport, UserId, Version, is_blank,
 };
-use memory_markdown::MarkdownProvider;
-use memory_postgres::PostgresProvider;
-use memory_redis::RedisProvider;
 use memory_tools::MemoryTools;
 use memory_vector::{Embedder, RecalledMemory, VectorProvider};
 use tokio::sync::OnceCell;
@@ -101,17 +99,6 @@ struct Backend {
     provider: Arc<dyn MemoryProvider>,
     identities: Arc<dyn IdentityMap>,
     vector: Option<Arc<VectorProvider>>,
-}
-
-impl Backend {
-    fn storage<P: MemoryProvider + IdentityMap + 'static>(provider: P) -> Backend {
-        let provider = Arc::new(provider);
-        Backend {
-            provider: provider.clone(),
-            identities: provider,
-            vector: None,
-        }
-    }
 }
 
 /// Where the two documents of one call live, resolved once for the call.
@@ -296,38 +283,37 @@ impl Memory {
     }
 
     async fn connect(&self, name: &str) -> Result<Backend, MemoryError> {
-        Ok(match &self.inner.config.providers[name] {
-            ProviderConfig::Markdown { root, history } => {
-                Backend::storage(MarkdownProvider::new(root).with_retention(*history))
-            }
-            ProviderConfig::Postgres(config) => {
-                Backend::storage(PostgresProvider::connect(config).await?)
-            }
-            ProviderConfig::Redis(config) => {
-                Backend::storage(RedisProvider::connect(config).await?)
-            }
-            ProviderConfig::Vector {
-                source,
-                index_dir,
-                model,
-                recall,
-            } => {
-                // Config parsing refuses a vector source, so this recursion is one level deep.
-                let source = Box::pin(self.backend(source)).await?.clone();
-                let model = model.clone();
-                let embedder = tokio::task::spawn_blocking(move || Embedder::load(&model))
-                    .await
-                    .map_err(|err| MemoryError::unavailable("the embedding model", err))??;
-                let vector = Arc::new(
-                    VectorProvider::open(source.provider, index_dir, Arc::new(embedder), *recall)
-                        .await?,
-                );
-                Backend {
-                    provider: vector.clone(),
-                    identities: source.identities,
-                    vector: Some(vector),
-                }
-            }
+        let config = &self.inner.config.providers[name];
+        let ProviderConfig::Vector {
+            source,
+            index_dir,
+            model,
+            recall,
+        } = config
+        else {
+            let opened = match config.backend() {
+                Some(backend) => backend.open().await?,
+                None => return Err(config_error(format!("{name:?} is no storage backend"))),
+            };
+            return Ok(Backend {
+                provider: opened.provider,
+                identities: opened.identities,
+                vector: None,
+            });
+        };
+        // Config parsing refuses a vector source, so this recursion is one level deep.
+        let source = Box::pin(self.backend(source)).await?.clone();
+        let model = model.clone();
+        let embedder = tokio::task::spawn_blocking(move || Embedder::load(&model))
+            .await
+            .map_err(|err| MemoryError::unavailable("the embedding model", err))??;
+        let vector = Arc::new(
+            VectorProvider::open(source.provider, index_dir, Arc::new(embedder), *recall).await?,
+        );
+        Ok(Backend {
+            provider: vector.clone(),
+            identities: source.identities,
+            vector: Some(vector),
         })
     }
 

@@ -58,10 +58,10 @@ fn a_full_config_parses_with_paths_and_secrets_resolved() {
     let config = parse(FULL).unwrap();
     assert_eq!(config.default_provider, "files");
     assert_eq!(config.users_provider, "shared");
-    let ProviderConfig::Markdown { root, .. } = &config.providers["files"] else {
+    let ProviderConfig::Markdown(md) = &config.providers["files"] else {
         panic!("files is markdown")
     };
-    assert_eq!(root, Path::new("/etc/agent/memory"));
+    assert_eq!(md.root, Path::new("/etc/agent/memory"));
     let ProviderConfig::Postgres(pg) = &config.providers["shared"] else {
         panic!("shared is postgres")
     };
@@ -114,7 +114,7 @@ fn an_empty_file_is_the_markdown_default_and_one_provider_is_the_default() {
     assert_eq!(config.default_provider, "markdown");
     assert!(matches!(
         config.providers["markdown"],
-        ProviderConfig::Markdown { .. }
+        ProviderConfig::Markdown(_)
     ));
 
     let config = parse("[providers.only]\nkind = \"markdown\"\nroot = \"/m\"\n").unwrap();
@@ -319,11 +319,11 @@ fn history_retention_is_set_per_provider() {
         "#,
     )
     .unwrap();
-    let ProviderConfig::Markdown { history, .. } = &config.providers["files"] else {
+    let ProviderConfig::Markdown(md) = &config.providers["files"] else {
         panic!("files is markdown")
     };
     let two_days = Duration::from_secs(2 * 86_400);
-    assert_eq!(*history, Retention::keep(3).with_max_age(two_days));
+    assert_eq!(md.history, Retention::keep(3).with_max_age(two_days));
     let ProviderConfig::Postgres(pg) = &config.providers["shared"] else {
         panic!("shared is postgres")
     };

@@ -57,3 +57,72 @@ pub async fn provider_with(
         .unwrap_or_else(|err| panic!("connecting to the test server: {err}"));
     Some((provider, PrefixGuard { url, prefix }))
 }
+
+/// Another host under `keys`' prefix: a provider with a connection of its own, as another
+/// process would have, configured as `host` says.
+pub async fn host(keys: &PrefixGuard, host: memory_conformance::Host) -> RedisProvider {
+    let mut config = RedisConfig::new(&keys.url).with_prefix(&keys.prefix);
+    if let Some(max_attempts) = host.max_attempts {
+        config.max_attempts = max_attempts;
+    }
+    if let Some(retention) = host.retention {
+        config.history = retention;
+    }
+    RedisProvider::connect(&config).await.unwrap()
+}
+
+/// A connection of our own, as a person with redis-cli would have.
+pub async fn admin(keys: &PrefixGuard) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(keys.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Replaces `document`'s text as a person with `redis-cli` does: `HSET` of the content, the
+/// next version and its SHA-256, on an existing key or a new one.
+pub async fn edit_by_hand(keys: &PrefixGuard, document: memory_core::DocumentId, text: String) {
+    use redis::AsyncCommands;
+    let key = format!("{{{}}}:{}", keys.prefix, document.relative_path());
+    let mut connection = admin(keys).await;
+    let version: Option<u64> = connection.hget(&key, "version").await.unwrap();
+    let next = version.unwrap_or(0) + 1;
+    let () = connection
+        .hset_multiple(
+            &key,
+            &[
+                ("content", text.clone()),
+                ("version", next.to_string()),
+                ("sha256", memory_core::raw::sha256_hex(&text)),
+            ],
+        )
+        .await
+        .unwrap();
+}
+
+/// Holds `document` as another writer's lock script leaves it (its lock key set to a token,
+/// with an expiry), until the release deletes the key.
+pub async fn hold_lock(
+    keys: &PrefixGuard,
+    document: memory_core::DocumentId,
+) -> memory_conformance::Release {
+    use redis::AsyncCommands;
+    let lock = format!("{{{}}}:lock:{}", keys.prefix, document.relative_path());
+    let mut connection = admin(keys).await;
+    let taken: bool = redis::cmd("SET")
+        .arg(&lock)
+        .arg("another-writer")
+        .arg("NX")
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert!(taken, "{lock} was free");
+    Box::new(move || {
+        Box::pin(async move {
+            let () = connection.del(&lock).await.unwrap();
+        })
+    })
+}

@@ -221,7 +221,7 @@ async fn read_report(
         }
         .into());
     }
-    let sha256 = memory_core::sha256_hex(&read.text);
+    let sha256 = memory_core::raw::sha256_hex(&read.text);
     Ok(report_response(DocumentReport {
         store: document.store(),
         document: document.clone(),

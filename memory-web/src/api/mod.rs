@@ -186,7 +186,9 @@ impl From<Document> for DocumentView {
             text: document.text,
             version: document.version,
             location: document.location,
-            modified: document.modified.and_then(memory_core::shown_unix_millis),
+            modified: document
+                .modified
+                .and_then(memory_core::raw::shown_unix_millis),
         }
     }
 }

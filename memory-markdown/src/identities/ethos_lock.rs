@@ -121,7 +121,7 @@ fn holder_body() -> String {
         r#"{{"token":{},"pid":{},"boot":{boot},"startedAt":{}}}"#,
         json_string(&token),
         std::process::id(),
-        json_string(&memory_core::format_utc_millis(SystemTime::now())),
+        json_string(&memory_core::raw::format_utc_millis(SystemTime::now())),
     )
 }
 

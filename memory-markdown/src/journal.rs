@@ -12,18 +12,19 @@
 //! p50 (measured over 200 adds; under 7% without it). After a power loss the document (which is
 //! flushed) may be ahead of the journal; the next write then records the difference as an
 //! `external` revision. No text is lost, only who wrote it.
+//!
+//! The middle layer: the journal file and its lines, built on `files` alone. What a write or a
+//! purge does with it is `store`'s.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use memory_core::{
-    Document, DocumentId, MemoryError, Purged, Retention, Revision, RevisionTip, Surface, Version,
-    history_view, sha256_hex,
-};
+use memory_core::raw::{RevisionTip, sha256_hex};
+use memory_core::{Document, DocumentId, MemoryError, Retention, Revision, Version};
 
-use crate::{files, receipts};
+use crate::files;
 
 /// How much of the journal's end a write reads first to find its last line: a revision holds
 /// a whole document, so a few of them.
@@ -39,7 +40,7 @@ pub(crate) fn path(document: &Path) -> PathBuf {
 }
 
 /// The markdown version of a document never written: the hash of the empty text.
-fn never_written() -> Version {
+pub(crate) fn never_written() -> Version {
     Version::new(sha256_hex(""))
 }
 
@@ -53,7 +54,7 @@ pub(crate) fn now() -> SystemTime {
 }
 
 /// The tip of a journal with no revisions.
-fn empty_tip() -> RevisionTip {
+pub(crate) fn empty_tip() -> RevisionTip {
     RevisionTip::empty(never_written())
 }
 
@@ -319,7 +320,7 @@ fn parse_all(
 }
 
 /// `revisions` as journal lines: compact JSON, one a line, each ending in a newline.
-fn lines(path: &Path, revisions: &[Revision]) -> Result<String, MemoryError> {
+pub(crate) fn lines(path: &Path, revisions: &[Revision]) -> Result<String, MemoryError> {
     let mut out = String::new();
     for revision in revisions {
         let line = serde_json::to_string(revision)
@@ -393,7 +394,7 @@ fn first_line(file: &mut File, len: u64) -> io::Result<Vec<u8>> {
 
 /// The whole, landed revisions of the document at `document` (which holds `current`), oldest
 /// first: without a torn last line, and without a tip whose write never landed.
-fn read_landed(
+pub(crate) fn read_landed(
     document: &Path,
     id: &DocumentId,
     current: &Document,
@@ -414,175 +415,7 @@ fn read_landed(
     Ok(revisions)
 }
 
-/// What identifies one version of a file: a write renames a new file in (a new inode), a hand
-/// edit changes its time or size.
-fn stamp(path: &Path) -> Result<Option<(SystemTime, u64, u64)>, MemoryError> {
-    match fs::metadata(path) {
-        Ok(meta) => {
-            #[cfg(unix)]
-            let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-            #[cfg(not(unix))]
-            let inode = 0;
-            let modified = meta.modified().map_err(|err| files::io_error(path, err))?;
-            Ok(Some((modified, meta.len(), inode)))
-        }
-        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            Ok(None)
-        }
-        Err(err) => Err(files::read_error(path, err)),
-    }
-}
-
-/// The history of `id` under `root` as `MemoryProvider::history` gives it: the revisions
-/// `retention` keeps, newest first, at most `limit`, headed by an unrecorded hand edit.
-///
-/// Without the lock: the journal is only appended to and replaced by rename, and a torn last
-/// line is left out. The document is read first, then the journal; if the document changed
-/// meanwhile, both are read again, so the two match: the journal then holds at most one
-/// revision past the document (a write between its append and its rename), which is hidden as
-/// the next writer would cut it off.
-pub(crate) fn history(
-    root: &Path,
-    id: DocumentId,
-    retention: Retention,
-    limit: usize,
-) -> Result<Vec<Revision>, MemoryError> {
-    const ATTEMPTS: usize = 3;
-    let document = files::document_path(root, &id);
-    let now = now();
-    if !retention.is_on() {
-        // History off: nothing is recorded, whatever an earlier configuration left.
-        let current = files::read_at(document, id)?;
-        return Ok(history_view(Vec::new(), &empty_tip(), &current, limit, now));
-    }
-    let mut attempt = 1;
-    let (current, landed) = loop {
-        let before = stamp(&document)?;
-        let current = files::read_at(document.clone(), id.clone())?;
-        let landed = read_landed(&document, &id, &current)?;
-        // A document rewritten faster than it is read: the last reading is as good as any.
-        if attempt == ATTEMPTS || stamp(&document)? == before {
-            break (current, landed);
-        }
-        attempt += 1;
-    };
-    let tip = landed.last().map_or_else(empty_tip, RevisionTip::of);
-    let kept = landed
-        .into_iter()
-        .rev()
-        .filter(|r| !retention.prunes(r.number, r.time, tip.number, now))
-        .take(limit)
-        .collect();
-    Ok(history_view(kept, &tip, &current, limit, now))
-}
-
-/// Erases the document `id` under `root`: its file, its receipts, its journal and the
-/// temporary files writers killed mid-write left (each a copy of old text). With history on
-/// and something erased, the journal then holds only the tombstone, so numbers go on from it.
-/// The lock file stays: another writer may be waiting on it.
-pub(crate) fn purge(
-    root: &Path,
-    id: &DocumentId,
-    retention: Retention,
-    surface: Surface,
-    lock_timeout: Duration,
-) -> Result<Purged, MemoryError> {
-    let document = files::document_path(root, id);
-    let mut purged = Purged {
-        document: id.clone(),
-        location: document.display().to_string(),
-        bytes: 0,
-        revisions: 0,
-        tombstone: None,
-    };
-    let dir = files::split(&document).0.to_path_buf();
-    // No directory, nothing to erase: taking the lock would create one.
-    if !dir.is_dir() {
-        return Ok(purged);
-    }
-    files::refuse_case_twin(root, id)?;
-    let _lock = files::lock(&document, lock_timeout, |attempts| {
-        files::contention(id, attempts)
-    })?;
-
-    // Bytes that are not UTF-8 are erased too: forgetting must not depend on them being ours.
-    let stored = files::read_bytes(&document)?;
-    let text = stored
-        .as_ref()
-        .map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned())
-        .unwrap_or_default();
-    let current = Document {
-        id: id.clone(),
-        version: Version::new(sha256_hex(&text)),
-        text,
-        location: purged.location.clone(),
-        modified: stored.as_ref().map(|(_, modified)| *modified),
-    };
-    // Read whole before anything is erased: a journal that is not ours stops the purge here.
-    let landed = read_landed(&document, id, &current)?;
-    let now = now();
-    let tip = landed.last().map_or_else(empty_tip, RevisionTip::of);
-    // As `history` counted them: the ones the retention keeps (with history off, every line an
-    // earlier configuration left).
-    purged.revisions = if retention.is_on() {
-        landed
-            .iter()
-            .filter(|r| !retention.prunes(r.number, r.time, tip.number, now))
-            .count()
-    } else {
-        landed.len()
-    };
-    purged.bytes = stored.as_ref().map_or(0, |(bytes, _)| bytes.len());
-    let erased = stored.is_some() || !landed.is_empty();
-    purged.tombstone = (retention.is_on() && erased).then(|| {
-        // A hand edit that `history` showed under the next number keeps it: the tombstone
-        // comes after it.
-        let tip = tip
-            .unrecorded(&current, now)
-            .map_or(tip, |external| RevisionTip::of(&external));
-        Revision::tombstone(id, &tip, never_written(), surface, now)
-    });
-
-    // The document first: if the purge stops part way, what is left is history, which a
-    // second purge erases, not the document itself.
-    erase(&document)?;
-    erase(&receipts::path(&document))?;
-    let journal = path(&document);
-    match &purged.tombstone {
-        Some(tombstone) => {
-            files::replace(&journal, &lines(&journal, std::slice::from_ref(tombstone))?)?
-        }
-        None => erase(&journal)?,
-    }
-    for file in [&document, &journal] {
-        let (dir, name) = files::split(file);
-        files::remove_stale_temps(dir, &name)?;
-    }
-    files::sync_dir(&dir).map_err(|err| files::io_error(&dir, err))?;
-    Ok(purged)
-}
-
-/// Removes the file at `path`; when it is a symbolic link (into a dotfiles repository, say),
-/// the file it leads to as well, with that file's temporary files: removing only the link
-/// would leave the text in place.
-fn erase(path: &Path) -> Result<(), MemoryError> {
-    let is_link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
-    if is_link && let Ok(target) = files::write_target(path) {
-        remove(&target)?;
-        let (dir, name) = files::split(&target);
-        files::remove_stale_temps(dir, &name)?;
-    }
-    remove(path)
-}
-
-fn remove(path: &Path) -> Result<(), MemoryError> {
-    match fs::remove_file(path) {
-        Err(err) if err.kind() != ErrorKind::NotFound => Err(files::io_error(path, err)),
-        _ => Ok(()),
-    }
-}
-
 /// Removes the journal of the document at `document`, if it has one: history is off.
 pub(crate) fn remove_journal(document: &Path) -> Result<(), MemoryError> {
-    erase(&path(document))
+    files::erase(&path(document))
 }

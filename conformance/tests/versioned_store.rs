@@ -1,0 +1,214 @@
+//! A fourth backend in one file: an in-memory store of versioned documents, made a provider by
+//! `memory_core::raw::Versioned` and held to the whole suite, hosts and hand edits included.
+//! What a backend author writes is what is in this file above the tests.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use memory_conformance::{Fixture, Host};
+use memory_core::raw::{
+    CasWrite, CompareAndSwap, Fetched, RevisionTip, StoredHistory, Versioned, VersionedStore,
+};
+use memory_core::{
+    Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, Version,
+};
+
+/// One document: its text, version counter, receipts and last write.
+#[derive(Clone)]
+struct Stored {
+    text: String,
+    version: u64,
+    receipts: Option<String>,
+    modified: SystemTime,
+}
+
+#[derive(Default)]
+struct Storage {
+    documents: HashMap<DocumentId, Stored>,
+    /// Oldest first.
+    histories: HashMap<DocumentId, Vec<Revision>>,
+}
+
+/// The store: shared storage behind a lock, as a server would be for its clients.
+#[derive(Clone, Default)]
+struct MemoryStore(Arc<Mutex<Storage>>);
+
+impl MemoryStore {
+    fn storage(&self) -> std::sync::MutexGuard<'_, Storage> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn fetched(storage: &Storage, id: &DocumentId, receipts: bool) -> Fetched {
+    let stored = storage.documents.get(id);
+    let tip = match storage.histories.get(id).and_then(|history| history.last()) {
+        Some(newest) => RevisionTip::of(newest),
+        None => RevisionTip::empty(Version::new("0")),
+    };
+    Fetched {
+        document: Document {
+            id: id.clone(),
+            text: stored.map(|s| s.text.clone()).unwrap_or_default(),
+            version: Version::new(stored.map_or(0, |s| s.version).to_string()),
+            location: format!("memory://{}", id.relative_path()),
+            modified: stored.map(|s| s.modified),
+        },
+        version: stored.map_or(0, |s| s.version),
+        receipts: stored.and_then(|s| s.receipts.clone()).filter(|_| receipts),
+        tip,
+    }
+}
+
+#[async_trait]
+impl CompareAndSwap for MemoryStore {
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
+        let storage = self.storage();
+        Ok(ids
+            .iter()
+            .map(|id| fetched(&storage, id, receipts))
+            .collect())
+    }
+
+    async fn compare_and_swap(
+        &self,
+        writes: &[CasWrite<'_>],
+        _lock_wait: Duration,
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let mut storage = self.storage();
+        for write in writes {
+            let now = fetched(&storage, write.id, false);
+            let moved = write
+                .expected_text
+                .is_some_and(|text| text != now.document.text);
+            if now.version != write.expected || moved {
+                return Ok(Some(write.id.clone()));
+            }
+        }
+        let now = SystemTime::now();
+        for write in writes {
+            let previous = storage.documents.get(write.id).cloned();
+            storage.documents.insert(
+                write.id.clone(),
+                Stored {
+                    text: write.text.to_owned(),
+                    version: write.expected + 1,
+                    receipts: write
+                        .receipts
+                        .map(str::to_owned)
+                        .or(previous.and_then(|p| p.receipts)),
+                    modified: now,
+                },
+            );
+            let history = storage.histories.entry(write.id.clone()).or_default();
+            history.extend(write.revisions.iter().cloned());
+            let tip = history.last().map_or(0, |newest| newest.number);
+            history.retain(|r| !write.retention.prunes(r.number, r.time, tip, now));
+        }
+        Ok(None)
+    }
+
+    fn checks_text(&self) -> bool {
+        true
+    }
+}
+
+#[async_trait]
+impl VersionedStore for MemoryStore {
+    fn location(&self) -> String {
+        "memory://".to_owned()
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        Ok(self.storage().documents.keys().cloned().collect())
+    }
+
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<StoredHistory, MemoryError> {
+        let storage = self.storage();
+        let recorded = storage
+            .histories
+            .get(document)
+            .map_or_else(Vec::new, |history| {
+                history.iter().rev().take(limit).cloned().collect()
+            });
+        Ok(StoredHistory {
+            current: fetched(&storage, document, false),
+            recorded,
+            now: SystemTime::now(),
+        })
+    }
+
+    async fn purge(
+        &self,
+        document: &DocumentId,
+        surface: Surface,
+        retention: &Retention,
+    ) -> Result<Purged, MemoryError> {
+        let mut storage = self.storage();
+        let tip = fetched(&storage, document, false).tip;
+        let erased = storage.documents.remove(document);
+        let history = storage.histories.remove(document).unwrap_or_default();
+        let tombstone = retention
+            .leaves_tombstone(erased.is_some(), history.len())
+            .then(|| {
+                Revision::tombstone(
+                    document,
+                    &tip,
+                    Version::new("0"),
+                    surface,
+                    SystemTime::now(),
+                )
+            });
+        if let Some(tombstone) = &tombstone {
+            storage
+                .histories
+                .insert(document.clone(), vec![tombstone.clone()]);
+        }
+        Ok(Purged {
+            document: document.clone(),
+            location: format!("memory://{}", document.relative_path()),
+            bytes: erased.map_or(0, |stored| stored.text.len()),
+            revisions: history.len(),
+            tombstone,
+        })
+    }
+}
+
+// ---- The suite: other hosts share the storage; a hand edit changes a text and its version
+// without a revision, as an editor of the storage would.
+
+async fn setup() -> Fixture<Versioned<MemoryStore>> {
+    let store = MemoryStore::default();
+    let (hosts, hand) = (store.clone(), store.clone());
+    Fixture::new(Versioned::new(store))
+        .with_hosts(move |host: Host| {
+            let mut provider = Versioned::new(hosts.clone());
+            if let Some(max_attempts) = host.max_attempts {
+                provider = provider.with_max_attempts(max_attempts);
+            }
+            if let Some(retention) = host.retention {
+                provider = provider.with_retention(retention);
+            }
+            async move { Arc::new(provider) }
+        })
+        .with_hand_edits(move |document, text| {
+            let mut storage = hand.storage();
+            let stored = storage.documents.entry(document).or_insert(Stored {
+                text: String::new(),
+                version: 0,
+                receipts: None,
+                modified: SystemTime::now(),
+            });
+            stored.text = text;
+            stored.version += 1;
+            stored.modified = SystemTime::now();
+            async {}
+        })
+}
+
+memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned);
