@@ -344,3 +344,106 @@ fn history_retention_is_set_per_provider() {
         "{message}"
     );
 }
+
+#[test]
+fn each_provider_says_its_kind() {
+    let config = parse(FULL).unwrap();
+    let kinds: Vec<(&str, &str)> = config
+        .providers
+        .iter()
+        .map(|(name, provider)| (name.as_str(), provider.kind()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("fast", "redis"),
+            ("files", "markdown"),
+            ("recall", "vector"),
+            ("shared", "postgres")
+        ]
+    );
+}
+
+/// Where each document lives, and what each personality reads it through: a personality's
+/// MEMORY.md in its own provider, every USER.md (and the global MEMORY.md) in the users
+/// provider, read through a recall provider over it where the personality has one.
+#[test]
+fn each_document_has_one_home_read_through_the_personalitys_provider() {
+    let config = parse(FULL).unwrap();
+    let ada: PersonalityId = "ada".parse().unwrap();
+    let bob: PersonalityId = "bob".parse().unwrap();
+    let concierge: PersonalityId = "concierge".parse().unwrap();
+    let user = memory_core::DocumentId::UserProfile {
+        user: "grace".parse().unwrap(),
+    };
+    let memory_of = |personality: &PersonalityId| memory_core::DocumentId::PersonalityMemory {
+        personality: personality.clone(),
+    };
+    assert_eq!(config.storage_of("recall"), "files");
+    assert_eq!(config.storage_of("shared"), "shared");
+    assert_eq!(config.storage_of("nothing"), "nothing");
+    assert_eq!(config.home_of(&memory_of(&ada)), "recall");
+    assert_eq!(config.home_of(&memory_of(&bob)), "files");
+    assert_eq!(config.home_of(&user), "shared");
+    assert_eq!(
+        config.home_of(&memory_core::DocumentId::GlobalMemory),
+        "shared"
+    );
+    // Ada's MEMORY.md through her recall provider; her USER.md lives in "shared", which her
+    // provider does not store: read there.
+    assert_eq!(config.provider_for(&ada, &memory_of(&ada)), "recall");
+    assert_eq!(config.provider_for(&ada, &user), "shared");
+    assert_eq!(config.provider_for(&concierge, &user), "shared");
+    // With the users provider under recall too, USER.md is read through it.
+    let config = parse(
+        "users_provider = \"files\"\ndefault_provider = \"files\"\n\
+         [providers.files]\nkind = \"markdown\"\nroot = \"/m\"\n\
+         [providers.recall]\nkind = \"vector\"\nsource = \"files\"\n\
+         [personalities.ada]\nprovider = \"recall\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.provider_for(&ada, &user), "recall");
+    assert_eq!(config.provider_for(&bob, &user), "files");
+}
+
+#[test]
+fn a_soft_cap_equal_to_the_hard_cap_is_fine() {
+    let config = parse(
+        "[providers.files]\nkind = \"markdown\"\nroot = \"/m\"\n\n[personalities.ada]\ncaps.memory = { soft = 100, hard = 100 }\n",
+    )
+    .unwrap();
+    let ada = config.personality(&"ada".parse().unwrap());
+    assert_eq!(ada.budgets.memory.soft, Some(100));
+}
+
+/// The built-in default's root: `$MEMORY_ROOT`, else `~/.agent-memory`, never an empty path.
+#[test]
+fn the_default_memory_lives_at_memory_root_or_in_the_home_directory() {
+    let config = parse("").unwrap();
+    let ProviderConfig::Markdown(md) = &config.providers["markdown"] else {
+        panic!("the default is markdown")
+    };
+    let expected = match std::env::var_os("MEMORY_ROOT") {
+        Some(root) => std::path::PathBuf::from(root),
+        None => std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".agent-memory"),
+    };
+    assert_eq!(md.root, expected);
+    assert_eq!(md.root, memory_wiring::default_root());
+}
+
+/// A URL where a `kind` belongs is shown with its password hidden and its quotes kept.
+#[test]
+fn a_quoted_url_in_a_message_keeps_its_quotes() {
+    let err = error("[providers.shared]\nkind = \"postgres://agent:Secret123@db.example/m\"\n");
+    assert!(err.contains("`postgres://agent:***@db.example/m`"), "{err}");
+}
+
+/// An unclosed `${` is named by its character position in the value.
+#[test]
+fn an_unclosed_variable_is_named_by_its_position() {
+    let err = error("[providers.pg]\nkind = \"postgres\"\nurl = \"a${HOME}bc${X\"\n");
+    assert!(
+        err.contains("\"${\" at character 11 has no closing \"}\""),
+        "{err}"
+    );
+}
