@@ -12,10 +12,12 @@ use std::time::{Duration, SystemTime};
 
 use memory_core::raw::sha256_hex;
 use memory_core::{
-    DocumentId, IdempotencyKey, MemoryError, MemoryProvider, MemoryUpdate, Revision, Surface,
+    DocumentId, ErrorKind, IdempotencyKey, MemoryError, MemoryProvider, MemoryUpdate, Retention,
+    Revision, Surface,
 };
 
 use crate::cases::{M, U, ctx, sync};
+use crate::{Host, IntoFixture};
 
 /// How far a backend's clock (a server's) may be from this process's.
 const CLOCK_SKEW: Duration = Duration::from_secs(300);
@@ -331,8 +333,8 @@ pub async fn concurrent_writes_have_one_revision_each<P: MemoryProvider + ?Sized
     assert!(acknowledged.is_empty());
 }
 
-/// With a retention of `keep`, history shows exactly the newest `keep` revisions, and an older
-/// one cannot be reverted to. `p` must be a provider configured to keep `keep` (at least 2).
+/// With a retention of `keep`, history shows exactly the newest `keep` revisions, an older one
+/// cannot be reverted to, and a purge erases as many as history showed. `p` must be a provider configured to keep `keep` (at least 2).
 pub async fn retention_keeps_the_newest<P: MemoryProvider + ?Sized>(p: Arc<P>, keep: usize) {
     let c = ctx("ada", "u1");
     let writes = keep as u64 * 3 + 2;
@@ -349,6 +351,11 @@ pub async fn retention_keeps_the_newest<P: MemoryProvider + ?Sized>(p: Arc<P>, k
     p.revert(&c, M, oldest_kept, None)
         .await
         .expect("the oldest kept revision can be reverted to");
+    let purged = p.purge(&c.document(M), Surface::Cli).await.expect("purge");
+    assert_eq!(
+        purged.revisions, keep,
+        "a purge counts the revisions history showed, whatever storage kept to rebuild them"
+    );
 }
 
 /// A change made without the provider (an editor, another program) shows as an `external`
@@ -420,4 +427,169 @@ where
     );
     assert_eq!(log[1].text.as_deref(), Some("Made by hand.\n"));
     assert_eq!(log[1].bytes_before, 0);
+}
+
+/// One step of [`kept_revisions_rebuild_to_the_texts_written`]'s random sequences, all on one
+/// MEMORY.md.
+#[derive(Debug, Clone)]
+enum HistoryStep {
+    /// An agent's batch (often refused: an edit of text that is not there, an empty
+    /// needle).
+    Sync(Vec<MemoryUpdate>),
+    /// The document replaced by hand, outside the provider.
+    HandEdit(String),
+    /// A revert to the kept revision this many places from the newest (wrapped).
+    Revert(usize),
+    /// The document purged.
+    Purge,
+}
+
+fn history_step() -> impl proptest::strategy::Strategy<Value = HistoryStep> {
+    use proptest::prelude::*;
+    let hand_text = proptest::sample::select(crate::model::TEXTS)
+        .prop_map(|text| format!("{text}\nEdited by hand.\n"));
+    prop_oneof![
+        12 => proptest::collection::vec(crate::model::update(&[M]), 1..4).prop_map(HistoryStep::Sync),
+        3 => hand_text.prop_map(HistoryStep::HandEdit),
+        2 => (0..8usize).prop_map(HistoryStep::Revert),
+        1 => Just(HistoryStep::Purge),
+    ]
+}
+
+/// Plays `steps` on `p` (keeping `keep` revisions; `edit` replaces the stored text by hand)
+/// and checks every revision history then shows against the texts the document held: each
+/// kept revision's text, however its backend stores it (whole, or as its change), is the text
+/// that was there just after it.
+async fn play_history<P, F, Fut>(p: &P, keep: usize, steps: &[HistoryStep], edit: F)
+where
+    P: MemoryProvider + ?Sized,
+    F: Fn(DocumentId, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    // The text the document held at each version it had.
+    let mut texts = HashMap::new();
+    // The oldest revision there can be: 1, or the last purge's tombstone.
+    let mut oldest = 1;
+    for step in steps {
+        match step {
+            HistoryStep::Sync(updates) => {
+                if let Err(err) = p.sync(&c, updates, &memory_core::IfMatch::NONE).await {
+                    assert!(
+                        matches!(err.kind(), ErrorKind::Refused | ErrorKind::InvalidInput),
+                        "{step:?}: {err}"
+                    );
+                }
+            }
+            // An edit that leaves the text as it is changes nothing history records (a store
+            // may still move its version, as redis-cli's HINCRBY would): not this property's.
+            HistoryStep::HandEdit(text) if *text == p.read(&document).await.expect("read").text => {
+                continue;
+            }
+            HistoryStep::HandEdit(text) => edit(document.clone(), text.clone()).await,
+            HistoryStep::Revert(back) => {
+                let log = history(p, &document).await;
+                let Some(revision) = log
+                    .iter()
+                    .filter(|revision| !revision.is_tombstone())
+                    .cycle()
+                    .nth(*back)
+                else {
+                    continue;
+                };
+                p.revert(&c, M, revision.number, None)
+                    .await
+                    .unwrap_or_else(|err| panic!("revert to {}: {err}", revision.number));
+            }
+            HistoryStep::Purge => {
+                let purged = p.purge(&document, Surface::Cli).await.expect("purge");
+                if let Some(tombstone) = purged.tombstone {
+                    oldest = tombstone.number;
+                }
+            }
+        }
+        let now = p.read(&document).await.expect("read");
+        texts.insert(now.version, now.text);
+    }
+
+    let log = history(p, &document).await;
+    let Some(newest) = log.first() else {
+        return;
+    };
+    assert_eq!(
+        log.len() as u64,
+        (newest.number + 1 - oldest).min(keep as u64),
+        "the newest {keep} revisions are kept: {:?}",
+        log.iter().map(|r| r.number).collect::<Vec<_>>()
+    );
+    assert_chained(&log);
+    for revision in log.iter().filter(|revision| !revision.is_tombstone()) {
+        let text = revision
+            .text
+            .as_deref()
+            .unwrap_or_else(|| panic!("revision {} has no text", revision.number));
+        assert_eq!(
+            Some(text),
+            texts.get(&revision.version_after).map(String::as_str),
+            "revision {}'s text is the text its version held",
+            revision.number
+        );
+        assert_eq!(
+            (text.len(), sha256_hex(text)),
+            (revision.bytes_after, revision.sha256_after.clone()),
+            "revision {}",
+            revision.number
+        );
+    }
+}
+
+/// Random sequences of agent writes, hand edits, reverts and purges on a provider keeping a
+/// random 2 to 6 revisions: every revision history keeps reads back as the text the document
+/// held just after it, across checkpoints and pruning (`CONTRACT.md`, History). Needs a fixture
+/// with hosts (for the small retention) and hand edits. `PROPTEST_CASES` sets the number of
+/// sequences (default 16: each plays up to 40 calls).
+pub fn kept_revisions_rebuild_to_the_texts_written<P, F, Fut>(setup: F)
+where
+    P: MemoryProvider + ?Sized + 'static,
+    F: Fn() -> Fut,
+    Fut: Future<Output: IntoFixture<P>>,
+{
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    if runtime.block_on(setup()).into_fixture().is_none() {
+        return; // setup explained the skip
+    }
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let sequences = (2..=6usize, proptest::collection::vec(history_step(), 1..40));
+    let result = runner.run(&sequences, |(keep, steps)| {
+        runtime.block_on(async {
+            let fixture = setup().await.into_fixture().expect("the service went away");
+            let keeping = Host {
+                retention: Some(Retention::keep(keep)),
+                ..Host::default()
+            };
+            let p = fixture.host(keeping).await;
+            play_history(&*p, keep, &steps, |document, text| {
+                fixture.hand_edit(document, text)
+            })
+            .await;
+            Ok::<(), TestCaseError>(())
+        })
+    });
+    if let Err(e) = result {
+        panic!("a kept revision does not read back as its text: {e}");
+    }
 }

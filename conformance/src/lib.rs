@@ -228,7 +228,10 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// After a `;`, groups of cases that need more of the fixture than a provider:
 /// - `hosts` ([`Fixture::with_hosts`]): many hosts writing one document, two-document calls
 ///   landing whole, retention;
-/// - `hand_edits` ([`Fixture::with_hand_edits`]): a change made outside the provider;
+/// - `hand_edits` ([`Fixture::with_hand_edits`], and [`Fixture::with_hosts`] for a host with a
+///   small retention): a change made outside the provider, and the property test that every
+///   kept revision reads back as the text written, across hand edits, checkpoints and pruning
+///   ([`history::kept_revisions_rebuild_to_the_texts_written`]);
 /// - `versioned` (hosts of a [`memory_core::raw::Versioned`] store): contention reported
 ///   (one version step per entry), the retry engine beaten by another host;
 /// - `outside_holds` ([`Fixture::with_outside_holds`]): a document another writer holds.
@@ -263,6 +266,11 @@ macro_rules! __stamp_group {
     };
     (hand_edits, $setup:path) => {
         $crate::__stamp_fixture_cases!($setup; hand_edits_become_external_revisions);
+
+        #[test]
+        fn kept_revisions_rebuild_to_the_texts_written() {
+            $crate::history::kept_revisions_rebuild_to_the_texts_written($setup);
+        }
     };
     (versioned, $setup:path) => {
         $crate::__stamp_fixture_cases!(

@@ -56,7 +56,7 @@ impl Step {
     }
 }
 
-const TEXTS: &[&str] = &[
+pub(crate) const TEXTS: &[&str] = &[
     "alpha",
     "beta",
     "alpha beta",
@@ -74,8 +74,10 @@ const NEEDLES: &[&str] = &[
     "alpha", "a", "beta", "日", "", "line", "\n", "🙂", "alpha\n",
 ];
 
-fn update() -> impl Strategy<Value = MemoryUpdate> {
-    let store = prop_oneof![Just(Store::Memory), Just(Store::User)];
+/// A random update of one of `stores`, with texts and needles that cross lines, blanks and
+/// multibyte characters, so that many are refused.
+pub(crate) fn update(stores: &'static [Store]) -> impl Strategy<Value = MemoryUpdate> {
+    let store = proptest::sample::select(stores);
     let text = proptest::sample::select(TEXTS);
     let needle = proptest::sample::select(NEEDLES);
     (0..4u8, store, text, needle).prop_map(|(action, store, text, needle)| match action {
@@ -93,7 +95,7 @@ fn step() -> impl Strategy<Value = Step> {
         prop_oneof![Just(MemoryScope::PerPersonality), Just(MemoryScope::Global)],
         any::<bool>(),
         prop_oneof![3 => Just(Guard::None), 1 => Just(Guard::Current), 1 => Just(Guard::Stale)],
-        proptest::collection::vec(update(), 1..4),
+        proptest::collection::vec(update(&[Store::Memory, Store::User]), 1..4),
     )
         .prop_map(|(personality, user, scope, capped, guard, updates)| Step {
             personality,

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use memory_conformance::{Fixture, Host};
 use memory_core::raw::{
     CasWrite, CompareAndSwap, Fetched, RevisionTip, StoredHistory, Versioned, VersionedStore,
+    droppable,
 };
 use memory_core::{
     Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, Version,
@@ -82,7 +83,11 @@ impl CompareAndSwap for MemoryStore {
             let moved = write
                 .expected_text
                 .is_some_and(|text| text != now.document.text);
-            if now.version != write.expected || moved {
+            let purged = write
+                .revisions
+                .first()
+                .is_some_and(|first| first.number != now.tip.number + 1);
+            if now.version != write.expected || moved || purged {
                 return Ok(Some(write.id.clone()));
             }
         }
@@ -104,7 +109,9 @@ impl CompareAndSwap for MemoryStore {
             let history = storage.histories.entry(write.id.clone()).or_default();
             history.extend(write.revisions.iter().cloned());
             let tip = history.last().map_or(0, |newest| newest.number);
-            history.retain(|r| !write.retention.prunes(r.number, r.time, tip, now));
+            let stored = history.iter().map(|r| (r.number, r.time, r.is_base()));
+            let dropped = droppable(stored, tip, now, &write.retention);
+            history.drain(..dropped);
         }
         Ok(None)
     }
@@ -140,6 +147,7 @@ impl VersionedStore for MemoryStore {
             current: fetched(&storage, document, false),
             recorded,
             now: SystemTime::now(),
+            location: format!("memory://{}.history", document.relative_path()),
         })
     }
 
@@ -173,7 +181,11 @@ impl VersionedStore for MemoryStore {
             document: document.clone(),
             location: format!("memory://{}", document.relative_path()),
             bytes: erased.map_or(0, |stored| stored.text.len()),
-            revisions: history.len(),
+            revisions: retention.count_kept(
+                history.iter().map(|r| (r.number, r.time)),
+                tip.number,
+                SystemTime::now(),
+            ),
             tombstone,
         })
     }

@@ -107,10 +107,12 @@ pub trait CompareAndSwap: Send + Sync {
     /// empty text for a document never written), and with its stored receipts if `receipts`.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError>;
 
-    /// Writes every one of `writes` if each document is still at its expected version, as one
-    /// atomic step. `Ok(None)` when they all landed; `Ok(Some(id))` naming a document another
-    /// writer changed first, or whose lock another writer held past `lock_wait`, and then
-    /// nothing was written.
+    /// Writes every one of `writes` if each document is still at its expected version, and its
+    /// history still ends just before the first of [`CasWrite::revisions`] (a purge restarts
+    /// versions but not revision numbers, so this is what tells a write planned before one), as
+    /// one atomic step. `Ok(None)` when they all landed; `Ok(Some(id))` naming a document
+    /// another writer changed first, or whose lock another writer held past `lock_wait`, and
+    /// then nothing was written.
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
@@ -513,7 +515,7 @@ impl CasWriter {
                     };
                     let revisions = match (&planned, self.retention.is_on()) {
                         (Planned::Write(write), true) => {
-                            write.revisions(&fetched.tip, after, SystemTime::now())
+                            write.revisions(&fetched.tip, after, SystemTime::now(), &self.retention)
                         }
                         _ => Vec::new(),
                     };
@@ -1446,8 +1448,11 @@ mod tests {
             (&revision.version_before, &revision.version_after),
             (&Version::new("0"), &Version::new("1"))
         );
-        assert_eq!(revision.text.as_deref(), Some("x\n"));
+        // Revision 1 is no checkpoint: its change is its updates, and it carries no text.
+        assert!(revision.is_change_only(), "{revision:?}");
         assert_eq!(revision.updates, add);
+        assert_eq!(revision.bytes_after, 2);
+        assert_eq!(revision.sha256_after, crate::raw::sha256_hex("x\n"));
 
         CasWriter::new(1)
             .with_retention(Retention::OFF)

@@ -131,8 +131,9 @@ pub struct Revision {
     /// external changes and purges.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub updates: Vec<MemoryUpdate>,
-    /// The whole text after the change; `None` only for a purge's tombstone, which keeps no
-    /// content.
+    /// The whole text after the change; in what `history` gives, `None` only for a purge's
+    /// tombstone, which keeps no content. In storage, `None` too for a revision kept as its
+    /// change alone ([`Revision::is_change_only`]), whose text is rebuilt from its updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -156,7 +157,31 @@ impl Revision {
 
     /// Whether this is the tombstone a purge leaves: no content, nothing to revert to.
     pub fn is_tombstone(&self) -> bool {
-        self.text.is_none()
+        self.text.is_none() && self.updates.is_empty()
+    }
+
+    /// Whether it is stored as its change alone: no text, but the updates that make its text
+    /// from the revision before it (see [`crate::raw::rebuild_texts`]). What a store reads back
+    /// for a revision that is no checkpoint ([`Retention::is_checkpoint`]); never what
+    /// [`crate::MemoryProvider::history`] returns.
+    pub fn is_change_only(&self) -> bool {
+        self.text.is_none() && !self.updates.is_empty()
+    }
+
+    /// Whether a store keeps this revision's whole text, so that the revisions after it can be
+    /// rebuilt from it without any before: a checkpoint, a hand edit or a tombstone (the
+    /// empty document). A store may drop every other revision that is older than the newest
+    /// such base at or below the oldest revision its retention keeps.
+    pub fn is_base(&self) -> bool {
+        !self.is_change_only()
+    }
+
+    /// Whether its text can be rebuilt without the revision before it: it has its text, is
+    /// the first, or is a change whose updates start with `replace`.
+    pub fn stands_alone(&self) -> bool {
+        !self.is_change_only()
+            || self.number == 1
+            || matches!(self.updates.first(), Some(MemoryUpdate::Replace { .. }))
     }
 
     /// Who made it, as the history's lines show it: `personality ada, user grace, session s1`,
@@ -404,9 +429,11 @@ impl RevisionTip {
     }
 }
 
-/// A document's recorded revisions as a reader should see them: newest first, at most
-/// `limit`, headed by an external revision for a change made since the newest one was recorded
-/// (numbered as the next write will record it), so the log has no silent gap.
+/// A document's kept revisions as a reader should see them: newest first, at most `limit`,
+/// headed by an external revision for a change made since the newest one was recorded
+/// (numbered as the next write will record it), so the log has no silent gap. That one counts
+/// as the newest for `retention`: the view shows what the next write will keep, never more
+/// than `keep`.
 ///
 /// `recorded` is newest first; `current` is the document read in the same step.
 pub fn history_view(
@@ -415,8 +442,12 @@ pub fn history_view(
     current: &Document,
     limit: usize,
     now: SystemTime,
+    retention: &Retention,
 ) -> Vec<Revision> {
     if let Some(external) = tip.unrecorded(current, now) {
+        recorded.retain(|revision| {
+            !retention.prunes(revision.number, revision.time, external.number, now)
+        });
         recorded.insert(0, external);
     }
     recorded.truncate(limit);
@@ -495,6 +526,42 @@ impl Retention {
         self.is_on() && (erased_text || erased_revisions > 0)
     }
 
+    /// How often a write's revision is stored whole, a checkpoint: every `keep`th, and at
+    /// least every [`CHECKPOINT_EVERY_MOST`]th. Between checkpoints a revision keeps only its
+    /// updates, and its text is rebuilt from the checkpoint before it. With a checkpoint per
+    /// `keep` revisions the kept revisions and those back to the checkpoint below them hold at
+    /// most two whole texts, and reading one rebuilds it over at most
+    /// [`CHECKPOINT_EVERY_MOST`] - 1 revisions.
+    pub fn checkpoint_every(&self) -> u64 {
+        u64::try_from(self.keep)
+            .unwrap_or(u64::MAX)
+            .clamp(1, CHECKPOINT_EVERY_MOST)
+    }
+
+    /// Whether revision `number`, written by an agent at `now` on a document last written at
+    /// `last_write`, is stored whole: every [`Retention::checkpoint_every`]th, and with an age
+    /// limit also the first write of each half of it (`max_age / 2` since the Unix epoch), so
+    /// that the base of the oldest revision the age limit keeps is at most half the limit
+    /// older, and a store drops what is past it by one and a half times the limit at most.
+    /// Hand edits are always stored whole: the writer does not hold the text they replaced,
+    /// so it could not write them as a change.
+    pub fn is_checkpoint(
+        &self,
+        number: u64,
+        last_write: Option<SystemTime>,
+        now: SystemTime,
+    ) -> bool {
+        let new_period = self.max_age.is_some_and(|age| {
+            let half = (age / 2).as_millis().max(1);
+            let period = |time: SystemTime| {
+                time.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_millis() / half)
+            };
+            last_write.is_none_or(|last| period(last) != period(now))
+        });
+        new_period || number.is_multiple_of(self.checkpoint_every())
+    }
+
     /// Keeps the newest `keep` revisions of each document.
     pub fn keep(keep: usize) -> Retention {
         Retention {
@@ -532,6 +599,155 @@ impl Retention {
     pub fn prunes(&self, number: u64, time: SystemTime, tip: u64, now: SystemTime) -> bool {
         number < tip && (number < self.oldest_kept(tip) || self.too_old(time, now))
     }
+
+    /// How many of `stored` (each revision's number and time) it keeps once `tip` is the
+    /// newest, at `now`: what `history` shows and a purge reports erasing, whatever a store
+    /// holds beyond them to rebuild the kept ones from. With history off, every one (what an
+    /// earlier configuration left).
+    pub fn count_kept(
+        &self,
+        stored: impl IntoIterator<Item = (u64, SystemTime)>,
+        tip: u64,
+        now: SystemTime,
+    ) -> usize {
+        stored
+            .into_iter()
+            .filter(|&(number, time)| !self.is_on() || !self.prunes(number, time, tip, now))
+            .count()
+    }
+}
+
+/// The most revisions between two checkpoints: see [`Retention::checkpoint_every`].
+pub const CHECKPOINT_EVERY_MOST: u64 = 100;
+
+/// How many of a document's oldest stored revisions a store may drop once `tip` is the
+/// newest, at `now`: those below the newest base ([`Revision::is_base`], or the first) at or
+/// below the oldest revision `retention` keeps, so that every kept revision can still be
+/// rebuilt. `stored` gives each revision's number, time and whether it is a base, oldest
+/// first.
+pub fn droppable(
+    stored: impl IntoIterator<Item = (u64, SystemTime, bool)>,
+    tip: u64,
+    now: SystemTime,
+    retention: &Retention,
+) -> usize {
+    let mut from = 0;
+    for (index, (number, time, base)) in stored.into_iter().enumerate() {
+        if base || number == 1 {
+            from = index;
+        }
+        if !retention.prunes(number, time, tip, now) {
+            break;
+        }
+    }
+    from
+}
+
+/// The revisions of `recorded` (newest first, as a store reads them, back at least to the
+/// base of the oldest one kept) that `retention` keeps once `tip` is the newest, at `now`,
+/// each with its text: a revision stored as its change alone is rebuilt (see
+/// [`rebuild_texts`]). A store reads back to a base when the oldest it read does not
+/// [`Revision::stands_alone`].
+///
+/// # Errors
+/// [`MemoryError::Corrupt`] at `<location>#<number>` for a kept revision that cannot be
+/// rebuilt: a damaged chain, or one whose base is missing.
+pub fn kept_revisions(
+    recorded: Vec<Revision>,
+    tip: u64,
+    now: SystemTime,
+    retention: &Retention,
+    location: &str,
+) -> Result<Vec<Revision>, MemoryError> {
+    let (rebuilt, unreachable) = rebuild_texts(recorded, location)?;
+    // A change past the retention may have lost its base with it; a kept one not.
+    if let Some(lost) = unreachable
+        && !retention.prunes(lost.number, lost.time, tip, now)
+    {
+        return Err(MemoryError::Corrupt {
+            location: format!("{location}#{}", lost.number),
+            reason: "it is stored as a change, and no revision before it is kept to rebuild \
+                     it from"
+                .to_owned(),
+        });
+    }
+    Ok(rebuilt
+        .into_iter()
+        .filter(|revision| !retention.prunes(revision.number, revision.time, tip, now))
+        .collect())
+}
+
+/// `revisions` (newest first, as a store reads them) with the text of every revision stored
+/// as its change alone ([`Revision::is_change_only`]) rebuilt: its updates replayed on the
+/// text of the revision before it (the empty document before revision 1, after a purge's
+/// tombstone, or before a batch that starts with `replace`), each checked against the size
+/// and SHA-256 recorded with it.
+///
+/// The oldest revisions may be changes whose base is older than what was read: they are
+/// left out, and the second value is the newest of them. Anything else that cannot be
+/// rebuilt is a damaged chain.
+///
+/// # Errors
+/// [`MemoryError::Corrupt`] at `<location>#<number>` for a revision whose text is not the one
+/// recorded, or whose revision before it is missing while older ones are there.
+fn rebuild_texts(
+    revisions: Vec<Revision>,
+    location: &str,
+) -> Result<(Vec<Revision>, Option<Revision>), MemoryError> {
+    let corrupt = |number: u64, reason: String| MemoryError::Corrupt {
+        location: format!("{location}#{number}"),
+        reason,
+    };
+    let mut rebuilt: Vec<Revision> = Vec::with_capacity(revisions.len());
+    let mut unreachable = None;
+    // The number and text of the revision just rebuilt or read.
+    let mut previous: Option<(u64, String)> = None;
+    for mut revision in revisions.into_iter().rev() {
+        if !revision.is_change_only() {
+            previous = Some((revision.number, revision.text.clone().unwrap_or_default()));
+            rebuilt.push(revision);
+            continue;
+        }
+        let base = match &previous {
+            _ if revision.stands_alone() => "",
+            Some((number, text)) if number + 1 == revision.number => text.as_str(),
+            None => {
+                unreachable = Some(revision);
+                continue;
+            }
+            Some((number, _)) => {
+                return Err(corrupt(
+                    revision.number,
+                    format!(
+                        "it is stored as a change, and the revision before it is missing (the one \
+                         kept before it is {number})"
+                    ),
+                ));
+            }
+        };
+        let applied = crate::apply_batch(
+            &revision.document,
+            base,
+            revision.updates.iter().enumerate(),
+            crate::Caps::default(),
+        )
+        .map_err(|err| corrupt(revision.number, format!("its updates do not apply: {err}")))?;
+        if applied.text.len() != revision.bytes_after
+            || sha256_hex(&applied.text) != revision.sha256_after
+        {
+            return Err(corrupt(
+                revision.number,
+                "rebuilt from the revision before it, its text is not the one its sha256_after \
+                 and bytes_after describe"
+                    .to_owned(),
+            ));
+        }
+        previous = Some((revision.number, applied.text.clone()));
+        revision.text = Some(applied.text);
+        rebuilt.push(revision);
+    }
+    rebuilt.reverse();
+    Ok((rebuilt, unreachable))
 }
 
 /// The revision numbered `number` among `history` (newest first, as

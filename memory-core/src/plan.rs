@@ -30,8 +30,8 @@ use crate::context::PLACEHOLDER;
 use crate::update::{Applied, apply_batch};
 use crate::{
     Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
-    MemoryError, MemoryUpdate, PersonalityId, Receipts, Revision, RevisionTip, Store, Surface,
-    UserId, Version, sha256_hex,
+    MemoryError, MemoryUpdate, PersonalityId, Receipts, Retention, Revision, RevisionTip, Store,
+    Surface, UserId, Version, sha256_hex,
 };
 
 /// The updates of one call that target one document, with the call's precondition and caps.
@@ -247,12 +247,15 @@ impl PlannedWrite {
     /// same step as the document): an external one first when the document was changed since
     /// without being recorded (a hand edit), then the write's own. None when it writes nothing.
     /// `version_after` is the version the write produces, `now` the time it is recorded at (a
-    /// backend with a server stamps its own).
+    /// backend with a server stamps its own). The write's own revision carries its text only
+    /// when `retention` makes it a checkpoint ([`Retention::is_checkpoint`]); otherwise its
+    /// updates are its change, and readers rebuild its text ([`crate::raw::rebuild_texts`]).
     pub fn revisions(
         &self,
         tip: &RevisionTip,
         version_after: Version,
         now: SystemTime,
+        retention: &Retention,
     ) -> Vec<Revision> {
         let Some(text) = self.new_text() else {
             return Vec::new();
@@ -279,7 +282,9 @@ impl PlannedWrite {
             idempotency_key: self.key.clone(),
             session: self.origin.session.clone(),
             updates: self.updates.clone(),
-            text: Some(text.to_owned()),
+            text: retention
+                .is_checkpoint(number, before.modified, now)
+                .then(|| text.to_owned()),
         };
         external.into_iter().chain([write]).collect()
     }

@@ -18,7 +18,10 @@ pub use crate::document::{
     format_utc_millis, from_signed_unix_millis, sha256_hex, shown_unix_millis, signed_unix_millis,
     unix_millis,
 };
-pub use crate::history::{RevisionTip, history_view, revision_to_restore, text_after};
+pub use crate::history::{
+    CHECKPOINT_EVERY_MOST, RevisionTip, droppable, history_view, kept_revisions,
+    revision_to_restore, text_after,
+};
 pub use crate::idempotency::{RECEIPTS_KEPT, Receipts, SYNC_SENDS};
 pub use crate::plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
 pub use crate::prefetch::{render, truncate_keeping_tail};

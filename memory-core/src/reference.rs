@@ -155,7 +155,12 @@ impl MemoryProvider for InMemoryProvider {
                 let now = SystemTime::now();
                 if self.retention.is_on() {
                     let tip = documents.tip(id);
-                    let revisions = write.revisions(&tip, Version::new(next.to_string()), now);
+                    let mut revisions =
+                        write.revisions(&tip, Version::new(next.to_string()), now, &self.retention);
+                    // The model keeps every text whole; stores keep changes between checkpoints.
+                    if let Some(own) = revisions.last_mut() {
+                        own.text = Some(text.to_owned());
+                    }
                     let history = documents.histories.entry(id.clone()).or_default();
                     history.extend(revisions);
                     self.prune(history, now);
@@ -205,6 +210,7 @@ impl MemoryProvider for InMemoryProvider {
             &current,
             limit,
             SystemTime::now(),
+            &self.retention,
         ))
     }
 

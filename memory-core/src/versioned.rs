@@ -12,7 +12,8 @@ use crate::{
     CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Document, DocumentId, EventBus, Fetched,
     IdempotencyKey, Identity, IdentityMap, IfMatch, LONGEST_DEADLINE, MemoryContext, MemoryError,
     MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Receipts, Retention, Revision,
-    Store, Subscription, Surface, SyncReport, UserId, Version, history_view, sha256_hex,
+    Store, Subscription, Surface, SyncReport, UserId, Version, history_view, kept_revisions,
+    sha256_hex,
 };
 
 /// A document's history as a store read it: what [`VersionedStore::history`] returns.
@@ -27,6 +28,9 @@ pub struct StoredHistory {
     pub recorded: Vec<Revision>,
     /// The store's clock at the read (the server's, where there is one), for the age rule.
     pub now: SystemTime,
+    /// Where the revisions are kept (a table, a key), as a `Corrupt` error names a revision
+    /// that cannot be rebuilt: `<location>#<number>`.
+    pub location: String,
 }
 
 /// The calls that touch storage, for a store with a version counter per document. Together
@@ -301,41 +305,50 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let StoredHistory {
-            current,
-            recorded,
-            now,
-        } = self
-            .within_deadline(
+        let read = |limit| {
+            self.within_deadline(
                 || document.to_string(),
                 "",
                 self.store.history(document, limit),
             )
-            .await?;
+        };
+        let mut stored = read(limit).await?;
+        // The oldest read is a change whose base is older still: read back to it.
+        if limit != usize::MAX
+            && stored
+                .recorded
+                .last()
+                .is_some_and(|oldest| !oldest.stands_alone())
+        {
+            stored = read(usize::MAX).await?;
+        }
+        let StoredHistory {
+            current,
+            recorded,
+            now,
+            location,
+        } = stored;
         if let Some(pair) = recorded
             .windows(2)
             .find(|pair| pair[0].number <= pair[1].number)
         {
             return Err(MemoryError::Corrupt {
-                location: current.document.location.clone(),
+                location: location.clone(),
                 reason: format!(
                     "its history has revision {} after revision {}: numbers must fall, newest first",
                     pair[1].number, pair[0].number
                 ),
             });
         }
-        let tip = current.tip.number;
         let retention = self.settings.retention;
-        let kept: Vec<Revision> = recorded
-            .into_iter()
-            .filter(|revision| !retention.prunes(revision.number, revision.time, tip, now))
-            .collect();
+        let kept = kept_revisions(recorded, current.tip.number, now, &retention, &location)?;
         Ok(history_view(
             kept,
             &current.tip,
             &current.document,
             limit,
             now,
+            &retention,
         ))
     }
 

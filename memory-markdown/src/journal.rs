@@ -8,6 +8,13 @@
 //! through. A writer killed mid-append leaves a last line without its newline: ignored and cut
 //! off the same way.
 //!
+//! A revision's line holds its whole text only at checkpoints (every `keep`th, at most every
+//! 100th, and hand edits); between them a line holds the updates the write applied, and
+//! `history` rebuilds the text from the checkpoint before it. A write reads only the head of
+//! the last line (never a text), and the journal is rewritten every `keep / 2` revisions from
+//! the newest base at or below the oldest revision the retention keeps: a copy of the bytes
+//! from there on, without parsing the texts.
+//!
 //! Appends are not flushed to disk: a second fsync per write would cost 20% to 200% of a write's
 //! p50 (measured over 200 adds; under 7% without it). After a power loss the document (which is
 //! flushed) may be ahead of the journal; the next write then records the difference as an
@@ -21,8 +28,9 @@ use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use memory_core::raw::{RevisionTip, sha256_hex};
+use memory_core::raw::{RevisionTip, droppable, from_signed_unix_millis, sha256_hex};
 use memory_core::{Document, DocumentId, MemoryError, Retention, Revision, Version};
+use serde::Deserialize;
 
 use crate::files;
 
@@ -66,7 +74,7 @@ pub(crate) struct Journal {
     /// Open for reading, when it exists.
     file: Option<File>,
     /// Its newest landed revision.
-    last: Option<Revision>,
+    last: Option<Head>,
     /// Where the newest landed revision's line starts (0: it is the only one).
     last_start: u64,
     /// Where the whole, landed revisions end: the rest (a torn line, a revision whose write
@@ -110,8 +118,14 @@ impl Journal {
             last_line(&mut file, end).map_err(|err| files::io_error(&journal.path, err))?
         {
             let place = format!("the line at byte {start}");
-            let revision = parse_line(&journal.path, id, &line, &place)?;
-            if never_landed(&revision, sha256, current.modified) {
+            let revision = parse_head(&journal.path, id, &line, &place)?;
+            if never_landed(
+                &revision.sha256_before,
+                &revision.sha256_after,
+                revision.time,
+                sha256,
+                current.modified,
+            ) {
                 end = start;
                 continue;
             }
@@ -126,14 +140,22 @@ impl Journal {
 
     /// What the next revision builds on.
     pub(crate) fn tip(&self) -> RevisionTip {
-        self.last.as_ref().map_or_else(empty_tip, RevisionTip::of)
+        self.last
+            .as_ref()
+            .map_or_else(empty_tip, |last| RevisionTip {
+                number: last.number,
+                version_after: last.version_after.clone(),
+                sha256_after: last.sha256_after.clone(),
+                bytes_after: last.bytes_after,
+            })
     }
 
     /// Records `revisions` (the write's, from `PlannedWrite::revisions` on [`Journal::tip`])
     /// before the write renames its document in: one append, after cutting off what did not
-    /// land. When the journal holds more than `keep + keep / 2` revisions, or its oldest is
-    /// half as old again as `max_age`, it is rewritten with only what `retention` keeps, so a
-    /// write appends a few lines on average however long the history.
+    /// land. Every `keep / 2` revisions (when the numbers cross a multiple of it) the journal is
+    /// rewritten from the newest base at or below the oldest revision `retention` keeps, so a
+    /// write appends a few lines on average however long the history, and a rewrite copies
+    /// the kept lines' bytes without parsing their texts.
     ///
     /// # Errors
     /// `Unavailable` when the journal cannot be written; `Corrupt` when a rewrite finds a line
@@ -144,14 +166,23 @@ impl Journal {
         retention: Retention,
         now: SystemTime,
     ) -> Result<(), MemoryError> {
-        let Some(newest) = revisions.last() else {
+        let (Some(arriving), Some(newest)) = (revisions.first(), revisions.last()) else {
             return Ok(());
         };
-        if self.prune_due(revisions, retention, now)? {
-            let mut kept = self.read_landed()?;
-            kept.extend_from_slice(revisions);
-            kept.retain(|r| !retention.prunes(r.number, r.time, newest.number, now));
-            return files::replace(&self.path, &lines(&self.path, &kept)?);
+        let every = u64::try_from(retention.keep / 2).unwrap_or(u64::MAX).max(1);
+        let periodic = (arriving.number - 1) / every != newest.number / every;
+        // By age once the oldest line is half as old again as the limit: after a rewrite the
+        // oldest is at most that old (see `Retention::is_checkpoint`), so a line is rewritten
+        // a few times in its life, not on every write.
+        let stale = retention.max_age.is_some_and(|age| {
+            self.oldest_time().is_some_and(|oldest| {
+                now.duration_since(oldest)
+                    .is_ok_and(|since| since > age.saturating_add(age / 2))
+            })
+        });
+        if periodic || stale {
+            let text = self.rewritten(revisions, retention, now)?;
+            return files::replace(&self.path, &text);
         }
         let io = |err| files::io_error(&self.path, err);
         let mut file = files::private_file()
@@ -167,60 +198,55 @@ impl Journal {
             .map_err(io)
     }
 
-    /// Whether the journal, with `revisions` appended, holds more than the retention keeps by
-    /// enough to rewrite it. Reads the oldest line only when the count or age could tell.
-    fn prune_due(
+    /// The journal with `arriving` recorded, from the newest base at or below the oldest
+    /// revision `retention` keeps (see `droppable`): the landed lines' bytes from there on,
+    /// read by their heads only, and the arriving ones.
+    fn rewritten(
         &mut self,
-        revisions: &[Revision],
+        arriving: &[Revision],
         retention: Retention,
         now: SystemTime,
-    ) -> Result<bool, MemoryError> {
-        let (Some(newest), Some(arriving)) = (revisions.last(), revisions.first()) else {
-            return Ok(false);
-        };
-        let keep = u64::try_from(retention.keep).unwrap_or(u64::MAX);
-        let most = keep.saturating_add(keep / 2);
-        // Numbers start at 1, so the count is at most the newest number.
-        if newest.number <= most && retention.max_age.is_none() {
-            return Ok(false);
-        }
-        let (first_number, first_time) = match (&self.last, self.last_start) {
-            (Some(last), 0) => (last.number, last.time),
-            (Some(_), _) => {
-                let first = self.first()?;
-                (first.number, first.time)
-            }
-            (None, _) => (arriving.number, arriving.time),
-        };
-        let count = (newest.number + 1).saturating_sub(first_number);
-        // By age only once the oldest is half as old again as the limit: after a rewrite all
-        // are younger than it, so the next comes max_age / 2 later at the soonest, and a
-        // revision is rewritten a few times in its life, not on every write.
-        let stale = retention.max_age.is_some_and(|age| {
-            now.duration_since(first_time)
-                .is_ok_and(|since| since > age.saturating_add(age / 2))
-        });
-        Ok(count > most || stale)
-    }
-
-    /// The oldest revision, from the journal's first line (the journal holds more than one).
-    fn first(&mut self) -> Result<Revision, MemoryError> {
-        let bytes = match self.file.as_mut() {
-            Some(file) => first_line(file, self.end),
-            None => Ok(Vec::new()),
-        };
-        let line = bytes.map_err(|err| files::io_error(&self.path, err))?;
-        parse_line(&self.path, &self.document, &line, "line 1")
-    }
-
-    /// Every whole, landed revision, oldest first, read in full; none without a journal.
-    fn read_landed(&mut self) -> Result<Vec<Revision>, MemoryError> {
+    ) -> Result<String, MemoryError> {
         let bytes = match self.file.as_mut() {
             Some(file) => read_range(file, 0, self.end),
             None => Ok(Vec::new()),
         };
         let bytes = bytes.map_err(|err| files::io_error(&self.path, err))?;
-        parse_all(&self.path, &self.document, &bytes)
+        let landed: Vec<&[u8]> = bytes.split_inclusive(|byte| *byte == b'\n').collect();
+        let mut heads = Vec::with_capacity(landed.len() + arriving.len());
+        for (index, line) in landed.iter().enumerate() {
+            let place = format!("line {}", index + 1);
+            let head = parse_head(&self.path, &self.document, line.trim_ascii_end(), &place)?;
+            heads.push((head.number, head.time, head.is_base()));
+        }
+        heads.extend(arriving.iter().map(|r| (r.number, r.time, r.is_base())));
+        let tip = heads.last().map_or(0, |(number, ..)| *number);
+        let dropped = droppable(heads, tip, now, &retention);
+        let kept_landed = landed.get(dropped..).unwrap_or_default().concat();
+        let mut text = String::from_utf8(kept_landed).map_err(|_| MemoryError::Corrupt {
+            location: self.path.display().to_string(),
+            reason: "it is not UTF-8".to_owned(),
+        })?;
+        let from = dropped.saturating_sub(landed.len());
+        text.push_str(&lines(&self.path, &arriving[from.min(arriving.len())..])?);
+        Ok(text)
+    }
+
+    /// The time of the journal's oldest revision, from the head of its first line (a few KB,
+    /// never a text); `None` without a journal, or when the head does not tell.
+    fn oldest_time(&mut self) -> Option<SystemTime> {
+        const HEAD: u64 = 4 * 1024;
+        let head = read_range(self.file.as_mut()?, 0, self.end.min(HEAD)).ok()?;
+        let at = head.windows(7).position(|window| window == b"\"time\":")? + 7;
+        let digits: Vec<u8> = head[at..]
+            .iter()
+            .copied()
+            .enumerate()
+            .take_while(|(index, byte)| byte.is_ascii_digit() || (*index == 0 && *byte == b'-'))
+            .map(|(_, byte)| byte)
+            .collect();
+        let millis: i64 = std::str::from_utf8(&digits).ok()?.parse().ok()?;
+        Some(from_signed_unix_millis(millis))
     }
 }
 
@@ -254,12 +280,18 @@ fn text_sha256(document: &Document) -> &str {
 /// edit that put the text back afterwards (an editor's undo, a `git checkout`), which is a
 /// change of its own. A missing document has no time; a first write that never landed is far
 /// likelier there than a document deleted by hand.
-fn never_landed(tip: &Revision, sha256: &str, modified: Option<SystemTime>) -> bool {
+fn never_landed(
+    tip_sha256_before: &str,
+    tip_sha256_after: &str,
+    tip_time: SystemTime,
+    sha256: &str,
+    modified: Option<SystemTime>,
+) -> bool {
     // Recorded times are whole milliseconds, rounded down: the document's time, from just
     // before the tip, can be up to a millisecond past it.
-    let landed_after = tip.time.checked_add(Duration::from_millis(1));
-    tip.sha256_before == sha256
-        && tip.sha256_after != sha256
+    let landed_after = tip_time.checked_add(Duration::from_millis(1));
+    tip_sha256_before == sha256
+        && tip_sha256_after != sha256
         && modified.is_none_or(|modified| landed_after.is_none_or(|after| modified < after))
 }
 
@@ -286,6 +318,68 @@ fn parse_line(
         )));
     }
     Ok(revision)
+}
+
+/// A journal line's head: what a write needs of a revision, read without its text (which
+/// serde skips over rather than copies) or its updates.
+#[derive(serde::Deserialize)]
+struct Head {
+    number: u64,
+    document: DocumentId,
+    version_after: Version,
+    sha256_before: String,
+    sha256_after: String,
+    bytes_after: usize,
+    #[serde(deserialize_with = "stored_time")]
+    time: SystemTime,
+    #[serde(default)]
+    updates: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    text: Option<serde::de::IgnoredAny>,
+}
+
+impl Head {
+    /// Whether the revisions after it can be rebuilt from it alone (see
+    /// `Revision::is_base`): it has its text, is a tombstone, or is the first.
+    fn is_base(&self) -> bool {
+        self.text.is_some() || self.updates.is_none() || self.number == 1
+    }
+}
+
+/// A revision's time as the journal stores it (see `Revision`'s serde form): milliseconds
+/// from the Unix epoch, negative before it.
+fn stored_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+    let millis = serde_json::Number::deserialize(d)?;
+    let millis = millis
+        .as_i64()
+        .or_else(|| millis.as_u64().map(|_| i64::MAX))
+        .ok_or_else(|| serde::de::Error::custom("a time in milliseconds since the Unix epoch"))?;
+    Ok(from_signed_unix_millis(millis))
+}
+
+/// The head of one revision of `document`, from a journal line; checked as `parse_line`
+/// checks a whole one.
+fn parse_head(
+    path: &Path,
+    document: &DocumentId,
+    line: &[u8],
+    place: &str,
+) -> Result<Head, MemoryError> {
+    let corrupt = |reason: String| MemoryError::Corrupt {
+        location: path.display().to_string(),
+        reason: format!("{place} is not a revision of {document}: {reason}"),
+    };
+    let head: Head = serde_json::from_slice(line).map_err(|err| corrupt(err.to_string()))?;
+    if head.document != *document {
+        return Err(corrupt(format!("it is one of {}", head.document)));
+    }
+    if !(1..=MAX_NUMBER).contains(&head.number) {
+        return Err(corrupt(format!(
+            "its number {} is not between 1 and {MAX_NUMBER}",
+            head.number
+        )));
+    }
+    Ok(head)
 }
 
 /// Every revision in `bytes` (a journal's whole lines, or more), oldest first, checked to be
@@ -375,23 +469,6 @@ fn last_line(file: &mut File, len: u64) -> io::Result<Option<(u64, u64, Vec<u8>)
     }
 }
 
-/// The first line among the first `len` bytes of `file`, which hold a newline, without it.
-fn first_line(file: &mut File, len: u64) -> io::Result<Vec<u8>> {
-    let mut chunk = TAIL;
-    loop {
-        let to = chunk.min(len);
-        let mut bytes = read_range(file, 0, to)?;
-        if let Some(newline) = bytes.iter().position(|byte| *byte == b'\n') {
-            bytes.truncate(newline);
-            return Ok(bytes);
-        }
-        if to == len {
-            return Ok(bytes);
-        }
-        chunk = chunk.saturating_mul(2);
-    }
-}
-
 /// The whole, landed revisions of the document at `document` (which holds `current`), oldest
 /// first: without a torn last line, and without a tip whose write never landed.
 pub(crate) fn read_landed(
@@ -406,10 +483,15 @@ pub(crate) fn read_landed(
     let bytes = read_range(&mut file, 0, len).map_err(|err| files::io_error(&path, err))?;
     let mut revisions = parse_all(&path, id, &bytes)?;
     let sha256 = text_sha256(current);
-    while revisions
-        .last()
-        .is_some_and(|tip| never_landed(tip, sha256, current.modified))
-    {
+    while revisions.last().is_some_and(|tip| {
+        never_landed(
+            &tip.sha256_before,
+            &tip.sha256_after,
+            tip.time,
+            sha256,
+            current.modified,
+        )
+    }) {
         revisions.pop();
     }
     Ok(revisions)

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use memory_core::raw::{
-    DocumentBatch, EventBus, Planned, Receipts, RevisionTip, history_view, sha256_hex,
+    DocumentBatch, EventBus, Planned, Receipts, RevisionTip, history_view, kept_revisions,
+    sha256_hex,
 };
 use memory_core::{
     Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, SyncReport, Version,
@@ -111,7 +112,7 @@ pub(crate) fn sync(
                 match journal {
                     Some(journal) => {
                         let now = journal::now();
-                        let revisions = write.revisions(&journal.tip(), version, now);
+                        let revisions = write.revisions(&journal.tip(), version, now, &retention);
                         journal.record(&revisions, retention, now).map_err(landed)?;
                     }
                     // History off keeps none, not even what an earlier configuration recorded.
@@ -187,6 +188,7 @@ pub(crate) fn history(
             &current,
             limit,
             now,
+            &retention,
         ));
     }
     let mut attempt = 1;
@@ -203,13 +205,16 @@ pub(crate) fn history(
     let tip = landed
         .last()
         .map_or_else(journal::empty_tip, RevisionTip::of);
-    let kept = landed
-        .into_iter()
-        .rev()
-        .filter(|r| !retention.prunes(r.number, r.time, tip.number, now))
-        .take(limit)
-        .collect();
-    Ok(history_view(kept, &tip, &current, limit, now))
+    let location = journal::path(&document).display().to_string();
+    let mut kept = kept_revisions(
+        landed.into_iter().rev().collect(),
+        tip.number,
+        now,
+        &retention,
+        &location,
+    )?;
+    kept.truncate(limit);
+    Ok(history_view(kept, &tip, &current, limit, now, &retention))
 }
 
 /// Erases the document `id` under `root`: its file, its receipts, its journal and the
@@ -260,16 +265,8 @@ pub(crate) fn purge(
     let tip = landed
         .last()
         .map_or_else(journal::empty_tip, RevisionTip::of);
-    // As `history` counted them: the ones the retention keeps (with history off, every line an
-    // earlier configuration left).
-    purged.revisions = if retention.is_on() {
-        landed
-            .iter()
-            .filter(|r| !retention.prunes(r.number, r.time, tip.number, now))
-            .count()
-    } else {
-        landed.len()
-    };
+    purged.revisions =
+        retention.count_kept(landed.iter().map(|r| (r.number, r.time)), tip.number, now);
     purged.bytes = stored.as_ref().map_or(0, |(bytes, _)| bytes.len());
     purged.tombstone = retention
         .leaves_tombstone(stored.is_some(), landed.len())

@@ -118,12 +118,21 @@ async fn the_journal_is_one_json_revision_a_line() {
     assert_eq!(parsed[0]["number"], 1);
     assert_eq!(parsed[0]["surface"], "cli");
     assert_eq!(parsed[0]["idempotency_key"], "k1");
-    assert_eq!(parsed[0]["text"], "Likes tea.\nMultiline.\n");
+    // Between checkpoints a line holds its change, the updates, and no text.
+    assert_eq!(parsed[0]["text"], serde_json::Value::Null);
+    assert_eq!(parsed[0]["updates"][0]["action"], "add");
     assert_eq!(parsed[1]["number"], 2);
     assert_eq!(parsed[1]["surface"], "api");
+    assert_eq!(parsed[1]["updates"][0]["content"], "Flies Friday.");
+    assert_eq!(parsed[1]["text"], serde_json::Value::Null);
+    // History rebuilds the texts from them.
     assert_eq!(
-        parsed[1]["text"],
-        fs::read_to_string(provider.path(&memory())).unwrap()
+        history(&provider).await[0].text.as_deref(),
+        Some(
+            fs::read_to_string(provider.path(&memory()))
+                .unwrap()
+                .as_str()
+        )
     );
     let time = parsed[1]["time"]
         .as_u64()
@@ -137,14 +146,29 @@ async fn the_journal_is_one_json_revision_a_line() {
         fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    // What the journal says is what `history` gives, newest first.
+    // What the journal says is what `history` gives, newest first, with the texts rebuilt.
     let log = history(&provider).await;
     let from_file: Vec<Revision> = lines
         .iter()
         .rev()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert_eq!(log, from_file);
+    let without_texts: Vec<Revision> = log
+        .iter()
+        .cloned()
+        .map(|mut revision| {
+            revision.text = None;
+            revision
+        })
+        .collect();
+    assert_eq!(without_texts, from_file);
+    assert_eq!(
+        log.iter().map(|r| r.text.as_deref()).collect::<Vec<_>>(),
+        [
+            Some("Likes tea.\nMultiline.\n\nFlies Friday.\n"),
+            Some("Likes tea.\nMultiline.\n")
+        ]
+    );
 }
 
 /// Killed after appending to the journal, before renaming the document in: the revision
@@ -412,9 +436,11 @@ async fn a_directory_for_a_journal_is_corrupt() {
     );
 }
 
-/// Pruning rewrites the journal only now and then, so a write appends a line or two on
-/// average; the journal never holds more than `keep + keep / 2` revisions, and `history`
-/// shows exactly the newest `keep`.
+/// Pruning rewrites the journal only every `keep / 2` revisions, so a write appends a line or
+/// two on average; the journal holds the newest `keep`, the changes back to the checkpoint
+/// they are rebuilt from (at most `keep - 1` more: a checkpoint every `keep`) and what came
+/// since the last rewrite (at most `keep / 2 - 1`), and `history` shows exactly the newest
+/// `keep`.
 #[tokio::test]
 async fn pruning_is_amortised_and_bounded() {
     for keep in [1, 2, 4, 7] {
@@ -425,9 +451,10 @@ async fn pruning_is_amortised_and_bounded() {
         for i in 1..=30u64 {
             add(&provider, &format!("entry {i}")).await;
             let lines = journal_lines(&journal).len();
+            let bound = keep + (keep - 1) + (keep / 2).max(1) - 1;
             assert!(
-                lines <= keep + keep / 2,
-                "keep {keep}: {lines} lines after write {i}"
+                lines <= bound,
+                "keep {keep}: {lines} lines after write {i}, at most {bound}"
             );
             most = most.max(lines);
             let numbers: Vec<u64> = history(&provider).await.iter().map(|r| r.number).collect();
@@ -438,10 +465,9 @@ async fn pruning_is_amortised_and_bounded() {
                 "keep {keep}: exactly the newest after write {i}"
             );
         }
-        assert_eq!(
-            most,
-            keep + keep / 2,
-            "keep {keep}: rewritten only past the slack"
+        assert!(
+            most > keep || keep == 1,
+            "keep {keep}: rewritten only now and then ({most} lines at most)"
         );
     }
 }
@@ -463,7 +489,8 @@ async fn keeping_one_keeps_the_newest_of_a_write_and_the_hand_edit_before_it() {
 }
 
 /// With `max_age`, revisions older than it are not shown, and a journal whose oldest line is
-/// well past it is rewritten without them on the next write; the newest always stays.
+/// well past it is rewritten on the next write without what the kept ones are not rebuilt
+/// from; the newest always stays.
 #[tokio::test]
 async fn revisions_past_the_age_limit_are_pruned() {
     let day = Duration::from_secs(86_400);
@@ -484,6 +511,15 @@ async fn revisions_past_the_age_limit_are_pruned() {
         })
         .collect();
     fs::write(&journal, aged).unwrap();
+    // And the document, last written then.
+    let file = provider.path(&memory());
+    let written = fs::metadata(&file).unwrap().modified().unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(written - 10 * day)
+        .unwrap();
 
     let numbers = |log: Vec<Revision>| log.iter().map(|r| r.number).collect::<Vec<_>>();
     assert_eq!(numbers(history(&provider).await), [3], "the tip stays");
@@ -493,6 +529,8 @@ async fn revisions_past_the_age_limit_are_pruned() {
         [4],
         "3 is old and no longer the tip"
     );
+    // Revision 4 is a checkpoint (the first write of a new half of the age limit), so it is
+    // rebuilt from nothing older: the old lines are gone.
     assert_eq!(journal_lines(&journal).len(), 1, "the old lines are gone");
 }
 
@@ -686,4 +724,76 @@ async fn history_read_during_writes_is_consistent() {
     writer.await.unwrap();
     assert!(reads > 0);
     assert_eq!(history(&provider).await.len(), 100);
+}
+
+/// Between checkpoints a journal line holds its change (its updates) and no text; a purge
+/// erases checkpoints and changes alike: the journal then holds only the tombstone.
+#[tokio::test]
+async fn purge_erases_checkpoints_and_changes_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
+    for secret in [
+        "Secret one.",
+        "Secret two.",
+        "Secret three.",
+        "Secret four.",
+    ] {
+        add(&provider, secret).await;
+    }
+    let journal = provider.history_path(&memory());
+    let shapes: Vec<(u64, bool)> = journal_lines(&journal)
+        .iter()
+        .map(|line| {
+            let revision: Revision = serde_json::from_str(line).unwrap();
+            (revision.number, revision.text.is_some())
+        })
+        .collect();
+    assert_eq!(
+        shapes,
+        [(1, false), (2, false), (3, true), (4, false)],
+        "a checkpoint every 3: 3 whole, the others their changes, 1 the base of 2"
+    );
+    assert!(journal_lines(&journal)[3].contains("Secret four."));
+
+    let purged = provider.purge(&memory(), Surface::Cli).await.unwrap();
+    assert_eq!(purged.revisions, 3, "the kept ones");
+    let lines = journal_lines(&journal);
+    assert_eq!(lines.len(), 1);
+    assert!(!lines[0].contains("Secret"), "{lines:?}");
+    let tombstone: Revision = serde_json::from_str(&lines[0]).unwrap();
+    assert!(tombstone.is_tombstone() && tombstone.number == 5);
+}
+
+/// A change whose updates were altered by hand no longer makes the text its hash records:
+/// history reads `Corrupt` naming the journal and that revision, while the document reads and
+/// the write path (which reads only the journal's last line) goes on.
+#[tokio::test]
+async fn a_damaged_chain_is_corrupt_naming_the_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(5));
+    for entry in ["One.", "Two.", "Three.", "Four."] {
+        add(&provider, entry).await;
+    }
+    let journal = provider.history_path(&memory());
+    let bytes = fs::read_to_string(&journal).unwrap();
+    fs::write(&journal, bytes.replacen("Three.", "Tree.", 1)).unwrap();
+
+    let err = provider.history(&memory(), 10).await.unwrap_err();
+    match &err {
+        MemoryError::Corrupt { location, reason } => {
+            assert_eq!(location, &format!("{}#3", journal.display()));
+            assert!(reason.contains("sha256_after"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    add(&provider, "Five.").await;
+    assert_eq!(
+        provider.read(&memory()).await.unwrap().text,
+        "One.\n\nTwo.\n\nThree.\n\nFour.\n\nFive.\n"
+    );
+    let revert = provider.revert(&ctx(), Store::Memory, 2, None).await;
+    assert!(
+        matches!(revert, Err(MemoryError::Corrupt { .. })),
+        "{revert:?}"
+    );
 }

@@ -287,11 +287,13 @@ fn on_disk(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
-/// `err` is `Corrupt` at `path`, saying so in its message.
+/// `err` is `Corrupt` at `path` (a journal's naming the revision, `<path>#<number>`), saying
+/// so in its message.
 fn check_corrupt(err: &MemoryError, path: &Path) -> Result<(), TestCaseError> {
     let location = path.display().to_string();
+    let at = |l: &str| l == location || l.starts_with(&format!("{location}#"));
     prop_assert!(
-        matches!(err, MemoryError::Corrupt { location: l, reason } if *l == location && !reason.trim().is_empty()),
+        matches!(err, MemoryError::Corrupt { location: l, reason } if at(l) && !reason.trim().is_empty()),
         "expected Corrupt at {location}, got {err:?}"
     );
     prop_assert!(err.to_string().contains(&location), "{err}");
@@ -640,24 +642,59 @@ fn mutate(mut bytes: Vec<u8>, mutation: &Mutation) -> Vec<u8> {
 }
 
 /// Whether the whole lines of `bytes` (up to its last newline: what follows is a torn append)
-/// are revisions of `document`, numbered one after another: the journal a reader accepts.
+/// are revisions of `document`, numbered one after another: the journal a purge accepts (and
+/// erases, whether its changes can be rebuilt or not).
 fn is_ours(bytes: &[u8], document: &DocumentId) -> bool {
+    is_history(bytes, document, false)
+}
+
+/// [`is_ours`], and with `rebuilt` each line without a text (a change between checkpoints)
+/// making the text its size and hash say from the line before it: the journal `history`
+/// accepts.
+fn is_history(bytes: &[u8], document: &DocumentId, rebuilt: bool) -> bool {
     let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
         return true;
     };
-    let mut previous: Option<u64> = None;
+    let mut previous: Option<(u64, String)> = None;
     for line in bytes[..end].split(|b| *b == b'\n') {
         let Ok(revision) = serde_json::from_slice::<memory_core::Revision>(line) else {
             return false;
         };
-        let in_order = previous.is_none_or(|p| revision.number == p + 1);
+        let in_order = previous
+            .as_ref()
+            .is_none_or(|(number, _)| revision.number == number + 1);
         if revision.document != *document
             || !(1..=MAX_NUMBER).contains(&revision.number)
             || !in_order
         {
             return false;
         }
-        previous = Some(revision.number);
+        let text = match &revision.text {
+            Some(text) => text.clone(),
+            None if revision.updates.is_empty() || !rebuilt => String::new(),
+            None => {
+                let before = match (&previous, revision.updates.first()) {
+                    (_, Some(MemoryUpdate::Replace { .. })) => String::new(),
+                    _ if revision.number == 1 => String::new(),
+                    (Some((_, text)), _) => text.clone(),
+                    // No line before to rebuild from: only an older base would do.
+                    (None, _) => return false,
+                };
+                let updates = revision.updates.iter().enumerate();
+                let Ok(applied) =
+                    memory_core::raw::apply_batch(document, &before, updates, Default::default())
+                else {
+                    return false;
+                };
+                if applied.text.len() != revision.bytes_after
+                    || memory_core::raw::sha256_hex(&applied.text) != revision.sha256_after
+                {
+                    return false;
+                }
+                applied.text
+            }
+        };
+        previous = Some((revision.number, text));
     }
     true
 }
@@ -678,7 +715,10 @@ async fn check_journal(mutation: Mutation) -> Result<(), TestCaseError> {
     let text = std::fs::read(&path).unwrap();
     let ours = is_ours(&bytes, &document);
 
-    match (provider.history(&document, usize::MAX).await, ours) {
+    match (
+        provider.history(&document, usize::MAX).await,
+        is_history(&bytes, &document, true),
+    ) {
         (Ok(log), true) => {
             for pair in log.windows(2) {
                 prop_assert_eq!(pair[0].number, pair[1].number + 1);

@@ -615,6 +615,7 @@ impl PostgresStore {
                 .map(|row| self.revision(document, row))
                 .collect::<Result<_, _>>()?,
             now,
+            location: self.history_location(document),
         })
     }
 
@@ -664,8 +665,13 @@ impl PostgresStore {
             .await
             .map_err(|err| self.history_error(err))?;
         let tip = self.tip(document, erased.tip)?;
-        let revisions = stored_count(erased.count, "count", || self.history_location(document))?;
         let now = from_signed_unix_millis(erased.now);
+        let mut stored = Vec::with_capacity(erased.numbers.len());
+        for (number, time) in erased.numbers.into_iter().zip(erased.times) {
+            let number = stored_count(number, "number", || self.history_location(document))?;
+            stored.push((number, from_signed_unix_millis(time)));
+        }
+        let revisions = retention.count_kept(stored, tip.number, now);
         let tombstone = retention
             .leaves_tombstone(erased_text.is_some(), revisions)
             .then(|| Revision::tombstone(document, &tip, Version::new("0"), surface, now));
@@ -1089,6 +1095,9 @@ struct WriteBinds<'a> {
     first: Vec<i64>,
     tip: Vec<i64>,
     oldest: Vec<i64>,
+    /// Per document: the newest of its revisions stored whole (`Revision::is_base`), 0 for
+    /// none, which pruning may start from though the statement cannot see it yet.
+    base: Vec<i64>,
     revisions: RevisionColumns<'a>,
     max_age_ms: Option<i64>,
 }
@@ -1129,6 +1138,13 @@ impl<'a> WriteBinds<'a> {
                 .iter()
                 .map(|w| to_i64(retention.oldest_kept(numbers(w).1)))
                 .collect(),
+            base: writes
+                .iter()
+                .map(|w| {
+                    let bases = w.revisions.iter().filter(|r| r.is_base());
+                    to_i64(bases.map(|r| r.number).max().unwrap_or(0))
+                })
+                .collect(),
             revisions: RevisionColumns::of(writes)?,
             max_age_ms: retention
                 .max_age
@@ -1148,7 +1164,8 @@ impl<'a> WriteBinds<'a> {
             .bind(&self.first)
             .bind(&self.tip)
             .bind(&self.oldest)
-            .bind(&self.expected_texts);
+            .bind(&self.expected_texts)
+            .bind(&self.base);
         self.revisions.bind(query).bind(self.max_age_ms)
     }
 }
@@ -1199,10 +1216,12 @@ struct TipColumns {
     tip_bytes: Option<i64>,
 }
 
-/// What [`Statements::purge_history`] erased: how many revisions, the newest of them.
+/// What [`Statements::purge_history`] erased: each revision's number and time (milliseconds
+/// since the Unix epoch), in the same order, and the newest of them.
 #[derive(sqlx::FromRow)]
 struct ErasedRow {
-    count: i64,
+    numbers: Vec<i64>,
+    times: Vec<i64>,
     #[sqlx(flatten)]
     tip: TipColumns,
     now: i64,
@@ -1465,17 +1484,18 @@ impl Statements {
                WHERE n.kind = w.kind AND n.owner = w.owner AND n.number >= w.first))"
         );
         // select: (kind, owner); write: (kind, owner, content, expected, sha256, receipts,
-        // first, tip, oldest, expected_text), then the history table's columns as
+        // first, tip, oldest, expected_text, base), then the history table's columns as
         // RevisionColumns has them, then the age limit.
         let documents = unnest(1, &["text", "text"]);
         let writes = unnest(
             1,
             &[
                 "text", "text", "text", "int8", "text", "text", "int8", "int8", "int8", "text",
+                "int8",
             ],
         );
         let revisions = unnest(
-            11,
+            12,
             &[
                 "text", "text", "int8", "text", "text", "text", "text", "int8", "int8", "text",
                 "text", "text", "text", "text", "text", "text",
@@ -1521,7 +1541,15 @@ impl Statements {
             // takes it, in this schema) or its row's lock. Each is tried, not waited for, and
             // let go when the statement ends; only a hold that timed out asks.
             held_by_others: format!(
-                "SELECT w.position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY                    AS w(kind, owner, position)                  WHERE NOT pg_try_advisory_xact_lock(hashtextextended(                      '{schema}' || '/' || w.kind || '/' || w.owner, 0))                    OR (EXISTS (SELECT FROM {table} AS d                          WHERE d.kind = w.kind AND d.owner = w.owner)                      AND NOT EXISTS (SELECT FROM {table} AS d                          WHERE d.kind = w.kind AND d.owner = w.owner FOR UPDATE SKIP LOCKED))                  ORDER BY w.position LIMIT 1"
+                "SELECT w.position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY \
+                   AS w(kind, owner, position) \
+                 WHERE NOT pg_try_advisory_xact_lock(hashtextextended( \
+                     '{schema}' || '/' || w.kind || '/' || w.owner, 0)) \
+                   OR (EXISTS (SELECT FROM {table} AS d \
+                         WHERE d.kind = w.kind AND d.owner = w.owner) \
+                     AND NOT EXISTS (SELECT FROM {table} AS d \
+                         WHERE d.kind = w.kind AND d.owner = w.owner FOR UPDATE SKIP LOCKED)) \
+                 ORDER BY w.position LIMIT 1"
             )
             .into(),
             select_documents: select("").into(),
@@ -1550,8 +1578,11 @@ impl Statements {
             // row is. A row another writer got to first is neither, and is missing from
             // RETURNING, so its revisions are not recorded either. Then each landed document
             // drops, from its oldest few revisions, the ones its retention no longer keeps
-            // (never the new tip): by count (below `w.oldest`) or by age ($27 milliseconds,
-            // NULL for none), by the server's clock like the revisions' times. `doomed` is
+            // (never the new tip): by count (below `w.oldest`) or by age ($28 milliseconds,
+            // NULL for none), by the server's clock like the revisions' times, and only below
+            // `base`, the newest revision stored whole (a checkpoint, a hand edit, a tombstone,
+            // or the first) at or below the oldest kept, which the kept changes are rebuilt
+            // from (`Revision::is_base`; a change's `content` is NULL). `doomed` is
             // materialized so that the plan starts from those few rows, not from all the
             // document's revisions. A NULL receipts value keeps the stored one. Times are the
             // statement's: in a held write's transaction `now()` is when it began to wait, so
@@ -1560,7 +1591,7 @@ impl Statements {
                 "WITH w AS ( \
                    SELECT * FROM {writes} \
                      AS w(kind, owner, content, expected, sha256, receipts, first, tip, oldest, \
-                          expected_text)), \
+                          expected_text, base)), \
                  free AS ( \
                    SELECT d.kind, d.owner FROM {table} AS d \
                    JOIN w ON d.kind = w.kind AND d.owner = w.owner \
@@ -1600,12 +1631,28 @@ impl Statements {
                    FROM landed AS l \
                    JOIN w ON w.kind = l.kind AND w.owner = l.owner \
                    CROSS JOIN LATERAL ( \
+                     SELECT CASE WHEN $28::int8 IS NULL THEN w.oldest \
+                       ELSE GREATEST(w.oldest, COALESCE( \
+                         (SELECT min(v.number) FROM {history} AS v \
+                          WHERE v.kind = l.kind AND v.owner = l.owner \
+                            AND v.time >= statement_timestamp() \
+                                          - $28::int8 * interval '1 millisecond'), \
+                         w.tip)) END AS number) AS kept \
+                   CROSS JOIN LATERAL ( \
+                     SELECT GREATEST( \
+                       (SELECT max(b.number) FROM {history} AS b \
+                        WHERE b.kind = l.kind AND b.owner = l.owner \
+                          AND b.number <= kept.number \
+                          AND (b.content IS NOT NULL OR b.updates = '[]' OR b.number = 1)), \
+                       CASE WHEN w.base > 0 AND w.base <= kept.number THEN w.base END) \
+                       AS number) AS base \
+                   CROSS JOIN LATERAL ( \
                      SELECT o.kind, o.owner, o.number, o.time FROM {history} AS o \
                      WHERE o.kind = l.kind AND o.owner = l.owner \
                      ORDER BY o.number LIMIT {PRUNE_PER_WRITE}) AS o \
-                   WHERE o.number < w.tip \
+                   WHERE o.number < w.tip AND o.number < base.number \
                      AND (o.number < w.oldest \
-                          OR o.time < statement_timestamp() - $27::int8 * interval '1 millisecond')), \
+                          OR o.time < statement_timestamp() - $28::int8 * interval '1 millisecond')), \
                  pruned AS ( \
                    DELETE FROM {history} AS h USING doomed AS x \
                    WHERE h.kind = x.kind AND h.owner = x.owner AND h.number = x.number) \
@@ -1632,14 +1679,17 @@ impl Statements {
                  VALUES ($1, $2, '', 1, $3) ON CONFLICT (kind, owner) DO NOTHING"
             )
             .into(),
-            // Erases the history (and the row purge_hold may have inserted), returning how
-            // many revisions there were and the newest, which the tombstone numbers on from.
+            // Erases the history (and the row purge_hold may have inserted), returning the
+            // number and time of each revision there was (to count those the retention kept)
+            // and the newest, which the tombstone numbers on from.
             purge_history: format!(
                 "WITH erased AS ( \
                    DELETE FROM {history} WHERE kind = $1 AND owner = $2 \
-                   RETURNING number, version_after, sha256_after, bytes_after), \
+                   RETURNING number, version_after, sha256_after, bytes_after, \
+                     (extract(epoch FROM time) * 1000)::int8 AS ms), \
                  held AS (DELETE FROM {table} WHERE kind = $1 AND owner = $2) \
-                 SELECT (SELECT count(*) FROM erased) AS count, \
+                 SELECT (SELECT coalesce(array_agg(number), '{{}}') FROM erased) AS numbers, \
+                   (SELECT coalesce(array_agg(ms), '{{}}') FROM erased) AS times, \
                    t.number AS tip_number, t.version_after AS tip_version, \
                    t.sha256_after AS tip_sha256, t.bytes_after AS tip_bytes, \
                    (extract(epoch FROM now()) * 1000)::int8 AS now \

@@ -5,11 +5,9 @@
 mod common;
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
-use memory_conformance::history::retention_keeps_the_newest;
 use memory_core::raw::{CasWrite, CompareAndSwap};
 use memory_core::{
     DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Retention, Store, Surface,
@@ -54,18 +52,50 @@ async fn stored_revisions(
     .unwrap()
 }
 
-/// With a retention of 3, history shows the newest 3 and older ones cannot be reverted to; the
-/// table holds no more than that either (pruned by the writes, not only hidden).
+/// With a retention of 3 the table holds the newest 3 and the changes back to the checkpoint
+/// they are rebuilt from (a checkpoint every 3), no more: pruned by the writes, not only
+/// hidden. (What history shows is the suite's `retention_keeps_the_newest_three`.)
 #[tokio::test]
-async fn retention_keeps_the_newest_three() {
+async fn retention_prunes_the_table_back_to_a_checkpoint() {
     let Some((_, schema)) = common::provider().await else {
         return;
     };
-    let p = Arc::new(provider_on(&schema, Retention::keep(3)).await);
-    retention_keeps_the_newest(Arc::clone(&p), 3).await;
+    let p = provider_on(&schema, Retention::keep(3)).await;
+    let c = ctx("ada", "u1");
+    for i in 1..=11 {
+        p.sync(
+            &c,
+            &[MemoryUpdate::add(M, format!("entry {i}"))],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    }
     let mut admin = admin(&schema).await;
-    let document = ctx("ada", "u1").document(M);
+    let document = c.document(M);
+    // 10 and 11 kept with 9 (a checkpoint, kept too): nothing older.
     assert_eq!(stored_revisions(&mut admin, &schema, &document).await, 3);
+    p.sync(&c, &[MemoryUpdate::add(M, "entry 12")], &IfMatch::NONE)
+        .await
+        .unwrap();
+    // 10 to 12 kept, and 9, the checkpoint 10 and 11 are rebuilt from.
+    assert_eq!(stored_revisions(&mut admin, &schema, &document).await, 4);
+    let whole: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT number FROM \"{}\".memory_history WHERE content IS NOT NULL ORDER BY number",
+        schema.schema
+    )))
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(whole, [9, 12], "checkpoints at multiples of 3 only");
+    let shown: Vec<u64> = p
+        .history(&document, usize::MAX)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.number)
+        .collect();
+    assert_eq!(shown, [12, 11, 10]);
 }
 
 /// Revisions (and tombstones) are stamped by the server's clock: a revision's time is the
@@ -427,6 +457,11 @@ async fn stored_revisions_that_are_not_ours_are_corrupt() {
         .unwrap();
     let mut admin = admin(&schema).await;
     let history = format!("\"{}\".memory_history", schema.schema);
+    let updates: String =
+        sqlx::query_scalar(AssertSqlSafe(format!("SELECT updates FROM {history}")))
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
     for (column, value) in [
         ("surface", "'robot'"),
         ("updates", "'not json'"),
@@ -449,15 +484,18 @@ async fn stored_revisions_that_are_not_ours_are_corrupt() {
         );
         let revert = p.revert(&c, M, 1, None).await.unwrap_err();
         assert!(matches!(revert, MemoryError::Corrupt { .. }), "{revert:?}");
-        admin
-            .execute(AssertSqlSafe(format!(
-                "UPDATE {history} SET surface = 'api', updates = '[]', personality = 'ada', \
-                   bytes_after = 6"
-            )))
-            .await
-            .unwrap();
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {history} SET surface = 'api', updates = $1, personality = 'ada', \
+               bytes_after = 6"
+        )))
+        .bind(&updates)
+        .execute(&mut admin)
+        .await
+        .unwrap();
     }
-    assert_eq!(p.history(&document, 10).await.unwrap().len(), 1);
+    let kept = p.history(&document, 10).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].text.as_deref(), Some("Kept.\n"), "rebuilt again");
 }
 
 /// The longest age limit a configuration can give (`max_age_days = 4294967295`) is one the
@@ -530,4 +568,133 @@ async fn statements_are_not_planned_on_every_call() {
             "planned {custom} times for its values, {generic} times generic: {statement}"
         );
     }
+}
+
+/// The rows of `document`'s history, oldest first: number, whether the row holds the whole
+/// text, and its updates and text as stored.
+async fn history_rows(
+    admin: &mut PgConnection,
+    schema: &common::SchemaGuard,
+    document: &DocumentId,
+) -> Vec<(i64, Option<String>, String)> {
+    let (kind, owner) = common::row_key(document);
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT number, content, updates FROM \"{}\".memory_history \
+         WHERE kind = $1 AND owner = $2 ORDER BY number",
+        schema.schema
+    )))
+    .bind(kind)
+    .bind(owner)
+    .fetch_all(admin)
+    .await
+    .unwrap()
+}
+
+/// Between checkpoints a row holds its change (its updates) and no text; a purge erases the
+/// checkpoints and the changes alike, leaving only the tombstone's row, with no text of the
+/// document in any column.
+#[tokio::test]
+async fn purge_erases_checkpoints_and_changes_alike() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let p = provider_on(&schema, Retention::keep(3)).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    for secret in [
+        "Secret one.",
+        "Secret two.",
+        "Secret three.",
+        "Secret four.",
+    ] {
+        p.sync(&c, &[MemoryUpdate::add(M, secret)], &IfMatch::NONE)
+            .await
+            .unwrap();
+    }
+    let mut admin = admin(&schema).await;
+    let rows = history_rows(&mut admin, &schema, &document).await;
+    let shape: Vec<(i64, bool)> = rows
+        .iter()
+        .map(|(number, text, _)| (*number, text.is_some()))
+        .collect();
+    assert_eq!(
+        shape,
+        [(1, false), (2, false), (3, true), (4, false)],
+        "a checkpoint every 3: 3 whole, the others their changes, 1 the base of 2"
+    );
+    assert!(rows[3].2.contains("Secret four."), "{rows:?}");
+
+    let purged = p.purge(&document, Surface::Cli).await.unwrap();
+    assert_eq!(purged.revisions, 3, "the kept ones");
+    let rows = history_rows(&mut admin, &schema, &document).await;
+    assert_eq!(rows, [(5, None, "[]".to_owned())], "only the tombstone");
+    let everywhere: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM \"{0}\".memory_history h WHERE h::text LIKE '%Secret%'",
+        schema.schema
+    )))
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(everywhere, 0);
+}
+
+/// A damaged chain (a change's row deleted by hand, or its updates altered so they no longer
+/// make the text its hash records) reads as `Corrupt` naming the revision, while the current
+/// text reads and writes go on; the revisions that stand on their own still read.
+#[tokio::test]
+async fn a_damaged_chain_is_corrupt_naming_the_revision() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let p = provider_on(&schema, Retention::keep(5)).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    for entry in ["One.", "Two.", "Three.", "Four."] {
+        p.sync(&c, &[MemoryUpdate::add(M, entry)], &IfMatch::NONE)
+            .await
+            .unwrap();
+    }
+    let mut admin = admin(&schema).await;
+    let history = format!("\"{}\".memory_history", schema.schema);
+    let (kind, owner) = common::row_key(&document);
+    sqlx::query(AssertSqlSafe(format!(
+        "UPDATE {history} SET updates = replace(updates, 'Three.', 'Tree.') \
+         WHERE kind = $1 AND owner = $2 AND number = 3"
+    )))
+    .bind(kind)
+    .bind(&owner)
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let err = p.history(&document, 10).await.unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Corrupt { location, reason }
+            if location.contains("/memory_history/") && location.ends_with("MEMORY.md#3")
+                && reason.contains("sha256_after")),
+        "{err:?}"
+    );
+    assert_eq!(
+        p.read(&document).await.unwrap().text,
+        "One.\n\nTwo.\n\nThree.\n\nFour.\n"
+    );
+
+    sqlx::query(AssertSqlSafe(format!(
+        "DELETE FROM {history} WHERE kind = $1 AND owner = $2 AND number = 3"
+    )))
+    .bind(kind)
+    .bind(&owner)
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let err = p.history(&document, 10).await.unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Corrupt { location, .. } if location.ends_with("#4")),
+        "4 is a change whose revision before it is gone: {err:?}"
+    );
+    p.sync(&c, &[MemoryUpdate::add(M, "Five.")], &IfMatch::NONE)
+        .await
+        .expect("a damaged history never fails the write path");
+    let revert = p.revert(&c, M, 2, None).await.unwrap_err();
+    assert!(matches!(revert, MemoryError::Corrupt { .. }), "{revert:?}");
+    assert!(p.read(&document).await.unwrap().text.ends_with("Five.\n"));
 }

@@ -420,9 +420,13 @@ async fn texts_are_compressed_with_lz4_where_the_server_has_it() {
     )
     .await
     .unwrap();
-    for table in ["memory_documents", "memory_history"] {
+    // The document's text, and the revision's change (its updates: it is no checkpoint).
+    for (table, column) in [
+        ("memory_documents", "content"),
+        ("memory_history", "updates"),
+    ] {
         let method: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT pg_column_compression(content) FROM \"{}\".{table}",
+            "SELECT pg_column_compression({column}) FROM \"{}\".{table}",
             schema.schema
         )))
         .fetch_one(&mut admin)

@@ -733,9 +733,11 @@ impl RedisStore {
                 // (not sent twice); any before it record changes nobody recorded, dated as the
                 // document's `modified` dated them when read.
                 let mode = match revision.text.as_deref() {
+                    // Between checkpoints: the updates are the change, no text.
+                    None => "c",
                     Some(text) if index == own_index && text == write.text => "=",
-                    text => {
-                        fields.extend(text.map(|text| ("text", text.to_owned())));
+                    Some(text) => {
+                        fields.push(("text", text.to_owned()));
                         if index < own_index { "d" } else { "-" }
                     }
                 };
@@ -843,6 +845,7 @@ impl VersionedStore for RedisStore {
             current: self.fetched(document, &key, &history_key, &fields)?,
             recorded: self.revisions(document, &history_key, entries)?,
             now,
+            location: self.key_location(&history_key),
         })
     }
 

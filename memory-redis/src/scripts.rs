@@ -186,15 +186,16 @@ return out
 /// documents' in the same order, then any other document the writer holds) and their m wake
 /// lists. ARGV: per document its
 /// expected version, content, SHA-256, relative path and idempotency receipts (empty: leave
-/// them as they are); then the revisions kept per document (`MAXLEN`), the maximum age in ms
+/// them as they are); then the revisions kept per document, the maximum age in ms
 /// (empty: none); per document the number of the revision its history is expected to end at
 /// (`0`: none; empty: record nothing for it); then for each document that records: the count
 /// of its revisions, the newest one's number, version, SHA-256 and size after (kept in the
 /// hash), and for each revision the count of its field pairs, how its text and time are
 /// stored, and the pairs. `=`: its text is the document's new content, not among the pairs;
 /// `d`: dated by the document's `updated_at_ms` as stored (a change nobody recorded, dated as
-/// [`RedisStore::history`] showed it); `-`: neither. The time of all others is their entry
-/// id. Last: per document the text it is expected to hold, then one character per document,
+/// [`RedisStore::history`] showed it); `c`: stored as its change alone, without a text (see
+/// `Revision::is_change_only`); `-`: none of these. The time of all others is their entry id.
+/// The document's `history_bases` lists the entries stored whole that a trim may start from. Last: per document the text it is expected to hold, then one character per document,
 /// `1` where that text is checked (a write planned from the writer's last view rather than a
 /// read: the version alone can repeat after a purge, and a hand edit need not change it), `0`
 /// where not; m, the writer's lock token (empty for a writer that holds nothing), and how long
@@ -307,54 +308,103 @@ for i = 1, n do
     redis.call('HSET', KEYS[i], 'receipts', ARGV[base + 5])
   end
   redis.call('SADD', index, ARGV[base + 4])
-  local last
-  for _ = 1, count do
-    -- The pairs go to XADD straight from ARGV. Trimmed to exactly the newest `keep` as it is
-    -- added: what the retention no longer keeps leaves the stream (XLEN, XRANGE, an AOF
-    -- rewrite), not only `history`'s view. The work is the entries it drops, each write's
-    -- few once the stream is at `keep`. (Redis frees an entry's bytes with the rest of its
-    -- stream node, at most `stream-node-max-bytes`, 4 KB by default.)
-    local mode, from, to = ARGV[at + 1], at + 2, at + 1 + 2 * tonumber(ARGV[at])
-    if mode == '=' then
-      last = redis.call('XADD', history, 'MAXLEN', keep, '*',
-        'text', ARGV[base + 2], unpack(ARGV, from, to))
-    elseif mode == 'd' and modified[i] then
-      last = redis.call('XADD', history, 'MAXLEN', keep, '*',
-        'time', modified[i], unpack(ARGV, from, to))
+  if count > 0 then
+    -- The entries stored whole (`Revision::is_base`), oldest first, as `number:id:ms`: where
+    -- a trim may start, so that the changes kept can be rebuilt. Kept in the hash, so a write
+    -- never reads an entry. A history written before them (every entry whole) starts from
+    -- its newest entry.
+    local bases = {}
+    local listed = redis.call('HGET', KEYS[i], 'history_bases')
+    -- A stream deleted by hand takes what was listed with it.
+    if redis.call('XLEN', history) == 0 then
+      bases = {}
+    elseif listed then
+      for number, id, ms in string.gmatch(listed, '(%d+):([%d%-]+):(%-?%d+)') do
+        bases[#bases + 1] = {tonumber(number), id, tonumber(ms)}
+      end
     else
-      last = redis.call('XADD', history, 'MAXLEN', keep, '*', unpack(ARGV, from, to))
-    end
-    at = to + 1
-  end
-  if max_age and last then
-    local oldest_ms = now_ms - max_age
-    if oldest_ms > 0 then
-      -- Entries stamped before oldest_ms are too old; never the tip, whatever the clock did.
-      -- Exactly, as the count is: gone from the stream, not only from `history`'s view.
-      if oldest_ms > tonumber(string.match(last, '^(%d+)')) then
-        redis.call('XTRIM', history, 'MINID', last)
-      else
-        redis.call('XTRIM', history, 'MINID', string.format('%d', oldest_ms))
-        -- A hand edit's revision is dated by its `time` field, older than its id: from the
-        -- oldest, those that field puts past the limit go too (Retention::prunes).
-        while true do
-          local oldest = redis.call('XRANGE', history, '-', '+', 'COUNT', 1)[1]
-          if not oldest or oldest[1] == last then
-            break
+      local newest = redis.call('XREVRANGE', history, '+', '-', 'COUNT', 1)[1]
+      if newest then
+        local number, ms = nil, tonumber(string.match(newest[1], '^(%d+)'))
+        for j = 1, #newest[2], 2 do
+          if newest[2][j] == 'number' then
+            number = tonumber(newest[2][j + 1])
+          elseif newest[2][j] == 'time' then
+            ms = tonumber(newest[2][j + 1])
           end
-          local at_ms
-          for j = 1, #oldest[2], 2 do
-            if oldest[2][j] == 'time' then
-              at_ms = tonumber(oldest[2][j + 1])
-            end
-          end
-          if not at_ms or at_ms >= oldest_ms then
-            break
-          end
-          redis.call('XDEL', history, oldest[1])
+        end
+        if number then
+          bases[1] = {number, newest[1], ms}
         end
       end
     end
+    local newest_number
+    for _ = 1, count do
+      -- The pairs go to XADD straight from ARGV, `number` first. `c`: a change alone, no text.
+      local mode, from, to = ARGV[at + 1], at + 2, at + 1 + 2 * tonumber(ARGV[at])
+      local number = tonumber(ARGV[from + 1])
+      -- A change with nothing stored whole before it to be rebuilt from (a history deleted
+      -- by hand) is stored whole: it is the write's own revision, its text the new content.
+      if mode == 'c' and number ~= 1 and #bases == 0 then
+        mode = '='
+      end
+      local id, ms
+      if mode == '=' then
+        id = redis.call('XADD', history, '*', 'text', ARGV[base + 2], unpack(ARGV, from, to))
+      elseif mode == 'd' and modified[i] then
+        id = redis.call('XADD', history, '*', 'time', modified[i], unpack(ARGV, from, to))
+        ms = tonumber(modified[i])
+      else
+        id = redis.call('XADD', history, '*', unpack(ARGV, from, to))
+      end
+      if mode ~= 'c' or number == 1 then
+        bases[#bases + 1] = {number, id, ms or tonumber(string.match(id, '^(%d+)'))}
+      end
+      newest_number = number
+      at = to + 1
+    end
+    -- Trimmed exactly, from the newest base at or below the oldest revision the retention
+    -- keeps (by count, or past the age limit): what it no longer keeps leaves the stream
+    -- (XLEN, XRANGE, an AOF rewrite), not only `history`'s view, and never the tip. The work is
+    -- the entries it drops.
+    local oldest_kept = newest_number + 1 - tonumber(keep)
+    local too_old = max_age and (now_ms - max_age) or nil
+    local from_base
+    for j = #bases, 1, -1 do
+      if bases[j][1] <= oldest_kept or (too_old and bases[j][3] < too_old) then
+        from_base = j
+        break
+      end
+    end
+    -- By age the oldest revision kept is the oldest within the limit: when that is the
+    -- oldest base within it (what comes before it is past the limit), it is the base.
+    if too_old then
+      for j = 1, #bases do
+        if bases[j][3] >= too_old then
+          if not from_base or j > from_base then
+            local before_ms
+            if j > 1 and bases[j - 1][1] == bases[j][1] - 1 then
+              before_ms = bases[j - 1][3]
+            else
+              local before = redis.call('XREVRANGE', history, '(' .. bases[j][2], '-', 'COUNT', 1)[1]
+              before_ms = before and tonumber(string.match(before[1], '^(%d+)'))
+            end
+            if not before_ms or before_ms < too_old then
+              from_base = j
+            end
+          end
+          break
+        end
+      end
+    end
+    local kept = {}
+    for j = from_base or 1, #bases do
+      kept[#kept + 1] = string.format('%d:%s:%d', bases[j][1], bases[j][2], bases[j][3])
+    end
+    if from_base then
+      redis.call('XTRIM', history, 'MINID', bases[from_base][2])
+    end
+    redis.call('HSET', KEYS[i], 'history_bases', table.concat(kept, ' '))
   end
 end
 return 0

@@ -1,13 +1,12 @@
-//! History on Redis: the retention and hand-edit cases of the conformance helpers, the server's
-//! clock on every revision, age pruning in the write script, and history turned off.
+//! History on Redis, as the stream stores it: exact trimming back to a checkpoint, the server's
+//! clock on every revision, age pruning in the write script, history turned off, purge, and a
+//! damaged chain. (What history shows is the conformance suite's.)
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
-use memory_conformance::history::retention_keeps_the_newest;
 use memory_core::raw::sha256_hex;
 use memory_core::{IfMatch, MemoryProvider, MemoryUpdate, Retention, Store, Surface};
 use memory_redis::RedisConfig;
@@ -84,19 +83,6 @@ fn millis_of(id: &str) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(millis.parse().unwrap())
 }
 
-#[tokio::test]
-async fn retention_keeps_the_newest_three() {
-    let Some((p, _keys)) = common::provider_with(|config| RedisConfig {
-        history: Retention::keep(3),
-        ..config
-    })
-    .await
-    else {
-        return;
-    };
-    retention_keeps_the_newest(Arc::new(p), 3).await;
-}
-
 /// Count pruning happens in the write itself and is exact: the stream holds the revisions the
 /// retention keeps and nothing more, and `history` and `purge` count the same ones.
 #[tokio::test]
@@ -125,12 +111,19 @@ async fn the_stream_holds_exactly_what_the_retention_keeps() {
             .xlen(p.store().history_key(&document))
             .await
             .unwrap();
-        assert_eq!(held, (i + 1).min(2), "after write {i}");
+        // The newest two, and the checkpoint (every 2nd, or the first) the older of them is
+        // rebuilt from when it is a change.
+        let newest: usize = i + 1;
+        let base = match newest.saturating_sub(1).max(1) {
+            1 => 1,
+            oldest => oldest - oldest % 2,
+        };
+        assert_eq!(held, newest + 1 - base, "after write {i}");
     }
     assert_eq!(
         entry_numbers(&mut connection, &p.store().history_key(&document)).await,
-        [149, 150],
-        "the newest two, in storage"
+        [148, 149, 150],
+        "the newest two and the checkpoint 149 is rebuilt from, in storage"
     );
     let log = p.history(&document, usize::MAX).await.unwrap();
     assert_eq!(log.iter().map(|r| r.number).collect::<Vec<_>>(), [150, 149]);
@@ -275,6 +268,8 @@ async fn revisions_past_the_age_limit_are_pruned_but_never_the_tip() {
     );
     assert_eq!((log[0].number, log[0].version_before.as_str()), (3, "2"));
     // The write trims the stream itself: the old ones are gone from storage, not only hidden.
+    // Revision 3 is stored whole (the first write after half the age limit), so nothing older
+    // is kept to rebuild it from.
     assert_eq!(
         entry_numbers(&mut connection, &history_key).await,
         [3],
@@ -408,4 +403,136 @@ async fn purge_leaves_only_the_tombstone_entry() {
     assert_eq!(tombstone.time, millis_of(&entries[0].0));
     assert_eq!((tombstone.number, tombstone.surface), (2, Surface::Web));
     assert!(p.receipts(&document).await.unwrap().is_empty());
+}
+
+/// The entries of a stream, oldest first: each one's `number` and whether it holds a `text`.
+async fn entry_shapes(connection: &mut MultiplexedConnection, key: &str) -> Vec<(u64, bool)> {
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(key)
+        .arg("-")
+        .arg("+")
+        .query_async(connection)
+        .await
+        .unwrap();
+    let numbers = entry_numbers(connection, key).await;
+    numbers
+        .into_iter()
+        .zip(&entries)
+        .map(|(number, (_, fields))| (number, fields.iter().any(|(name, _)| name == "text")))
+        .collect()
+}
+
+/// Between checkpoints an entry holds its change (its updates) and no text; a purge erases
+/// the checkpoints and the changes alike: the one entry left is the tombstone, and no field of
+/// any key under the prefix holds the document's text.
+#[tokio::test]
+async fn purge_erases_checkpoints_and_changes_alike() {
+    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::keep(3),
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    for secret in [
+        "Secret one.",
+        "Secret two.",
+        "Secret three.",
+        "Secret four.",
+    ] {
+        p.sync(
+            &c,
+            &[MemoryUpdate::add(Store::Memory, secret)],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    }
+    let stream = p.store().history_key(&document);
+    assert_eq!(
+        entry_shapes(&mut connection, &stream).await,
+        [(1, false), (2, false), (3, true), (4, false)],
+        "a checkpoint every 3: 3 whole, the others their changes, 1 the base of 2"
+    );
+
+    let purged = p.purge(&document, Surface::Cli).await.unwrap();
+    assert_eq!(purged.revisions, 3, "the kept ones");
+    assert_eq!(entry_shapes(&mut connection, &stream).await, [(5, false)]);
+    let mut stored = String::new();
+    let names: Vec<String> = connection.keys(format!("{}*", keys.prefix)).await.unwrap();
+    for name in names {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&name)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let dump: redis::Value = match kind.as_str() {
+            "hash" => connection.hgetall(&name).await.unwrap(),
+            "stream" => redis::cmd("XRANGE")
+                .arg(&name)
+                .arg("-")
+                .arg("+")
+                .query_async(&mut connection)
+                .await
+                .unwrap(),
+            _ => redis::Value::Nil,
+        };
+        stored.push_str(&format!("{name}: {dump:?}\n"));
+    }
+    assert!(!stored.contains("Secret"), "{stored}");
+}
+
+/// A damaged chain (a change's entry deleted by hand) reads as `Corrupt` naming the revision
+/// that can no longer be rebuilt, while the current text reads and writes go on.
+#[tokio::test]
+async fn a_damaged_chain_is_corrupt_naming_the_revision() {
+    let Some((p, keys)) = common::provider_with(|config| RedisConfig {
+        history: Retention::keep(5),
+        ..config
+    })
+    .await
+    else {
+        return;
+    };
+    let mut connection = admin(&keys).await;
+    let c = ctx("ada", "u1");
+    let document = c.document(Store::Memory);
+    for entry in ["One.", "Two.", "Three.", "Four."] {
+        p.sync(
+            &c,
+            &[MemoryUpdate::add(Store::Memory, entry)],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    }
+    let stream = p.store().history_key(&document);
+    let ids = entry_ids(&mut connection, &stream).await;
+    let _: usize = connection.xdel(&stream, &[&ids[2]]).await.unwrap();
+
+    let err = p.history(&document, 10).await.unwrap_err();
+    assert!(
+        matches!(&err, memory_core::MemoryError::Corrupt { location, .. } if location.ends_with("#4")),
+        "4 is a change whose revision before it is gone: {err:?}"
+    );
+    p.sync(
+        &c,
+        &[MemoryUpdate::add(Store::Memory, "Five.")],
+        &IfMatch::NONE,
+    )
+    .await
+    .expect("a damaged history never fails the write path");
+    let revert = p.revert(&c, Store::Memory, 2, None).await.unwrap_err();
+    assert!(
+        matches!(revert, memory_core::MemoryError::Corrupt { .. }),
+        "{revert:?}"
+    );
+    assert_eq!(
+        p.read(&document).await.unwrap().text,
+        "One.\n\nTwo.\n\nThree.\n\nFour.\n\nFive.\n"
+    );
 }
