@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::{MemoryError, MemoryProvider, Retention};
+use memory_core::{DocumentId, MemoryError, MemoryProvider, Retention};
 use memory_markdown::MarkdownProvider;
 use memory_postgres::{PostgresConfig, PostgresProvider};
 use memory_redis::{RedisConfig, RedisProvider};
@@ -395,4 +395,53 @@ pub async fn clean_up(backend: &Backend) -> Result<(), BoxError> {
         Backend::Markdown { .. } | Backend::Vector { .. } => {}
     }
     Ok(())
+}
+
+/// What `document`'s history holds in `backend`'s storage, in bytes: markdown the journal
+/// file; PostgreSQL the rows of `memory_history` as stored (`pg_column_size`, so after
+/// compression); Redis the stream's memory (`MEMORY USAGE`).
+pub async fn history_bytes(backend: &Backend, document: &DocumentId) -> Result<u64, BoxError> {
+    Ok(match backend {
+        Backend::Markdown { root } | Backend::Vector { root, .. } => {
+            let provider = MarkdownProvider::new(root);
+            match std::fs::metadata(provider.history_path(document)) {
+                Ok(journal) => journal.len(),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => 0,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Backend::Postgres { url, schema } => {
+            let DocumentId::PersonalityMemory { personality } = document else {
+                return Err(
+                    format!("{document}: the bench measures personalities' MEMORY.md").into(),
+                );
+            };
+            let mut db = PgConnection::connect(url).await?;
+            let bytes: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT coalesce(sum(pg_column_size(h.*)), 0)::int8 FROM \"{schema}\".memory_history h \
+                 WHERE kind = 'personality_memory' AND owner = $1"
+            )))
+            .bind(personality.as_str())
+            .fetch_one(&mut db)
+            .await?;
+            u64::try_from(bytes)?
+        }
+        Backend::Redis { url, prefix } => {
+            let config = RedisConfig::new(url).with_prefix(prefix);
+            let key = RedisProvider::connect(&config)
+                .await?
+                .store()
+                .history_key(document);
+            let client = redis::Client::open(url.as_str())?;
+            let mut conn = client.get_multiplexed_async_connection().await?;
+            let bytes: Option<u64> = redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(&key)
+                .arg("SAMPLES")
+                .arg(0)
+                .query_async(&mut conn)
+                .await?;
+            bytes.unwrap_or(0)
+        }
+    })
 }

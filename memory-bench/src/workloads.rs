@@ -348,3 +348,77 @@ pub async fn recall(
     }
     Ok(rounds)
 }
+
+/// One document written with history off and on, side by side: [`large_document`]'s figures.
+#[derive(Debug, Clone)]
+pub struct LargeDocument {
+    /// The text the document starts with, in bytes (0: grown from empty).
+    pub seeded: usize,
+    /// Its size after the adds.
+    pub bytes: usize,
+    /// Each add's sync with history off, then on.
+    pub adds: (Samples, Samples),
+    /// Prefetch + add cycles per second with history off, then on.
+    pub cycles_per_second: (f64, f64),
+    /// What the history of the document written with history on holds in storage (the
+    /// journal's bytes, the table's rows, the stream's memory).
+    pub history_bytes: u64,
+}
+
+impl LargeDocument {
+    /// Which document, as the report's rows name it.
+    pub fn describe(&self) -> String {
+        let adds = self.adds.0.samples().len();
+        if self.seeded == 0 {
+            format!("empty + {adds} adds")
+        } else {
+            format!("{:.2} MB + {adds} adds", self.seeded as f64 / 1e6)
+        }
+    }
+}
+
+/// A MEMORY.md of `seeded` bytes (0: empty), then `adds` cycles of a prefetch and one add,
+/// once with history off and once with the default retention (keep 100), the two documents
+/// written in alternating cycles so that drift in the machine's speed lands on both alike.
+pub async fn large_document(
+    backend: &Backend,
+    seeded: usize,
+    adds: usize,
+) -> Result<LargeDocument, BoxError> {
+    let off = backend.open_storage(Retention::OFF).await?;
+    let on = backend.open_storage(Retention::default()).await?;
+    let name = |history: &str| format!("large-{seeded}-{history}");
+    let contexts = [ctx(&name("off")), ctx(&name("on"))];
+    if seeded > 0 {
+        let seed = [MemoryUpdate::replace(Store::Memory, text_of_size(seeded))];
+        for (provider, ctx) in [&off, &on].into_iter().zip(&contexts) {
+            provider.sync(ctx, &seed, &IfMatch::NONE).await?;
+        }
+    }
+    let mut latencies = [Samples::default(), Samples::default()];
+    let mut busy = [Duration::ZERO; 2];
+    for i in 0..adds {
+        for (at, provider) in [&off, &on].into_iter().enumerate() {
+            let ctx = &contexts[at];
+            let cycle = Instant::now();
+            provider.prefetch(ctx).await?;
+            let add = [MemoryUpdate::add(Store::Memory, entry(i))];
+            latencies[at]
+                .time(provider.sync(ctx, &add, &IfMatch::NONE))
+                .await?;
+            busy[at] += cycle.elapsed();
+        }
+    }
+    let document = contexts[1].document(Store::Memory);
+    let bytes = on.read(&document).await?.text.len();
+    let history_bytes = crate::backends::history_bytes(backend, &document).await?;
+    let [off_adds, on_adds] = latencies;
+    let rate = |busy: Duration| adds as f64 / busy.as_secs_f64();
+    Ok(LargeDocument {
+        seeded,
+        bytes,
+        adds: (off_adds, on_adds),
+        cycles_per_second: (rate(busy[0]), rate(busy[1])),
+        history_bytes,
+    })
+}
