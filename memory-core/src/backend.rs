@@ -69,3 +69,32 @@ pub trait BackendConfig: Send + Sync {
     /// when its storage cannot be reached.
     async fn open(&self) -> Result<Opened, MemoryError>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend that says nothing of where a recall index goes.
+    struct Silent;
+
+    #[async_trait]
+    impl BackendConfig for Silent {
+        fn resolve(&mut self, _: &mut dyn ResolveFields) -> Result<(), MemoryError> {
+            Ok(())
+        }
+
+        async fn open(&self) -> Result<Opened, MemoryError> {
+            Ok(Opened {
+                provider: Arc::new(crate::InMemoryProvider::new()),
+                identities: Arc::new(crate::InMemoryIdentityMap::default()),
+            })
+        }
+    }
+
+    /// Unless a backend says, a recall index over it has no default home: its configuration
+    /// must name one (an empty path would put the index in the working directory).
+    #[test]
+    fn a_backend_gives_no_index_dir_unless_it_says() {
+        assert_eq!(Silent.default_index_dir(), None);
+    }
+}
