@@ -11,9 +11,9 @@
 //! A revision's line holds its whole text only at checkpoints (every `keep`th, at most every
 //! 100th, and hand edits); between them a line holds the updates the write applied, and
 //! `history` rebuilds the text from the checkpoint before it. A write reads only the head of
-//! the last line (never a text), and the journal is rewritten every `keep / 2` revisions from
-//! the newest base at or below the oldest revision the retention keeps: a copy of the bytes
-//! from there on, without parsing the texts.
+//! the last line (never a text), and the journal is rewritten when the oldest revision the
+//! retention keeps passes a checkpoint, from the newest base at or below it: a copy of the
+//! bytes from there on, without parsing the texts.
 //!
 //! Appends are not flushed to disk: a second fsync per write would cost 20% to 200% of a write's
 //! p50 (measured over 200 adds; under 7% without it). After a power loss the document (which is
@@ -152,10 +152,10 @@ impl Journal {
 
     /// Records `revisions` (the write's, from `PlannedWrite::revisions` on [`Journal::tip`])
     /// before the write renames its document in: one append, after cutting off what did not
-    /// land. Every `keep / 2` revisions (when the numbers cross a multiple of it) the journal is
-    /// rewritten from the newest base at or below the oldest revision `retention` keeps, so a
-    /// write appends a few lines on average however long the history, and a rewrite copies
-    /// the kept lines' bytes without parsing their texts.
+    /// land. When the oldest revision `retention` keeps passes a checkpoint, the journal is
+    /// rewritten from the newest base at or below it, so a write appends a few lines on
+    /// average however long the history, and a rewrite copies the kept lines' bytes without
+    /// parsing their texts.
     ///
     /// # Errors
     /// `Unavailable` when the journal cannot be written; `Corrupt` when a rewrite finds a line
@@ -169,8 +169,14 @@ impl Journal {
         let (Some(arriving), Some(newest)) = (revisions.first(), revisions.last()) else {
             return Ok(());
         };
-        let every = u64::try_from(retention.keep / 2).unwrap_or(u64::MAX).max(1);
-        let periodic = (arriving.number - 1) / every != newest.number / every;
+        // When the oldest revision kept passes a checkpoint, the lines before that checkpoint
+        // are no longer needed to rebuild it: rewritten then, and only then by count, so the
+        // journal holds at most `keep + checkpoint_every - 1` lines and is rewritten once per
+        // `checkpoint_every` writes.
+        let keep = u64::try_from(retention.keep).unwrap_or(u64::MAX);
+        let every = retention.checkpoint_every();
+        let oldest_checkpoint = |tip: u64| (tip + 1).saturating_sub(keep) / every;
+        let periodic = oldest_checkpoint(arriving.number - 1) != oldest_checkpoint(newest.number);
         // By age once the oldest line is half as old again as the limit: after a rewrite the
         // oldest is at most that old (see `Retention::is_checkpoint`), so a line is rewritten
         // a few times in its life, not on every write.

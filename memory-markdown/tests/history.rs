@@ -436,27 +436,32 @@ async fn a_directory_for_a_journal_is_corrupt() {
     );
 }
 
-/// Pruning rewrites the journal only every `keep / 2` revisions, so a write appends a line or
-/// two on average; the journal holds the newest `keep`, the changes back to the checkpoint
-/// they are rebuilt from (at most `keep - 1` more: a checkpoint every `keep`) and what came
-/// since the last rewrite (at most `keep / 2 - 1`), and `history` shows exactly the newest
-/// `keep`.
+/// Pruning rewrites the journal only when the oldest revision kept passes a checkpoint (one
+/// every `keep` revisions), so a write appends a line or two on average; the journal holds the
+/// newest `keep` and the changes back to the checkpoint they are rebuilt from (at most
+/// `keep - 1` more), and `history` shows exactly the newest `keep`.
 #[tokio::test]
 async fn pruning_is_amortised_and_bounded() {
-    for keep in [1, 2, 4, 7] {
+    const WRITES: u64 = 30;
+    // Rewrites in 30 writes: at write 2 * keep - 1, when revision keep, the first checkpoint,
+    // becomes the oldest kept, and every `keep` writes after (keeping 1, every write after
+    // the first).
+    for (keep, due) in [(1, 29), (2, 14), (4, 6), (7, 3)] {
         let dir = tempfile::tempdir().unwrap();
         let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(keep));
         let journal = provider.history_path(&memory());
-        let mut most = 0;
-        for i in 1..=30u64 {
+        let (mut most, mut rewrites, mut before) = (0, 0, 0);
+        for i in 1..=WRITES {
             add(&provider, &format!("entry {i}")).await;
             let lines = journal_lines(&journal).len();
-            let bound = keep + (keep - 1) + (keep / 2).max(1) - 1;
+            let bound = 2 * keep - 1;
             assert!(
                 lines <= bound,
                 "keep {keep}: {lines} lines after write {i}, at most {bound}"
             );
             most = most.max(lines);
+            rewrites += usize::from(lines <= before);
+            before = lines;
             let numbers: Vec<u64> = history(&provider).await.iter().map(|r| r.number).collect();
             let shown = (i as usize).min(keep) as u64;
             assert_eq!(
@@ -465,10 +470,8 @@ async fn pruning_is_amortised_and_bounded() {
                 "keep {keep}: exactly the newest after write {i}"
             );
         }
-        assert!(
-            most > keep || keep == 1,
-            "keep {keep}: rewritten only now and then ({most} lines at most)"
-        );
+        assert_eq!(most, 2 * keep - 1, "keep {keep}: rewritten only when due");
+        assert_eq!(rewrites, due, "keep {keep}: rewrites in {WRITES} writes");
     }
 }
 
