@@ -23,7 +23,8 @@ fn a_small_run_writes_the_report_and_the_charts() {
     let out = tempfile::tempdir().unwrap();
     let report = run_bench(
         "--providers markdown --samples 5 --prefetch-kib 1,2 --writers 1,4 \
-         --contention-adds 16 --growth-cap 3000",
+         --contention-adds 16 --growth-cap 3000 --large-bytes 20000 --large-adds 5 \
+         --grown-adds 10",
         out.path(),
     );
     for heading in [
@@ -32,9 +33,21 @@ fn a_small_run_writes_the_report_and_the_charts() {
         "## Contention",
         "## The floor",
         "## Growth",
+        "## History on large documents",
     ] {
         assert!(report.contains(heading), "{heading} missing:\n{report}");
     }
+    // A row for the large document and one for the grown one, each with its history's bytes.
+    let large: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("| markdown | 0.02 MB + 5 adds |"))
+        .chain(
+            report
+                .lines()
+                .filter(|l| l.starts_with("| markdown | empty + 10 adds |")),
+        )
+        .collect();
+    assert_eq!(large.len(), 2, "{report}");
     // One row per contention level; an acknowledged add is never lost (bold zero).
     let rows: Vec<&str> = report
         .lines()
