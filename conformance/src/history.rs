@@ -555,24 +555,11 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output: IntoFixture<P>>,
 {
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use proptest::test_runner::TestCaseError;
 
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    if runtime.block_on(setup()).into_fixture().is_none() {
+    let Some((mut runner, runtime)) = crate::model::property_runner(&setup, 16) else {
         return; // setup explained the skip
-    }
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    };
     let sequences = (2..=6usize, proptest::collection::vec(history_step(), 1..40));
     let result = runner.run(&sequences, |(keep, steps)| {
         runtime.block_on(async {

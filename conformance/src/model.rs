@@ -199,22 +199,9 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output: IntoFixture<P>>,
 {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    if runtime.block_on(setup()).into_fixture().is_none() {
+    let Some((mut runner, runtime)) = property_runner(&setup, 256) else {
         return; // setup explained the skip
-    }
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    };
     let result = runner.run(&proptest::collection::vec(step(), 1..8), |steps| {
         runtime.block_on(async {
             let fixture = setup().await.into_fixture().expect("the service went away");
@@ -232,4 +219,33 @@ where
     if let Err(e) = result {
         panic!("the provider diverges from the reference model: {e}");
     }
+}
+
+/// What a property test over fixtures from `setup` runs on: a proptest runner making
+/// `PROPTEST_CASES` cases (else `default_cases`), and a runtime to block on; `None` when
+/// `setup` skips (its backend's service is missing, and it said so).
+pub(crate) fn property_runner<P, F, Fut>(
+    setup: &F,
+    default_cases: u32,
+) -> Option<(TestRunner, tokio::runtime::Runtime)>
+where
+    P: MemoryProvider + ?Sized,
+    F: Fn() -> Fut,
+    Fut: Future<Output: IntoFixture<P>>,
+{
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default_cases);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(setup()).into_fixture()?;
+    let runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    Some((runner, runtime))
 }
