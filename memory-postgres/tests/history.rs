@@ -80,13 +80,11 @@ async fn retention_prunes_the_table_back_to_a_checkpoint() {
         .unwrap();
     // 10 to 12 kept, and 9, the checkpoint 10 and 11 are rebuilt from.
     assert_eq!(stored_revisions(&mut admin, &schema, &document).await, 4);
-    let whole: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT number FROM \"{}\".memory_history WHERE content IS NOT NULL ORDER BY number",
-        schema.schema
-    )))
-    .fetch_all(&mut admin)
-    .await
-    .unwrap();
+    let whole: Vec<i64> = history_rows(&mut admin, &schema, &document)
+        .await
+        .into_iter()
+        .filter_map(|(number, text, _)| text.map(|_| number))
+        .collect();
     assert_eq!(whole, [9, 12], "checkpoints at multiples of 3 only");
     let shown: Vec<u64> = p
         .history(&document, usize::MAX)

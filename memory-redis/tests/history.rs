@@ -36,15 +36,23 @@ async fn server_now(connection: &mut MultiplexedConnection) -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(seconds) + Duration::from_micros(micros)
 }
 
-/// The ids of a stream's entries, oldest first.
-async fn entry_ids(connection: &mut MultiplexedConnection, key: &str) -> Vec<String> {
-    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+/// A stream's entries (id, fields), oldest first.
+type Entries = Vec<(String, Vec<(String, String)>)>;
+
+/// A stream's entries, oldest first, with `XRANGE`.
+async fn entries(connection: &mut MultiplexedConnection, key: &str) -> Entries {
+    redis::cmd("XRANGE")
         .arg(key)
         .arg("-")
         .arg("+")
         .query_async(connection)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The ids of a stream's entries, oldest first.
+async fn entry_ids(connection: &mut MultiplexedConnection, key: &str) -> Vec<String> {
+    let entries = entries(connection, key).await;
     entries.into_iter().map(|(id, _)| id).collect()
 }
 
@@ -57,24 +65,18 @@ fn floor_ms(time: SystemTime) -> SystemTime {
 /// The `number` field of a stream's entries, oldest first: what the server holds, whatever
 /// `history` shows.
 async fn entry_numbers(connection: &mut MultiplexedConnection, key: &str) -> Vec<u64> {
-    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(key)
-        .arg("-")
-        .arg("+")
-        .query_async(connection)
-        .await
-        .unwrap();
-    entries
-        .iter()
-        .map(|(id, fields)| {
-            let number = fields.iter().find(|(name, _)| name == "number");
-            number
-                .unwrap_or_else(|| panic!("{id}: {fields:?}"))
-                .1
-                .parse()
-                .unwrap()
-        })
-        .collect()
+    let entries = entries(connection, key).await;
+    entries.iter().map(number_of).collect()
+}
+
+/// An entry's `number` field.
+fn number_of((id, fields): &(String, Vec<(String, String)>)) -> u64 {
+    let number = fields.iter().find(|(name, _)| name == "number");
+    number
+        .unwrap_or_else(|| panic!("{id}: {fields:?}"))
+        .1
+        .parse()
+        .unwrap()
 }
 
 /// The time of stream entry `id`: its milliseconds.
@@ -388,13 +390,7 @@ async fn purge_leaves_only_the_tombstone_entry() {
     assert!(!exists, "the hash, and its receipts, are gone");
     let members: Vec<String> = connection.smembers(p.store().index_key()).await.unwrap();
     assert!(members.is_empty(), "{members:?}");
-    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(p.store().history_key(&document))
-        .arg("-")
-        .arg("+")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
+    let entries = entries(&mut connection, &p.store().history_key(&document)).await;
     assert_eq!(entries.len(), 1);
     let fields = &entries[0].1;
     assert!(!fields.iter().any(|(name, _)| name == "text"), "{fields:?}");
@@ -407,18 +403,15 @@ async fn purge_leaves_only_the_tombstone_entry() {
 
 /// The entries of a stream, oldest first: each one's `number` and whether it holds a `text`.
 async fn entry_shapes(connection: &mut MultiplexedConnection, key: &str) -> Vec<(u64, bool)> {
-    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(key)
-        .arg("-")
-        .arg("+")
-        .query_async(connection)
-        .await
-        .unwrap();
-    let numbers = entry_numbers(connection, key).await;
-    numbers
-        .into_iter()
-        .zip(&entries)
-        .map(|(number, (_, fields))| (number, fields.iter().any(|(name, _)| name == "text")))
+    let entries = entries(connection, key).await;
+    entries
+        .iter()
+        .map(|entry| {
+            (
+                number_of(entry),
+                entry.1.iter().any(|(name, _)| name == "text"),
+            )
+        })
         .collect()
 }
 
