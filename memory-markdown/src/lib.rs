@@ -154,14 +154,16 @@ impl MemoryProvider for MarkdownProvider {
         blocking(move || files::list(&root)).await
     }
 
-    /// Read without the lock, like documents: see the journal in the crate's README.
+    /// Read without the lock, like documents, unless writes keep changing the document while it
+    /// is read: see the journal in the crate's README.
     async fn history(
         &self,
         document: &DocumentId,
         limit: usize,
     ) -> Result<Vec<Revision>, MemoryError> {
-        let (root, document, retention) = (self.root.clone(), document.clone(), self.retention);
-        blocking(move || store::history(&root, document, retention, limit)).await
+        let (root, document) = (self.root.clone(), document.clone());
+        let (retention, lock_timeout) = (self.retention, self.lock_timeout);
+        blocking(move || store::history(&root, document, retention, limit, lock_timeout)).await
     }
 
     /// Under the document's lock, so no write lands between the erasing and the tombstone.
