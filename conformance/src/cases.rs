@@ -1186,6 +1186,35 @@ fn keyed(ctx: &MemoryContext, key: &str) -> MemoryContext {
         .with_idempotency_key(IdempotencyKey::new(key).expect("valid key"))
 }
 
+/// `receipts` shows what `sync` checks: nothing for a document no keyed call wrote, the key's
+/// report once one did (a repeat is answered from it), and a key that wrote the other document
+/// only is not in this one's.
+pub async fn a_keyed_write_shows_in_receipts<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let (memory, user) = (c.document(M), c.document(U));
+    assert!(p.receipts(&memory).await.expect("receipts").is_empty());
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Unkeyed.")]).await;
+    assert!(
+        p.receipts(&memory).await.expect("receipts").is_empty(),
+        "no key, no receipt"
+    );
+    let call = [MemoryUpdate::add(M, "Booked the train.")];
+    let first = sync(&*p, &keyed(&c, "turn-1"), &call).await;
+    let key = IdempotencyKey::new("turn-1").expect("valid key");
+    let receipts = p.receipts(&memory).await.expect("receipts");
+    let batches = memory_core::raw::plan_sync(&keyed(&c, "turn-1"), &call, &IfMatch::NONE)
+        .expect("a valid call");
+    let fingerprint = batches[0].fingerprint();
+    assert_eq!(
+        receipts
+            .replay(&key, &fingerprint, &memory)
+            .expect("the same call"),
+        Some(&first.documents[0]),
+        "the key's report, as the call returned it"
+    );
+    assert!(p.receipts(&user).await.expect("receipts").is_empty());
+}
+
 /// A call repeated with its idempotency key (after a lost reply, a crash) writes nothing more,
 /// announces nothing and reports what the first call did; another key is another call.
 pub async fn a_repeated_key_applies_once<P: MemoryProvider + ?Sized>(p: Arc<P>) {

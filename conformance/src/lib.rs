@@ -350,6 +350,7 @@ macro_rules! conformance_cases {
             read_and_list_show_what_was_written,
             modified_follows_writes,
             a_repeated_key_applies_once,
+            a_keyed_write_shows_in_receipts,
             a_key_survives_other_writes,
             a_key_reused_for_other_updates_is_refused,
             concurrent_repeats_of_a_key_land_once,

@@ -3,6 +3,7 @@
 //! What a backend author writes is what is in this file above the tests.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +14,8 @@ use memory_core::raw::{
     droppable,
 };
 use memory_core::{
-    Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, Version,
+    Document, DocumentId, Identity, IdentityMap, InMemoryIdentityMap, MemoryError, Purged,
+    Retention, Revision, Surface, UserId, Version,
 };
 
 /// One document: its text, version counter, receipts and last write.
@@ -32,13 +34,19 @@ struct Storage {
     histories: HashMap<DocumentId, Vec<Revision>>,
 }
 
-/// The store: shared storage behind a lock, as a server would be for its clients.
+/// The store: shared storage behind a lock, as a server would be for its clients, and an
+/// identity map beside it.
 #[derive(Clone, Default)]
-struct MemoryStore(Arc<Mutex<Storage>>);
+struct MemoryStore {
+    storage: Arc<Mutex<Storage>>,
+    identities: Arc<InMemoryIdentityMap>,
+    /// How many times `history` was read, for the tests of how often the provider reads it.
+    history_reads: Arc<AtomicUsize>,
+}
 
 impl MemoryStore {
     fn storage(&self) -> std::sync::MutexGuard<'_, Storage> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.storage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -136,6 +144,7 @@ impl VersionedStore for MemoryStore {
         document: &DocumentId,
         limit: usize,
     ) -> Result<StoredHistory, MemoryError> {
+        self.history_reads.fetch_add(1, Ordering::Relaxed);
         let storage = self.storage();
         let recorded = storage
             .histories
@@ -191,6 +200,31 @@ impl VersionedStore for MemoryStore {
     }
 }
 
+/// The identity map is the store's own: the provider adds the deadline and the order.
+#[async_trait]
+impl IdentityMap for MemoryStore {
+    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        self.identities.resolve(identity).await
+    }
+
+    async fn link(
+        &self,
+        identity: &Identity,
+        user: &UserId,
+        relink: bool,
+    ) -> Result<Option<UserId>, MemoryError> {
+        self.identities.link(identity, user, relink).await
+    }
+
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        self.identities.unlink(identity).await
+    }
+
+    async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
+        self.identities.identities().await
+    }
+}
+
 // ---- The suite: other hosts share the storage; a hand edit changes a text and its version
 // without a revision, as an editor of the storage would.
 
@@ -224,3 +258,82 @@ async fn setup() -> Fixture<Versioned<MemoryStore>> {
 }
 
 memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned);
+
+/// The identity-map cases through two providers on one store, as two hosts would have.
+mod identity_map {
+    use std::sync::Arc;
+
+    use memory_conformance::identity::Maps;
+    use memory_core::raw::Versioned;
+
+    use super::MemoryStore;
+
+    async fn setup() -> Option<Maps> {
+        let store = MemoryStore::default();
+        Some(Maps::new(vec![
+            Arc::new(Versioned::new(store.clone())),
+            Arc::new(Versioned::new(store)),
+        ]))
+    }
+
+    memory_conformance::identity_map_suite!(setup);
+}
+
+/// What the provider reports of itself: where its store is and the settings it runs with, as
+/// set one by one or all at once.
+#[test]
+fn the_provider_shows_its_store_and_settings() {
+    use memory_core::raw::Settings;
+    let settings = Settings {
+        max_attempts: 3,
+        deadline: Duration::from_secs(2),
+        retention: Retention::keep(5),
+    };
+    let one_by_one = Versioned::new(MemoryStore::default())
+        .with_max_attempts(3)
+        .with_deadline(Duration::from_secs(2))
+        .with_retention(Retention::keep(5));
+    assert_eq!(one_by_one.settings(), settings);
+    let at_once = Versioned::new(MemoryStore::default()).with_settings(settings);
+    assert_eq!(at_once.settings(), settings);
+    let shown = format!("{at_once:?}");
+    assert!(
+        shown.starts_with("Versioned")
+            && shown.contains("\"memory://\"")
+            && shown.contains("max_attempts: 3"),
+        "{shown}"
+    );
+}
+
+/// `history` reads the store once, unless the oldest revision read is a change whose text
+/// rebuilds from an older one: then once more, for all of them.
+#[test]
+fn history_reads_back_only_to_rebuild_a_change() {
+    use memory_core::{IfMatch, MemoryProvider, MemoryUpdate, Store};
+    memory_conformance::block_on(async {
+        let store = MemoryStore::default();
+        let p = Versioned::new(store.clone());
+        let c = memory_conformance::cases::ctx("ada", "u1");
+        for note in ["one", "two", "three"] {
+            p.sync(
+                &c,
+                &[MemoryUpdate::add(Store::Memory, note)],
+                &IfMatch::NONE,
+            )
+            .await
+            .unwrap();
+        }
+        let document = c.document(Store::Memory);
+        let reads = || store.history_reads.swap(0, Ordering::Relaxed);
+        for (limit, expected_reads, why) in [
+            (usize::MAX, 1, "all of it at once"),
+            (3, 1, "the oldest read is revision 1, whole"),
+            (1, 2, "the newest alone is a change on revision 2"),
+        ] {
+            reads();
+            let history = p.history(&document, limit).await.unwrap();
+            assert_eq!(history.len(), limit.min(3), "{why}");
+            assert_eq!(reads(), expected_reads, "{why}");
+        }
+    });
+}

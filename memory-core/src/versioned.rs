@@ -538,3 +538,127 @@ impl StoredRevision {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A revision 1 of "hello" as a store would keep it, every field ours.
+    fn stored() -> StoredRevision {
+        StoredRevision {
+            number: 1,
+            version_before: "0".to_owned(),
+            version_after: "1".to_owned(),
+            sha256_before: sha256_hex(""),
+            sha256_after: sha256_hex("hello"),
+            bytes_before: 0,
+            bytes_after: 5,
+            time: SystemTime::UNIX_EPOCH,
+            surface: "tool".to_owned(),
+            personality: Some("ada".to_owned()),
+            user: None,
+            idempotency_key: None,
+            session: None,
+            updates: Some(r#"[{"action":"add","store":"memory","content":"hello"}]"#.to_owned()),
+            text: Some("hello".to_owned()),
+        }
+    }
+
+    /// The field `check` names as not ours, or `None` when it takes the revision.
+    fn refused(revision: StoredRevision) -> Option<String> {
+        match revision.check(&DocumentId::GlobalMemory, "store://h") {
+            Ok(_) => None,
+            Err(MemoryError::Corrupt { location, reason }) => {
+                assert!(location.starts_with("store://h#"), "{location}");
+                Some(reason)
+            }
+            Err(err) => panic!("not Corrupt: {err:?}"),
+        }
+    }
+
+    #[test]
+    fn a_revision_of_ours_is_taken_whole() {
+        let revision = stored().check(&DocumentId::GlobalMemory, "h").unwrap();
+        assert_eq!(revision.number, 1);
+        assert_eq!(revision.text.as_deref(), Some("hello"));
+        assert_eq!(
+            revision.updates,
+            [MemoryUpdate::add(Store::Memory, "hello")]
+        );
+        let second = StoredRevision {
+            number: 2,
+            ..stored()
+        };
+        assert_eq!(refused(second), None, "any number from 1 on");
+    }
+
+    #[test]
+    fn numbers_start_at_one() {
+        for number in [0, -1, i64::MIN] {
+            let reason = refused(StoredRevision { number, ..stored() });
+            assert_eq!(
+                reason,
+                Some(format!(
+                    "number: {number} is not a revision number: they start at 1"
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn hashes_are_sha256_in_lowercase_hex() {
+        let hello = sha256_hex("hello");
+        for (before, why) in [
+            (hello[..63].to_owned(), "one digit short"),
+            (format!("{hello}0"), "one digit long"),
+            (format!("g{}", &hello[1..]), "not hex"),
+            (hello.to_uppercase(), "uppercase"),
+            (String::new(), "empty"),
+        ] {
+            let reason = refused(StoredRevision {
+                sha256_before: before,
+                ..stored()
+            });
+            assert!(
+                reason
+                    .as_deref()
+                    .is_some_and(|reason| reason.starts_with("sha256_before: ")),
+                "{why}: {reason:?}"
+            );
+        }
+        // Every hex digit passes: 0-9 and a-f.
+        let digits = "0123456789abcdef".repeat(4);
+        assert_eq!(
+            refused(StoredRevision {
+                sha256_before: digits,
+                ..stored()
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn a_text_must_be_the_one_its_size_and_hash_describe() {
+        let text_refused =
+            Some("text: it is not the text its sha256_after and bytes_after describe".to_owned());
+        // The size right, the hash another text's.
+        let other = StoredRevision {
+            text: Some("jello".to_owned()),
+            ..stored()
+        };
+        assert_eq!(refused(other), text_refused);
+        // The hash right, the size wrong.
+        let longer = StoredRevision {
+            bytes_after: 6,
+            ..stored()
+        };
+        assert_eq!(refused(longer), text_refused);
+        // A change without its text is not checked against them.
+        let change = StoredRevision {
+            text: None,
+            bytes_after: 6,
+            ..stored()
+        };
+        assert_eq!(refused(change), None);
+    }
+}
