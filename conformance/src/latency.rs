@@ -18,14 +18,23 @@ pub async fn print_history_cost<P: MemoryProvider + ?Sized>(
     off: &P,
     samples: usize,
 ) -> Result<(), MemoryError> {
+    print_side_by_side(name, [("history on", on), ("history off", off)], samples).await
+}
+
+/// [`print_history_cost`] for any two providers, each named by its label: the ratio printed
+/// is the first's sync p50 over the second's.
+pub async fn print_side_by_side<P: MemoryProvider + ?Sized>(
+    name: &str,
+    providers: [(&str, &P); 2],
+    samples: usize,
+) -> Result<(), MemoryError> {
     let c = ctx("ada", "grace");
     let profile = [MemoryUpdate::add(
         Store::User,
         "Name: Grace. Prefers short answers.",
     )];
-    let providers = [on, off];
     let (mut sync, mut prefetch) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
-    for p in providers {
+    for (_, p) in providers {
         p.sync(&c, &profile, &IfMatch::NONE).await?;
     }
     for i in 0..samples.max(1) {
@@ -36,16 +45,16 @@ pub async fn print_history_cost<P: MemoryProvider + ?Sized>(
         for turn in 0..2 {
             let which = (i + turn) % 2;
             let started = Instant::now();
-            providers[which].sync(&c, &add, &IfMatch::NONE).await?;
+            providers[which].1.sync(&c, &add, &IfMatch::NONE).await?;
             sync[which].push(started.elapsed());
             let started = Instant::now();
-            providers[which].prefetch(&c).await?;
+            providers[which].1.prefetch(&c).await?;
             prefetch[which].push(started.elapsed());
         }
     }
-    for (which, history) in ["history on", "history off"].into_iter().enumerate() {
+    for (which, (label, _)) in providers.iter().enumerate() {
         println!(
-            "{name}, {history}: {} samples each, one client, interleaved",
+            "{name}, {label}: {} samples each, one client, interleaved",
             sync[which].len()
         );
         print_percentiles("prefetch", &mut prefetch[which]);
@@ -53,7 +62,9 @@ pub async fn print_history_cost<P: MemoryProvider + ?Sized>(
     }
     let p50 = |samples: &[Duration]| samples[samples.len() / 2].as_secs_f64();
     println!(
-        "sync p50 with history on / off: {:.3}",
+        "sync p50 {} / {}: {:.3}",
+        providers[0].0,
+        providers[1].0,
         p50(&sync[0]) / p50(&sync[1])
     );
     Ok(())

@@ -78,6 +78,9 @@ pub enum Service {
     Postgres,
     /// Redis, for `memory-redis`.
     Redis,
+    /// PgBouncer in transaction mode in front of the PostgreSQL of [`Service::Postgres`], for
+    /// `memory-postgres`'s pooled tests. No container: `scripts/services.sh` starts one.
+    PgBouncer,
 }
 
 impl Service {
@@ -86,6 +89,7 @@ impl Service {
         match self {
             Service::Postgres => "MEMORY_TEST_POSTGRES_URL",
             Service::Redis => "MEMORY_TEST_REDIS_URL",
+            Service::PgBouncer => "MEMORY_TEST_PGBOUNCER_URL",
         }
     }
 
@@ -94,9 +98,11 @@ impl Service {
     pub fn url(self) -> Option<String> {
         static POSTGRES: OnceLock<Result<String, String>> = OnceLock::new();
         static REDIS: OnceLock<Result<String, String>> = OnceLock::new();
+        static PGBOUNCER: OnceLock<Result<String, String>> = OnceLock::new();
         let found = match self {
             Service::Postgres => &POSTGRES,
             Service::Redis => &REDIS,
+            Service::PgBouncer => &PGBOUNCER,
         }
         .get_or_init(|| self.find());
         match found {
@@ -111,6 +117,12 @@ impl Service {
     fn find(self) -> Result<String, String> {
         if let Some(url) = std::env::var(self.env_var()).ok().filter(|v| !v.is_empty()) {
             return Ok(url);
+        }
+        if self == Service::PgBouncer {
+            return Err(format!(
+                "no PgBouncer: {} is unset (scripts/services.sh starts one where the pgbouncer package is installed)",
+                self.env_var()
+            ));
         }
         if !docker_reachable() {
             return Err(format!(
@@ -174,6 +186,7 @@ impl Service {
                 keep(container);
                 Ok(url)
             }
+            Service::PgBouncer => unreachable!("`find` starts no container for PgBouncer"),
         }
     }
 }

@@ -668,6 +668,13 @@ async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_through_pgbouncer() {
+    if let Some(shared) = shared(Service::PgBouncer) {
+        thirty_two_clients_add_with_drops(&shared.config).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_redis() {
     if let Some(shared) = shared(Service::Redis) {
         thirty_two_clients_add_with_drops(&shared.config).await;
@@ -692,6 +699,16 @@ fn shared(service: Service) -> Option<Shared> {
             format!("kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\""),
             Box::new(SchemaGuard {
                 url: url.clone(),
+                schema: name.clone(),
+            }),
+        ),
+        // Through PgBouncer in transaction mode; the schema is dropped on the server itself.
+        Service::PgBouncer => (
+            format!(
+                "kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\"\npool_mode = \"transaction\""
+            ),
+            Box::new(SchemaGuard {
+                url: Service::Postgres.url()?,
                 schema: name.clone(),
             }),
         ),
@@ -1244,6 +1261,13 @@ async fn two_servers_share_one_provider(config: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_over_postgres_apply_each_keyed_add_once() {
     if let Some(shared) = shared(Service::Postgres) {
+        two_servers_share_one_provider(&shared.config).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_through_pgbouncer_apply_each_keyed_add_once() {
+    if let Some(shared) = shared(Service::PgBouncer) {
         two_servers_share_one_provider(&shared.config).await;
     }
 }

@@ -1,14 +1,16 @@
 //! Latency of `prefetch` and of a one-add `sync` against a real server, printed as
-//! percentiles: `cargo bench -p memory-postgres`. Two providers run side by side, history on
-//! (the default retention) and off, their calls interleaved so that whatever else loads the
-//! machine loads both alike, to show what recording revisions costs. The server is
-//! `MEMORY_TEST_POSTGRES_URL` (default: the local one), in schemas of their own that are
-//! dropped at the end.
+//! percentiles: `cargo bench -p memory-postgres`. Two providers run side by side, their calls
+//! interleaved so that whatever else loads the machine loads both alike: history on (the
+//! default retention) and off, to show what recording revisions costs; then, when
+//! `MEMORY_TEST_PGBOUNCER_URL` names PgBouncer in transaction mode in front of the same server
+//! (`scripts/services.sh` starts one), direct and through it, to show what the pooler costs.
+//! The server is `MEMORY_TEST_POSTGRES_URL` (default: the local one), in schemas of their own
+//! that are dropped at the end.
 
-use memory_conformance::latency::print_history_cost;
+use memory_conformance::latency::{print_history_cost, print_side_by_side};
 use memory_core::Retention;
-use memory_postgres::{PostgresConfig, PostgresProvider};
-use sqlx::{AssertSqlSafe, Executor};
+use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider};
+use sqlx::AssertSqlSafe;
 
 const SAMPLES: usize = 1_000;
 
@@ -16,22 +18,49 @@ const SAMPLES: usize = 1_000;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("MEMORY_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test?sslmode=disable".into());
+    let pooler = std::env::var("MEMORY_TEST_PGBOUNCER_URL").ok();
     let mut providers = Vec::new();
-    for (history, tag) in [(Retention::default(), "on"), (Retention::OFF, "off")] {
+    let mut setups = vec![
+        ("on", &url, PoolMode::Session, Retention::default()),
+        ("off", &url, PoolMode::Session, Retention::OFF),
+    ];
+    // The pooler's comparison on documents of their own, from empty like the first.
+    if let Some(pooler) = &pooler {
+        setups.push((
+            "pooled",
+            pooler,
+            PoolMode::Transaction,
+            Retention::default(),
+        ));
+        setups.push(("direct", &url, PoolMode::Session, Retention::default()));
+    }
+    for (tag, url, pool_mode, history) in setups {
         let schema = format!("bench_{}_{tag}", std::process::id());
         let config = PostgresConfig {
             history,
-            ..PostgresConfig::new(&url).with_schema(&schema)
+            pool_mode,
+            ..PostgresConfig::new(url.as_str()).with_schema(&schema)
         };
         providers.push((PostgresProvider::connect(&config).await?, schema));
     }
-    let measured =
+    let mut measured =
         print_history_cost("memory-postgres", &providers[0].0, &providers[1].0, SAMPLES).await;
+    if let (Ok(()), [_, _, (pooled, _), (direct, _)]) = (&measured, providers.as_slice()) {
+        measured = print_side_by_side(
+            "memory-postgres",
+            [
+                ("through PgBouncer (transaction mode)", pooled),
+                ("direct", direct),
+            ],
+            SAMPLES,
+        )
+        .await;
+    }
     for (memory, schema) in &providers {
-        memory
-            .store()
-            .pool()
-            .execute(AssertSqlSafe(format!("DROP SCHEMA \"{schema}\" CASCADE")))
+        // The simple protocol: one round trip, which a transaction pooler keeps on one server
+        // connection.
+        sqlx::raw_sql(AssertSqlSafe(format!("DROP SCHEMA \"{schema}\" CASCADE")))
+            .execute(memory.store().pool())
             .await?;
     }
     Ok(measured?)

@@ -64,6 +64,30 @@ pub struct PostgresConfig {
     /// none. Older revisions are pruned by later writes of the same document.
     #[serde(default)]
     pub history: Retention,
+    /// How the URL's server hands out connections: `"session"` (the default: PostgreSQL
+    /// itself, or a pooler in session mode, so a connection is this provider's while it is
+    /// open) or `"transaction"` (a pooler in transaction mode, PgBouncer's `pool_mode =
+    /// transaction`: nothing may outlive a transaction). See [`PoolMode`].
+    #[serde(default)]
+    pub pool_mode: PoolMode,
+}
+
+/// How the server at [`PostgresConfig::url`] hands out connections, as PgBouncer's `pool_mode`
+/// names it. Statement mode is not offered: a hold and a write of two documents each need a
+/// transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    /// A connection is the provider's from connect to close: the timeouts are set once, as
+    /// startup parameters, and statements are prepared once per connection and kept.
+    #[default]
+    Session,
+    /// Behind a pooler in transaction mode, each transaction may run on another server
+    /// connection: the connection carries no startup parameters a pooler refuses, every
+    /// transaction sets its own timeouts (`SET LOCAL`), every statement runs inside a
+    /// transaction and none is kept prepared past it. A call costs two more round trips than
+    /// in session mode (`BEGIN` and `COMMIT` around a read).
+    Transaction,
 }
 
 mod defaults {
@@ -106,6 +130,7 @@ impl PostgresConfig {
             migrate: defaults::migrate(),
             max_attempts: defaults::max_attempts(),
             history: Retention::default(),
+            pool_mode: PoolMode::default(),
         }
     }
 
@@ -134,8 +159,22 @@ impl PostgresConfig {
         })
     }
 
-    /// The URL parsed, with the session settings the provider relies on, or a `Config` error
-    /// that says what is wrong without the password.
+    /// The timeouts the provider relies on, as `(setting, value)`: the connections' own in
+    /// session mode, each transaction's in transaction mode.
+    pub(crate) fn timeouts(&self) -> [(&'static str, String); 3] {
+        let deadline = format!("{}ms", self.deadline_ms);
+        [
+            (
+                "lock_timeout",
+                format!("{}ms", self.lock_timeout().as_millis()),
+            ),
+            ("statement_timeout", deadline.clone()),
+            ("idle_in_transaction_session_timeout", deadline),
+        ]
+    }
+
+    /// The URL parsed, with the session settings the provider relies on (in session mode), or
+    /// a `Config` error that says what is wrong without the password.
     pub(crate) fn connect_options(&self) -> Result<PgConnectOptions, MemoryError> {
         // The server takes timeouts up to i32::MAX milliseconds (24.8 days).
         if !(1..=MAX_TIMEOUT_MS).contains(&self.deadline_ms) {
@@ -153,16 +192,14 @@ impl PostgresConfig {
             ),
         })?;
         // sqlx 0.9 cannot turn on TCP keepalive (launchbadge/sqlx#3540): the client's bound is
-        // the deadline each call runs under; these are the server's.
-        let deadline = format!("{}ms", self.deadline_ms);
-        Ok(options.options([
-            (
-                "lock_timeout",
-                format!("{}ms", self.lock_timeout().as_millis()),
-            ),
-            ("statement_timeout", deadline.clone()),
-            ("idle_in_transaction_session_timeout", deadline),
-        ]))
+        // the deadline each call runs under; the timeouts are the server's.
+        Ok(match self.pool_mode {
+            PoolMode::Session => options.options(self.timeouts()),
+            // PgBouncer refuses startup parameters it does not know (`options`,
+            // `extra_float_digits`), and a statement prepared on one server connection is not
+            // there on the next.
+            PoolMode::Transaction => options.extra_float_digits(None).statement_cache_capacity(0),
+        })
     }
 }
 
@@ -178,6 +215,7 @@ impl fmt::Debug for PostgresConfig {
             .field("migrate", &self.migrate)
             .field("max_attempts", &self.max_attempts)
             .field("history", &self.history)
+            .field("pool_mode", &self.pool_mode)
             .finish()
     }
 }
@@ -242,6 +280,35 @@ mod tests {
         assert_eq!(config.history, Retention::default());
         let unknown = serde_json::from_str::<PostgresConfig>(r#"{"url": "x", "pool": 3}"#);
         assert!(unknown.unwrap_err().to_string().contains("pool"));
+    }
+
+    #[test]
+    fn transaction_mode_leaves_the_timeouts_to_each_transaction() {
+        let config: PostgresConfig = serde_json::from_str(
+            r#"{"url": "postgres://localhost/memory", "deadline_ms": 2000, "pool_mode": "transaction"}"#,
+        )
+        .unwrap();
+        assert_eq!(config.pool_mode, PoolMode::Transaction);
+        assert_eq!(config.connect_options().unwrap().get_options(), None);
+        assert_eq!(
+            config
+                .timeouts()
+                .map(|(setting, value)| format!("{setting}={value}")),
+            [
+                "lock_timeout=1000ms",
+                "statement_timeout=2000ms",
+                "idle_in_transaction_session_timeout=2000ms"
+            ]
+        );
+        let session: PostgresConfig = serde_json::from_str(r#"{"url": "x"}"#).unwrap();
+        assert_eq!(session.pool_mode, PoolMode::Session, "the default");
+        let statement =
+            serde_json::from_str::<PostgresConfig>(r#"{"url": "x", "pool_mode": "statement"}"#);
+        let message = statement.unwrap_err().to_string();
+        assert!(
+            message.contains("statement") && message.contains("transaction"),
+            "{message}"
+        );
     }
 
     #[test]

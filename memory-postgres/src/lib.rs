@@ -55,7 +55,7 @@ use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::QueryAs;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres};
 
-pub use config::{DEFAULT_MAX_ATTEMPTS, PostgresConfig};
+pub use config::{DEFAULT_MAX_ATTEMPTS, PoolMode, PostgresConfig};
 
 /// The memory contract on PostgreSQL: [`PostgresStore`]'s statements under the generic
 /// provider. Cheap to share: clone the pool, not the provider.
@@ -78,6 +78,34 @@ pub struct PostgresStore {
     /// The `lock_timeout` the pool's connections were opened with, when this provider opened
     /// them; `None` for a pool given to `from_pool`, whose setting is unknown.
     lock_timeout: Option<Duration>,
+    /// How the server hands out connections (see [`PoolMode`]).
+    pool_mode: PoolMode,
+    /// What starts each transaction, and each read-only snapshot (see [`Begin`]).
+    begin: Begin,
+}
+
+/// The statements that start this provider's transactions. In transaction mode each also sets
+/// the timeouts for its transaction (`SET LOCAL`), which in session mode the connection has.
+#[derive(Debug)]
+struct Begin {
+    /// A read-write transaction.
+    write: Arc<str>,
+    /// A read-only snapshot: one view of the document, its tip and its revisions.
+    snapshot: Arc<str>,
+}
+
+impl Begin {
+    /// `BEGIN`, followed by `timeouts` set for the transaction.
+    fn with(timeouts: &[(&str, String)]) -> Self {
+        let settings: String = timeouts
+            .iter()
+            .map(|(setting, value)| format!("; SET LOCAL {setting} = '{value}'"))
+            .collect();
+        Begin {
+            write: format!("BEGIN{settings}").into(),
+            snapshot: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY{settings}").into(),
+        }
+    }
 }
 
 #[async_trait]
@@ -139,7 +167,7 @@ impl Connect for PostgresStore {
         // The pool bounds the wait already; the outer bound is for a TCP connect that the
         // pool's own timeout does not interrupt.
         let pool = match tokio::time::timeout(timeout + Duration::from_secs(1), connecting).await {
-            Ok(pool) => pool.map_err(|err| MemoryError::unavailable(&server, err))?,
+            Ok(pool) => pool.map_err(|err| refused(&server, err))?,
             Err(_) => {
                 return Err(MemoryError::Unavailable {
                     what: server,
@@ -150,6 +178,10 @@ impl Connect for PostgresStore {
         };
         let mut store = Self::from_pool(pool, &config.schema)?;
         store.lock_timeout = Some(config.lock_timeout());
+        if config.pool_mode == PoolMode::Transaction {
+            store.pool_mode = PoolMode::Transaction;
+            store.begin = Begin::with(&config.timeouts());
+        }
         if config.migrate {
             store.migrate().await?;
         }
@@ -191,23 +223,19 @@ impl PostgresStore {
             location,
             pool,
             lock_timeout: None,
+            pool_mode: PoolMode::Session,
+            begin: Begin::with(&[]),
         })
     }
 
     /// Creates the schema and applies the embedded migrations that are not applied yet. Safe to
-    /// call from many processes at once: they take turns on an advisory lock.
+    /// call from many processes at once: they take turns on an advisory lock. Safe behind a
+    /// pooler in transaction mode: it is one transaction, and nothing of it outlives that.
     ///
     /// # Errors
     /// [`MemoryError::Unavailable`] when the server cannot be reached or a migration fails.
     pub async fn migrate(&self) -> Result<(), MemoryError> {
-        // The migrations name their tables without a schema, so they run on a connection of
-        // their own whose search_path is the provider's schema; the pool is left untouched.
-        // A migration may wait for another process's (on an advisory lock) longer than a call's
-        // deadline: the statement timeout is lifted for it.
-        let options = (*self.pool.connect_options()).clone().options([
-            ("search_path", self.schema.as_str()),
-            ("statement_timeout", "0"),
-        ]);
+        let options = self.pool.connect_options();
         let timeout = self.pool.options().get_acquire_timeout();
         let mut connection = tokio::time::timeout(timeout, PgConnection::connect_with(&options))
             .await
@@ -221,10 +249,22 @@ impl PostgresStore {
         migrator.create_schema(self.schema.clone());
         // A table of our own, so an application's sqlx migrations can share the schema.
         migrator.dangerous_set_table_name(format!("\"{}\"._memory_migrations", self.schema));
-        // `run_direct`, not `run`: `run`'s `Acquire` bound makes this future not provably
-        // `Send`, so it could not be awaited inside a boxed `Send` future (the wiring's lazy
-        // connect).
-        let migrated = migrator.run_direct(None, &mut connection, false).await;
+        // The lock is the transaction's (below), not the session's that sqlx would take.
+        migrator.set_locking(false);
+        // Hosts that start together on a fresh schema take turns on the lock, but the one
+        // waiting began its transaction before the first committed: its catalog lookups may
+        // still miss the schema or tables just created, and creating them again fails on a
+        // duplicate. A new transaction sees them; by the third, every such race is over.
+        let mut attempts = 1;
+        let migrated = loop {
+            match self
+                .migrate_in_one_transaction(&mut connection, &migrator)
+                .await
+            {
+                Err(err) if attempts < 3 && created_meanwhile(&err) => attempts += 1,
+                migrated => break migrated,
+            }
+        };
         let _ = connection.close().await;
         migrated.map_err(|err| match err {
             MigrateError::VersionMismatch(_)
@@ -239,6 +279,46 @@ impl PostgresStore {
             },
             err => MemoryError::unavailable(format!("migrating {}", self.location), err),
         })
+    }
+
+    /// [`PostgresStore::migrate`]'s work on `connection`, in one transaction that holds the
+    /// migrations' advisory lock.
+    async fn migrate_in_one_transaction(
+        &self,
+        connection: &mut PgConnection,
+        migrator: &sqlx::migrate::Migrator,
+    ) -> Result<(), MigrateError> {
+        // The migrations name their tables without a schema: the search path names it, for
+        // this transaction only. Waiting for another process's migration may take longer than
+        // a call's deadline: the timeouts are lifted for it.
+        let mut transaction = connection
+            .begin_with(AssertSqlSafe(format!(
+                "BEGIN; DEALLOCATE ALL; SET LOCAL search_path = \"{}\"; \
+                 SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0",
+                self.schema
+            )))
+            .await?;
+        let database: String = sqlx::query_scalar("SELECT current_database()")
+            .persistent(false)
+            .fetch_one(&mut *transaction)
+            .await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .persistent(false)
+            .bind(migration_lock_key(&database))
+            .execute(&mut *transaction)
+            .await?;
+        // `run_direct`, not `run`: `run`'s `Acquire` bound makes this future not provably
+        // `Send`, so it could not be awaited inside a boxed `Send` future (the wiring's lazy
+        // connect). Each migration runs in a savepoint of this transaction.
+        migrator.run_direct(None, &mut *transaction, false).await?;
+        // sqlx's migrator keeps its statements prepared, which outlive the transaction on the
+        // server connection; behind a pooler, another client may get that connection next.
+        // Dropped here, and above any that another client left there.
+        sqlx::raw_sql("DEALLOCATE ALL")
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
     }
 
     /// The pool, for health checks and for sharing with the rest of the application.
@@ -265,9 +345,10 @@ impl PostgresStore {
     ) -> Result<Option<UserId>, MemoryError> {
         let failed = |err| self.identity_error(err);
         let key = (identity.platform(), identity.platform_user());
-        let mut transaction = connection.begin().await.map_err(failed)?;
+        let mut transaction = self.transaction(connection).await.map_err(failed)?;
         loop {
             let inserted = sqlx::query(AssertSqlSafe(self.sql.link_first.clone()))
+                .persistent(self.keeps_prepared())
                 .bind(key.0)
                 .bind(key.1)
                 .bind(user.as_str())
@@ -280,6 +361,7 @@ impl PostgresStore {
             }
             let current: Option<String> =
                 sqlx::query_scalar(AssertSqlSafe(self.sql.lock_link.clone()))
+                    .persistent(self.keeps_prepared())
                     .bind(key.0)
                     .bind(key.1)
                     .fetch_optional(&mut *transaction)
@@ -293,6 +375,7 @@ impl PostgresStore {
             // Refused or unchanged: dropping the transaction rolls it back, writing nothing.
             if identity.check_link(Some(&current), user, relink)? {
                 sqlx::query(AssertSqlSafe(self.sql.relink.clone()))
+                    .persistent(self.keeps_prepared())
                     .bind(key.0)
                     .bind(key.1)
                     .bind(user.as_str())
@@ -314,8 +397,9 @@ impl PostgresStore {
         identity: &Identity,
     ) -> Result<Option<UserId>, MemoryError> {
         let failed = |err| self.identity_error(err);
-        let mut transaction = connection.begin().await.map_err(failed)?;
+        let mut transaction = self.transaction(connection).await.map_err(failed)?;
         let removed: Option<String> = sqlx::query_scalar(AssertSqlSafe(self.sql.unlink.clone()))
+            .persistent(self.keeps_prepared())
             .bind(identity.platform())
             .bind(identity.platform_user())
             .fetch_optional(&mut *transaction)
@@ -354,6 +438,49 @@ impl PostgresStore {
         let answer = work(&mut lease).await;
         lease.answered();
         Ok(answer)
+    }
+
+    /// One statement, `work`, on a connection from the pool, as [`PostgresStore::leased`]:
+    /// alone in session mode; in transaction mode inside a transaction of its own that sets the
+    /// timeouts, since outside one the pooler may send each of its round trips (a statement not
+    /// kept prepared takes two) to another server connection.
+    async fn single<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut PgConnection) -> Result<T, sqlx::Error>,
+    ) -> Result<Result<T, sqlx::Error>, MemoryError> {
+        self.leased(async |connection| match self.pool_mode {
+            PoolMode::Session => work(connection).await,
+            PoolMode::Transaction => {
+                let mut transaction = self.transaction(connection).await?;
+                match work(&mut transaction).await {
+                    Ok(answer) => transaction.commit().await.map(|()| answer),
+                    Err(err) => {
+                        // Answered here, not when the connection next goes out.
+                        let _ = transaction.rollback().await;
+                        Err(err)
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    /// Whether statements stay prepared on their connection for the next call: in session mode.
+    /// A pooler in transaction mode may hand the next transaction another server connection,
+    /// where a named statement is missing, or is another client's of the same name; there each
+    /// statement is parsed anew, unnamed, inside its transaction.
+    fn keeps_prepared(&self) -> bool {
+        self.pool_mode == PoolMode::Session
+    }
+
+    /// A transaction on `connection`, begun as this provider begins them (see [`Begin`]).
+    async fn transaction<'c>(
+        &self,
+        connection: &'c mut PgConnection,
+    ) -> Result<sqlx::Transaction<'c, Postgres>, sqlx::Error> {
+        connection
+            .begin_with(AssertSqlSafe(self.begin.write.clone()))
+            .await
     }
 
     /// An error on the documents' table.
@@ -427,6 +554,7 @@ impl PostgresStore {
             &self.sql.select_documents
         };
         sqlx::query_as(AssertSqlSafe(statement.clone()))
+            .persistent(self.keeps_prepared())
             .bind(&kinds)
             .bind(&owners)
             .bind(receipts)
@@ -446,7 +574,7 @@ impl PostgresStore {
             [first, second] => (first, second),
             _ => {
                 let rows = self
-                    .leased(async |connection| self.select_on(connection, ids, false, false).await)
+                    .single(async |connection| self.select_on(connection, ids, false, false).await)
                     .await?
                     .map_err(|err| self.db_error(err))?;
                 return ids
@@ -458,8 +586,9 @@ impl PostgresStore {
         };
         let (first, second) = (row_key(first), row_key(second));
         let mut rows: Vec<ReadRow> = self
-            .leased(async |connection| {
+            .single(async |connection| {
                 sqlx::query_as(AssertSqlSafe(self.sql.read_two.clone()))
+                    .persistent(self.keeps_prepared())
                     .bind(first.0)
                     .bind(first.1)
                     .bind(second.0)
@@ -582,7 +711,7 @@ impl PostgresStore {
     ) -> Result<StoredHistory, MemoryError> {
         let failed = |err| self.history_error(err);
         let mut transaction = connection
-            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .begin_with(AssertSqlSafe(self.begin.snapshot.clone()))
             .await
             .map_err(failed)?;
         let selected = self
@@ -596,6 +725,7 @@ impl PostgresStore {
             .map_err(failed)?;
         let (kind, owner) = row_key(document);
         let rows: Vec<HistoryRow> = sqlx::query_as(AssertSqlSafe(self.sql.history.clone()))
+            .persistent(self.keeps_prepared())
             .bind(kind)
             .bind(owner)
             // "All" (usize::MAX) is more than any document holds.
@@ -632,10 +762,11 @@ impl PostgresStore {
     ) -> Result<Purged, MemoryError> {
         let failed = |err| self.db_error(err);
         let (kind, owner) = row_key(document);
-        let mut transaction = connection.begin().await.map_err(failed)?;
+        let mut transaction = self.transaction(connection).await.map_err(failed)?;
         let erased_text = loop {
             let deleted: Option<String> =
                 sqlx::query_scalar(AssertSqlSafe(self.sql.purge_document.clone()))
+                    .persistent(self.keeps_prepared())
                     .bind(kind)
                     .bind(owner)
                     .fetch_optional(&mut *transaction)
@@ -648,6 +779,7 @@ impl PostgresStore {
             // of the document waits for the purge. One written in between ends in a conflict
             // here: then it is deleted like any other.
             let held = sqlx::query(AssertSqlSafe(self.sql.purge_hold.clone()))
+                .persistent(self.keeps_prepared())
                 .bind(kind)
                 .bind(owner)
                 .bind(sha256_hex(""))
@@ -659,6 +791,7 @@ impl PostgresStore {
             }
         };
         let erased: ErasedRow = sqlx::query_as(AssertSqlSafe(self.sql.purge_history.clone()))
+            .persistent(self.keeps_prepared())
             .bind(kind)
             .bind(owner)
             .fetch_one(&mut *transaction)
@@ -677,6 +810,7 @@ impl PostgresStore {
             .then(|| Revision::tombstone(document, &tip, Version::new("0"), surface, now));
         if let Some(tombstone) = &tombstone {
             sqlx::query(AssertSqlSafe(self.sql.tombstone.clone()))
+                .persistent(self.keeps_prepared())
                 .bind(kind)
                 .bind(owner)
                 .bind(to_i64(tombstone.number))
@@ -714,8 +848,9 @@ impl VersionedStore for PostgresStore {
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         let rows: Vec<(String, String)> = self
-            .leased(async |connection| {
+            .single(async |connection| {
                 sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
+                    .persistent(self.keeps_prepared())
                     .fetch_all(connection)
                     .await
             })
@@ -759,8 +894,9 @@ impl VersionedStore for PostgresStore {
 impl IdentityMap for PostgresStore {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let user: Option<String> = self
-            .leased(async |connection| {
+            .single(async |connection| {
                 sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
+                    .persistent(self.keeps_prepared())
                     .bind(identity.platform())
                     .bind(identity.platform_user())
                     .fetch_optional(connection)
@@ -795,8 +931,9 @@ impl IdentityMap for PostgresStore {
 
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
         let rows: Vec<(String, String, String)> = self
-            .leased(async |connection| {
+            .single(async |connection| {
                 sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
+                    .persistent(self.keeps_prepared())
                     .fetch_all(connection)
                     .await
             })
@@ -823,7 +960,7 @@ impl CompareAndSwap for PostgresStore {
     /// its history.
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
         let rows = self
-            .leased(async |connection| self.select_on(connection, ids, receipts, true).await)
+            .single(async |connection| self.select_on(connection, ids, receipts, true).await)
             .await?
             .map_err(|err| self.db_error(err))?;
         ids.iter()
@@ -851,18 +988,26 @@ impl CompareAndSwap for PostgresStore {
         // deadline the write still tries, and a lost race names the row that was held.
         let per_row = (lock_wait / rows).max(SHORTEST_LOCK_WAIT);
         let binds = WriteBinds::of(writes)?;
-        let query = binds.query(&self.sql.write);
+        let query = binds.query(&self.sql.write, self.keeps_prepared());
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
-        let landed = self
-            .leased(async |connection| {
-                if writes.len() == 1 && bounded {
-                    query.fetch_all(connection).await
-                } else {
-                    let lower_to = (!bounded).then_some(per_row);
-                    write_in_transaction(connection, query, writes.len(), lower_to).await
-                }
+        let landed = if writes.len() == 1 && bounded {
+            self.single(async |connection| query.fetch_all(connection).await)
+                .await?
+        } else {
+            let lower_to = (!bounded).then_some(per_row);
+            self.leased(async |connection| {
+                let transaction = self.transaction(connection).await?;
+                write_in_transaction(
+                    transaction,
+                    query,
+                    writes.len(),
+                    lower_to,
+                    self.keeps_prepared(),
+                )
+                .await
             })
-            .await?;
+            .await?
+        };
         let landed = match landed {
             Ok(rows) => rows,
             // A lock held past `lock_timeout`, two writers locking the same rows in a
@@ -908,8 +1053,11 @@ impl CompareAndSwap for PostgresStore {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let lock_timeout = format!("{}ms", per_lock.as_millis());
         let held = async {
-            sqlx::raw_sql("BEGIN").execute(&mut *lease).await?;
+            sqlx::raw_sql(AssertSqlSafe(self.begin.write.clone()))
+                .execute(&mut *lease)
+                .await?;
             sqlx::query_as::<_, SelectedRow>(AssertSqlSafe(self.sql.hold.clone()))
+                .persistent(self.keeps_prepared())
                 .bind(&kinds)
                 .bind(&owners)
                 .bind(receipts)
@@ -970,8 +1118,9 @@ impl PostgresStore {
         }
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let position: Option<i64> = self
-            .leased(async |connection| {
+            .single(async |connection| {
                 sqlx::query_scalar(AssertSqlSafe(self.sql.held_by_others.clone()))
+                    .persistent(self.keeps_prepared())
                     .bind(&kinds)
                     .bind(&owners)
                     .fetch_optional(connection)
@@ -1015,7 +1164,7 @@ impl HeldTurn for PgTurn<'_> {
             }
         };
         let landed = binds
-            .query(&provider.sql.write)
+            .query(&provider.sql.write, provider.keeps_prepared())
             .fetch_all(&mut *lease)
             .await;
         match landed {
@@ -1152,9 +1301,15 @@ impl<'a> WriteBinds<'a> {
         })
     }
 
-    /// `sql` (the write statement) with these values bound.
-    fn query(&self, sql: &Arc<str>) -> QueryAs<'_, Postgres, (String, String), PgArguments> {
+    /// `sql` (the write statement) with these values bound; kept prepared on the connection if
+    /// `persistent`.
+    fn query(
+        &self,
+        sql: &Arc<str>,
+        persistent: bool,
+    ) -> QueryAs<'_, Postgres, (String, String), PgArguments> {
         let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(sql.clone()))
+            .persistent(persistent)
             .bind(&self.kinds)
             .bind(&self.owners)
             .bind(&self.texts)
@@ -1363,18 +1518,19 @@ impl<'a> RevisionColumns<'a> {
     }
 }
 
-/// The upsert of `rows` rows in a transaction on `connection`, committed only if every row
-/// landed; with the transaction's `lock_timeout` lowered to `lower_to` first, if given.
+/// The upsert of `rows` rows in `transaction`, committed only if every row landed; with the
+/// transaction's `lock_timeout` lowered to `lower_to` first, if given.
 async fn write_in_transaction<'q>(
-    connection: &mut PgConnection,
+    mut transaction: sqlx::Transaction<'_, Postgres>,
     query: QueryAs<'q, Postgres, (String, String), PgArguments>,
     rows: usize,
     lower_to: Option<Duration>,
+    persistent: bool,
 ) -> Result<Vec<(String, String)>, sqlx::Error> {
-    let mut transaction = connection.begin().await?;
     if let Some(lock_wait) = lower_to {
         // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
         sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+            .persistent(persistent)
             .bind(format!("{}ms", lock_wait.as_millis().max(1)))
             .execute(&mut *transaction)
             .await?;
@@ -1388,6 +1544,28 @@ async fn write_in_transaction<'q>(
         let _ = transaction.rollback().await;
     }
     landed
+}
+
+/// Whether a migration failed on something another host created meanwhile: a duplicate
+/// schema, table, object or catalog key.
+fn created_meanwhile(err: &MigrateError) -> bool {
+    let (MigrateError::Execute(sqlx::Error::Database(db))
+    | MigrateError::ExecuteMigration(sqlx::Error::Database(db), _)) = err
+    else {
+        return false;
+    };
+    matches!(
+        db.code().as_deref(),
+        Some("23505" | "42P06" | "42P07" | "42710")
+    )
+}
+
+/// The advisory lock sqlx's migrator takes for `database` (sqlx-postgres's `generate_lock_id`),
+/// so that migrators of earlier versions of this crate, which let sqlx take it, and an
+/// application's own sqlx migrations take turns with ours.
+fn migration_lock_key(database: &str) -> i64 {
+    const CRC_32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+    0x3d32_ad9e * i64::from(CRC_32.checksum(database.as_bytes()))
 }
 
 /// A pooled connection in use by one call. Unless the call marks it answered, it is closed
@@ -1810,6 +1988,51 @@ fn validate_schema(schema: &str) -> Result<(), MemoryError> {
 }
 
 /// `postgres://host:port`, for messages and locations: never the credentials.
+/// A failed connect: `Config` when the server refused the session settings of session mode (a
+/// pooler answers so), else `Unavailable`.
+fn refused(server: &str, err: sqlx::Error) -> MemoryError {
+    if err.to_string().contains("unsupported startup parameter") {
+        return MemoryError::Config {
+            message: format!(
+                "{server} refused the connection's startup parameters ({err}): behind a pooler in transaction mode (PgBouncer's pool_mode = transaction), set pool_mode = \"transaction\""
+            ),
+        };
+    }
+    MemoryError::unavailable(server, err)
+}
+
 fn server_name(options: &PgConnectOptions) -> String {
     format!("postgres://{}:{}", options.get_host(), options.get_port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_migration_lock_is_the_one_sqlx_takes() {
+        // sqlx-postgres 0.9's generate_lock_id("test"): 0x3d32ad9e * CRC-32("test").
+        assert_eq!(migration_lock_key("test"), 3_729_328_775_749_822_312);
+    }
+
+    #[test]
+    fn transactions_begin_with_their_timeouts() {
+        let none = Begin::with(&[]);
+        assert_eq!(&*none.write, "BEGIN");
+        assert_eq!(
+            &*none.snapshot,
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        );
+        let set = Begin::with(&[
+            ("lock_timeout", "5ms".to_owned()),
+            ("statement_timeout", "9ms".to_owned()),
+        ]);
+        assert_eq!(
+            &*set.write,
+            "BEGIN; SET LOCAL lock_timeout = '5ms'; SET LOCAL statement_timeout = '9ms'"
+        );
+        assert!(set.snapshot.ends_with(
+            "READ ONLY; SET LOCAL lock_timeout = '5ms'; SET LOCAL statement_timeout = '9ms'"
+        ));
+    }
 }

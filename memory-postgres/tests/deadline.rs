@@ -8,6 +8,7 @@ mod common;
 use memory_core::raw::Versioned;
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memory_conformance::cases::ctx;
@@ -16,7 +17,7 @@ use memory_core::{
     ErrorKind, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
     MemoryUpdate, Store, UserId,
 };
-use memory_postgres::{PostgresConfig, PostgresProvider, PostgresStore};
+use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider, PostgresStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 
@@ -47,7 +48,17 @@ async fn documents(p: &PostgresProvider, c: &MemoryContext) -> Vec<(String, Stri
 /// unlocked document of a two-document call), and a sync after the lock is released lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() {
-    let Some((_, schema)) = common::provider().await else {
+    row_lock_ends_the_sync_within_its_deadline(PoolMode::Session).await;
+}
+
+/// The same through PgBouncer in transaction mode, where each transaction sets its timeouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_transaction_pooler_a_row_lock_ends_the_sync_within_its_deadline() {
+    row_lock_ends_the_sync_within_its_deadline(PoolMode::Transaction).await;
+}
+
+async fn row_lock_ends_the_sync_within_its_deadline(mode: PoolMode) {
+    let Some((_, schema)) = common::provider_on(mode).await else {
         return;
     };
     let deadline = Duration::from_secs(2);
@@ -55,46 +66,59 @@ async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() 
         migrate: false,
         max_connections: 2,
         deadline_ms: 2_000,
-        ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
+        pool_mode: mode,
+        ..PostgresConfig::new(&schema.url).with_schema(&schema.guard.schema)
     };
-    let configured = PostgresProvider::connect(&config).await.unwrap();
-    // A pool of the application's own, whose connections have no lock_timeout at all.
-    let pool = PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&schema.url)
-        .await
-        .unwrap();
-    let own_pool = Versioned::new(PostgresStore::from_pool(pool, &schema.schema).unwrap())
-        .with_deadline(deadline);
+    let configured = Arc::new(PostgresProvider::connect(&config).await.unwrap());
     let c = ctx("ada", "u1");
     configured
         .sync(&c, &both("old"), &IfMatch::NONE)
         .await
         .unwrap();
-
-    for (case, p, updates, locked) in [
+    let mut cases = vec![
         (
             "one document",
-            &configured,
+            configured.clone(),
             vec![MemoryUpdate::add(Store::Memory, "new")],
             "personality_memory",
         ),
         // The memory row is free and written first; the user row is the one held.
-        ("both documents", &configured, both("new"), "user_profile"),
         (
+            "both documents",
+            configured.clone(),
+            both("new"),
+            "user_profile",
+        ),
+    ];
+    if mode == PoolMode::Session {
+        // A pool of the application's own, whose connections have no lock_timeout at all.
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .connect(&schema.url)
+            .await
+            .unwrap();
+        let own_pool =
+            Versioned::new(PostgresStore::from_pool(pool, &schema.guard.schema).unwrap())
+                .with_deadline(deadline);
+        let own_pool = Arc::new(own_pool);
+        cases.push((
             "a pool without lock_timeout",
-            &own_pool,
+            own_pool,
             vec![MemoryUpdate::add(Store::Memory, "new")],
             "personality_memory",
-        ),
-    ] {
+        ));
+    }
+    let rounds = cases.len();
+
+    for (case, p, updates, locked) in cases {
+        let p = &*p;
         let before = documents(p, &c).await;
-        let mut blocker = PgConnection::connect(&schema.url).await.unwrap();
+        let mut blocker = PgConnection::connect(&schema.guard.url).await.unwrap();
         blocker.execute("BEGIN").await.unwrap();
         blocker
             .execute(AssertSqlSafe(format!(
                 "SELECT 1 FROM \"{}\".memory_documents WHERE kind = '{locked}' FOR UPDATE",
-                schema.schema
+                schema.guard.schema
             )))
             .await
             .unwrap();
@@ -132,7 +156,7 @@ async fn a_row_lock_held_by_another_session_ends_the_sync_within_its_deadline() 
         );
     }
     let memory = configured.read(&c.document(Store::Memory)).await.unwrap();
-    assert_eq!(memory.text, "old\n\nnew\n\nnew\n\nnew\n");
+    assert_eq!(memory.text, format!("old\n{}", "\nnew\n".repeat(rounds)));
 }
 
 /// The test server's URL pointed at `proxy`, with a password in it (the test server trusts

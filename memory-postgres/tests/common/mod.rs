@@ -4,11 +4,20 @@
 
 pub use memory_conformance::services::SchemaGuard;
 use memory_conformance::services::{Service, unique_name};
-use memory_postgres::{PostgresConfig, PostgresProvider};
+use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider};
 
 /// The server's URL, or `None` (after a loud message) when the test should skip.
 pub fn url() -> Option<String> {
     Service::Postgres.url()
+}
+
+/// The URL providers in `mode` connect to: the server's, or for transaction mode PgBouncer's
+/// in front of it; `None` (after a loud message) when the test should skip.
+pub fn url_for(mode: PoolMode) -> Option<String> {
+    match mode {
+        PoolMode::Session => url(),
+        PoolMode::Transaction => Service::PgBouncer.url(),
+    }
 }
 
 /// A schema name no other test, process or run uses.
@@ -18,29 +27,67 @@ pub fn unique_schema() -> String {
 
 /// A migrated provider in a fresh schema, and the guard that drops it.
 pub async fn provider() -> Option<(PostgresProvider, SchemaGuard)> {
-    let url = url()?;
-    let schema = unique_schema();
-    let guard = SchemaGuard {
-        url: url.clone(),
-        schema: schema.clone(),
+    provider_in(PoolMode::Session).await
+}
+
+/// A test's schema: the guard that drops it (on the server, directly), and where and how its
+/// providers connect.
+pub struct TestSchema {
+    /// Drops the schema at the end; its `url` is the server's.
+    pub guard: SchemaGuard,
+    /// What providers of this test connect to: the server, or a pooler in front of it.
+    pub url: String,
+    /// How that URL hands out connections.
+    pub pool_mode: PoolMode,
+}
+
+/// [`provider`], connecting as `mode` says (see [`url_for`]).
+pub async fn provider_in(mode: PoolMode) -> Option<(PostgresProvider, SchemaGuard)> {
+    let (provider, schema) = provider_on(mode).await?;
+    Some((provider, schema.guard))
+}
+
+/// [`provider_in`], with where its hosts connect.
+pub async fn provider_on(mode: PoolMode) -> Option<(PostgresProvider, TestSchema)> {
+    let server = url()?;
+    let url = url_for(mode)?;
+    let schema = TestSchema {
+        guard: SchemaGuard {
+            url: server,
+            schema: unique_schema(),
+        },
+        url,
+        pool_mode: mode,
     };
     let config = PostgresConfig {
         max_connections: 4,
-        ..PostgresConfig::new(&url).with_schema(&schema)
+        pool_mode: mode,
+        ..PostgresConfig::new(&schema.url).with_schema(&schema.guard.schema)
     };
     let provider = PostgresProvider::connect(&config)
         .await
         .unwrap_or_else(|err| panic!("connecting to the test server: {err}"));
-    Some((provider, guard))
+    Some((provider, schema))
 }
 
 /// Another host on `schema`'s tables: a provider with a pool of its own, as another process
 /// or machine would have, configured as `host` says.
 pub async fn host(schema: &SchemaGuard, host: memory_conformance::Host) -> PostgresProvider {
+    host_on(&schema.url, PoolMode::Session, &schema.schema, host).await
+}
+
+/// [`host`] on `schema` in `mode` through `url`.
+pub async fn host_on(
+    url: &str,
+    mode: PoolMode,
+    schema: &str,
+    host: memory_conformance::Host,
+) -> PostgresProvider {
     let mut config = PostgresConfig {
         migrate: false,
         max_connections: 4,
-        ..PostgresConfig::new(&schema.url).with_schema(&schema.schema)
+        pool_mode: mode,
+        ..PostgresConfig::new(url).with_schema(schema)
     };
     if let Some(max_attempts) = host.max_attempts {
         config.max_attempts = max_attempts;
@@ -49,6 +96,51 @@ pub async fn host(schema: &SchemaGuard, host: memory_conformance::Host) -> Postg
         config.history = retention;
     }
     PostgresProvider::connect(&config).await.unwrap()
+}
+
+/// The conformance suite's fixture in `mode`: hosts connect as the provider does; hand edits
+/// and outside holds are another session's, on the server directly.
+pub async fn fixture(mode: PoolMode) -> Option<memory_conformance::Fixture<PostgresProvider>> {
+    use std::sync::Arc;
+    let (provider, schema) = provider_on(mode).await?;
+    let schema = Arc::new(schema);
+    let (hosts, edits, holds) = (schema.clone(), schema.clone(), schema.clone());
+    Some(
+        memory_conformance::Fixture::new(provider)
+            .with_hosts(move |host| {
+                let schema = hosts.clone();
+                async move {
+                    Arc::new(
+                        host_on(&schema.url, schema.pool_mode, &schema.guard.schema, host).await,
+                    )
+                }
+            })
+            .with_hand_edits(move |document, text| {
+                let schema = edits.clone();
+                async move { edit_by_hand(&schema.guard, document, text).await }
+            })
+            .with_outside_holds(move |document| {
+                let schema = holds.clone();
+                async move { hold_row(&schema.guard, document).await }
+            })
+            .with_guard(schema),
+    )
+}
+
+/// The identity-map cases' maps in `mode`: two providers on one schema, each with its own
+/// pool, as two hosts would have.
+pub async fn identity_maps(mode: PoolMode) -> Option<memory_conformance::identity::Maps> {
+    use std::sync::Arc;
+    let (first, schema) = provider_on(mode).await?;
+    let config = PostgresConfig {
+        migrate: false,
+        max_connections: 4,
+        pool_mode: mode,
+        ..PostgresConfig::new(&schema.url).with_schema(&schema.guard.schema)
+    };
+    let second = PostgresProvider::connect(&config).await.unwrap();
+    let handles: Vec<Arc<dyn memory_core::IdentityMap>> = vec![Arc::new(first), Arc::new(second)];
+    Some(memory_conformance::identity::Maps::new(handles).with_guard(schema.guard))
 }
 
 /// The primary key of `document`'s row, as the tables name it.
