@@ -9,9 +9,9 @@
 #   skip; scripts/test then lists the skipped suites at the end. A banner says so up front.
 # MEMORY_LOCAL_SERVICES=off leaves local servers alone, so testcontainers is used (GitHub CI).
 
-postgres_answers() {
+postgres_answers() { # [database] [port]
   command -v psql >/dev/null 2>&1 &&
-    PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -U postgres -d "${1:-postgres}" -tAc 'SELECT 1' >/dev/null 2>&1
+    PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "${2:-5432}" -U postgres -d "${1:-postgres}" -tAc 'SELECT 1' >/dev/null 2>&1
 }
 
 redis_answers() {
@@ -81,15 +81,6 @@ ensure_redis() {
   echo "== Redis tests use $MEMORY_TEST_REDIS_URL"
 }
 
-pgbouncer_answers() {
-  postgres_answers_at "$1" test
-}
-
-postgres_answers_at() { # <port> <database>
-  command -v psql >/dev/null 2>&1 &&
-    PGCONNECT_TIMEOUT=3 psql -w -h 127.0.0.1 -p "$1" -U postgres -d "$2" -tAc 'SELECT 1' >/dev/null 2>&1
-}
-
 # PgBouncer 1.18 (Debian's) in transaction mode on 127.0.0.1:6433, in front of the local
 # PostgreSQL, for memory-postgres's pooled tests (MEMORY_TEST_PGBOUNCER_URL). It accepts no
 # startup parameter beyond its defaults, as Debian ships it.
@@ -100,7 +91,7 @@ ensure_pgbouncer() {
     no_pgbouncer "no local PostgreSQL to put it in front of"
     return 0
   fi
-  if ! pgbouncer_answers "$port" && [[ "${MEMORY_LOCAL_SERVICES:-on}" != off && "$(id -u)" == 0 && -x /usr/sbin/pgbouncer ]]; then
+  if ! postgres_answers test "$port" && [[ "${MEMORY_LOCAL_SERVICES:-on}" != off && "$(id -u)" == 0 && -x /usr/sbin/pgbouncer ]]; then
     echo "== starting PgBouncer (transaction mode) on 127.0.0.1:$port"
     mkdir -p "$dir"
     cat >"$dir/pgbouncer.ini" <<EOF_INI
@@ -122,9 +113,9 @@ EOF_INI
     echo '"postgres" ""' >"$dir/users.txt"
     chown -R postgres "$dir"
     /usr/sbin/pgbouncer -d -u postgres "$dir/pgbouncer.ini" || true
-    for _ in $(seq 1 30); do pgbouncer_answers "$port" && break; sleep 0.2; done
+    for _ in $(seq 1 30); do postgres_answers test "$port" && break; sleep 0.2; done
   fi
-  if pgbouncer_answers "$port"; then
+  if postgres_answers test "$port"; then
     export MEMORY_TEST_PGBOUNCER_URL="postgres://postgres@127.0.0.1:$port/test?sslmode=disable"
     echo "== pooled PostgreSQL tests use $MEMORY_TEST_PGBOUNCER_URL"
   else

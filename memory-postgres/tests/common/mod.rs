@@ -27,7 +27,8 @@ pub fn unique_schema() -> String {
 
 /// A migrated provider in a fresh schema, and the guard that drops it.
 pub async fn provider() -> Option<(PostgresProvider, SchemaGuard)> {
-    provider_in(PoolMode::Session).await
+    let (provider, schema) = provider_on(PoolMode::Session).await?;
+    Some((provider, schema.guard))
 }
 
 /// A test's schema: the guard that drops it (on the server, directly), and where and how its
@@ -41,13 +42,7 @@ pub struct TestSchema {
     pub pool_mode: PoolMode,
 }
 
-/// [`provider`], connecting as `mode` says (see [`url_for`]).
-pub async fn provider_in(mode: PoolMode) -> Option<(PostgresProvider, SchemaGuard)> {
-    let (provider, schema) = provider_on(mode).await?;
-    Some((provider, schema.guard))
-}
-
-/// [`provider_in`], with where its hosts connect.
+/// [`provider`], connecting as `mode` says (see [`url_for`]), with where its hosts connect.
 pub async fn provider_on(mode: PoolMode) -> Option<(PostgresProvider, TestSchema)> {
     let server = url()?;
     let url = url_for(mode)?;
