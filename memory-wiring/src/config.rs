@@ -135,8 +135,13 @@ impl Config {
     /// types, provider names that name nothing, unset variables and caps out of order.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, MemoryError> {
         let at = Locator { text, origin };
-        let raw: RawConfig = toml::from_str(text)
-            .map_err(|err| at.error(err.span(), &urls_hidden(err.message())))?;
+        let raw: RawConfig = toml::from_str(text).map_err(|err| {
+            let (span, message) = match in_provider_field(text, &err) {
+                Some((span, field)) => (Some(span), format!("{field}: {}", err.message())),
+                None => (err.span(), err.message().to_owned()),
+            };
+            at.error(span, &urls_hidden(&message))
+        })?;
         // Where each provider's fields are written, so that a mistake in one names its line
         // rather than the provider table's.
         let spans: FieldSpans = toml::from_str(text)
@@ -514,6 +519,37 @@ where
         *value = resolve_path(self.base, &expanded);
         Ok(())
     }
+}
+
+/// The provider field a parse error is about, as its span and `providers.<name>.<key>`: serde
+/// reports a mistake inside a provider table (a wrong type, an unknown key, a value not among
+/// those allowed) at the whole table, a kind's fields being read through its `kind` tag. The
+/// table is read again without each field in turn: the field whose absence ends the error,
+/// or changes it, is the one. `None` when the error is not inside one field of a provider.
+fn in_provider_field(text: &str, err: &toml::de::Error) -> Option<(Range<usize>, String)> {
+    #[derive(Deserialize)]
+    struct Tables {
+        #[serde(default)]
+        providers: BTreeMap<String, Spanned<toml::Table>>,
+    }
+    let at = err.span()?;
+    let tables: Tables = toml::from_str(text).ok()?;
+    let spans: FieldSpans = toml::from_str(text).ok()?;
+    let (name, table) = tables.providers.iter().find(|(_, table)| {
+        let span = table.span();
+        span.start <= at.start && at.end <= span.end
+    })?;
+    let table = table.get_ref();
+    table.keys().filter(|key| *key != "kind").find_map(|key| {
+        let mut without = table.clone();
+        without.remove(key);
+        let read = toml::Value::Table(without).try_into::<RawProvider>();
+        if read.is_err_and(|other| other.message() == err.message()) {
+            // The same mistake without it: not this field's.
+            return None;
+        }
+        Some((spans.field(name, key)?, format!("providers.{name}.{key}")))
+    })
 }
 
 /// Turns byte spans of the file into `<file>:<line>:` messages.
