@@ -51,9 +51,10 @@ use memory_core::{
 };
 use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgRow;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::query::QueryAs;
-use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres};
+use sqlx::query::{Query, QueryAs, QueryScalar};
+use sqlx::{AssertSqlSafe, Connection, FromRow, PgConnection, Postgres};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, PoolMode, PostgresConfig};
 
@@ -291,6 +292,7 @@ impl PostgresStore {
         // The migrations name their tables without a schema: the search path names it, for
         // this transaction only. Waiting for another process's migration may take longer than
         // a call's deadline: the timeouts are lifted for it.
+        // `search_path` as an identifier: a quoted string would be one schema's whole name.
         let mut transaction = connection
             .begin_with(AssertSqlSafe(format!(
                 "BEGIN; DEALLOCATE ALL; SET LOCAL search_path = \"{}\"; \
@@ -347,8 +349,8 @@ impl PostgresStore {
         let key = (identity.platform(), identity.platform_user());
         let mut transaction = self.transaction(connection).await.map_err(failed)?;
         loop {
-            let inserted = sqlx::query(AssertSqlSafe(self.sql.link_first.clone()))
-                .persistent(self.keeps_prepared())
+            let inserted = self
+                .query(&self.sql.link_first)
                 .bind(key.0)
                 .bind(key.1)
                 .bind(user.as_str())
@@ -359,14 +361,13 @@ impl PostgresStore {
                 transaction.commit().await.map_err(failed)?;
                 return Ok(None);
             }
-            let current: Option<String> =
-                sqlx::query_scalar(AssertSqlSafe(self.sql.lock_link.clone()))
-                    .persistent(self.keeps_prepared())
-                    .bind(key.0)
-                    .bind(key.1)
-                    .fetch_optional(&mut *transaction)
-                    .await
-                    .map_err(failed)?;
+            let current: Option<String> = self
+                .query_scalar(&self.sql.lock_link)
+                .bind(key.0)
+                .bind(key.1)
+                .fetch_optional(&mut *transaction)
+                .await
+                .map_err(failed)?;
             // Deleted by hand between the two statements: this is a first link after all.
             let Some(current) = current else {
                 continue;
@@ -374,8 +375,7 @@ impl PostgresStore {
             let current = self.stored_user(identity, current)?;
             // Refused or unchanged: dropping the transaction rolls it back, writing nothing.
             if identity.check_link(Some(&current), user, relink)? {
-                sqlx::query(AssertSqlSafe(self.sql.relink.clone()))
-                    .persistent(self.keeps_prepared())
+                self.query(&self.sql.relink)
                     .bind(key.0)
                     .bind(key.1)
                     .bind(user.as_str())
@@ -398,8 +398,8 @@ impl PostgresStore {
     ) -> Result<Option<UserId>, MemoryError> {
         let failed = |err| self.identity_error(err);
         let mut transaction = self.transaction(connection).await.map_err(failed)?;
-        let removed: Option<String> = sqlx::query_scalar(AssertSqlSafe(self.sql.unlink.clone()))
-            .persistent(self.keeps_prepared())
+        let removed: Option<String> = self
+            .query_scalar(&self.sql.unlink)
             .bind(identity.platform())
             .bind(identity.platform_user())
             .fetch_optional(&mut *transaction)
@@ -471,6 +471,29 @@ impl PostgresStore {
     /// statement is parsed anew, unnamed, inside its transaction.
     fn keeps_prepared(&self) -> bool {
         self.pool_mode == PoolMode::Session
+    }
+
+    /// `sql` as a statement of this provider, kept prepared on its connection only where
+    /// [`PostgresStore::keeps_prepared`] says: every statement on the pool goes through this
+    /// or its two siblings, so that none is left prepared behind a transaction pooler.
+    fn query<'q>(&self, sql: &Arc<str>) -> Query<'q, Postgres, PgArguments> {
+        sqlx::query(AssertSqlSafe(sql.clone())).persistent(self.keeps_prepared())
+    }
+
+    /// [`PostgresStore::query`], for rows read as `O`.
+    fn query_as<'q, O>(&self, sql: &Arc<str>) -> QueryAs<'q, Postgres, O, PgArguments>
+    where
+        O: for<'r> FromRow<'r, PgRow>,
+    {
+        sqlx::query_as(AssertSqlSafe(sql.clone())).persistent(self.keeps_prepared())
+    }
+
+    /// [`PostgresStore::query`], for one column read as `O`.
+    fn query_scalar<'q, O>(&self, sql: &Arc<str>) -> QueryScalar<'q, Postgres, O, PgArguments>
+    where
+        (O,): for<'r> FromRow<'r, PgRow>,
+    {
+        sqlx::query_scalar(AssertSqlSafe(sql.clone())).persistent(self.keeps_prepared())
     }
 
     /// A transaction on `connection`, begun as this provider begins them (see [`Begin`]).
@@ -553,8 +576,7 @@ impl PostgresStore {
         } else {
             &self.sql.select_documents
         };
-        sqlx::query_as(AssertSqlSafe(statement.clone()))
-            .persistent(self.keeps_prepared())
+        self.query_as(statement)
             .bind(&kinds)
             .bind(&owners)
             .bind(receipts)
@@ -587,8 +609,7 @@ impl PostgresStore {
         let (first, second) = (row_key(first), row_key(second));
         let mut rows: Vec<ReadRow> = self
             .single(async |connection| {
-                sqlx::query_as(AssertSqlSafe(self.sql.read_two.clone()))
-                    .persistent(self.keeps_prepared())
+                self.query_as(&self.sql.read_two)
                     .bind(first.0)
                     .bind(first.1)
                     .bind(second.0)
@@ -724,8 +745,8 @@ impl PostgresStore {
             .await
             .map_err(failed)?;
         let (kind, owner) = row_key(document);
-        let rows: Vec<HistoryRow> = sqlx::query_as(AssertSqlSafe(self.sql.history.clone()))
-            .persistent(self.keeps_prepared())
+        let rows: Vec<HistoryRow> = self
+            .query_as(&self.sql.history)
             .bind(kind)
             .bind(owner)
             // "All" (usize::MAX) is more than any document holds.
@@ -764,22 +785,21 @@ impl PostgresStore {
         let (kind, owner) = row_key(document);
         let mut transaction = self.transaction(connection).await.map_err(failed)?;
         let erased_text = loop {
-            let deleted: Option<String> =
-                sqlx::query_scalar(AssertSqlSafe(self.sql.purge_document.clone()))
-                    .persistent(self.keeps_prepared())
-                    .bind(kind)
-                    .bind(owner)
-                    .fetch_optional(&mut *transaction)
-                    .await
-                    .map_err(failed)?;
+            let deleted: Option<String> = self
+                .query_scalar(&self.sql.purge_document)
+                .bind(kind)
+                .bind(owner)
+                .fetch_optional(&mut *transaction)
+                .await
+                .map_err(failed)?;
             if deleted.is_some() {
                 break deleted;
             }
             // No row: an empty one, never committed, holds the key instead, so a first write
             // of the document waits for the purge. One written in between ends in a conflict
             // here: then it is deleted like any other.
-            let held = sqlx::query(AssertSqlSafe(self.sql.purge_hold.clone()))
-                .persistent(self.keeps_prepared())
+            let held = self
+                .query(&self.sql.purge_hold)
                 .bind(kind)
                 .bind(owner)
                 .bind(sha256_hex(""))
@@ -790,8 +810,8 @@ impl PostgresStore {
                 break None;
             }
         };
-        let erased: ErasedRow = sqlx::query_as(AssertSqlSafe(self.sql.purge_history.clone()))
-            .persistent(self.keeps_prepared())
+        let erased: ErasedRow = self
+            .query_as(&self.sql.purge_history)
             .bind(kind)
             .bind(owner)
             .fetch_one(&mut *transaction)
@@ -809,8 +829,7 @@ impl PostgresStore {
             .leaves_tombstone(erased_text.is_some(), revisions)
             .then(|| Revision::tombstone(document, &tip, Version::new("0"), surface, now));
         if let Some(tombstone) = &tombstone {
-            sqlx::query(AssertSqlSafe(self.sql.tombstone.clone()))
-                .persistent(self.keeps_prepared())
+            self.query(&self.sql.tombstone)
                 .bind(kind)
                 .bind(owner)
                 .bind(to_i64(tombstone.number))
@@ -848,12 +867,7 @@ impl VersionedStore for PostgresStore {
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         let rows: Vec<(String, String)> = self
-            .single(async |connection| {
-                sqlx::query_as(AssertSqlSafe(self.sql.list.clone()))
-                    .persistent(self.keeps_prepared())
-                    .fetch_all(connection)
-                    .await
-            })
+            .single(async |connection| self.query_as(&self.sql.list).fetch_all(connection).await)
             .await?
             .map_err(|err| self.db_error(err))?;
         Ok(rows
@@ -895,8 +909,7 @@ impl IdentityMap for PostgresStore {
     async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
         let user: Option<String> = self
             .single(async |connection| {
-                sqlx::query_scalar(AssertSqlSafe(self.sql.resolve.clone()))
-                    .persistent(self.keeps_prepared())
+                self.query_scalar(&self.sql.resolve)
                     .bind(identity.platform())
                     .bind(identity.platform_user())
                     .fetch_optional(connection)
@@ -932,8 +945,7 @@ impl IdentityMap for PostgresStore {
     async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
         let rows: Vec<(String, String, String)> = self
             .single(async |connection| {
-                sqlx::query_as(AssertSqlSafe(self.sql.identities.clone()))
-                    .persistent(self.keeps_prepared())
+                self.query_as(&self.sql.identities)
                     .fetch_all(connection)
                     .await
             })
@@ -988,7 +1000,7 @@ impl CompareAndSwap for PostgresStore {
         // deadline the write still tries, and a lost race names the row that was held.
         let per_row = (lock_wait / rows).max(SHORTEST_LOCK_WAIT);
         let binds = WriteBinds::of(writes)?;
-        let query = binds.query(&self.sql.write, self.keeps_prepared());
+        let query = binds.bound(self.query_as(&self.sql.write));
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
         let landed = if writes.len() == 1 && bounded {
             self.single(async |connection| query.fetch_all(connection).await)
@@ -1056,8 +1068,7 @@ impl CompareAndSwap for PostgresStore {
             sqlx::raw_sql(AssertSqlSafe(self.begin.write.clone()))
                 .execute(&mut *lease)
                 .await?;
-            sqlx::query_as::<_, SelectedRow>(AssertSqlSafe(self.sql.hold.clone()))
-                .persistent(self.keeps_prepared())
+            self.query_as::<SelectedRow>(&self.sql.hold)
                 .bind(&kinds)
                 .bind(&owners)
                 .bind(receipts)
@@ -1119,8 +1130,7 @@ impl PostgresStore {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let position: Option<i64> = self
             .single(async |connection| {
-                sqlx::query_scalar(AssertSqlSafe(self.sql.held_by_others.clone()))
-                    .persistent(self.keeps_prepared())
+                self.query_scalar(&self.sql.held_by_others)
                     .bind(&kinds)
                     .bind(&owners)
                     .fetch_optional(connection)
@@ -1164,7 +1174,7 @@ impl HeldTurn for PgTurn<'_> {
             }
         };
         let landed = binds
-            .query(&provider.sql.write, provider.keeps_prepared())
+            .bound(provider.query_as(&provider.sql.write))
             .fetch_all(&mut *lease)
             .await;
         match landed {
@@ -1301,15 +1311,12 @@ impl<'a> WriteBinds<'a> {
         })
     }
 
-    /// `sql` (the write statement) with these values bound; kept prepared on the connection if
-    /// `persistent`.
-    fn query(
-        &self,
-        sql: &Arc<str>,
-        persistent: bool,
-    ) -> QueryAs<'_, Postgres, (String, String), PgArguments> {
-        let query = sqlx::query_as::<_, (String, String)>(AssertSqlSafe(sql.clone()))
-            .persistent(persistent)
+    /// `statement` (the write statement) with these values bound.
+    fn bound<'q>(
+        &'q self,
+        statement: QueryAs<'q, Postgres, (String, String), PgArguments>,
+    ) -> QueryAs<'q, Postgres, (String, String), PgArguments> {
+        let query = statement
             .bind(&self.kinds)
             .bind(&self.owners)
             .bind(&self.texts)
@@ -1987,7 +1994,6 @@ fn validate_schema(schema: &str) -> Result<(), MemoryError> {
     }
 }
 
-/// `postgres://host:port`, for messages and locations: never the credentials.
 /// A failed connect: `Config` when the server refused the session settings of session mode (a
 /// pooler answers so), else `Unavailable`.
 fn refused(server: &str, err: sqlx::Error) -> MemoryError {
@@ -2001,6 +2007,7 @@ fn refused(server: &str, err: sqlx::Error) -> MemoryError {
     MemoryError::unavailable(server, err)
 }
 
+/// `postgres://host:port`, for messages and locations: never the credentials.
 fn server_name(options: &PgConnectOptions) -> String {
     format!("postgres://{}:{}", options.get_host(), options.get_port())
 }
