@@ -766,6 +766,77 @@ fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
     drop_schema(&pg, &schema);
 }
 
+/// `memory sync` behind a row lock another session holds ends within the provider's deadline
+/// (2 s here) with exit 5 (busy): the command sends each sync keyed and resends it on Busy,
+/// and it used to send it three times, each with a deadline of its own (31 s for the default
+/// 10 s deadline).
+#[test]
+fn a_sync_behind_a_row_lock_ends_within_one_deadline() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::time::{Duration, Instant};
+    let Some(pg) = Service::Postgres.url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let schema = format!("cli_deadline_{}", std::process::id());
+    let config = root.join("memory.toml");
+    let text = format!(
+        "[providers.pg]\nkind = \"postgres\"\nurl = \"{pg}\"\nschema = \"{schema}\"\n\
+         deadline_ms = 2000\n"
+    );
+    std::fs::write(&config, text).unwrap();
+    let sync = |content: &str| {
+        run(configured(root, &config)
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .write_stdin(format!(
+                r#"[{{"action":"add","store":"memory","content":"{content}"}}]"#
+            )))
+    };
+    let (code, _, stderr) = sync("first");
+    assert_eq!(code, 0, "{stderr}");
+
+    // Another session locks the row and keeps its transaction open.
+    let mut blocker = std::process::Command::new("psql")
+        .args([pg.as_str(), "-qAt", "-v", "ON_ERROR_STOP=1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_blocker = blocker.stdin.take().unwrap();
+    writeln!(
+        to_blocker,
+        "BEGIN; SELECT 'locked' FROM \"{schema}\".memory_documents \
+         WHERE kind = 'personality_memory' FOR UPDATE;"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    BufReader::new(blocker.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert_eq!(answer.trim(), "locked");
+
+    let started = Instant::now();
+    let (code, _, stderr) = sync("second");
+    let took = started.elapsed();
+    assert_eq!(code, 5, "busy: {stderr}");
+    assert!(
+        stderr.contains("MEMORY.md of personality 'ada' stayed busy"),
+        "names the document: {stderr}"
+    );
+    assert!(
+        took < Duration::from_millis(3_500),
+        "one deadline of 2 s and the command's start, not three: {took:?}"
+    );
+
+    writeln!(to_blocker, "ROLLBACK;").unwrap();
+    drop(to_blocker);
+    blocker.wait().unwrap();
+    let (code, _, stderr) = sync("second");
+    assert_eq!(code, 0, "lands once the lock is gone: {stderr}");
+    drop_schema(&pg, &schema);
+}
+
 /// Removes the test's schema (the Redis keys are left to the prefix: the test server keeps
 /// nothing on disk).
 fn drop_schema(url: &str, schema: &str) {

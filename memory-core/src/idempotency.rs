@@ -16,8 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    DocumentReport, ErrorKind, IdKind, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Store, SyncReport, Version,
+    DocumentId, DocumentReport, ErrorKind, IdKind, IfMatch, MemoryContext, MemoryError,
+    MemoryProvider, MemoryUpdate, Store, SyncReport, Version,
 };
 
 /// How many receipts a document keeps: the keys of its last 64 keyed writes. A retry comes
@@ -131,27 +131,35 @@ const FIRST_RESEND_PAUSE: std::time::Duration = std::time::Duration::from_millis
 /// with the same key, at most [`SYNC_SENDS`] times in all. A document the call already wrote
 /// is not written again, so the call lands exactly once, or fails with the last error.
 ///
+/// The whole call, resends and the pauses before them included, ends within the provider's
+/// [`MemoryProvider::deadline`] from its first send: a send that used the deadline up is not
+/// repeated, and a resend gets only what is left of it.
+///
 /// # Errors
-/// The last send's error; any refusal (a bad update, a conflict, a cap) at once.
+/// The last send's error; any refusal (a bad update, a conflict, a cap) at once;
+/// [`MemoryError::OutcomeUnknown`] when the deadline passes during a resend.
 pub async fn sync_exactly_once<P: MemoryProvider + ?Sized>(
     provider: &P,
     ctx: &MemoryContext,
     updates: &[MemoryUpdate],
     if_match: &IfMatch,
 ) -> Result<SyncReport, MemoryError> {
-    exactly_once(ctx, |ctx| async move {
+    let first = updates.first().map_or(Store::Memory, MemoryUpdate::store);
+    exactly_once(provider, ctx.document(first), ctx, |ctx| async move {
         provider.sync(&ctx, updates, if_match).await
     })
     .await
 }
 
 /// `provider.revert` sent like [`sync_exactly_once`] sends a `sync`: with one idempotency key
-/// on every send. A revert is a `replace` guarded by `if_match`, so a plain resend after a send
-/// that landed unseen would meet the revert's own write and be refused as a conflict; with the
-/// key, the provider replays the landed send's report (receipts are checked before `if_match`).
+/// on every send, within one deadline. A revert is a `replace` guarded by `if_match`, so a
+/// plain resend after a send that landed unseen would meet the revert's own write and be
+/// refused as a conflict; with the key, the provider replays the landed send's report
+/// (receipts are checked before `if_match`).
 ///
 /// # Errors
-/// The last send's error; any refusal (a revision not kept, a conflict, a cap) at once.
+/// The last send's error; any refusal (a revision not kept, a conflict, a cap) at once;
+/// [`MemoryError::OutcomeUnknown`] when the deadline passes during a resend.
 pub async fn revert_exactly_once<P: MemoryProvider + ?Sized>(
     provider: &P,
     ctx: &MemoryContext,
@@ -159,37 +167,72 @@ pub async fn revert_exactly_once<P: MemoryProvider + ?Sized>(
     number: u64,
     if_match: Option<&Version>,
 ) -> Result<SyncReport, MemoryError> {
-    exactly_once(ctx, |ctx| async move {
+    exactly_once(provider, ctx.document(store), ctx, |ctx| async move {
         provider.revert(&ctx, store, number, if_match).await
     })
     .await
 }
 
-/// Sends `call` with `ctx` keyed (its own key, else a fresh one), again on the failures a
-/// resend with the same key can complete, at most [`SYNC_SENDS`] times.
+/// Sends `call` (a write of `document` first) with `ctx` keyed (its own key, else a fresh
+/// one), again on the failures a resend with the same key can complete, at most
+/// [`SYNC_SENDS`] times, all within `provider`'s deadline from the first send.
 /// (`call` gets its own copy of the keyed context: a future borrowing it could not be `Send`
 /// for every lifetime, as axum's handlers need.)
-async fn exactly_once<Sent>(
+async fn exactly_once<P, Sent>(
+    provider: &P,
+    document: DocumentId,
     ctx: &MemoryContext,
     call: impl Fn(MemoryContext) -> Sent,
 ) -> Result<SyncReport, MemoryError>
 where
+    P: MemoryProvider + ?Sized,
     Sent: Future<Output = Result<SyncReport, MemoryError>>,
 {
     let mut ctx = ctx.clone();
     ctx.idempotency_key
         .get_or_insert_with(IdempotencyKey::generate);
+    let started = tokio::time::Instant::now();
     let mut pause = FIRST_RESEND_PAUSE;
-    for send in 1.. {
-        match call(ctx.clone()).await {
-            Err(err) if send < SYNC_SENDS && resending_can_help(&err) => {
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
+    let mut last = match call(ctx.clone()).await {
+        Err(err) if resending_can_help(&err) => err,
+        outcome => return outcome,
+    };
+    for _ in 1..SYNC_SENDS {
+        // Asked after the first send, which connects the providers a router sends to.
+        let bound = match provider.deadline() {
+            Some(deadline) => match deadline.checked_sub(started.elapsed() + pause) {
+                Some(left) if !left.is_zero() => Some((deadline, left)),
+                _ => return Err(last),
+            },
+            None => None,
+        };
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+        let sent = call(ctx.clone());
+        let outcome = match bound {
+            Some((deadline, left)) => match tokio::time::timeout(left, sent).await {
+                Ok(outcome) => outcome,
+                // Cut off mid-send: it may have landed.
+                Err(_) => {
+                    return Err(MemoryError::OutcomeUnknown {
+                        document,
+                        message: format!(
+                            "no reply within the call's deadline of {} ms, resends included \
+                             (before the last send: {last})",
+                            deadline.as_millis()
+                        ),
+                        source: Some(Box::new(last)),
+                    });
+                }
+            },
+            None => sent.await,
+        };
+        match outcome {
+            Err(err) if resending_can_help(&err) => last = err,
             outcome => return outcome,
         }
     }
-    unreachable!("the loop returns by its last send")
+    Err(last)
 }
 
 /// Whether sending a keyed call again can complete it without applying anything twice.
@@ -464,6 +507,10 @@ mod tests {
         lose: AtomicU32,
         /// Every `sync` it was sent.
         sends: AtomicU32,
+        /// How long each send waits before it applies, by send (none past the list).
+        delays: Vec<std::time::Duration>,
+        /// What it reports as its deadline.
+        deadline: Option<std::time::Duration>,
     }
 
     #[async_trait::async_trait]
@@ -478,7 +525,10 @@ mod tests {
             updates: &[MemoryUpdate],
             if_match: &IfMatch,
         ) -> Result<SyncReport, MemoryError> {
-            self.sends.fetch_add(1, Ordering::SeqCst);
+            let send = self.sends.fetch_add(1, Ordering::SeqCst) as usize;
+            if let Some(delay) = self.delays.get(send) {
+                tokio::time::sleep(*delay).await;
+            }
             let report = self.inner.sync(ctx, updates, if_match).await?;
             let lost = self
                 .lose
@@ -520,6 +570,10 @@ mod tests {
 
         fn subscribe(&self) -> Subscription {
             self.inner.subscribe()
+        }
+
+        fn deadline(&self) -> Option<std::time::Duration> {
+            self.deadline
         }
     }
 
@@ -563,7 +617,84 @@ mod tests {
             inner: InMemoryProvider::new(),
             lose: AtomicU32::new(lose),
             sends: AtomicU32::new(0),
+            delays: Vec::new(),
+            deadline: None,
         }
+    }
+
+    const SECOND: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// A send that used the provider's deadline up is not sent again: the call ends with its
+    /// error at the deadline, not three deadlines later.
+    #[tokio::test(start_paused = true)]
+    async fn a_send_that_used_the_deadline_up_is_not_repeated() {
+        let provider = LosesReplies {
+            delays: vec![SECOND],
+            deadline: Some(SECOND),
+            ..losing(1)
+        };
+        let add = [crate::MemoryUpdate::add(Store::Memory, "Paid.")];
+        let started = tokio::time::Instant::now();
+        let err = sync_exactly_once(&provider, &ctx(), &add, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert_eq!(started.elapsed(), SECOND);
+        assert_eq!(provider.sends.load(Ordering::SeqCst), 1);
+        assert!(
+            matches!(&err, MemoryError::OutcomeUnknown { message, .. } if message == "connection reset"),
+            "the send's own error: {err:?}"
+        );
+    }
+
+    /// A resend gets only what is left of the deadline: one that stalls is cut off there, and
+    /// the call's outcome is unknown (the first send landed, unseen), naming the deadline.
+    #[tokio::test(start_paused = true)]
+    async fn a_resend_is_cut_off_at_the_deadline() {
+        let provider = LosesReplies {
+            delays: vec![std::time::Duration::ZERO, 10 * SECOND],
+            deadline: Some(SECOND),
+            ..losing(1)
+        };
+        let ctx = ctx();
+        let add = [crate::MemoryUpdate::add(Store::User, "Paid.")];
+        let started = tokio::time::Instant::now();
+        let err = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            started.elapsed(),
+            SECOND,
+            "the pause and the resend within it"
+        );
+        assert_eq!(provider.sends.load(Ordering::SeqCst), 2);
+        match &err {
+            MemoryError::OutcomeUnknown {
+                document, message, ..
+            } => {
+                assert_eq!(*document, ctx.document(Store::User));
+                assert!(
+                    message.contains("deadline of 1000 ms") && message.contains("connection reset"),
+                    "{message}"
+                );
+            }
+            other => panic!("outcome unknown: {other:?}"),
+        }
+        let user = provider.read(&ctx.document(Store::User)).await.unwrap();
+        assert_eq!(user.text, "Paid.\n", "the first send landed, once");
+
+        // Time enough left: the resend completes the call.
+        let provider = LosesReplies {
+            deadline: Some(SECOND),
+            ..losing(1)
+        };
+        let report = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
+            .await
+            .unwrap();
+        assert_eq!(provider.sends.load(Ordering::SeqCst), 2);
+        assert!(
+            report.documents[0].replayed,
+            "the resend replays the landed send"
+        );
     }
 
     fn ctx() -> MemoryContext {

@@ -1,6 +1,7 @@
 //! The trait every backend implements.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -136,6 +137,14 @@ pub trait MemoryProvider: Send + Sync {
     /// # Behavior
     /// - Sees the events of writes made through this provider value after the call.
     fn subscribe(&self) -> Subscription;
+
+    /// The longest one call waits on its backend before it fails, or `None` when the provider
+    /// sets no bound (the default). [`crate::sync_exactly_once`] keeps its resends within it,
+    /// so a call that is sent again still ends within one deadline. A provider that wraps
+    /// another forwards its deadline.
+    fn deadline(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// [`MemoryProvider::revert`] as the contract states it: the revision's text from `provider`'s
@@ -214,6 +223,10 @@ macro_rules! forward_provider {
 
             fn subscribe(&self) -> Subscription {
                 (**self).subscribe()
+            }
+
+            fn deadline(&self) -> Option<Duration> {
+                (**self).deadline()
             }
         }
     };

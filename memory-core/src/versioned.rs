@@ -365,6 +365,10 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
     }
+
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.settings.deadline)
+    }
 }
 
 /// The identity map of a store that keeps one, each call within the deadline, and the list in

@@ -176,6 +176,11 @@ impl MemoryProvider for MarkdownProvider {
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
     }
+
+    /// The lock timeout: the only wait a call makes that is not the disk's.
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.lock_timeout)
+    }
 }
 
 /// The map is one JSON file, `users/identity-map.json`, in the form Ethos keeps it, shared by

@@ -15,7 +15,7 @@ use memory_conformance::cases::ctx;
 use memory_conformance::proxy::StallingProxy;
 use memory_core::{
     ErrorKind, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Store, UserId,
+    MemoryUpdate, Store, UserId, sync_exactly_once,
 };
 use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider, PostgresStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -146,6 +146,21 @@ async fn row_lock_ends_the_sync_within_its_deadline(mode: PoolMode) {
             documents(p, &c).await,
             before,
             "{case}: nothing was written"
+        );
+
+        // Sent as the CLI, the tools and the service send it (keyed, resent on Busy), it ends
+        // within the same deadline: the send used it up, so it is not sent again (it used to
+        // be sent three times, each with a deadline of its own).
+        let started = Instant::now();
+        let outcome = sync_exactly_once(p, &c, &updates, &IfMatch::NONE).await;
+        let took = started.elapsed();
+        assert!(
+            took <= deadline + SLACK,
+            "{case}: sent exactly once, took {took:?}"
+        );
+        assert!(
+            matches!(&outcome, Err(MemoryError::Contention { document, .. }) if *document == held),
+            "{case}: sent exactly once, Contention on {held}: {outcome:?}"
         );
 
         blocker.execute("ROLLBACK").await.unwrap();

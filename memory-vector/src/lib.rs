@@ -1031,6 +1031,11 @@ impl MemoryProvider for VectorProvider {
     fn subscribe(&self) -> Subscription {
         self.indexer.source.subscribe()
     }
+
+    /// The source's: writes and plain reads are the source's calls.
+    fn deadline(&self) -> Option<Duration> {
+        self.indexer.source.deadline()
+    }
 }
 
 #[cfg(test)]

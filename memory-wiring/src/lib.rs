@@ -42,6 +42,7 @@ mod serve;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::raw::{EventBus, Receipts, plan_sync, revert_by_replace};
@@ -611,6 +612,16 @@ impl MemoryProvider for Memory {
 
     fn subscribe(&self) -> Subscription {
         self.inner.events.subscribe()
+    }
+
+    /// The longest deadline of the providers connected so far: a call connects its providers
+    /// on its first send, so a resend is bounded by those it goes to.
+    fn deadline(&self) -> Option<Duration> {
+        self.inner
+            .backends
+            .values()
+            .filter_map(|backend| backend.get()?.provider.deadline())
+            .max()
     }
 }
 
