@@ -39,6 +39,8 @@ pub mod model;
 pub mod proxy;
 #[cfg(feature = "services")]
 pub mod services;
+#[cfg(feature = "services")]
+pub mod standby;
 
 /// A future a fixture's hook returns.
 pub type HookFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

@@ -43,6 +43,8 @@ struct Switches {
     replies_held: watch::Sender<bool>,
     /// Bytes that, once seen in a request, hold the replies from then on.
     trip: Mutex<Option<Vec<u8>>>,
+    /// Where connections accepted from now on go (`host:port`).
+    upstream: Mutex<String>,
 }
 
 /// A TCP proxy to a server that stalls on command: what it holds back is neither dropped nor
@@ -60,7 +62,6 @@ impl StallingProxy {
     /// # Panics
     /// When no loopback port can be bound.
     pub async fn start(upstream: impl Into<String>) -> Self {
-        let upstream = upstream.into();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let switches = Arc::new(Switches {
@@ -68,12 +69,14 @@ impl StallingProxy {
             connections: Mutex::new(Vec::new()),
             replies_held: watch::Sender::new(false),
             trip: Mutex::new(None),
+            upstream: Mutex::new(upstream.into()),
         });
         let accepting = tokio::spawn({
             let switches = switches.clone();
             async move {
                 let mut pumps = JoinSet::new();
                 while let Ok((client, _)) = listener.accept().await {
+                    let upstream = switches.upstream.lock().unwrap().clone();
                     let Ok(server) = TcpStream::connect(&upstream).await else {
                         continue;
                     };
@@ -109,6 +112,12 @@ impl StallingProxy {
     /// Where clients connect.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Connections accepted from now on go to `upstream` (`host:port`), as a DNS name or a
+    /// pooler pointed at a promoted standby would send them; those open now stay as they are.
+    pub fn retarget(&self, upstream: impl Into<String>) {
+        *self.switches.upstream.lock().unwrap() = upstream.into();
     }
 
     /// Every connection, open or opened from now on, stops forwarding, either way.

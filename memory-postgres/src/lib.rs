@@ -38,6 +38,7 @@ mod config;
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -83,10 +84,16 @@ pub struct PostgresStore {
     pool_mode: PoolMode,
     /// What starts each transaction, and each read-only snapshot (see [`Begin`]).
     begin: Begin,
+    /// Whether the last connection opened reached a standby, which was refused (see
+    /// [`refuse_a_standby`]): the pool then times out without saying why, so this says it.
+    reached_a_standby: Arc<AtomicBool>,
 }
 
 /// The statements that start this provider's transactions. In transaction mode each also sets
 /// the timeouts for its transaction (`SET LOCAL`), which in session mode the connection has.
+/// Each is `READ WRITE`, the snapshot too though it only reads: a server in recovery (a
+/// standby) refuses that at once, so neither a write nor a read goes to a standby, even behind
+/// a pooler that may hand each transaction to another server.
 #[derive(Debug)]
 struct Begin {
     /// A read-write transaction.
@@ -103,8 +110,8 @@ impl Begin {
             .map(|(setting, value)| format!("; SET LOCAL {setting} = '{value}'"))
             .collect();
         Begin {
-            write: format!("BEGIN{settings}").into(),
-            snapshot: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY{settings}").into(),
+            write: format!("BEGIN READ WRITE{settings}").into(),
+            snapshot: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE{settings}").into(),
         }
     }
 }
@@ -125,6 +132,7 @@ impl Connect for PostgresStore {
         let server = server_name(&options);
         let timeout = config.connect_timeout();
         let deadline = config.deadline();
+        let reached_a_standby = Arc::new(AtomicBool::new(false));
         let connecting = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(timeout)
@@ -134,6 +142,17 @@ impl Connect for PostgresStore {
             // and the pings below, so one used moments ago is taken as it is; one idle longer
             // (a server restarted meanwhile) is pinged first, within the deadline.
             .test_before_acquire(false)
+            .after_connect({
+                let reached_a_standby = reached_a_standby.clone();
+                move |connection, _| {
+                    let reached_a_standby = reached_a_standby.clone();
+                    Box::pin(async move {
+                        let refused = refuse_a_standby(connection).await;
+                        reached_a_standby.store(refused.is_err(), Ordering::Relaxed);
+                        refused
+                    })
+                }
+            })
             .before_acquire(move |connection, meta| {
                 Box::pin(async move {
                     if meta.idle_for < TEST_IDLE_AFTER {
@@ -168,7 +187,7 @@ impl Connect for PostgresStore {
         // The pool bounds the wait already; the outer bound is for a TCP connect that the
         // pool's own timeout does not interrupt.
         let pool = match tokio::time::timeout(timeout + Duration::from_secs(1), connecting).await {
-            Ok(pool) => pool.map_err(|err| refused(&server, err))?,
+            Ok(pool) => pool.map_err(|err| refused(&server, &reached_a_standby, err))?,
             Err(_) => {
                 return Err(MemoryError::Unavailable {
                     what: server,
@@ -178,6 +197,7 @@ impl Connect for PostgresStore {
             }
         };
         let mut store = Self::from_pool(pool, &config.schema)?;
+        store.reached_a_standby = reached_a_standby;
         store.lock_timeout = Some(config.lock_timeout());
         if config.pool_mode == PoolMode::Transaction {
             store.pool_mode = PoolMode::Transaction;
@@ -226,6 +246,7 @@ impl PostgresStore {
             lock_timeout: None,
             pool_mode: PoolMode::Session,
             begin: Begin::with(&[]),
+            reached_a_standby: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -278,6 +299,11 @@ impl PostgresStore {
                     self.location
                 ),
             },
+            MigrateError::Execute(err) | MigrateError::ExecuteMigration(err, _)
+                if refused_as_a_standby(&err) =>
+            {
+                self.unavailable(err)
+            }
             err => MemoryError::unavailable(format!("migrating {}", self.location), err),
         })
     }
@@ -295,7 +321,7 @@ impl PostgresStore {
         // `search_path` as an identifier: a quoted string would be one schema's whole name.
         let mut transaction = connection
             .begin_with(AssertSqlSafe(format!(
-                "BEGIN; DEALLOCATE ALL; SET LOCAL search_path = \"{}\"; \
+                "BEGIN READ WRITE; DEALLOCATE ALL; SET LOCAL search_path = \"{}\"; \
                  SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0",
                 self.schema
             )))
@@ -334,7 +360,7 @@ impl PostgresStore {
     }
 
     fn unavailable(&self, err: sqlx::Error) -> MemoryError {
-        MemoryError::unavailable(&self.location, err)
+        unavailable(&self.location, &self.reached_a_standby, err)
     }
 
     /// [`IdentityMap::link`] on `connection`.
@@ -1995,8 +2021,8 @@ fn validate_schema(schema: &str) -> Result<(), MemoryError> {
 }
 
 /// A failed connect: `Config` when the server refused the session settings of session mode (a
-/// pooler answers so), else `Unavailable`.
-fn refused(server: &str, err: sqlx::Error) -> MemoryError {
+/// pooler answers so), else as [`unavailable`].
+fn refused(server: &str, reached_a_standby: &AtomicBool, err: sqlx::Error) -> MemoryError {
     if err.to_string().contains("unsupported startup parameter") {
         return MemoryError::Config {
             message: format!(
@@ -2004,7 +2030,52 @@ fn refused(server: &str, err: sqlx::Error) -> MemoryError {
             ),
         };
     }
-    MemoryError::unavailable(server, err)
+    unavailable(server, reached_a_standby, err)
+}
+
+/// `err` on `what` as `Unavailable`, retryable: a standby is named as such, whether it refused
+/// a statement or the pool timed out because every connection it opened reached one (see
+/// [`refuse_a_standby`]). A failover, while it happens, fails calls so.
+fn unavailable(what: &str, reached_a_standby: &AtomicBool, err: sqlx::Error) -> MemoryError {
+    let standby = match &err {
+        sqlx::Error::PoolTimedOut => reached_a_standby.load(Ordering::Relaxed),
+        err => refused_as_a_standby(err),
+    };
+    if standby {
+        return MemoryError::Unavailable {
+            what: what.to_owned(),
+            message: format!(
+                "the server is a standby (in recovery), which takes no writes and may serve stale reads ({err}); calls fail until it is promoted or the URL reaches the primary"
+            ),
+            source: Some(Box::new(err)),
+        };
+    }
+    MemoryError::unavailable(what, err)
+}
+
+/// Whether the server refused `err`'s statement for being in recovery: `BEGIN READ WRITE`
+/// ("cannot set transaction read-write mode during recovery"), or a write
+/// (`read_only_sql_transaction`, 25006, which no transaction of ours is otherwise).
+fn refused_as_a_standby(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db)
+        if db.code().as_deref() == Some("25006") || db.message().contains("during recovery"))
+}
+
+/// Refuses a new connection to a server in recovery (a standby): the pool never keeps one, so
+/// no plain read comes from a standby (a transaction's `BEGIN READ WRITE` refuses it too, see
+/// [`Begin`]). One round trip per connection opened, in the simple protocol, which a pooler in
+/// transaction mode takes.
+async fn refuse_a_standby(connection: &mut PgConnection) -> Result<(), sqlx::Error> {
+    let row = sqlx::raw_sql("SELECT pg_is_in_recovery()")
+        .fetch_one(connection)
+        .await?;
+    let in_recovery: bool = sqlx::Row::try_get(&row, 0)?;
+    if in_recovery {
+        return Err(sqlx::Error::Protocol(
+            "the server is in recovery (a standby)".to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// `postgres://host:port`, for messages and locations: never the credentials.
@@ -2025,10 +2096,10 @@ mod tests {
     #[test]
     fn transactions_begin_with_their_timeouts() {
         let none = Begin::with(&[]);
-        assert_eq!(&*none.write, "BEGIN");
+        assert_eq!(&*none.write, "BEGIN READ WRITE");
         assert_eq!(
             &*none.snapshot,
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE"
         );
         let set = Begin::with(&[
             ("lock_timeout", "5ms".to_owned()),
@@ -2036,10 +2107,10 @@ mod tests {
         ]);
         assert_eq!(
             &*set.write,
-            "BEGIN; SET LOCAL lock_timeout = '5ms'; SET LOCAL statement_timeout = '9ms'"
+            "BEGIN READ WRITE; SET LOCAL lock_timeout = '5ms'; SET LOCAL statement_timeout = '9ms'"
         );
         assert!(set.snapshot.ends_with(
-            "READ ONLY; SET LOCAL lock_timeout = '5ms'; SET LOCAL statement_timeout = '9ms'"
+            "READ WRITE; SET LOCAL lock_timeout = '5ms'; SET LOCAL statement_timeout = '9ms'"
         ));
     }
 }
