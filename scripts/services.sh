@@ -57,7 +57,10 @@ ensure_postgres() {
     createdb -w -h 127.0.0.1 -U postgres test 2>/dev/null || true # another run may have won
   fi
   if postgres_answers test; then
-    export MEMORY_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+    # No sslmode: sqlx's default (prefer) takes TLS where the server offers it, as Debian's
+    # does, which is how the README's URL connects in production. scripts/test runs the
+    # deadline tests once more with sslmode=disable.
+    export MEMORY_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:5432/test"
     echo "== PostgreSQL tests use $MEMORY_TEST_POSTGRES_URL"
   else
     no_server "PostgreSQL database 'test'" MEMORY_TEST_POSTGRES_URL

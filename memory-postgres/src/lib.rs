@@ -43,8 +43,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::raw::{
-    CasWrite, CompareAndSwap, Connect, Fetched, Held, HeldTurn, Hold, RevisionTip, Settings,
-    StoredHistory, StoredRevision, Versioned, VersionedStore, from_signed_unix_millis, sha256_hex,
+    CasWrite, CompareAndSwap, Connect, DEFAULT_DEADLINE, Fetched, Held, HeldTurn, Hold,
+    RevisionTip, Settings, StoredHistory, StoredRevision, Versioned, VersionedStore,
+    from_signed_unix_millis, sha256_hex,
 };
 use memory_core::{
     Document, DocumentId, IdempotencyKey, Identity, IdentityMap, MemoryError, PersonalityId,
@@ -87,6 +88,9 @@ pub struct PostgresStore {
     /// Whether the last connection opened reached a standby, which was refused (see
     /// [`refuse_a_standby`]): the pool then times out without saying why, so this says it.
     reached_a_standby: Arc<AtomicBool>,
+    /// How long a connection going back to the pool has to answer a ping (see [`Lease`]): the
+    /// deadline.
+    release_within: Duration,
 }
 
 /// The statements that start this provider's transactions. In transaction mode each also sets
@@ -167,22 +171,6 @@ impl Connect for PostgresStore {
                     }
                 })
             })
-            // sqlx pings every connection that comes back to the pool, with no time bound: one
-            // whose path stalls would hold its pool slot until TCP gives up, minutes later (or
-            // never, behind a proxy that keeps the socket open). A first ping bounded by the
-            // deadline closes such a connection instead; one that answers is pinged again by
-            // sqlx, in the background of the call that used it.
-            .after_release(move |connection, _| {
-                Box::pin(async move {
-                    match tokio::time::timeout(deadline, connection.ping()).await {
-                        Ok(answered) => answered.map(|()| true),
-                        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "no reply to a ping on release within the deadline",
-                        ))),
-                    }
-                })
-            })
             .connect_with(options);
         // The pool bounds the wait already; the outer bound is for a TCP connect that the
         // pool's own timeout does not interrupt.
@@ -198,6 +186,7 @@ impl Connect for PostgresStore {
         };
         let mut store = Self::from_pool(pool, &config.schema)?;
         store.reached_a_standby = reached_a_standby;
+        store.release_within = deadline;
         store.lock_timeout = Some(config.lock_timeout());
         if config.pool_mode == PoolMode::Transaction {
             store.pool_mode = PoolMode::Transaction;
@@ -247,6 +236,7 @@ impl PostgresStore {
             pool_mode: PoolMode::Session,
             begin: Begin::with(&[]),
             reached_a_standby: Arc::new(AtomicBool::new(false)),
+            release_within: DEFAULT_DEADLINE,
         })
     }
 
@@ -447,10 +437,7 @@ impl PostgresStore {
             .acquire()
             .await
             .map_err(|err| self.db_error(err))?;
-        Ok(Lease {
-            connection,
-            answered: false,
-        })
+        Ok(Lease::new(connection, self.release_within))
     }
 
     /// `work` on a connection from the pool, returning what it returned. The connection goes
@@ -1601,42 +1588,73 @@ fn migration_lock_key(database: &str) -> i64 {
     0x3d32_ad9e * i64::from(CRC_32.checksum(database.as_bytes()))
 }
 
-/// A pooled connection in use by one call. Unless the call marks it answered, it is closed
-/// instead of going back to the pool: a call dropped at its deadline may have left it waiting
-/// for a reply, and the pool would test it on return with no time bound, so one that stalled
-/// would hold its pool slot for good.
+/// A pooled connection in use by one call. It goes back to the pool only once the call marks
+/// it answered and it answers a ping within `release_within`, in the background; otherwise it
+/// is dropped. A call dropped at its deadline may have left it waiting for a reply, and sqlx
+/// tests a connection coming back with no time bound, so one that stalled would hold its pool
+/// slot until TCP gives up, minutes later (or never, behind a proxy that keeps the socket open).
 struct Lease {
-    connection: PoolConnection<Postgres>,
-    answered: bool,
+    /// `None` once it went back to the pool or was dropped.
+    connection: Option<PoolConnection<Postgres>>,
+    release_within: Duration,
 }
 
 impl Lease {
-    /// Every statement sent on the connection was answered (with rows or an error): it may go
-    /// back to the pool.
+    fn new(connection: PoolConnection<Postgres>, release_within: Duration) -> Self {
+        Lease {
+            connection: Some(connection),
+            release_within,
+        }
+    }
+
+    /// Every statement sent on the connection was answered (with rows or an error): it goes
+    /// back to the pool if it answers a ping in time (sqlx then pings it once more).
     fn answered(mut self) {
-        self.answered = true;
+        let (Some(mut connection), within) = (self.connection.take(), self.release_within) else {
+            return;
+        };
+        tokio::spawn(async move {
+            if !matches!(
+                tokio::time::timeout(within, connection.ping()).await,
+                Ok(Ok(()))
+            ) {
+                discard(connection);
+            }
+        });
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if !self.answered {
-            self.connection.close_on_drop();
+        if let Some(connection) = self.connection.take() {
+            discard(connection);
         }
     }
+}
+
+/// Drops `connection` without closing it gracefully: detached from the pool, which frees its
+/// slot at once, and dropped, which closes its socket. sqlx's graceful close, and its hard
+/// close too, flush first, and over TLS a flush waits to read from the peer: one that stalled
+/// never answers, and the close would hold the slot for good (seen with `sslmode=prefer`).
+fn discard(connection: PoolConnection<Postgres>) {
+    drop(connection.detach());
 }
 
 impl Deref for Lease {
     type Target = PgConnection;
 
     fn deref(&self) -> &PgConnection {
-        &self.connection
+        self.connection
+            .as_deref()
+            .expect("a lease holds its connection until it is dropped")
     }
 }
 
 impl DerefMut for Lease {
     fn deref_mut(&mut self) -> &mut PgConnection {
-        &mut self.connection
+        self.connection
+            .as_deref_mut()
+            .expect("a lease holds its connection until it is dropped")
     }
 }
 
