@@ -1140,8 +1140,8 @@ const FAILOVER_CALLS: usize = 20;
 /// both the test's own ([`PostgresPair`]), reached through a proxy that stands for the address
 /// a team repoints (a DNS name, a pooler). A third of the way in, the primary is killed; half a
 /// second later the standby is promoted and the proxy pointed at it. Calls meanwhile fail
-/// with retryable kinds only, each within its deadline; afterwards the calls given up on are
-/// sent again with their keys, as for the other faults. Returns (seed, lost, duplicated).
+/// with retryable kinds only (a refusal fails the writer); afterwards the calls given up on
+/// are sent again with their keys, as for the other faults. Returns (seed, lost, duplicated).
 async fn postgres_failover(test: &str, synchronous: bool) -> Option<(u64, u64, u64)> {
     let pair = Arc::new(PostgresPair::start(synchronous)?);
     let (seed, mut rng) = seeded(test);

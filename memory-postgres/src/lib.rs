@@ -86,7 +86,7 @@ pub struct PostgresStore {
     /// What starts each transaction, and each read-only snapshot (see [`Begin`]).
     begin: Begin,
     /// Whether the last connection opened reached a standby, which was refused (see
-    /// [`refuse_a_standby`]): the pool then times out without saying why, so this says it.
+    /// [`in_recovery`]): the pool then times out without saying why, so this says it.
     reached_a_standby: Arc<AtomicBool>,
     /// How long a connection going back to the pool has to answer a ping (see [`Lease`]): the
     /// deadline.
@@ -143,7 +143,7 @@ impl Connect for PostgresStore {
             // sqlx pings every idle connection as a call takes it: a round trip before each
             // call's first statement, as long as the statement itself for a prefetch. A
             // connection comes back to the pool only after answering all its call's statements
-            // and the pings below, so one used moments ago is taken as it is; one idle longer
+            // and a ping (see [`Lease`]), so one used moments ago is taken as it is; one idle longer
             // (a server restarted meanwhile) is pinged first, within the deadline.
             .test_before_acquire(false)
             .after_connect({
@@ -151,9 +151,14 @@ impl Connect for PostgresStore {
                 move |connection, _| {
                     let reached_a_standby = reached_a_standby.clone();
                     Box::pin(async move {
-                        let refused = refuse_a_standby(connection).await;
-                        reached_a_standby.store(refused.is_err(), Ordering::Relaxed);
-                        refused
+                        let standby = in_recovery(connection).await;
+                        reached_a_standby.store(matches!(standby, Ok(true)), Ordering::Relaxed);
+                        if standby? {
+                            return Err(sqlx::Error::Protocol(
+                                "the server is in recovery (a standby)".to_owned(),
+                            ));
+                        }
+                        Ok(())
                     })
                 }
             })
@@ -2053,7 +2058,7 @@ fn refused(server: &str, reached_a_standby: &AtomicBool, err: sqlx::Error) -> Me
 
 /// `err` on `what` as `Unavailable`, retryable: a standby is named as such, whether it refused
 /// a statement or the pool timed out because every connection it opened reached one (see
-/// [`refuse_a_standby`]). A failover, while it happens, fails calls so.
+/// [`in_recovery`]). A failover, while it happens, fails calls so.
 fn unavailable(what: &str, reached_a_standby: &AtomicBool, err: sqlx::Error) -> MemoryError {
     let standby = match &err {
         sqlx::Error::PoolTimedOut => reached_a_standby.load(Ordering::Relaxed),
@@ -2079,21 +2084,15 @@ fn refused_as_a_standby(err: &sqlx::Error) -> bool {
         if db.code().as_deref() == Some("25006") || db.message().contains("during recovery"))
 }
 
-/// Refuses a new connection to a server in recovery (a standby): the pool never keeps one, so
-/// no plain read comes from a standby (a transaction's `BEGIN READ WRITE` refuses it too, see
-/// [`Begin`]). One round trip per connection opened, in the simple protocol, which a pooler in
-/// transaction mode takes.
-async fn refuse_a_standby(connection: &mut PgConnection) -> Result<(), sqlx::Error> {
+/// Whether the server of a new connection is in recovery (a standby), which the pool refuses:
+/// it never keeps one, so no plain read comes from a standby (a transaction's `BEGIN READ
+/// WRITE` refuses it too, see [`Begin`]). One round trip per connection opened, in the simple
+/// protocol, which a pooler in transaction mode takes.
+async fn in_recovery(connection: &mut PgConnection) -> Result<bool, sqlx::Error> {
     let row = sqlx::raw_sql("SELECT pg_is_in_recovery()")
         .fetch_one(connection)
         .await?;
-    let in_recovery: bool = sqlx::Row::try_get(&row, 0)?;
-    if in_recovery {
-        return Err(sqlx::Error::Protocol(
-            "the server is in recovery (a standby)".to_owned(),
-        ));
-    }
-    Ok(())
+    sqlx::Row::try_get(&row, 0)
 }
 
 /// `postgres://host:port`, for messages and locations: never the credentials.
