@@ -25,9 +25,11 @@
 //! The middle layer: the journal file and its lines, built on `files` alone. What a write or a
 //! purge does with it is `store`'s.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use memory_core::raw::{RevisionTip, droppable, from_signed_unix_millis, sha256_hex};
@@ -68,6 +70,79 @@ pub(crate) fn empty_tip() -> RevisionTip {
     RevisionTip::empty(never_written())
 }
 
+/// How many bytes of a journal's last line [`KnownTips`] compares: all of its head (the fields
+/// before `updates` and `text`), whose ids are at most `MAX_ID_LEN` bytes, fits well within.
+const KNOWN_PREFIX: usize = 1024;
+
+/// The last line of each journal this provider wrote, as it left it, so that the next write
+/// finds its tip by comparing the line's first bytes and the journal's length rather than by
+/// reading the line: after a checkpoint the line holds a whole text, and reading and parsing
+/// it (1.5 MB) made the write after each checkpoint as slow as the checkpoint. A journal that
+/// anyone else changed since (another process, a person) no longer matches and is read.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct KnownTips(Arc<Mutex<HashMap<PathBuf, KnownTip>>>);
+
+/// A journal's last line as a write left it.
+#[derive(Debug, Clone)]
+struct KnownTip {
+    /// Where the line starts.
+    start: u64,
+    /// Where it ends, past its newline: the journal's length then.
+    end: u64,
+    /// Its first bytes, at most [`KNOWN_PREFIX`].
+    prefix: Vec<u8>,
+    /// Its head.
+    head: Head,
+}
+
+impl KnownTips {
+    fn get(&self, journal: &Path) -> Option<KnownTip> {
+        let known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        known.get(journal).cloned()
+    }
+
+    fn set(&self, journal: &Path, tip: Option<KnownTip>) {
+        let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match tip {
+            Some(tip) => known.insert(journal.to_path_buf(), tip),
+            None => known.remove(journal),
+        };
+    }
+}
+
+impl KnownTip {
+    /// The tip of a journal `written` by a write, which put the bytes `text` (whole lines)
+    /// at `at`, the last of them being `newest`.
+    fn of_written(at: u64, text: &str, newest: &Revision) -> KnownTip {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let start_in_text = body.rfind('\n').map_or(0, |newline| newline + 1);
+        let line = &body.as_bytes()[start_in_text..];
+        KnownTip {
+            start: at + start_in_text as u64,
+            end: at + text.len() as u64,
+            prefix: line[..line.len().min(KNOWN_PREFIX)].to_vec(),
+            head: Head::of(newest),
+        }
+    }
+
+    /// Whether `file`, `len` bytes long, still ends in this line: the same length, a line
+    /// starting at the same place with the same first bytes (so the same head).
+    fn still_ends(&self, file: &mut File, len: u64) -> io::Result<bool> {
+        if len != self.end {
+            return Ok(false);
+        }
+        let from = self.start.saturating_sub(1);
+        let to = self.start + self.prefix.len() as u64;
+        let bytes = read_range(file, from, to.min(len))?;
+        let line = match self.start {
+            0 => &bytes[..],
+            _ if bytes.first() == Some(&b'\n') => &bytes[1..],
+            _ => return Ok(false),
+        };
+        Ok(line == self.prefix.as_slice())
+    }
+}
+
 /// The journal as a write finds it, under the document's lock: its tip, read from its end
 /// without reading the rest, and how much of it holds whole revisions whose writes landed.
 pub(crate) struct Journal {
@@ -84,11 +159,15 @@ pub(crate) struct Journal {
     end: u64,
     /// Its length as found.
     len: u64,
+    /// Where the write that records revisions leaves its last line.
+    known: KnownTips,
 }
 
 impl Journal {
     /// Reads the journal of the document at `document`, which holds `current` now. The caller
-    /// holds the document's lock. Reads and changes nothing but what it must to find the tip.
+    /// holds the document's lock. Reads and changes nothing but what it must to find the tip:
+    /// when the journal still ends as this provider's last write to it left it (`known`), a
+    /// few bytes of its last line.
     ///
     /// # Errors
     /// `Corrupt` when the journal is not a file, or its last whole line is not a revision of
@@ -97,6 +176,7 @@ impl Journal {
         document: &Path,
         id: &DocumentId,
         current: &Document,
+        known: &KnownTips,
     ) -> Result<Journal, MemoryError> {
         let path = path(document);
         let mut journal = Journal {
@@ -106,6 +186,7 @@ impl Journal {
             end: 0,
             len: 0,
             document: id.clone(),
+            known: known.clone(),
             path,
         };
         let Some((mut file, len)) = open_file(&journal.path)? else {
@@ -113,6 +194,17 @@ impl Journal {
         };
         journal.len = len;
         let sha256 = text_sha256(current);
+        let io = |err| files::io_error(&journal.path, err);
+        if let Some(tip) = known.get(&journal.path)
+            && tip.still_ends(&mut file, len).map_err(io)?
+            && !tip.head.never_landed(sha256, current.modified)
+        {
+            journal.last = Some(tip.head);
+            journal.last_start = tip.start;
+            journal.end = tip.end;
+            journal.file = Some(file);
+            return Ok(journal);
+        }
         let mut end = len;
         // Each turn drops one revision whose write never landed; there is at most one unless
         // the journal was edited by hand.
@@ -121,13 +213,7 @@ impl Journal {
         {
             let place = format!("the line at byte {start}");
             let revision = parse_head(&journal.path, id, &line, &place)?;
-            if never_landed(
-                &revision.sha256_before,
-                &revision.sha256_after,
-                revision.time,
-                sha256,
-                current.modified,
-            ) {
+            if revision.never_landed(sha256, current.modified) {
                 end = start;
                 continue;
             }
@@ -195,22 +281,30 @@ impl Journal {
                     .is_ok_and(|since| since > age.saturating_add(age / 2))
             })
         });
-        if periodic || stale {
+        // Forgotten first: a write that fails part way leaves the journal unknown.
+        self.known.set(&self.path, None);
+        let (at, text) = if periodic || stale {
             let text = self.rewritten(revisions, retention, now)?;
-            return files::replace(&self.path, &text);
-        }
-        let io = |err| files::io_error(&self.path, err);
-        let mut file = files::private_file()
-            .append(true)
-            .create(true)
-            .open(&self.path)
-            .map_err(io)?;
-        if self.end < self.len {
-            file.set_len(self.end).map_err(io)?;
-        }
-        // One write of all the lines: a crash tears at most the end of the last one.
-        file.write_all(lines(&self.path, revisions)?.as_bytes())
-            .map_err(io)
+            files::replace(&self.path, &text)?;
+            (0, text)
+        } else {
+            let io = |err| files::io_error(&self.path, err);
+            let mut file = files::private_file()
+                .append(true)
+                .create(true)
+                .open(&self.path)
+                .map_err(io)?;
+            if self.end < self.len {
+                file.set_len(self.end).map_err(io)?;
+            }
+            // One write of all the lines: a crash tears at most the end of the last one.
+            let text = lines(&self.path, revisions)?;
+            file.write_all(text.as_bytes()).map_err(io)?;
+            (self.end, text)
+        };
+        let tip = KnownTip::of_written(at, &text, newest);
+        self.known.set(&self.path, Some(tip));
+        Ok(())
     }
 
     /// The journal with `arriving` recorded, from the newest base at or below the oldest
@@ -352,7 +446,7 @@ fn parse_line(
 
 /// A journal line's head: what a write needs of a revision, read without its text (which
 /// serde skips over rather than copies) or its updates.
-#[derive(serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize)]
 struct Head {
     number: u64,
     document: DocumentId,
@@ -373,6 +467,32 @@ impl Head {
     /// `Revision::is_base`): it has its text, is a tombstone, or is the first.
     fn is_base(&self) -> bool {
         self.text.is_some() || self.updates.is_none() || self.number == 1
+    }
+
+    /// The head of `revision`'s line.
+    fn of(revision: &Revision) -> Head {
+        Head {
+            number: revision.number,
+            document: revision.document.clone(),
+            version_after: revision.version_after.clone(),
+            sha256_before: revision.sha256_before.clone(),
+            sha256_after: revision.sha256_after.clone(),
+            bytes_after: revision.bytes_after,
+            time: revision.time,
+            updates: (!revision.updates.is_empty()).then_some(serde::de::IgnoredAny),
+            text: revision.text.as_ref().map(|_| serde::de::IgnoredAny),
+        }
+    }
+
+    /// Whether its write never reached the document (see [`never_landed`]).
+    fn never_landed(&self, sha256: &str, modified: Option<SystemTime>) -> bool {
+        never_landed(
+            &self.sha256_before,
+            &self.sha256_after,
+            self.time,
+            sha256,
+            modified,
+        )
     }
 }
 

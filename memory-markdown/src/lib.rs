@@ -21,6 +21,8 @@ use memory_core::{
     Surface, SyncReport, UserId,
 };
 
+use crate::journal::KnownTips;
+
 pub use config::MarkdownConfig;
 
 /// How long a write waits for another writer's lock on a document before giving up with
@@ -41,6 +43,8 @@ pub struct MarkdownProvider {
     /// This value's writers queue here per document, so only other processes (or values)
     /// poll the file lock against them: polling is not fair, queues are.
     local_queues: LocalQueues,
+    /// Where this value's writes left each journal's last line.
+    known_tips: KnownTips,
 }
 
 impl MarkdownProvider {
@@ -57,6 +61,7 @@ impl MarkdownProvider {
             retention: Retention::default(),
             events: EventBus::new(),
             local_queues: LocalQueues::default(),
+            known_tips: KnownTips::default(),
         }
     }
 
@@ -133,8 +138,18 @@ impl MemoryProvider for MarkdownProvider {
             (self.root.clone(), self.lock_timeout, self.retention);
         // Published from the blocking task, under the locks, so that a write that lands is
         // announced even if the caller stops waiting for it.
-        let events = self.events.clone();
-        blocking(move || store::sync(&root, &batches, lock_timeout, retention, &events)).await
+        let (events, known_tips) = (self.events.clone(), self.known_tips.clone());
+        blocking(move || {
+            store::sync(
+                &root,
+                &batches,
+                lock_timeout,
+                retention,
+                &events,
+                &known_tips,
+            )
+        })
+        .await
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {

@@ -17,7 +17,7 @@ use memory_core::{
     Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, SyncReport, Version,
 };
 
-use crate::journal::{self, Journal};
+use crate::journal::{self, Journal, KnownTips};
 use crate::{files, receipts};
 
 /// Applies one call's batches: lock every touched document, re-read them all under the locks,
@@ -29,6 +29,7 @@ pub(crate) fn sync(
     lock_timeout: Duration,
     retention: Retention,
     events: &EventBus,
+    known_tips: &KnownTips,
 ) -> Result<SyncReport, MemoryError> {
     let paths: Vec<PathBuf> = batches
         .iter()
@@ -69,7 +70,7 @@ pub(crate) fn sync(
         let settled = log.settle(&current.version);
         let journal = retention
             .is_on()
-            .then(|| Journal::open(path, batch.document(), &current))
+            .then(|| Journal::open(path, batch.document(), &current, known_tips))
             .transpose()?;
         planned.push(batch.plan(current, &log)?);
         logs.push((log, settled, journal));
@@ -359,6 +360,7 @@ mod tests {
             WAIT,
             Retention::default(),
             &memory_core::raw::EventBus::default(),
+            &KnownTips::default(),
         )
         .unwrap();
         let cause = || MemoryError::unavailable("USER.md", io::Error::other("disk full"));

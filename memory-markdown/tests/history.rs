@@ -484,6 +484,56 @@ async fn pruning_is_amortised_and_bounded() {
     }
 }
 
+/// A provider remembers where its last write left each journal's last line, so the next write
+/// need not read it (a checkpoint's holds a whole text). A journal changed since by anyone else
+/// is read again, even when its length is the same: the next number follows what is on disk.
+#[tokio::test]
+async fn a_journal_changed_behind_the_writer_is_read_again() {
+    let (_dir, provider) = setup();
+    let journal = provider.history_path(&memory());
+    add(&provider, "first").await;
+    add(&provider, "second").await;
+
+    // A person renumbers the last revision: the same length, another head.
+    let edited = fs::read_to_string(&journal)
+        .unwrap()
+        .replace("\"number\":2,", "\"number\":7,");
+    assert_eq!(edited.len(), fs::metadata(&journal).unwrap().len() as usize);
+    fs::write(&journal, &edited).unwrap();
+    add(&provider, "third").await;
+    let numbers = |lines: Vec<String>| -> Vec<u64> {
+        lines
+            .iter()
+            .map(|line| serde_json::from_str::<Revision>(line).unwrap().number)
+            .collect()
+    };
+    assert_eq!(numbers(journal_lines(&journal)), [1, 7, 8]);
+
+    // Another writer (another process, as far as this one can tell) writes in between, and
+    // then this one again: one revision after another, none written twice.
+    let (dir, provider) = setup();
+    let journal = provider.history_path(&memory());
+    let other = MarkdownProvider::new(dir.path());
+    for (writer, text) in [
+        (&provider, "first"),
+        (&other, "second"),
+        (&provider, "third"),
+    ] {
+        add(writer, text).await;
+    }
+    add(&other, "fourth").await;
+    add(&provider, "fifth").await;
+    assert_eq!(numbers(journal_lines(&journal)), [1, 2, 3, 4, 5]);
+    assert_eq!(
+        summary(&history(&provider).await)[0],
+        (
+            5,
+            Surface::Api,
+            Some("first\n\nsecond\n\nthird\n\nfourth\n\nfifth\n")
+        )
+    );
+}
+
 /// Keeping one, a write that records a hand edit before its own keeps only its own.
 #[tokio::test]
 async fn keeping_one_keeps_the_newest_of_a_write_and_the_hand_edit_before_it() {
