@@ -132,6 +132,51 @@ no_pgbouncer() { # <why>
   echo "!!! no PgBouncer, $1: the pooled PostgreSQL tests will $then (set MEMORY_TEST_PGBOUNCER_URL)"
 }
 
+# A Redis Cluster of three masters (no replicas) on 127.0.0.1:7101-7103, for memory-redis's
+# cluster tests (MEMORY_TEST_REDIS_CLUSTER_URLS, the seed nodes, comma-separated). Made again
+# from nothing when it is not whole and healthy.
+redis_cluster_ok() {
+  command -v redis-cli >/dev/null 2>&1 &&
+    redis-cli -h 127.0.0.1 -p 7101 cluster info 2>/dev/null | grep -q '^cluster_state:ok' &&
+    [[ "$(redis-cli -h 127.0.0.1 -p 7101 cluster info 2>/dev/null | tr -d '\r' | sed -n 's/^cluster_known_nodes://p')" == 3 ]]
+}
+
+ensure_redis_cluster() {
+  [[ -n "${MEMORY_TEST_REDIS_CLUSTER_URLS:-}" ]] && return 0
+  local ports=(7101 7102 7103) dir=/tmp/agent-memory-redis-cluster port
+  if ! redis_cluster_ok && [[ "${MEMORY_LOCAL_SERVICES:-on}" != off ]] && command -v redis-server >/dev/null 2>&1; then
+    echo "== starting a Redis Cluster (three masters) on 127.0.0.1:${ports[0]}-${ports[2]}"
+    for port in "${ports[@]}"; do
+      redis-cli -h 127.0.0.1 -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    done
+    rm -rf "$dir"
+    for port in "${ports[@]}"; do
+      mkdir -p "$dir/$port"
+      redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+        --cluster-enabled yes --cluster-config-file "$dir/$port/nodes.conf" \
+        --cluster-node-timeout 2000 --dir "$dir/$port" --logfile "$dir/$port/redis.log" || true
+    done
+    for port in "${ports[@]}"; do
+      for _ in $(seq 1 50); do
+        [[ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]] && break
+        sleep 0.1
+      done
+    done
+    redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes \
+      >"$dir/create.log" 2>&1 || true
+    for _ in $(seq 1 100); do redis_cluster_ok && break; sleep 0.1; done
+  fi
+  if redis_cluster_ok; then
+    export MEMORY_TEST_REDIS_CLUSTER_URLS="redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103"
+    echo "== Redis Cluster tests use $MEMORY_TEST_REDIS_CLUSTER_URLS"
+  else
+    local then=FAIL
+    [[ "${MEMORY_SKIP_MISSING_SERVICES:-}" == 1 ]] && then="SKIP (MEMORY_SKIP_MISSING_SERVICES=1)"
+    echo "!!! no Redis Cluster (see $dir/create.log): the cluster tests will $then (set MEMORY_TEST_REDIS_CLUSTER_URLS)"
+  fi
+}
+
 ensure_postgres
 ensure_redis
 ensure_pgbouncer
+ensure_redis_cluster

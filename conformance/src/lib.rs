@@ -38,6 +38,8 @@ pub mod model;
 #[cfg(feature = "services")]
 pub mod proxy;
 #[cfg(feature = "services")]
+pub mod sentinel;
+#[cfg(feature = "services")]
 pub mod services;
 #[cfg(feature = "services")]
 pub mod standby;

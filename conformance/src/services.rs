@@ -81,6 +81,9 @@ pub enum Service {
     /// PgBouncer in transaction mode in front of the PostgreSQL of [`Service::Postgres`], for
     /// `memory-postgres`'s pooled tests. No container: `scripts/services.sh` starts one.
     PgBouncer,
+    /// A Redis Cluster of three masters, for `memory-redis`'s cluster tests: its seed nodes'
+    /// URLs, comma-separated. No container: `scripts/services.sh` starts one.
+    RedisCluster,
 }
 
 impl Service {
@@ -90,6 +93,7 @@ impl Service {
             Service::Postgres => "MEMORY_TEST_POSTGRES_URL",
             Service::Redis => "MEMORY_TEST_REDIS_URL",
             Service::PgBouncer => "MEMORY_TEST_PGBOUNCER_URL",
+            Service::RedisCluster => "MEMORY_TEST_REDIS_CLUSTER_URLS",
         }
     }
 
@@ -99,10 +103,12 @@ impl Service {
         static POSTGRES: OnceLock<Result<String, String>> = OnceLock::new();
         static REDIS: OnceLock<Result<String, String>> = OnceLock::new();
         static PGBOUNCER: OnceLock<Result<String, String>> = OnceLock::new();
+        static REDIS_CLUSTER: OnceLock<Result<String, String>> = OnceLock::new();
         let found = match self {
             Service::Postgres => &POSTGRES,
             Service::Redis => &REDIS,
             Service::PgBouncer => &PGBOUNCER,
+            Service::RedisCluster => &REDIS_CLUSTER,
         }
         .get_or_init(|| self.find());
         match found {
@@ -118,11 +124,20 @@ impl Service {
         if let Some(url) = std::env::var(self.env_var()).ok().filter(|v| !v.is_empty()) {
             return Ok(url);
         }
-        if self == Service::PgBouncer {
-            return Err(format!(
-                "no PgBouncer: {} is unset (scripts/services.sh starts one where the pgbouncer package is installed)",
-                self.env_var()
-            ));
+        match self {
+            Service::PgBouncer => {
+                return Err(format!(
+                    "no PgBouncer: {} is unset (scripts/services.sh starts one where the pgbouncer package is installed)",
+                    self.env_var()
+                ));
+            }
+            Service::RedisCluster => {
+                return Err(format!(
+                    "no Redis Cluster: {} is unset (scripts/services.sh starts one where the redis-server package is installed)",
+                    self.env_var()
+                ));
+            }
+            Service::Postgres | Service::Redis => {}
         }
         if !docker_reachable() {
             return Err(format!(
@@ -186,7 +201,9 @@ impl Service {
                 keep(container);
                 Ok(url)
             }
-            Service::PgBouncer => unreachable!("`find` starts no container for PgBouncer"),
+            Service::PgBouncer | Service::RedisCluster => {
+                unreachable!("`find` starts no container for {self:?}")
+            }
         }
     }
 }
@@ -203,6 +220,30 @@ pub fn unique_name(prefix: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Deletes every key under `{prefix}:` (a test's hash tag, one of [`unique_name`]'s) on each
+/// Redis server of `nodes`: one server, or every master of a cluster (the keys share one slot,
+/// so one of them holds them all). A failure is reported on stderr, not raised: it runs as a
+/// test's guard is dropped.
+pub fn delete_redis_keys(nodes: &[String], prefix: &str) {
+    use redis::Commands;
+    for node in nodes {
+        let deleted = redis::Client::open(node.as_str())
+            .and_then(|client| client.get_connection())
+            .and_then(|mut connection| {
+                let pattern = format!("{{{prefix}}}:*");
+                let keys: Vec<String> =
+                    connection.scan_match(&pattern)?.collect::<Result<_, _>>()?;
+                if !keys.is_empty() {
+                    redis::cmd("DEL").arg(&keys).exec(&mut connection)?;
+                }
+                Ok(())
+            });
+        if let Err(err) = deleted {
+            eprintln!("could not delete test keys {{{prefix}}}:* on {node}: {err}");
+        }
+    }
 }
 
 /// Drops its Postgres schema, with everything in it, when dropped: also when the test fails.

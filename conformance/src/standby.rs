@@ -228,7 +228,7 @@ fn must(command: &mut Command) -> Output {
 }
 
 /// A loopback port nothing listens on now.
-fn spare_port() -> u16 {
+pub(crate) fn spare_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
 use memory_conformance::proxy::StallingProxy;
+use memory_conformance::sentinel::{MASTER_NAME, RedisSentinelSet};
 use memory_conformance::services::{SchemaGuard, Service, skip_or_fail, unique_name};
 use memory_conformance::standby::PostgresPair;
 use memory_core::raw::Receipts;
@@ -42,7 +43,7 @@ use memory_core::{
     MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, sync_exactly_once,
 };
 use memory_postgres::{PostgresConfig, PostgresProvider};
-use memory_redis::{RedisConfig, RedisProvider};
+use memory_redis::{RedisConfig, RedisProvider, SentinelConfig};
 use sqlx::Connection;
 
 /// Concurrent writers in every test.
@@ -1020,38 +1021,29 @@ fn print_client_figures(
     );
 }
 
-/// Deletes every key under a Redis prefix, and a user of the test's own, when dropped: also
-/// when the test fails.
+/// Deletes every key under a Redis prefix, and a user of the test's own, on each of `nodes`
+/// (one server, or every master of a cluster) when dropped: also when the test fails.
 struct RedisCleanup {
-    url: String,
+    nodes: Vec<String>,
     prefix: String,
-    user: Option<String>,
+    user: String,
 }
 
 impl Drop for RedisCleanup {
     fn drop(&mut self) {
-        let cleaned = redis::Client::open(self.url.as_str())
-            .and_then(|client| client.get_connection())
-            .and_then(|mut connection| {
-                let pattern = format!("{{{}}}:*", self.prefix);
-                let keys: Vec<String> = redis::Commands::scan_match(&mut connection, &pattern)?
-                    .collect::<Result<_, _>>()?;
-                if !keys.is_empty() {
-                    redis::cmd("DEL").arg(&keys).exec(&mut connection)?;
-                }
-                if let Some(user) = &self.user {
+        memory_conformance::services::delete_redis_keys(&self.nodes, &self.prefix);
+        for node in &self.nodes {
+            let deleted = redis::Client::open(node.as_str())
+                .and_then(|client| client.get_connection())
+                .and_then(|mut connection| {
                     redis::cmd("ACL")
                         .arg("DELUSER")
-                        .arg(user)
-                        .exec(&mut connection)?;
-                }
-                Ok(())
-            });
-        if let Err(err) = cleaned {
-            eprintln!(
-                "could not clean up {{{}}}:* on {}: {err}",
-                self.prefix, self.url
-            );
+                        .arg(&self.user)
+                        .exec(&mut connection)
+                });
+            if let Err(err) = deleted {
+                eprintln!("could not delete user {} on {node}: {err}", self.user);
+            }
         }
     }
 }
@@ -1061,32 +1053,59 @@ impl Drop for RedisCleanup {
 /// touched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_connections_killed_mid_call_lose_and_duplicate_nothing() {
-    let Some(url) = Service::Redis.url() else {
-        return;
-    };
-    let (seed, mut rng) = seeded("redis");
+    if let Some(url) = Service::Redis.url() {
+        redis_connections_killed("redis connections killed", vec![url]).await;
+    }
+}
+
+/// The same on a Redis Cluster of three masters: the killer kills the user's connections on
+/// every master in turn, the cluster client's to the master that owns the slot among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_cluster_connections_killed_mid_call_lose_and_duplicate_nothing() {
+    if let Some(urls) = Service::RedisCluster.url() {
+        let nodes = urls.split(',').map(str::to_owned).collect();
+        redis_connections_killed("redis cluster connections killed", nodes).await;
+    }
+}
+
+/// Keyed writers through `nodes` (one server's URL, or a cluster's seed nodes) while the
+/// provider's connections are killed; asserts nothing lost and nothing applied twice.
+async fn redis_connections_killed(test: &str, nodes: Vec<String>) {
+    let (seed, mut rng) = seeded(test);
     let prefix = unique_name("faults");
     let user = format!("writer-{prefix}");
-    let mut admin = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     let _cleanup = RedisCleanup {
-        url: url.clone(),
+        nodes: nodes.clone(),
         prefix: prefix.clone(),
-        user: Some(user.clone()),
+        user: user.clone(),
     };
-    let () = redis::cmd("ACL")
-        .arg(&["SETUSER", &user, "on", ">secret", "~*", "&*", "+@all"])
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    let host = url.split_once("://").unwrap().1;
-    let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
-    let config = RedisConfig::new(format!("redis://{user}:secret@{host}")).with_prefix(&prefix);
-    let provider: Arc<dyn MemoryProvider> =
-        Arc::new(RedisProvider::connect(&config).await.unwrap());
+    let mut admins = Vec::new();
+    let mut as_user = Vec::new();
+    for node in &nodes {
+        let mut admin = redis::Client::open(node.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let () = redis::cmd("ACL")
+            .arg(&["SETUSER", &user, "on", ">secret", "~*", "&*", "+@all"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        admins.push(admin);
+        let host = node.split_once("://").unwrap().1;
+        let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+        as_user.push(format!("redis://{user}:secret@{host}"));
+    }
+    let config = match as_user.as_slice() {
+        [server] => RedisConfig::new(server),
+        _ => RedisConfig::cluster(as_user),
+    };
+    let provider: Arc<dyn MemoryProvider> = Arc::new(
+        RedisProvider::connect(&config.with_prefix(&prefix))
+            .await
+            .unwrap(),
+    );
 
     let done = Arc::new(AtomicBool::new(false));
     let kills = Arc::new(AtomicU64::new(0));
@@ -1099,13 +1118,15 @@ async fn redis_connections_killed_mid_call_lose_and_duplicate_nothing() {
         );
         async move {
             while !done.load(Ordering::SeqCst) {
-                let killed: u64 = redis::cmd("CLIENT")
-                    .arg(&["KILL", "TYPE", "normal", "USER", &user, "SKIPME", "yes"])
-                    .query_async(&mut admin)
-                    .await
-                    .unwrap();
-                kills.fetch_add(killed, Ordering::SeqCst);
-                tokio::time::sleep(rng.millis(2..=20)).await;
+                for admin in &mut admins {
+                    let killed: u64 = redis::cmd("CLIENT")
+                        .arg(&["KILL", "TYPE", "normal", "USER", &user, "SKIPME", "yes"])
+                        .query_async(admin)
+                        .await
+                        .unwrap();
+                    kills.fetch_add(killed, Ordering::SeqCst);
+                    tokio::time::sleep(rng.millis(2..=20)).await;
+                }
             }
         }
     });
@@ -1124,11 +1145,10 @@ async fn redis_connections_killed_mid_call_lose_and_duplicate_nothing() {
     done.store(true, Ordering::SeqCst);
     killer.await.unwrap();
 
-    let test = "redis connections killed";
     resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
     let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
     let kills = kills.load(Ordering::SeqCst);
-    assert!(kills > 0, "the killer found connections to kill");
+    assert!(kills > 0, "{test}: the killer found connections to kill");
     print_client_figures(test, seed, &figures, kills, lost, duplicated, elapsed);
     assert_exactly_once(test, seed, lost, duplicated);
 }
@@ -1214,6 +1234,83 @@ async fn postgres_failover_to_a_synchronous_standby_loses_and_duplicates_nothing
 async fn postgres_failover_to_an_asynchronous_standby_duplicates_nothing() {
     let test = "postgres failover, asynchronous";
     if let Some((seed, _, duplicated)) = postgres_failover(test, false).await {
+        assert_eq!(duplicated, 0, "{test}: applied twice, seed {seed}");
+    }
+}
+
+/// Eight writer tasks make keyed adds through Redis Sentinel (a master, a replica and three
+/// sentinels of the test's own, [`RedisSentinelSet`]). A third of the way in, the master is
+/// killed; the sentinels promote the replica, the provider follows, and the old master comes
+/// back as a replica of the new one. Writes wait for `wait_replicas` (0: none) before they are
+/// acknowledged. Returns (seed, lost, duplicated).
+async fn redis_failover(test: &str, wait_replicas: u32) -> Option<(u64, u64, u64)> {
+    let set = tokio::task::spawn_blocking(RedisSentinelSet::start)
+        .await
+        .unwrap()?;
+    let set = Arc::new(set);
+    let (seed, mut rng) = seeded(test);
+    let config = RedisConfig {
+        connect_timeout_ms: 1_000,
+        response_timeout_ms: 1_000,
+        deadline_ms: 3_000,
+        wait_replicas,
+        wait_timeout_ms: 1_000,
+        ..RedisConfig::sentinel(SentinelConfig::new(set.sentinel_urls(), MASTER_NAME))
+            .with_prefix("failover")
+    };
+    let provider: Arc<dyn MemoryProvider> =
+        Arc::new(RedisProvider::connect(&config).await.unwrap());
+    let figures = Arc::new(ClientFigures::default());
+    let failover = tokio::spawn({
+        let (set, figures) = (set.clone(), figures.clone());
+        async move {
+            let third = (WRITERS * FAILOVER_CALLS / 3) as u64;
+            while figures.acknowledged.load(Ordering::SeqCst) < third {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::task::spawn_blocking(move || set.fail_over())
+                .await
+                .unwrap();
+        }
+    });
+    let started = Instant::now();
+    let mut outcomes = keyed_writers(
+        Arc::clone(&provider),
+        FAILOVER_CALLS,
+        Arc::new(AtomicBool::new(false)),
+        Arc::clone(&figures),
+        0..=0,
+        &mut rng,
+    )
+    .await;
+    let elapsed = started.elapsed();
+    failover.await.unwrap();
+    resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
+    let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
+    print_client_figures(test, seed, &figures, 1, lost, duplicated, elapsed);
+    assert!(
+        figures.failed_tries.load(Ordering::SeqCst) > 0,
+        "{test}: the failover happened while the writers wrote"
+    );
+    Some((seed, lost, duplicated))
+}
+
+/// With every write waiting for the replica (`wait_replicas = 1`), a failover loses nothing
+/// acknowledged, and the keys apply every call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_sentinel_failover_waiting_for_the_replica_loses_and_duplicates_nothing() {
+    let test = "redis sentinel failover, wait_replicas = 1";
+    if let Some((seed, lost, duplicated)) = redis_failover(test, 1).await {
+        assert_exactly_once(test, seed, lost, duplicated);
+    }
+}
+
+/// Without waiting, the master may die with writes its replica never received (reported, not
+/// asserted); the keys still apply nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_sentinel_failover_without_waiting_duplicates_nothing() {
+    let test = "redis sentinel failover, no wait";
+    if let Some((seed, _, duplicated)) = redis_failover(test, 0).await {
         assert_eq!(duplicated, 0, "{test}: applied twice, seed {seed}");
     }
 }

@@ -681,6 +681,13 @@ async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_redis() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_a_redis_cluster() {
+    if let Some(shared) = shared(Service::RedisCluster) {
+        thirty_two_clients_add_with_drops(&shared.config).await;
+    }
+}
+
 /// A `memory.toml` whose one provider is a namespace of its own (a schema, a key prefix) on
 /// the shared `service`, removed when dropped.
 struct Shared {
@@ -715,10 +722,21 @@ fn shared(service: Service) -> Option<Shared> {
         Service::Redis => (
             format!("kind = \"redis\"\nurl = \"{url}\"\nprefix = \"{name}\""),
             Box::new(RedisCleanup {
-                url: url.clone(),
+                nodes: vec![url.clone()],
                 prefix: name.clone(),
             }),
         ),
+        // A Redis Cluster of three masters: the URL holds its seed nodes, comma-separated.
+        Service::RedisCluster => {
+            let nodes: Vec<String> = url.split(',').map(str::to_owned).collect();
+            (
+                format!("kind = \"redis\"\ncluster_nodes = {nodes:?}\nprefix = \"{name}\""),
+                Box::new(RedisCleanup {
+                    nodes,
+                    prefix: name.clone(),
+                }),
+            )
+        }
     };
     let config = write_config(
         dir.path(),
@@ -733,26 +751,13 @@ fn shared(service: Service) -> Option<Shared> {
 
 /// Removes a test's Redis keys when dropped.
 struct RedisCleanup {
-    url: String,
+    nodes: Vec<String>,
     prefix: String,
 }
 
 impl Drop for RedisCleanup {
     fn drop(&mut self) {
-        let cleaned = redis::Client::open(self.url.as_str())
-            .and_then(|client| client.get_connection())
-            .and_then(|mut connection| {
-                let pattern = format!("{{{}}}:*", self.prefix);
-                let keys: Vec<String> = redis::Commands::scan_match(&mut connection, &pattern)?
-                    .collect::<Result<_, _>>()?;
-                if !keys.is_empty() {
-                    redis::cmd("DEL").arg(&keys).exec(&mut connection)?;
-                }
-                Ok(())
-            });
-        if let Err(err) = cleaned {
-            eprintln!("could not remove test keys {}: {err}", self.prefix);
-        }
+        memory_conformance::services::delete_redis_keys(&self.nodes, &self.prefix);
     }
 }
 
@@ -1275,6 +1280,13 @@ async fn two_servers_through_pgbouncer_apply_each_keyed_add_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_over_redis_apply_each_keyed_add_once() {
     if let Some(shared) = shared(Service::Redis) {
+        two_servers_share_one_provider(&shared.config).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_over_a_redis_cluster_apply_each_keyed_add_once() {
+    if let Some(shared) = shared(Service::RedisCluster) {
         two_servers_share_one_provider(&shared.config).await;
     }
 }

@@ -128,6 +128,14 @@ pub trait CompareAndSwap: Send + Sync {
         false
     }
 
+    /// Called before a call that writes nothing because its receipts show it landed already
+    /// (a replay) is acknowledged: makes sure what [`CompareAndSwap::fetch`] read of `ids` is
+    /// as safe as a write this store acknowledges (a store that waits for replicas waits for
+    /// them here too). The default: nothing to do.
+    async fn confirm_replay(&self, _ids: &[DocumentId]) -> Result<(), MemoryError> {
+        Ok(())
+    }
+
     /// [`CompareAndSwap::fetch`], holding the documents for this writer until its turn writes or
     /// is released: other writers that hold or write them wait for the turn instead of racing
     /// it. A writer holds only after losing a race, so one alone pays nothing for it.
@@ -441,6 +449,10 @@ impl CasWriter {
         if writes.is_empty() {
             if let Some(turn) = turn {
                 turn.release().await;
+            }
+            let replayed = |step: &Step| matches!(step.planned, Planned::Replayed(_));
+            if steps.iter().any(replayed) {
+                store.confirm_replay(ids).await?;
             }
             self.views.keep(&steps);
             return Ok(Outcome::Landed(steps));

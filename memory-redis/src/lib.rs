@@ -1,10 +1,12 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod connection;
 #[macro_use]
 mod scripts;
 mod hold;
 mod read;
+mod sentinel;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,14 +20,16 @@ use memory_core::{
     Document, DocumentId, Identity, IdentityMap, MemoryError, Purged, Retention, Revision, Surface,
     UserId, Version,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
 use redis::{FromRedisValue, RedisError, Script};
 
 use scripts::{
     HISTORY_SCRIPT, LINK_SCRIPT, PURGE_SCRIPT, READ_SCRIPT, UNLINK_SCRIPT, WRITE_SCRIPT,
 };
 
-pub use config::{DEFAULT_MAX_ATTEMPTS, MAX_DEADLINE_MS, RedisConfig};
+pub use config::{DEFAULT_MAX_ATTEMPTS, MAX_DEADLINE_MS, RedisConfig, SentinelConfig};
+pub use connection::RedisConnection;
+pub use sentinel::SentinelConnection;
 
 /// The largest version the write script counts exactly: Lua numbers are doubles.
 const MAX_VERSION: u64 = (1 << 53) - 1;
@@ -39,9 +43,10 @@ pub type RedisProvider = Versioned<RedisStore>;
 
 /// What touches Redis: scripts and transactions on one prefix's keys (see the crate docs).
 pub struct RedisStore {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     prefix: String,
-    /// `redis://host:port/db`: where documents are, without credentials.
+    /// `redis://host:port/db`, or `redis://host:port,... (cluster)`: where documents are,
+    /// without credentials.
     server: String,
     read_script: Script,
     write_script: Script,
@@ -51,6 +56,15 @@ pub struct RedisStore {
     unlink_script: Script,
     /// The writers that hold documents after a lost race, and their waits: see `hold.rs`.
     holds: hold::Holds,
+    /// How many replicas a write waits for before it is acknowledged; `None`: none.
+    wait: Option<WaitForReplicas>,
+}
+
+/// `wait_replicas` and `wait_timeout_ms` of the settings.
+#[derive(Debug, Clone, Copy)]
+struct WaitForReplicas {
+    replicas: u32,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -66,8 +80,9 @@ impl std::fmt::Debug for RedisStore {
 impl Connect for RedisStore {
     type Config = RedisConfig;
 
-    /// Connects with `config`. The connection reconnects by itself after a drop; a call that
-    /// was in flight then fails with `Unavailable` and the next one goes through.
+    /// Connects with `config`: to its one server, or to the Redis Cluster its seed nodes
+    /// belong to. The connection reconnects by itself after a drop; a call that was in flight
+    /// then fails with `Unavailable` and the next one goes through.
     ///
     /// # Errors
     /// [`MemoryError::Config`] for a bad URL, prefix or deadline (never echoing the password);
@@ -75,22 +90,48 @@ impl Connect for RedisStore {
     async fn connect(config: &RedisConfig) -> Result<(Self, Settings), MemoryError> {
         validate_prefix(&config.prefix)?;
         config.validate()?;
-        let client = config.client()?;
-        let info = client.get_connection_info();
-        let server = format!("redis://{}/{}", info.addr(), info.redis_settings().db());
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout()))
-            .set_response_timeout(Some(config.response_timeout()))
-            .set_number_of_retries(2);
-        let connecting = client.get_connection_manager_with_config(manager);
-        // The outer bound covers the manager's own retries of the first connect.
+        let server = config.server()?;
+        // The waiters of Sentinel follow its connection, so they come once it is made.
+        let (connecting, waiters): (redis::RedisFuture<'_, RedisConnection>, _) =
+            if let Some(sentinel) = &config.sentinel {
+                let sentinels = sentinel.client()?;
+                let options = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(config.connect_timeout()))
+                    .set_response_timeout(Some(config.response_timeout()));
+                let connecting = SentinelConnection::connect(sentinels, options);
+                (Box::pin(async move { Ok(connecting.await?.into()) }), None)
+            } else if config.cluster_nodes.is_empty() {
+                let client = config.client()?;
+                let manager = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(config.connect_timeout()))
+                    .set_response_timeout(Some(config.response_timeout()))
+                    .set_number_of_retries(2);
+                let waiters = hold::Waiters::Server(client.clone());
+                let connecting = async move {
+                    let manager = client.get_connection_manager_with_config(manager);
+                    Ok(manager.await?.into())
+                };
+                (Box::pin(connecting), Some(waiters))
+            } else {
+                let client = config.cluster_client(config.response_timeout())?;
+                let waiters = config.cluster_client(hold::Waiters::response_timeout())?;
+                let connecting = async move { Ok(client.get_async_connection().await?.into()) };
+                (
+                    Box::pin(connecting),
+                    Some(hold::Waiters::Cluster(Box::new(waiters))),
+                )
+            };
+        // The outer bound covers the client's own retries of the first connect.
         let bound = config.connect_timeout() * 3 + Duration::from_secs(1);
         let connection = match tokio::time::timeout(bound, connecting).await {
             Ok(connected) => connected.map_err(|err| {
-                // The driver's message names the server, never (as far as we know) the
+                // The driver's message names the server, never (as far as we know) a
                 // password; it is checked all the same, and then the source is not kept.
-                let message = hide_password_of(&config.url, &err.to_string());
-                let source = (message == err.to_string()).then(|| err.into());
+                let said = err.to_string();
+                let message = std::iter::once(&config.url)
+                    .chain(&config.cluster_nodes)
+                    .fold(said.clone(), |message, url| hide_password_of(url, &message));
+                let source = (message == said).then(|| err.into());
                 MemoryError::Unavailable {
                     what: server.clone(),
                     message,
@@ -105,9 +146,19 @@ impl Connect for RedisStore {
                 });
             }
         };
+        let waiters = match &connection {
+            RedisConnection::Sentinel(sentinel) => Some(hold::Waiters::Sentinel(sentinel.clone())),
+            _ => waiters,
+        };
         let mut store = Self::from_connection(connection, &config.prefix, server)?;
-        // Waiters for a held document block on connections of their own, made from the client.
-        store.holds = hold::Holds::new(client, config.connect_timeout());
+        // Waiters for a held document block on connections of their own.
+        if let Some(waiters) = waiters {
+            store.holds = hold::Holds::new(waiters, config.connect_timeout());
+        }
+        store.wait = (config.wait_replicas > 0).then(|| WaitForReplicas {
+            replicas: config.wait_replicas,
+            timeout: Duration::from_millis(config.wait_timeout_ms),
+        });
         let settings = Settings {
             max_attempts: config.max_attempts,
             deadline: config.deadline(),
@@ -118,21 +169,23 @@ impl Connect for RedisStore {
 }
 
 impl RedisStore {
-    /// A store on an existing connection manager, with its keys under `{prefix}:`. `server`
-    /// names the server in locations and messages: give it without credentials. Run it as a
-    /// provider with [`Versioned::new`]. Its writers race rather than hold (holding needs
-    /// connections of its own to wait on, which [`Connect::connect`] makes).
+    /// A store on an existing connection (a [`redis::aio::ConnectionManager`], a
+    /// [`redis::aio::MultiplexedConnection`] or a [`redis::cluster_async::ClusterConnection`]),
+    /// with its keys under `{prefix}:`. `server` names the server in locations and messages:
+    /// give it without credentials. Run it as a provider with [`Versioned::new`]. Its writers
+    /// race rather than hold (holding needs connections of its own to wait on, which
+    /// [`Connect::connect`] makes).
     ///
     /// # Errors
     /// [`MemoryError::Config`] when `prefix` is not 1 to 64 letters, digits and `_ - . :`.
     pub fn from_connection(
-        connection: ConnectionManager,
+        connection: impl Into<RedisConnection>,
         prefix: &str,
         server: impl Into<String>,
     ) -> Result<Self, MemoryError> {
         validate_prefix(prefix)?;
         Ok(RedisStore {
-            connection,
+            connection: connection.into(),
             prefix: prefix.to_owned(),
             server: server.into(),
             read_script: Script::new(READ_SCRIPT),
@@ -142,6 +195,7 @@ impl RedisStore {
             link_script: Script::new(LINK_SCRIPT),
             unlink_script: Script::new(UNLINK_SCRIPT),
             holds: hold::Holds::default(),
+            wait: None,
         })
     }
 
@@ -167,7 +221,7 @@ impl RedisStore {
     }
 
     /// The connection, to share with the rest of the application.
-    pub fn connection(&self) -> &ConnectionManager {
+    pub fn connection(&self) -> &RedisConnection {
         &self.connection
     }
 
@@ -235,7 +289,7 @@ impl RedisStore {
     /// a hold under the same token).
     pub(crate) async fn send_repeatable<T, F>(
         &self,
-        send: impl Fn(ConnectionManager) -> F,
+        send: impl Fn(RedisConnection) -> F,
     ) -> redis::RedisResult<T>
     where
         F: std::future::Future<Output = redis::RedisResult<T>>,
@@ -663,6 +717,25 @@ impl CompareAndSwap for RedisStore {
         self.write_documents(writes, None).await
     }
 
+    /// With `wait_replicas` set, a write of its own ([`RedisStore::replicated_key`]) and
+    /// `WAIT` for it: replicas apply the master's writes in order, so those that have it have
+    /// every write before it, the replayed call's among them. `OutcomeUnknown` when too few
+    /// confirm it, as for a write.
+    async fn confirm_replay(&self, ids: &[DocumentId]) -> Result<(), MemoryError> {
+        let Some(first) = ids.first().filter(|_| self.wait.is_some()) else {
+            return Ok(());
+        };
+        let mut pipeline = redis::pipe();
+        pipeline
+            .cmd("SET")
+            .arg(self.replicated_key())
+            .arg(1)
+            .arg("PX")
+            .arg(1000);
+        let replies = self.with_wait(pipeline, None).await?;
+        self.check_replicas(first, &replies)
+    }
+
     /// Holds the documents in the store's queue: see `hold.rs`.
     async fn hold(
         &self,
@@ -683,7 +756,7 @@ impl RedisStore {
         writes: &[CasWrite<'_>],
         held: Option<(&[DocumentId], &str)>,
     ) -> Result<Option<DocumentId>, MemoryError> {
-        let mut invocation = self.write_script.prepare_invoke();
+        let mut invocation = ScriptCall::default();
         for write in writes {
             // The write's own revision (the last) hashed this same text already.
             let sha256 = match write.revisions.last() {
@@ -772,14 +845,153 @@ impl RedisStore {
             .arg(locked.len())
             .arg(held.map_or("", |(_, token)| token))
             .arg(hold::WAKE_TTL.as_millis() as u64);
-        let lost_at: usize = invocation
-            .invoke_async(&mut self.connection.clone())
-            .await
-            .map_err(|err| self.script_error(err))?;
+        let lost_at = self.run_write(&invocation, writes).await?;
         Ok(lost_at
             .checked_sub(1)
             .and_then(|index| writes.get(index))
             .map(|write| write.id.clone()))
+    }
+}
+
+impl RedisStore {
+    /// Runs the write script with `call`, and with `wait_replicas` set, `WAIT` after it in the
+    /// same pipeline, so on the same connection: the write is acknowledged only once that many
+    /// replicas have it. Returns what the script returns: 0, or the position of the document
+    /// that lost its race (nothing was written then).
+    async fn run_write(
+        &self,
+        call: &ScriptCall,
+        writes: &[CasWrite<'_>],
+    ) -> Result<usize, MemoryError> {
+        let mut pipeline = redis::pipe();
+        pipeline.add_command(call.command(&self.write_script));
+        let replies = self.with_wait(pipeline, Some(&self.write_script)).await?;
+        let lost_at = match replies.first() {
+            Some(reply) => redis::from_redis_value_ref::<usize>(reply).ok(),
+            None => None,
+        };
+        let Some(lost_at) = lost_at else {
+            return Err(self.unknown_shape("the write script", &replies));
+        };
+        if lost_at == 0
+            && let Some(first) = writes.first()
+        {
+            self.check_replicas(first.id, &replies)?;
+        }
+        Ok(lost_at)
+    }
+
+    /// Sends `pipeline` (one write: `script`'s run, if any), followed by `WAIT` when the
+    /// settings ask for replicas; loads the script first where the server does not have it.
+    async fn with_wait(
+        &self,
+        mut pipeline: redis::Pipeline,
+        script: Option<&Script>,
+    ) -> Result<Vec<redis::Value>, MemoryError> {
+        if let Some(wait) = self.wait {
+            let timeout = u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX);
+            pipeline.cmd("WAIT").arg(wait.replicas).arg(timeout);
+        }
+        // Each reply as a value, so that a script's own refusal (`CORRUPT`) reaches
+        // `script_error` as the server said it.
+        pipeline.ignore_errors();
+        let mut loaded = false;
+        loop {
+            let replies: Vec<redis::Value> = pipeline
+                .query_async(&mut self.connection.clone())
+                .await
+                .map_err(|err| self.error(err))?;
+            match (replies.first(), script) {
+                // First use on this server (or after a restart or SCRIPT FLUSH): load it.
+                (Some(redis::Value::ServerError(err)), Some(script))
+                    if err.code() == "NOSCRIPT" && !loaded =>
+                {
+                    loaded = true;
+                    script
+                        .load_async(&mut self.connection.clone())
+                        .await
+                        .map_err(|err| self.error(err))?;
+                }
+                (Some(redis::Value::ServerError(err)), _) => {
+                    return Err(self.script_error(err.clone().into()));
+                }
+                _ => return Ok(replies),
+            }
+        }
+    }
+
+    /// With `wait_replicas` set: `OutcomeUnknown` for `document` unless the `WAIT` that ends
+    /// `replies` counted as many replicas. The write is on the master then, and a failover
+    /// could lose it: the caller repeats the call with its idempotency key, which waits again.
+    fn check_replicas(
+        &self,
+        document: &DocumentId,
+        replies: &[redis::Value],
+    ) -> Result<(), MemoryError> {
+        let Some(wait) = self.wait else {
+            return Ok(());
+        };
+        let confirmed = replies
+            .last()
+            .and_then(|reply| redis::from_redis_value_ref::<u64>(reply).ok())
+            .unwrap_or(0);
+        if confirmed >= u64::from(wait.replicas) {
+            return Ok(());
+        }
+        Err(MemoryError::OutcomeUnknown {
+            document: document.clone(),
+            message: format!(
+                "{} has the write, but {confirmed} of the {} replicas wait_replicas asks for confirmed it within {:?}: a failover now could lose it; repeat the call with the same idempotency key",
+                self.server, wait.replicas, wait.timeout
+            ),
+            source: None,
+        })
+    }
+
+    /// The key a replayed call writes so that `WAIT` covers what it replays: see
+    /// [`CompareAndSwap::confirm_replay`]. A string expiring after a second.
+    pub fn replicated_key(&self) -> String {
+        format!("{{{}}}:replicated", self.prefix)
+    }
+
+    /// `Unavailable`: `what` answered in a shape that is not its own.
+    fn unknown_shape(&self, what: &str, replies: &[redis::Value]) -> MemoryError {
+        MemoryError::Unavailable {
+            what: self.server.clone(),
+            message: format!("{what} answered in an unknown shape: {replies:?}"),
+            source: None,
+        }
+    }
+}
+
+/// A script's keys and arguments, gathered in any order, sent as one `EVALSHA` (in a pipeline
+/// where `WAIT` follows it, which `redis::ScriptInvocation` cannot join).
+#[derive(Default)]
+struct ScriptCall {
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl ScriptCall {
+    fn key(&mut self, key: impl redis::ToRedisArgs) -> &mut Self {
+        self.keys.extend(key.to_redis_args());
+        self
+    }
+
+    fn arg(&mut self, arg: impl redis::ToRedisArgs) -> &mut Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    /// `EVALSHA` of `script` with these keys and arguments.
+    fn command(&self, script: &Script) -> redis::Cmd {
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(script.get_hash())
+            .arg(self.keys.len())
+            .arg(&self.keys)
+            .arg(&self.args);
+        command
     }
 }
 

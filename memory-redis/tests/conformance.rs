@@ -4,11 +4,17 @@ mod common;
 
 use std::sync::Arc;
 
+use common::Topology;
 use memory_conformance::Fixture;
 use memory_redis::RedisProvider;
 
 async fn setup() -> Option<Fixture<RedisProvider>> {
-    let (provider, keys) = common::provider().await?;
+    fixture(Topology::Server).await
+}
+
+/// The suite's fixture on `topology`'s Redis.
+async fn fixture(topology: Topology) -> Option<Fixture<RedisProvider>> {
+    let (provider, keys) = common::provider_on(topology, |config| config).await?;
     let keys = Arc::new(keys);
     let (hosts, edits, holds) = (keys.clone(), keys.clone(), keys.clone());
     Some(
@@ -34,21 +40,42 @@ memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outs
 /// The identity-map cases through two clients under one prefix, each with its own connection,
 /// as two processes would have.
 mod identity_map {
-    use std::sync::Arc;
+    use super::common::Topology;
 
-    use memory_conformance::identity::Maps;
-    use memory_core::IdentityMap;
-    use memory_redis::{RedisConfig, RedisProvider};
-
-    use super::common;
-
-    async fn setup() -> Option<Maps> {
-        let (first, keys) = common::provider().await?;
-        let config = RedisConfig::new(&keys.url).with_prefix(&keys.prefix);
-        let second = RedisProvider::connect(&config).await.unwrap();
-        let handles: Vec<Arc<dyn IdentityMap>> = vec![Arc::new(first), Arc::new(second)];
-        Some(Maps::new(handles).with_guard(keys))
+    async fn setup() -> Option<memory_conformance::identity::Maps> {
+        super::maps(Topology::Server).await
     }
 
     memory_conformance::identity_map_suite!(setup);
+}
+
+/// Two identity maps under one prefix on `topology`'s Redis, each with its own connection.
+async fn maps(topology: Topology) -> Option<memory_conformance::identity::Maps> {
+    use memory_core::IdentityMap;
+    let (first, keys) = common::provider_on(topology, |config| config).await?;
+    let second = RedisProvider::connect(&keys.config()).await.unwrap();
+    let handles: Vec<Arc<dyn IdentityMap>> = vec![Arc::new(first), Arc::new(second)];
+    Some(memory_conformance::identity::Maps::new(handles).with_guard(keys))
+}
+
+/// The contract on a Redis Cluster of three masters: every script and transaction goes to the
+/// master that owns the prefix's slot, and writers that hold wait on it there.
+mod cluster {
+    use super::common::Topology;
+
+    async fn setup() -> Option<memory_conformance::Fixture<memory_redis::RedisProvider>> {
+        super::fixture(Topology::Cluster).await
+    }
+
+    memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
+
+    mod identity_map {
+        use super::super::common::Topology;
+
+        async fn setup() -> Option<memory_conformance::identity::Maps> {
+            super::super::maps(Topology::Cluster).await
+        }
+
+        memory_conformance::identity_map_suite!(setup);
+    }
 }

@@ -116,7 +116,11 @@ async fn setup(configure: impl FnOnce(RedisConfig) -> RedisConfig) -> Option<Set
     Some(Setup {
         provider,
         proxy,
-        keys: common::PrefixGuard { url, prefix },
+        keys: common::PrefixGuard {
+            url,
+            cluster_nodes: Vec::new(),
+            prefix,
+        },
         _user: user,
     })
 }

@@ -10,11 +10,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::Topology;
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::entries;
 use memory_core::raw::{CasWrite, CompareAndSwap, Hold};
 use memory_core::{DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
-use memory_redis::{RedisConfig, RedisProvider};
+use memory_redis::RedisProvider;
 use redis::AsyncCommands;
 
 /// Provider instances under one prefix, each with its own connection, as separate processes
@@ -22,7 +23,7 @@ use redis::AsyncCommands;
 async fn instances(keys: &common::PrefixGuard, count: usize) -> Vec<Arc<RedisProvider>> {
     let mut instances = Vec::new();
     for _ in 0..count {
-        let config = RedisConfig::new(&keys.url).with_prefix(&keys.prefix);
+        let config = keys.config();
         instances.push(Arc::new(RedisProvider::connect(&config).await.unwrap()));
     }
     instances
@@ -70,8 +71,7 @@ async fn lock_exists(
     provider: &RedisProvider,
     id: &DocumentId,
 ) -> bool {
-    let client = redis::Client::open(keys.url.as_str()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = common::admin(keys).await;
     connection
         .exists(provider.store().lock_key(id))
         .await
@@ -85,9 +85,20 @@ async fn lock_exists(
 /// its lock). Every add is there once, with one revision each, in one chain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_instances_on_one_document_queue_instead_of_retrying() {
+    many_instances_queue(Topology::Server).await;
+}
+
+/// The same on a Redis Cluster: the locks, the writes and the waits (`BLPOP` on connections
+/// of their own) go to the master that owns the prefix's slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_instances_on_a_cluster_queue_instead_of_retrying() {
+    many_instances_queue(Topology::Cluster).await;
+}
+
+async fn many_instances_queue(topology: Topology) {
     const INSTANCES: usize = 16;
     const ADDS: usize = 6;
-    let Some((_, keys)) = common::provider().await else {
+    let Some(keys) = common::keys_on(topology) else {
         return;
     };
     let instances = instances(&keys, INSTANCES).await;

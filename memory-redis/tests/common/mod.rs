@@ -2,13 +2,38 @@
 
 #![allow(dead_code)] // each test file uses its own part of this
 
-use memory_conformance::services::{Service, unique_name};
-use memory_redis::{RedisConfig, RedisProvider};
-use redis::Commands;
+use memory_conformance::services::{Service, delete_redis_keys, unique_name};
+use memory_redis::{RedisConfig, RedisConnection, RedisProvider};
 
 /// The server's URL, or `None` (after a loud message) when the test should skip.
 pub fn url() -> Option<String> {
     Service::Redis.url()
+}
+
+/// How the test's Redis is deployed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// One server (`MEMORY_TEST_REDIS_URL`).
+    Server,
+    /// A Redis Cluster of three masters (`MEMORY_TEST_REDIS_CLUSTER_URLS`, its seed nodes).
+    Cluster,
+}
+
+/// A guard for a fresh prefix on `topology`'s Redis; `None` (after a loud message) when the
+/// test should skip.
+pub fn keys_on(topology: Topology) -> Option<PrefixGuard> {
+    let (url, cluster_nodes) = match topology {
+        Topology::Server => (url()?, Vec::new()),
+        Topology::Cluster => {
+            let nodes = Service::RedisCluster.url()?;
+            (String::new(), nodes.split(',').map(str::to_owned).collect())
+        }
+    };
+    Some(PrefixGuard {
+        url,
+        cluster_nodes,
+        prefix: unique_prefix(),
+    })
 }
 
 /// A key prefix no other test, process or run uses.
@@ -18,26 +43,31 @@ pub fn unique_prefix() -> String {
 
 /// Deletes every key under its prefix when dropped.
 pub struct PrefixGuard {
+    /// The one server's URL; empty on a cluster.
     pub url: String,
+    /// A cluster's seed nodes (all of its masters); empty for one server.
+    pub cluster_nodes: Vec<String>,
     pub prefix: String,
+}
+
+impl PrefixGuard {
+    /// The default settings for this prefix's Redis, under this prefix.
+    pub fn config(&self) -> RedisConfig {
+        match self.cluster_nodes.is_empty() {
+            true => RedisConfig::new(&self.url),
+            false => RedisConfig::cluster(self.cluster_nodes.clone()),
+        }
+        .with_prefix(&self.prefix)
+    }
 }
 
 impl Drop for PrefixGuard {
     fn drop(&mut self) {
-        let deleted = redis::Client::open(self.url.as_str())
-            .and_then(|client| client.get_connection())
-            .and_then(|mut connection| {
-                let pattern = format!("{{{}}}:*", self.prefix);
-                let keys: Vec<String> =
-                    connection.scan_match(&pattern)?.collect::<Result<_, _>>()?;
-                if !keys.is_empty() {
-                    redis::cmd("DEL").arg(&keys).exec(&mut connection)?;
-                }
-                Ok(())
-            });
-        if let Err(err) = deleted {
-            eprintln!("could not delete test keys {{{}}}:*: {err}", self.prefix);
-        }
+        let nodes = match self.cluster_nodes.is_empty() {
+            true => std::slice::from_ref(&self.url),
+            false => self.cluster_nodes.as_slice(),
+        };
+        delete_redis_keys(nodes, &self.prefix);
     }
 }
 
@@ -50,18 +80,25 @@ pub async fn provider() -> Option<(RedisProvider, PrefixGuard)> {
 pub async fn provider_with(
     configure: impl FnOnce(RedisConfig) -> RedisConfig,
 ) -> Option<(RedisProvider, PrefixGuard)> {
-    let url = url()?;
-    let prefix = unique_prefix();
-    let provider = RedisProvider::connect(&configure(RedisConfig::new(&url).with_prefix(&prefix)))
+    provider_on(Topology::Server, configure).await
+}
+
+/// The same, on `topology`'s Redis.
+pub async fn provider_on(
+    topology: Topology,
+    configure: impl FnOnce(RedisConfig) -> RedisConfig,
+) -> Option<(RedisProvider, PrefixGuard)> {
+    let keys = keys_on(topology)?;
+    let provider = RedisProvider::connect(&configure(keys.config()))
         .await
         .unwrap_or_else(|err| panic!("connecting to the test server: {err}"));
-    Some((provider, PrefixGuard { url, prefix }))
+    Some((provider, keys))
 }
 
 /// Another host under `keys`' prefix: a provider with a connection of its own, as another
 /// process would have, configured as `host` says.
 pub async fn host(keys: &PrefixGuard, host: memory_conformance::Host) -> RedisProvider {
-    let mut config = RedisConfig::new(&keys.url).with_prefix(&keys.prefix);
+    let mut config = keys.config();
     if let Some(max_attempts) = host.max_attempts {
         config.max_attempts = max_attempts;
     }
@@ -71,13 +108,18 @@ pub async fn host(keys: &PrefixGuard, host: memory_conformance::Host) -> RedisPr
     RedisProvider::connect(&config).await.unwrap()
 }
 
-/// A connection of our own, as a person with redis-cli would have.
-pub async fn admin(keys: &PrefixGuard) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(keys.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
+/// A connection of our own, as a person with redis-cli (`-c` on a cluster) would have.
+pub async fn admin(keys: &PrefixGuard) -> RedisConnection {
+    if keys.cluster_nodes.is_empty() {
+        let client = redis::Client::open(keys.url.as_str()).unwrap();
+        return client
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+            .into();
+    }
+    let client = redis::cluster::ClusterClient::new(keys.cluster_nodes.clone()).unwrap();
+    client.get_async_connection().await.unwrap().into()
 }
 
 /// Replaces `document`'s text as a person with `redis-cli` does: `HSET` of the content, the
