@@ -235,3 +235,95 @@ pub(crate) fn spare_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A PgBouncer of a test's own in transaction mode (Debian's `/usr/sbin/pgbouncer`, run as the
+/// postgres user when the test runs as root), in front of one server, which
+/// [`PgBouncer::repoint`] changes as a team repoints its pooler after a failover. Stopped when
+/// dropped.
+pub struct PgBouncer {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+/// Where Debian installs PgBouncer.
+const PGBOUNCER: &str = "/usr/sbin/pgbouncer";
+
+impl PgBouncer {
+    /// Starts one in front of the server at `target` (`host:port`); `None` (after
+    /// [`skip_or_fail`]) without PgBouncer.
+    ///
+    /// # Panics
+    /// When it does not start.
+    pub fn start(target: &str) -> Option<PgBouncer> {
+        if !Path::new(PGBOUNCER).exists() {
+            skip_or_fail("PgBouncer (Debian's pgbouncer package) at /usr/sbin/pgbouncer");
+            return None;
+        }
+        let bouncer = PgBouncer {
+            dir: tempfile::tempdir().unwrap(),
+            port: spare_port(),
+        };
+        bouncer.write_config(target);
+        std::fs::write(bouncer.dir.path().join("users.txt"), "\"postgres\" \"\"\n").unwrap();
+        if running_as_root() {
+            must(
+                Command::new("chown")
+                    .args(["-R", "postgres"])
+                    .arg(bouncer.dir.path()),
+            );
+        }
+        let ini = bouncer.dir.path().join("pgbouncer.ini");
+        let mut command = Command::new(PGBOUNCER);
+        command.arg("-d");
+        if running_as_root() {
+            command.args(["-u", "postgres"]);
+        }
+        must(command.arg(&ini));
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", bouncer.port)).is_ok() {
+                return Some(bouncer);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("PgBouncer on port {} did not start", bouncer.port);
+    }
+
+    /// Its URL for the database `postgres`.
+    pub fn url(&self) -> String {
+        url(self.port)
+    }
+
+    /// Points it at the server at `target` (`host:port`): the configuration is rewritten and
+    /// reloaded (SIGHUP); new server connections go there.
+    pub fn repoint(&self, target: &str) {
+        self.write_config(target);
+        let pid = std::fs::read_to_string(self.dir.path().join("pgbouncer.pid")).unwrap();
+        must(Command::new("kill").args(["-HUP", pid.trim()]));
+    }
+
+    fn write_config(&self, target: &str) {
+        let (host, port) = target.rsplit_once(':').unwrap();
+        let dir = self.dir.path().display();
+        std::fs::write(
+            self.dir.path().join("pgbouncer.ini"),
+            format!(
+                "[databases]\n* = host={host} port={port}\n\n[pgbouncer]\n\
+                 listen_addr = 127.0.0.1\nlisten_port = {}\nunix_socket_dir =\n\
+                 auth_type = trust\nauth_file = {dir}/users.txt\npool_mode = transaction\n\
+                 max_client_conn = 100\ndefault_pool_size = 10\n\
+                 server_connect_timeout = 2\nserver_login_retry = 0\n\
+                 pidfile = {dir}/pgbouncer.pid\nlogfile = {dir}/pgbouncer.log\n",
+                self.port
+            ),
+        )
+        .unwrap();
+    }
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(self.dir.path().join("pgbouncer.pid")) {
+            let _ = Command::new("kill").arg(pid.trim()).output();
+        }
+    }
+}

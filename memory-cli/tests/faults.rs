@@ -36,13 +36,13 @@ use memory_conformance::cases::ctx;
 use memory_conformance::proxy::StallingProxy;
 use memory_conformance::sentinel::{MASTER_NAME, RedisSentinelSet};
 use memory_conformance::services::{SchemaGuard, Service, skip_or_fail, unique_name};
-use memory_conformance::standby::PostgresPair;
+use memory_conformance::standby::{PgBouncer, PostgresPair};
 use memory_core::raw::Receipts;
 use memory_core::{
     Document, DocumentId, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
     MemoryProvider, MemoryUpdate, Prefetch, Store, Subscription, SyncReport, sync_exactly_once,
 };
-use memory_postgres::{PostgresConfig, PostgresProvider};
+use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider};
 use memory_redis::{RedisConfig, RedisProvider, SentinelConfig};
 use sqlx::Connection;
 
@@ -892,28 +892,71 @@ const CONNECTION_CALLS: usize = 40;
 /// present exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_connections_killed_mid_call_lose_and_duplicate_nothing() {
-    let Some(url) = Service::Postgres.url() else {
+    if let Some(url) = Service::Postgres.url() {
+        postgres_connections_killed("postgres connections killed", &url, None).await;
+    }
+}
+
+/// The same through PgBouncer in transaction mode: the killer terminates the server
+/// connections PgBouncer holds for the test's own database (so no other test's pool is
+/// touched), and PgBouncer hands them, dead or failing, to the provider's calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_connections_killed_behind_pgbouncer_lose_and_duplicate_nothing() {
+    let (Some(url), Some(pooler)) = (Service::Postgres.url(), Service::PgBouncer.url()) else {
         return;
     };
-    let (seed, mut rng) = seeded("postgres");
+    let test = "postgres connections killed, through PgBouncer";
+    postgres_connections_killed(test, &url, Some(&pooler)).await;
+}
+
+/// Keyed writers on PostgreSQL at `url`, directly or through the PgBouncer at `pooler` (in
+/// a database of the test's own, made on the server and dropped after), while their server
+/// connections are killed; asserts nothing lost and nothing applied twice.
+async fn postgres_connections_killed(test: &str, url: &str, pooler: Option<&str>) {
+    let (seed, mut rng) = seeded(test);
     let schema = unique_name("faults");
-    let _guard = SchemaGuard {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
     // Only this test's connections carry this name: the killer spares every other test's.
     let application = schema.clone();
     // Without TLS unless the URL asks for it: every kill costs a new connection, and a TLS
     // handshake in a debug build takes long enough that the killer, every 20-80 ms, starves
     // the writers (over five minutes instead of seconds). What is tested is the killed
     // connection.
-    let plain = match url.contains("sslmode=") {
-        true => url.clone(),
-        false => with_query(&url, "sslmode", "disable"),
+    let plain = |url: &str| match url.contains("sslmode=") {
+        true => url.to_owned(),
+        false => with_query(url, "sslmode", "disable"),
+    };
+    let mut admin = sqlx::PgConnection::connect(url).await.unwrap();
+    let (provider_url, database, _database, _guard) = match pooler {
+        // A pool of its own behind PgBouncer: its pools are per database.
+        Some(pooler) => {
+            let database = OwnDatabase::create(&mut admin, url, &schema).await;
+            let name = database.name.clone();
+            (
+                with_database(&plain(pooler), &name),
+                name,
+                Some(database),
+                None,
+            )
+        }
+        None => {
+            let guard = SchemaGuard {
+                url: url.to_owned(),
+                schema: schema.clone(),
+            };
+            let database: String = sqlx::query_scalar("SELECT current_database()")
+                .fetch_one(&mut admin)
+                .await
+                .unwrap();
+            (plain(url), database, None, Some(guard))
+        }
     };
     let config = PostgresConfig {
         max_connections: 4,
-        ..PostgresConfig::new(with_query(&plain, "application_name", &application))
+        pool_mode: match pooler {
+            Some(_) => PoolMode::Transaction,
+            None => PoolMode::Session,
+        },
+        ..PostgresConfig::new(with_query(&provider_url, "application_name", &application))
             .with_schema(&schema)
     };
     let provider: Arc<dyn MemoryProvider> =
@@ -923,17 +966,17 @@ async fn postgres_connections_killed_mid_call_lose_and_duplicate_nothing() {
     let kills = Arc::new(AtomicU64::new(0));
     let killer = tokio::spawn({
         let (done, kills, mut rng) = (Arc::clone(&done), Arc::clone(&kills), rng.fork());
-        let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
         async move {
             while !done.load(Ordering::SeqCst) {
                 // Two statements: in one, the server may evaluate pg_terminate_backend
                 // before the filter, on anyone's connection.
                 let pids: Vec<i32> = sqlx::query_scalar(
                     "SELECT pid FROM pg_stat_activity \
-                     WHERE datname = current_database() AND application_name = $1 \
+                     WHERE datname = $2 AND application_name = $1 \
                        AND pid <> pg_backend_pid()",
                 )
                 .bind(&application)
+                .bind(&database)
                 .fetch_all(&mut admin)
                 .await
                 .unwrap();
@@ -964,13 +1007,70 @@ async fn postgres_connections_killed_mid_call_lose_and_duplicate_nothing() {
     done.store(true, Ordering::SeqCst);
     killer.await.unwrap();
 
-    let test = "postgres connections killed";
     resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
     let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
     let kills = kills.load(Ordering::SeqCst);
-    assert!(kills > 0, "the killer found connections to kill");
+    assert!(kills > 0, "{test}: the killer found connections to kill");
     print_client_figures(test, seed, &figures, kills, lost, duplicated, elapsed);
     assert_exactly_once(test, seed, lost, duplicated);
+}
+
+/// A database of a test's own on the server, dropped (with whatever connections it still
+/// has) when dropped.
+struct OwnDatabase {
+    url: String,
+    name: String,
+}
+
+impl OwnDatabase {
+    async fn create(admin: &mut sqlx::PgConnection, url: &str, name: &str) -> OwnDatabase {
+        // The name is a test's own, from `unique_name`.
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+            .execute(admin)
+            .await
+            .unwrap();
+        OwnDatabase {
+            url: url.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        // Dropped inside a test's runtime, which cannot be blocked on: a thread of its own.
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(async {
+                    let mut admin = sqlx::PgConnection::connect(&url).await?;
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                    )))
+                    .execute(&mut admin)
+                    .await?;
+                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+                })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop test database {}: {dropped:?}", self.name);
+        }
+    }
+}
+
+/// `url` naming the database `name` instead of its own.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    match query {
+        Some(query) => format!("{server}/{name}?{query}"),
+        None => format!("{server}/{name}"),
+    }
 }
 
 /// Prints the figures of a test of in-process writers.
@@ -1153,66 +1253,120 @@ async fn redis_connections_killed(test: &str, nodes: Vec<String>) {
     assert_exactly_once(test, seed, lost, duplicated);
 }
 
-/// Calls per writer through a failover.
+/// Calls per writer through a failover at least; writers go on until it is over.
 const FAILOVER_CALLS: usize = 20;
 
+/// What the writers of a failover reach the primary through, which the failover repoints.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Repointed {
+    /// A TCP proxy, standing for a DNS name or a virtual IP.
+    Proxy,
+    /// PgBouncer in transaction mode, its configuration changed and reloaded.
+    PgBouncer,
+}
+
+/// A running [`Repointed`].
+enum Front {
+    Proxy(StallingProxy),
+    PgBouncer(PgBouncer),
+}
+
+impl Front {
+    /// Points it at `target` (`host:port`).
+    fn repoint(&self, target: String) {
+        match self {
+            Front::Proxy(proxy) => proxy.retarget(target),
+            Front::PgBouncer(bouncer) => bouncer.repoint(&target),
+        }
+    }
+}
+
 /// Eight writer tasks make keyed adds through a PostgreSQL primary streaming to a standby,
-/// both the test's own ([`PostgresPair`]), reached through a proxy that stands for the address
-/// a team repoints (a DNS name, a pooler). A third of the way in, the primary is killed; half a
-/// second later the standby is promoted and the proxy pointed at it. Calls meanwhile fail
-/// with retryable kinds only (a refusal fails the writer); afterwards the calls given up on
-/// are sent again with their keys, as for the other faults. Returns (seed, lost, duplicated).
-async fn postgres_failover(test: &str, synchronous: bool) -> Option<(u64, u64, u64)> {
+/// both the test's own ([`PostgresPair`]), reached through what a team repoints (`through`).
+/// A third of the way in, the primary is killed; half a second later the standby is promoted
+/// and `through` pointed at it. Calls meanwhile fail with retryable kinds only (a refusal
+/// fails the writer); afterwards the calls given up on are sent again with their keys, as for
+/// the other faults. Returns (seed, lost, duplicated).
+async fn postgres_failover(
+    test: &str,
+    synchronous: bool,
+    through: Repointed,
+) -> Option<(u64, u64, u64)> {
     let pair = Arc::new(PostgresPair::start(synchronous)?);
     let (seed, mut rng) = seeded(test);
-    let proxy = Arc::new(StallingProxy::start(pair.primary_address()).await);
-    let through = format!(
-        "postgres://postgres@{}/postgres?sslmode=disable",
-        proxy.addr()
-    );
+    let (url, front) = match through {
+        Repointed::Proxy => {
+            let proxy = StallingProxy::start(pair.primary_address()).await;
+            let url = format!(
+                "postgres://postgres@{}/postgres?sslmode=disable",
+                proxy.addr()
+            );
+            (url, Front::Proxy(proxy))
+        }
+        Repointed::PgBouncer => {
+            let bouncer = PgBouncer::start(&pair.primary_address())?;
+            (bouncer.url(), Front::PgBouncer(bouncer))
+        }
+    };
+    let front = Arc::new(front);
     let config = PostgresConfig {
         max_connections: 4,
         connect_timeout_ms: 1_000,
         deadline_ms: 3_000,
-        ..PostgresConfig::new(through).with_schema("failover")
+        pool_mode: match through {
+            Repointed::Proxy => PoolMode::Session,
+            Repointed::PgBouncer => PoolMode::Transaction,
+        },
+        ..PostgresConfig::new(url).with_schema("failover")
     };
     let provider: Arc<dyn MemoryProvider> =
         Arc::new(PostgresProvider::connect(&config).await.unwrap());
     let figures = Arc::new(ClientFigures::default());
+    // The writers go on until the failover is over, however fast they are.
+    let keep_going = Arc::new(AtomicBool::new(true));
     let failover = tokio::spawn({
-        let (pair, proxy, figures) = (pair.clone(), proxy.clone(), figures.clone());
+        let (pair, figures, front) = (pair.clone(), figures.clone(), front.clone());
+        let keep_going = keep_going.clone();
         async move {
             let third = (WRITERS * FAILOVER_CALLS / 3) as u64;
             while figures.acknowledged.load(Ordering::SeqCst) < third {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            let before = figures.acknowledged.load(Ordering::SeqCst);
             tokio::task::spawn_blocking(move || {
                 pair.kill_primary();
                 std::thread::sleep(Duration::from_millis(500));
                 pair.promote_standby();
-                proxy.retarget(pair.standby_address());
+                front.repoint(pair.standby_address());
             })
             .await
             .unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            keep_going.store(false, Ordering::SeqCst);
+            before
         }
     });
     let started = Instant::now();
     let mut outcomes = keyed_writers(
         Arc::clone(&provider),
         FAILOVER_CALLS,
-        Arc::new(AtomicBool::new(false)),
+        keep_going,
         Arc::clone(&figures),
         0..=0,
         &mut rng,
     )
     .await;
     let elapsed = started.elapsed();
-    failover.await.unwrap();
+    let before = failover.await.unwrap();
     resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
     let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
     print_client_figures(test, seed, &figures, 1, lost, duplicated, elapsed);
+    // A call may see no error at all: PgBouncer holds it while it has no server, and sends
+    // it on once repointed.
+    let after = figures.acknowledged.load(Ordering::SeqCst) - before;
+    println!("{test}: {before} calls acknowledged before the primary was killed, {after} after");
     assert!(
-        figures.failed_tries.load(Ordering::SeqCst) > 0,
+        before > 0 && after > 0,
         "{test}: the failover happened while the writers wrote"
     );
     Some((seed, lost, duplicated))
@@ -1223,7 +1377,19 @@ async fn postgres_failover(test: &str, synchronous: bool) -> Option<(u64, u64, u
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_failover_to_a_synchronous_standby_loses_and_duplicates_nothing() {
     let test = "postgres failover, synchronous commit";
-    if let Some((seed, lost, duplicated)) = postgres_failover(test, true).await {
+    if let Some((seed, lost, duplicated)) = postgres_failover(test, true, Repointed::Proxy).await {
+        assert_exactly_once(test, seed, lost, duplicated);
+    }
+}
+
+/// The same through PgBouncer in transaction mode, repointed (its configuration rewritten
+/// and reloaded) at the promoted standby: nothing acknowledged lost, nothing applied twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_failover_through_a_repointed_pgbouncer_loses_and_duplicates_nothing() {
+    let test = "postgres failover through PgBouncer, synchronous commit";
+    if let Some((seed, lost, duplicated)) =
+        postgres_failover(test, true, Repointed::PgBouncer).await
+    {
         assert_exactly_once(test, seed, lost, duplicated);
     }
 }
@@ -1233,7 +1399,7 @@ async fn postgres_failover_to_a_synchronous_standby_loses_and_duplicates_nothing
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_failover_to_an_asynchronous_standby_duplicates_nothing() {
     let test = "postgres failover, asynchronous";
-    if let Some((seed, _, duplicated)) = postgres_failover(test, false).await {
+    if let Some((seed, _, duplicated)) = postgres_failover(test, false, Repointed::Proxy).await {
         assert_eq!(duplicated, 0, "{test}: applied twice, seed {seed}");
     }
 }
@@ -1261,35 +1427,45 @@ async fn redis_failover(test: &str, wait_replicas: u32) -> Option<(u64, u64, u64
     let provider: Arc<dyn MemoryProvider> =
         Arc::new(RedisProvider::connect(&config).await.unwrap());
     let figures = Arc::new(ClientFigures::default());
+    // The writers go on until the failover is over, however fast they are.
+    let keep_going = Arc::new(AtomicBool::new(true));
     let failover = tokio::spawn({
-        let (set, figures) = (set.clone(), figures.clone());
+        let (set, figures, keep_going) = (set.clone(), figures.clone(), keep_going.clone());
         async move {
             let third = (WRITERS * FAILOVER_CALLS / 3) as u64;
             while figures.acknowledged.load(Ordering::SeqCst) < third {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            let before = figures.acknowledged.load(Ordering::SeqCst);
             tokio::task::spawn_blocking(move || set.fail_over())
                 .await
                 .unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            keep_going.store(false, Ordering::SeqCst);
+            before
         }
     });
     let started = Instant::now();
     let mut outcomes = keyed_writers(
         Arc::clone(&provider),
         FAILOVER_CALLS,
-        Arc::new(AtomicBool::new(false)),
+        keep_going,
         Arc::clone(&figures),
         0..=0,
         &mut rng,
     )
     .await;
     let elapsed = started.elapsed();
-    failover.await.unwrap();
+    let before = failover.await.unwrap();
     resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
     let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
     print_client_figures(test, seed, &figures, 1, lost, duplicated, elapsed);
+    // A call may see no error at all: PgBouncer holds it while it has no server, and sends
+    // it on once repointed.
+    let after = figures.acknowledged.load(Ordering::SeqCst) - before;
+    println!("{test}: {before} calls acknowledged before the primary was killed, {after} after");
     assert!(
-        figures.failed_tries.load(Ordering::SeqCst) > 0,
+        before > 0 && after > 0,
         "{test}: the failover happened while the writers wrote"
     );
     Some((seed, lost, duplicated))
