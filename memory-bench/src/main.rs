@@ -7,6 +7,7 @@
 
 mod backends;
 mod chart;
+mod deployments;
 mod http;
 mod recall_eval;
 mod stats;
@@ -101,6 +102,14 @@ struct Args {
         default_value = "redis://127.0.0.1:6379"
     )]
     redis_url: String,
+    /// PgBouncer in transaction mode in front of that PostgreSQL, for the deployments section
+    /// (default: $MEMORY_TEST_PGBOUNCER_URL, which scripts/services.sh sets).
+    #[arg(long, env = "MEMORY_TEST_PGBOUNCER_URL")]
+    pgbouncer_url: Option<String>,
+    /// A Redis Cluster's seed nodes, comma-separated, for the deployments section (default:
+    /// $MEMORY_TEST_REDIS_CLUSTER_URLS, which scripts/services.sh sets).
+    #[arg(long, env = "MEMORY_TEST_REDIS_CLUSTER_URLS", value_delimiter = ',')]
+    redis_cluster_urls: Vec<String>,
 }
 
 /// Measurements other than the whole benchmark.
@@ -218,6 +227,17 @@ async fn run(args: Args) -> Result<(), BoxError> {
         }
         measured.push(result?);
     }
+    let measures = |name: &str| measured.iter().any(|m| m.backend.name() == name);
+    let targets = deployments::Targets {
+        postgres: measures("postgres").then_some(args.postgres_url.as_str()),
+        pgbouncer: args.pgbouncer_url.as_deref(),
+        redis: measures("redis").then_some(args.redis_url.as_str()),
+        redis_cluster: &args.redis_cluster_urls,
+    };
+    let (deployments, unreached) = deployments::measure(&targets, &run_id, args.samples).await;
+    for (name, reason) in unreached {
+        skip(&mut skipped, &name, &reason);
+    }
     let recall = match &embedder {
         Some(embedder) if !args.recall_entries.is_empty() => {
             progress("vector", "recall at each size");
@@ -249,6 +269,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let report = Report {
         args: &args,
         measured: &measured,
+        deployments: &deployments,
         recall: &recall,
         quality: &quality,
         skipped: &skipped,
@@ -376,6 +397,7 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
 struct Report<'a> {
     args: &'a Args,
     measured: &'a [Measured],
+    deployments: &'a [deployments::Deployment],
     recall: &'a [RecallRound],
     quality: &'a [recall_eval::Evaluated],
     skipped: &'a [(String, String)],
@@ -567,6 +589,10 @@ impl Report<'_> {
             md,
             "\n![throughput by writers](benchmarks/contention.svg)\n"
         );
+
+        if !self.deployments.is_empty() {
+            md.push_str(&deployments::markdown(self.deployments, a.samples));
+        }
 
         let _ = writeln!(md, "## The floor\n");
         let _ = writeln!(
