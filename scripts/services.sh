@@ -134,7 +134,9 @@ no_pgbouncer() { # <why>
 
 # A Redis Cluster of three masters (no replicas) on 127.0.0.1:7101-7103, for memory-redis's
 # cluster tests (MEMORY_TEST_REDIS_CLUSTER_URLS, the seed nodes, comma-separated). Made again
-# from nothing when it is not whole and healthy.
+# from nothing when it is not whole and healthy. It is this script's own, not a server of the
+# machine's, so it is started whenever redis-server is installed, MEMORY_LOCAL_SERVICES=off
+# or not.
 redis_cluster_ok() {
   command -v redis-cli >/dev/null 2>&1 &&
     redis-cli -h 127.0.0.1 -p 7101 cluster info 2>/dev/null | grep -q '^cluster_state:ok' &&
@@ -144,7 +146,7 @@ redis_cluster_ok() {
 ensure_redis_cluster() {
   [[ -n "${MEMORY_TEST_REDIS_CLUSTER_URLS:-}" ]] && return 0
   local ports=(7101 7102 7103) dir=/tmp/agent-memory-redis-cluster port
-  if ! redis_cluster_ok && [[ "${MEMORY_LOCAL_SERVICES:-on}" != off ]] && command -v redis-server >/dev/null 2>&1; then
+  if ! redis_cluster_ok && command -v redis-server >/dev/null 2>&1; then
     echo "== starting a Redis Cluster (three masters) on 127.0.0.1:${ports[0]}-${ports[2]}"
     for port in "${ports[@]}"; do
       redis-cli -h 127.0.0.1 -p "$port" shutdown nosave >/dev/null 2>&1 || true
