@@ -1292,8 +1292,8 @@ async fn postgres_failover(
     synchronous: bool,
     through: Repointed,
 ) -> Option<(u64, u64, u64)> {
-    let pair = Arc::new(PostgresPair::start(synchronous)?);
-    let (seed, mut rng) = seeded(test);
+    let pair = PostgresPair::start(synchronous)?;
+    let (seed, rng) = seeded(test);
     let (url, front) = match through {
         Repointed::Proxy => {
             let proxy = StallingProxy::start(pair.primary_address()).await;
@@ -1308,7 +1308,6 @@ async fn postgres_failover(
             (bouncer.url(), Front::PgBouncer(bouncer))
         }
     };
-    let front = Arc::new(front);
     let config = PostgresConfig {
         max_connections: 4,
         connect_timeout_ms: 1_000,
@@ -1321,26 +1320,45 @@ async fn postgres_failover(
     };
     let provider: Arc<dyn MemoryProvider> =
         Arc::new(PostgresProvider::connect(&config).await.unwrap());
+    // The servers and the front live until the writers are done, not just the failover.
+    let (pair, front) = (Arc::new(pair), Arc::new(front));
+    let fail_over = {
+        let (pair, front) = (pair.clone(), front.clone());
+        move || {
+            pair.kill_primary();
+            std::thread::sleep(Duration::from_millis(500));
+            pair.promote_standby();
+            front.repoint(pair.standby_address());
+        }
+    };
+    let (lost, duplicated) = through_a_failover(test, seed, rng, provider, fail_over).await;
+    Some((seed, lost, duplicated))
+}
+
+/// Eight keyed writers through `provider`; once a third of their calls are acknowledged,
+/// `fail_over` runs (on a thread of its own), and they go on until it is over and 300 ms more,
+/// however fast they are. Then the calls given up on are sent again with their keys, as for
+/// the other faults, and the figures printed. Asserts that calls were acknowledged before the
+/// failover began and after (not that any failed: PgBouncer holds a call while it has no
+/// server, and sends it on once repointed). Returns (lost, duplicated).
+async fn through_a_failover(
+    test: &str,
+    seed: u64,
+    mut rng: Rng,
+    provider: Arc<dyn MemoryProvider>,
+    fail_over: impl FnOnce() + Send + 'static,
+) -> (u64, u64) {
     let figures = Arc::new(ClientFigures::default());
-    // The writers go on until the failover is over, however fast they are.
     let keep_going = Arc::new(AtomicBool::new(true));
     let failover = tokio::spawn({
-        let (pair, figures, front) = (pair.clone(), figures.clone(), front.clone());
-        let keep_going = keep_going.clone();
+        let (figures, keep_going) = (figures.clone(), keep_going.clone());
         async move {
             let third = (WRITERS * FAILOVER_CALLS / 3) as u64;
             while figures.acknowledged.load(Ordering::SeqCst) < third {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             let before = figures.acknowledged.load(Ordering::SeqCst);
-            tokio::task::spawn_blocking(move || {
-                pair.kill_primary();
-                std::thread::sleep(Duration::from_millis(500));
-                pair.promote_standby();
-                front.repoint(pair.standby_address());
-            })
-            .await
-            .unwrap();
+            tokio::task::spawn_blocking(fail_over).await.unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;
             keep_going.store(false, Ordering::SeqCst);
             before
@@ -1361,15 +1379,13 @@ async fn postgres_failover(
     resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
     let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
     print_client_figures(test, seed, &figures, 1, lost, duplicated, elapsed);
-    // A call may see no error at all: PgBouncer holds it while it has no server, and sends
-    // it on once repointed.
     let after = figures.acknowledged.load(Ordering::SeqCst) - before;
-    println!("{test}: {before} calls acknowledged before the primary was killed, {after} after");
+    println!("{test}: {before} calls acknowledged before the failover began, {after} after");
     assert!(
         before > 0 && after > 0,
         "{test}: the failover happened while the writers wrote"
     );
-    Some((seed, lost, duplicated))
+    (lost, duplicated)
 }
 
 /// With the primary committing synchronously to the standby, a failover loses nothing
@@ -1413,8 +1429,7 @@ async fn redis_failover(test: &str, wait_replicas: u32) -> Option<(u64, u64, u64
     let set = tokio::task::spawn_blocking(RedisSentinelSet::start)
         .await
         .unwrap()?;
-    let set = Arc::new(set);
-    let (seed, mut rng) = seeded(test);
+    let (seed, rng) = seeded(test);
     let config = RedisConfig {
         connect_timeout_ms: 1_000,
         response_timeout_ms: 1_000,
@@ -1426,48 +1441,15 @@ async fn redis_failover(test: &str, wait_replicas: u32) -> Option<(u64, u64, u64
     };
     let provider: Arc<dyn MemoryProvider> =
         Arc::new(RedisProvider::connect(&config).await.unwrap());
-    let figures = Arc::new(ClientFigures::default());
-    // The writers go on until the failover is over, however fast they are.
-    let keep_going = Arc::new(AtomicBool::new(true));
-    let failover = tokio::spawn({
-        let (set, figures, keep_going) = (set.clone(), figures.clone(), keep_going.clone());
-        async move {
-            let third = (WRITERS * FAILOVER_CALLS / 3) as u64;
-            while figures.acknowledged.load(Ordering::SeqCst) < third {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            let before = figures.acknowledged.load(Ordering::SeqCst);
-            tokio::task::spawn_blocking(move || set.fail_over())
-                .await
-                .unwrap();
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            keep_going.store(false, Ordering::SeqCst);
-            before
+    // The servers live until the writers are done, not just the failover.
+    let set = Arc::new(set);
+    let fail_over = {
+        let set = set.clone();
+        move || {
+            set.fail_over();
         }
-    });
-    let started = Instant::now();
-    let mut outcomes = keyed_writers(
-        Arc::clone(&provider),
-        FAILOVER_CALLS,
-        keep_going,
-        Arc::clone(&figures),
-        0..=0,
-        &mut rng,
-    )
-    .await;
-    let elapsed = started.elapsed();
-    let before = failover.await.unwrap();
-    resend_given_up(test, seed, &*provider, &mut outcomes, &figures).await;
-    let (lost, duplicated) = check_provider(&*provider, &outcomes).await;
-    print_client_figures(test, seed, &figures, 1, lost, duplicated, elapsed);
-    // A call may see no error at all: PgBouncer holds it while it has no server, and sends
-    // it on once repointed.
-    let after = figures.acknowledged.load(Ordering::SeqCst) - before;
-    println!("{test}: {before} calls acknowledged before the primary was killed, {after} after");
-    assert!(
-        before > 0 && after > 0,
-        "{test}: the failover happened while the writers wrote"
-    );
+    };
+    let (lost, duplicated) = through_a_failover(test, seed, rng, provider, fail_over).await;
     Some((seed, lost, duplicated))
 }
 
