@@ -28,6 +28,10 @@ if [[ ! -x /usr/sbin/pgbouncer ]]; then
   apt_install "memory-postgres's pooled tests run through it" pgbouncer
 fi
 
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  apt_install "memory-redis's cluster and Sentinel tests run servers of their own" redis-server redis-tools
+fi
+
 if [[ ! -x /usr/bin/chromium ]]; then
   apt_install "the Memory page's browser test drives it" chromium
 fi
