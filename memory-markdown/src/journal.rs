@@ -10,12 +10,14 @@
 //!
 //! A revision's line holds its whole text only at checkpoints (every `keep`th, at most every
 //! 100th, and hand edits); between them a line holds the updates the write applied, and
-//! `history` rebuilds the text from the checkpoint before it. A write reads only the head of
-//! the last line (never a text). Pruning rewrites the journal from the newest base at or below
-//! the oldest revision the retention keeps (a copy of the bytes from there on, without parsing
-//! the texts), and only in the write that records a periodic checkpoint: that write stores a
-//! whole text anyway, so one write in a hundred is slow rather than two (measured: two slow
-//! writes in a hundred put markdown's add p99 on a large document 27-49% above history off).
+//! `history` rebuilds the text from the checkpoint before it. A write takes its tip from the
+//! head of the last line: from its first KiB when this provider wrote that line (`KnownTips`),
+//! else from the line, read with serde skipping its text. Pruning rewrites the journal from
+//! the newest base at or below the oldest revision the retention keeps (a copy of the bytes
+//! from there on, without parsing the texts), and only in the write that records a periodic
+//! checkpoint: that write stores a whole text anyway, so one write in a hundred is slow rather
+//! than two (measured: two slow writes in a hundred put markdown's add p99 on a large document
+//! 27-49% above history off).
 //!
 //! Appends are not flushed to disk: a second fsync per write would cost 20% to 200% of a write's
 //! p50 (measured over 200 adds; under 7% without it). After a power loss the document (which is
@@ -111,8 +113,8 @@ impl KnownTips {
 }
 
 impl KnownTip {
-    /// The tip of a journal `written` by a write, which put the bytes `text` (whole lines)
-    /// at `at`, the last of them being `newest`.
+    /// The last line a write left: it put `text` (whole lines, the last one `newest`'s) at
+    /// byte `at` of the journal.
     fn of_written(at: u64, text: &str, newest: &Revision) -> KnownTip {
         let body = text.strip_suffix('\n').unwrap_or(text);
         let start_in_text = body.rfind('\n').map_or(0, |newline| newline + 1);
