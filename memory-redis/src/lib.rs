@@ -45,8 +45,8 @@ pub type RedisProvider = Versioned<RedisStore>;
 pub struct RedisStore {
     connection: RedisConnection,
     prefix: String,
-    /// `redis://host:port/db`, or `redis://host:port,... (cluster)`: where documents are,
-    /// without credentials.
+    /// `redis://host:port/db`, `redis://host:port,... (cluster)` or `redis://host:port,...
+    /// (sentinel, master NAME)`: where documents are, without credentials.
     server: String,
     read_script: Script,
     write_script: Script,
@@ -80,9 +80,10 @@ impl std::fmt::Debug for RedisStore {
 impl Connect for RedisStore {
     type Config = RedisConfig;
 
-    /// Connects with `config`: to its one server, or to the Redis Cluster its seed nodes
-    /// belong to. The connection reconnects by itself after a drop; a call that was in flight
-    /// then fails with `Unavailable` and the next one goes through.
+    /// Connects with `config`: to its one server, to the Redis Cluster its seed nodes belong
+    /// to, or to the master its sentinels name. The connection reconnects by itself after a
+    /// drop (under Sentinel, to the master named then); a call that was in flight then fails
+    /// with `Unavailable` and the next one goes through.
     ///
     /// # Errors
     /// [`MemoryError::Config`] for a bad URL, prefix or deadline (never echoing the password);
