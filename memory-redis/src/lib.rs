@@ -129,8 +129,10 @@ impl Connect for RedisStore {
                 // The driver's message names the server, never (as far as we know) a
                 // password; it is checked all the same, and then the source is not kept.
                 let said = err.to_string();
+                let sentinels = config.sentinel.iter().flat_map(|sentinel| &sentinel.nodes);
                 let message = std::iter::once(&config.url)
                     .chain(&config.cluster_nodes)
+                    .chain(sentinels)
                     .fold(said.clone(), |message, url| hide_password_of(url, &message));
                 let source = (message == said).then(|| err.into());
                 MemoryError::Unavailable {

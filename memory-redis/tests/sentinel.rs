@@ -168,3 +168,30 @@ async fn a_write_is_acknowledged_once_its_replicas_have_it() {
     let report = one.sync(&keyed, &update, &IfMatch::NONE).await.unwrap();
     assert!(report.documents.iter().all(|d| d.replayed), "{report:?}");
 }
+
+/// No sentinel answers: `Unavailable` naming the sentinels, without their password.
+#[tokio::test]
+async fn unreachable_sentinels_are_unavailable_without_the_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = RedisConfig {
+        connect_timeout_ms: 300,
+        ..RedisConfig::sentinel(SentinelConfig::new(
+            [format!("redis://agent:hunter2@127.0.0.1:{port}")],
+            MASTER_NAME,
+        ))
+    };
+    let err = RedisProvider::connect(&config).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "127.0.0.1:{port} (sentinel, master {MASTER_NAME})"
+        )),
+        "{shown}"
+    );
+}
