@@ -140,9 +140,9 @@ impl SentinelConfig {
             redis::sentinel::SentinelServerType::Master,
         )
         .map_err(|err| MemoryError::Config {
-            message: self.nodes.iter().fold(
-                format!("invalid Redis Sentinel settings: {err}"),
-                |message, node| hide_password_of(node, &message),
+            message: hide_passwords(
+                &self.nodes,
+                &format!("invalid Redis Sentinel settings: {err}"),
             ),
         })
     }
@@ -151,14 +151,7 @@ impl SentinelConfig {
 impl fmt::Debug for SentinelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SentinelConfig")
-            .field(
-                "nodes",
-                &self
-                    .nodes
-                    .iter()
-                    .map(|node| redact_url(node))
-                    .collect::<Vec<_>>(),
-            )
+            .field("nodes", &redact_urls(&self.nodes))
             .field("master_name", &self.master_name)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
@@ -319,11 +312,21 @@ impl RedisConfig {
             .retries(0)
             .build()
             .map_err(|err| MemoryError::Config {
-                message: self.cluster_nodes.iter().fold(
-                    format!("invalid Redis Cluster nodes: {err}"),
-                    |message, node| hide_password_of(node, &message),
+                message: hide_passwords(
+                    &self.cluster_nodes,
+                    &format!("invalid Redis Cluster nodes: {err}"),
                 ),
             })
+    }
+
+    /// `message` without the password of any URL of these settings: `url`, the cluster's
+    /// nodes, the sentinels.
+    pub(crate) fn hide_passwords(&self, message: &str) -> String {
+        let sentinels = self.sentinel.iter().flat_map(|sentinel| &sentinel.nodes);
+        let urls = std::iter::once(&self.url)
+            .chain(&self.cluster_nodes)
+            .chain(sentinels);
+        hide_passwords(urls, message)
     }
 
     /// Where the memory is, without credentials: `redis://host:port/db`, for a cluster
@@ -358,6 +361,18 @@ impl RedisConfig {
     }
 }
 
+/// `message` without the password of any of `urls`.
+fn hide_passwords<'a>(urls: impl IntoIterator<Item = &'a String>, message: &str) -> String {
+    urls.into_iter().fold(message.to_owned(), |message, url| {
+        hide_password_of(url, &message)
+    })
+}
+
+/// `urls` with their passwords masked, for `Debug`.
+fn redact_urls(urls: &[String]) -> Vec<String> {
+    urls.iter().map(|url| redact_url(url)).collect()
+}
+
 /// The client for `url`, or a `Config` error that says what is wrong without the password.
 fn client_of(url: &str) -> Result<redis::Client, MemoryError> {
     redis::Client::open(url).map_err(|err| MemoryError::Config {
@@ -372,14 +387,7 @@ impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisConfig")
             .field("url", &redact_url(&self.url))
-            .field(
-                "cluster_nodes",
-                &self
-                    .cluster_nodes
-                    .iter()
-                    .map(|node| redact_url(node))
-                    .collect::<Vec<_>>(),
-            )
+            .field("cluster_nodes", &redact_urls(&self.cluster_nodes))
             .field("sentinel", &self.sentinel)
             .field("prefix", &self.prefix)
             .field("connect_timeout_ms", &self.connect_timeout_ms)

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use memory_core::raw::{
     CasWrite, CompareAndSwap, Connect, Fetched, Hold, RevisionTip, Settings, StoredHistory,
-    StoredRevision, Versioned, VersionedStore, hide_password_of, sha256_hex,
+    StoredRevision, Versioned, VersionedStore, sha256_hex,
 };
 use memory_core::{
     Document, DocumentId, Identity, IdentityMap, MemoryError, Purged, Retention, Revision, Surface,
@@ -129,11 +129,7 @@ impl Connect for RedisStore {
                 // The driver's message names the server, never (as far as we know) a
                 // password; it is checked all the same, and then the source is not kept.
                 let said = err.to_string();
-                let sentinels = config.sentinel.iter().flat_map(|sentinel| &sentinel.nodes);
-                let message = std::iter::once(&config.url)
-                    .chain(&config.cluster_nodes)
-                    .chain(sentinels)
-                    .fold(said.clone(), |message, url| hide_password_of(url, &message));
+                let message = config.hide_passwords(&said);
                 let source = (message == said).then(|| err.into());
                 MemoryError::Unavailable {
                     what: server.clone(),

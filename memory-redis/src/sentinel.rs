@@ -1,5 +1,6 @@
 //! A connection to the master that Redis Sentinel names, which follows a failover.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -31,7 +32,8 @@ struct Inner {
     /// The master's connection while it serves, and which one it is: the count of masters
     /// found so far.
     current: Mutex<Option<(MultiplexedConnection, u64)>>,
-    found: Mutex<u64>,
+    /// How many masters were found; counted only by the finder, under `sentinels`' lock.
+    found: AtomicU64,
 }
 
 impl SentinelConnection {
@@ -47,7 +49,7 @@ impl SentinelConnection {
             sentinels: tokio::sync::Mutex::new(sentinels),
             config,
             current: Mutex::new(None),
-            found: Mutex::new(0),
+            found: AtomicU64::new(0),
         }));
         connection.master().await?;
         Ok(connection)
@@ -64,7 +66,7 @@ impl SentinelConnection {
     /// How many times the master was looked for: a connection made for an earlier one may
     /// lead to a demoted server.
     pub(crate) fn generation(&self) -> u64 {
-        *self.0.found.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.found.load(Ordering::SeqCst)
     }
 
     /// The master's connection: the current one, or a new one to the master the sentinels
@@ -82,9 +84,7 @@ impl SentinelConnection {
         let connection = client
             .get_multiplexed_async_connection_with_config(&self.0.config)
             .await?;
-        let mut found = self.0.found.lock().unwrap_or_else(PoisonError::into_inner);
-        *found += 1;
-        let current = (connection, *found);
+        let current = (connection, self.0.found.fetch_add(1, Ordering::SeqCst) + 1);
         *self
             .0
             .current
