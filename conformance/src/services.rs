@@ -256,28 +256,38 @@ pub struct SchemaGuard {
 
 impl Drop for SchemaGuard {
     fn drop(&mut self) {
-        use sqlx::{Connection, Executor, PgConnection};
-        let (url, schema) = (self.url.clone(), self.schema.clone());
-        // Dropped inside a test's runtime, which cannot be blocked on: use a thread of its own.
-        let dropped = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?
-                .block_on(async {
-                    let mut connection = PgConnection::connect(&url).await?;
-                    // The name is a test's own, from `unique_name`.
-                    connection
-                        .execute(sqlx::AssertSqlSafe(format!(
-                            "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
-                        )))
-                        .await?;
-                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
-                })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("could not drop test schema {}: {dropped:?}", self.schema);
+        // The name is a test's own, from `unique_name`.
+        let statement = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema);
+        if let Err(err) = execute_now(&self.url, statement) {
+            eprintln!("could not drop test schema {}: {err}", self.schema);
         }
+    }
+}
+
+/// Runs `statement` on the PostgreSQL at `url` and waits for it, from anywhere, a test's
+/// runtime included (which cannot be blocked on): on a thread and a runtime of its own. For
+/// the guards that clean up after a test as they are dropped.
+///
+/// # Errors
+/// What connecting or the statement failed with, as text.
+pub fn execute_now(url: &str, statement: String) -> Result<(), String> {
+    use sqlx::{Connection, Executor, PgConnection};
+    let url = url.to_owned();
+    let done = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(async {
+                let mut connection = PgConnection::connect(&url).await?;
+                connection.execute(sqlx::AssertSqlSafe(statement)).await?;
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+            })
+    })
+    .join();
+    match done {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("the thread running it panicked".to_owned()),
     }
 }
 

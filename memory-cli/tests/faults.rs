@@ -35,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use memory_conformance::cases::ctx;
 use memory_conformance::proxy::StallingProxy;
 use memory_conformance::sentinel::{MASTER_NAME, RedisSentinelSet};
-use memory_conformance::services::{SchemaGuard, Service, skip_or_fail, unique_name};
+use memory_conformance::services::{SchemaGuard, Service, execute_now, skip_or_fail, unique_name};
 use memory_conformance::standby::{PgBouncer, PostgresPair};
 use memory_core::raw::Receipts;
 use memory_core::{
@@ -1038,25 +1038,9 @@ impl OwnDatabase {
 
 impl Drop for OwnDatabase {
     fn drop(&mut self) {
-        let (url, name) = (self.url.clone(), self.name.clone());
-        // Dropped inside a test's runtime, which cannot be blocked on: a thread of its own.
-        let dropped = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?
-                .block_on(async {
-                    let mut admin = sqlx::PgConnection::connect(&url).await?;
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                    )))
-                    .execute(&mut admin)
-                    .await?;
-                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
-                })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("could not drop test database {}: {dropped:?}", self.name);
+        let statement = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name);
+        if let Err(err) = execute_now(&self.url, statement) {
+            eprintln!("could not drop test database {}: {err}", self.name);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Topology;
 use memory_conformance::cases::ctx;
@@ -129,25 +129,11 @@ async fn calls_follow_the_prefixs_slot_to_another_master() {
 
     // The provider's slot map is stale: a call may fail on the redirect, with a kind that is
     // retried, and the next goes to the new owner.
-    let started = Instant::now();
-    let mut failures = 0;
-    loop {
-        match provider
-            .sync(&c, &add("after the move"), &IfMatch::NONE)
-            .await
-        {
-            Ok(_) => break,
-            Err(err) => {
-                assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
-                failures += 1;
-                assert!(
-                    started.elapsed() < Duration::from_secs(10),
-                    "still failing: {err}"
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    let after = add("after the move");
+    let retryable = [ErrorKind::Unavailable];
+    let failures =
+        common::sync_until_it_lands(&provider, &c, &after, &retryable, Duration::from_secs(10))
+            .await;
     println!("{failures} calls failed after the move");
     assert!(failures <= 2, "{failures} calls failed after the move");
     let text = provider

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memory_conformance::cases::ctx;
 use memory_conformance::sentinel::{MASTER_NAME, RedisSentinelSet};
@@ -79,26 +79,9 @@ async fn the_provider_finds_the_master_through_the_sentinels_and_follows_a_failo
 
     // The first call may meet the dead connection; each failure is one to retry, and the
     // provider finds the new master by itself.
-    let started = Instant::now();
-    loop {
-        match provider
-            .sync(&c, &add("after the failover"), &IfMatch::NONE)
-            .await
-        {
-            Ok(_) => break,
-            Err(err) => {
-                assert!(
-                    matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Busy),
-                    "not a retryable failure: {err}"
-                );
-                assert!(
-                    started.elapsed() < Duration::from_secs(20),
-                    "still failing: {err}"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
+    let retryable = [ErrorKind::Unavailable, ErrorKind::Busy];
+    let after = add("after the failover");
+    common::sync_until_it_lands(&provider, &c, &after, &retryable, Duration::from_secs(20)).await;
     let text = provider
         .read(&c.document(Store::Memory))
         .await

@@ -168,3 +168,35 @@ pub async fn hold_lock(
         })
     })
 }
+
+/// Sends `updates` until the sync lands, as a caller retrying a server that moved (a failover,
+/// a resharding) would: each failure must be of a kind in `retryable`, and the call must land
+/// within `within`. Returns how many calls failed first.
+pub async fn sync_until_it_lands(
+    provider: &RedisProvider,
+    ctx: &memory_core::MemoryContext,
+    updates: &[memory_core::MemoryUpdate],
+    retryable: &[memory_core::ErrorKind],
+    within: std::time::Duration,
+) -> usize {
+    use memory_core::MemoryProvider;
+    let started = std::time::Instant::now();
+    let mut failures = 0;
+    loop {
+        match provider
+            .sync(ctx, updates, &memory_core::IfMatch::NONE)
+            .await
+        {
+            Ok(_) => return failures,
+            Err(err) => {
+                assert!(
+                    retryable.contains(&err.kind()),
+                    "not a failure to retry: {err}"
+                );
+                failures += 1;
+                assert!(started.elapsed() < within, "still failing: {err}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
