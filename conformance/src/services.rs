@@ -66,7 +66,7 @@ pub fn skip_or_fail(why: &str) {
         }
     } else {
         panic!(
-            "{why}. A test that cannot run fails: provide what it needs (scripts/services.sh, scripts/prerequisites.sh), or set {SKIP_MISSING_SERVICES}=1 to skip it"
+            "{why}. A test that cannot run fails: provide what it needs (scripts/services.sh, scripts/test-prerequisites.sh), or set {SKIP_MISSING_SERVICES}=1 to skip it"
         );
     }
 }

@@ -8,10 +8,11 @@ use memory_core::{
     Identity, IfMatch, MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId,
     Prefetch, Store, Surface,
 };
+#[cfg(feature = "recall")]
 use memory_vector::{ModelConfig, PROVISION_COMMAND, RecallConfig};
-use memory_wiring::{
-    Config, DEFAULT_PROVIDER, Memory, PersonalityConfig, ProviderConfig, ROOT_ENV,
-};
+use memory_wiring::{Config, Memory, PersonalityConfig, ROOT_ENV};
+#[cfg(feature = "recall")]
+use memory_wiring::{DEFAULT_PROVIDER, ProviderConfig};
 
 use crate::Failure;
 
@@ -77,9 +78,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
             "Recall: on for 'ada' (all-MiniLM-L6-v2 from {}): each turn's message picks the {RECALLED_ENTRIES} most relevant entries of her MEMORY.md",
             model_dir.display()
         ),
-        Err(why) => println!(
-            "Recall: off ({why}); to enable it run {PROVISION_COMMAND} and set MEMORY_MODEL_DIR to the directory it prints"
-        ),
+        Err(why) => println!("Recall: off ({why})"),
     }
 
     // The agent is reached on Telegram: the identity map says which user that is.
@@ -222,7 +221,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
         root.join("users/identity-map.json").display()
     );
     println!(
-        "\ntry: cargo run -q -p memory-cli -- cat personalities/ada/MEMORY.md  (with MEMORY_ROOT={})",
+        "\ntry: cargo run -q -p agent-memory-cli -- cat personalities/ada/MEMORY.md  (with MEMORY_ROOT={})",
         root.display()
     );
     println!("     and log, diff or revert in place of cat: every change is a revision");
@@ -231,7 +230,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
 
 /// The demo's wiring: markdown at `root`, 'concierge' on the global memory, and 'ada' on a
 /// recall index over the markdown when the model loads. The second value says which model, or
-/// why recall is off.
+/// why recall is off and how to turn it on.
 async fn wire(root: &std::path::Path) -> (Memory, Result<PathBuf, String>) {
     let mut config = Config::markdown(root);
     config.personalities.insert(
@@ -241,9 +240,30 @@ async fn wire(root: &std::path::Path) -> (Memory, Result<PathBuf, String>) {
             ..PersonalityConfig::default()
         },
     );
+    with_recall(config, root).await
+}
+
+#[cfg(not(feature = "recall"))]
+async fn with_recall(config: Config, _root: &std::path::Path) -> (Memory, Result<PathBuf, String>) {
+    let why = format!(
+        "this build of memory has no recall; {}",
+        memory_wiring::rebuild_with("recall")
+    );
+    (Memory::new(config), Err(why))
+}
+
+/// `config` with 'ada' on a recall index over its markdown, when the model loads.
+#[cfg(feature = "recall")]
+async fn with_recall(
+    mut config: Config,
+    root: &std::path::Path,
+) -> (Memory, Result<PathBuf, String>) {
     let model = ModelConfig::from_env();
     if !model.model_dir.join("model.onnx").is_file() {
-        let why = format!("no model in {}", model.model_dir.display());
+        let why = format!(
+            "no model in {}; to enable it run {PROVISION_COMMAND} and set MEMORY_MODEL_DIR to the directory it prints",
+            model.model_dir.display()
+        );
         return (Memory::new(config), Err(why));
     }
     let plain = Memory::new(config.clone());

@@ -1,4 +1,7 @@
 //! `memory`: look at, edit, move and rebuild agent memory without writing code.
+// The commands' doc comments are their --help text, read in a terminal: `personalities/<id>`
+// is written as a user types it, not as HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 /// `print!` and `println!` that end the program quietly when stdout is closed early
 /// (`memory show | head`): std's own panic there (exit 101).
@@ -27,12 +30,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use memory_core::{
     DocumentId, DocumentMeta, IdempotencyKey, Identity, IfMatch, MemoryError, MemoryProvider,
     MemoryUpdate, PersonalityId, Surface, UserId, Version, sync_exactly_once,
 };
-use memory_wiring::{Config, Memory, ProviderConfig};
+use memory_wiring::{Config, Memory};
 
 /// Agent memory from the command line, over the providers of memory.toml.
 ///
@@ -44,7 +47,7 @@ use memory_wiring::{Config, Memory, ProviderConfig};
 /// unavailable (retry later), 6 outcome unknown (read before repeating), 7 partially applied,
 /// 8 corrupt stored data.
 #[derive(Parser)]
-#[command(name = "memory", version)]
+#[command(name = "memory", version = VERSION.as_str())]
 struct Cli {
     /// The wiring file (default: $MEMORY_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]
@@ -269,6 +272,17 @@ enum Command {
     ///
     /// Example: memory openapi > openapi.json
     Openapi,
+    /// Print a shell's completion script for memory.
+    ///
+    /// Example: memory completions bash > ~/.local/share/bash-completion/completions/memory
+    Completions {
+        /// The shell: bash, elvish, fish, powershell or zsh.
+        shell: clap_complete::Shell,
+    },
+    /// Print memory's man page (roff), from the same definitions as --help.
+    ///
+    /// Example: memory man > ~/.local/share/man/man1/memory.1
+    Man,
     /// The main job: a scripted multi-turn agent session on the markdown default.
     ///
     /// Uses semantic recall when the embedding model is provisioned (MEMORY_MODEL_DIR).
@@ -443,6 +457,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             println!("{}", memory_web::openapi_json());
             return Ok(());
         }
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "memory", &mut out);
+            print!("{}", String::from_utf8_lossy(&out));
+            return Ok(());
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .map_err(|err| Failure::other(err.to_string()))?;
+            print!("{}", String::from_utf8_lossy(&out));
+            return Ok(());
+        }
         _ => {}
     }
     let memory = Memory::new(Config::load(cli.config.as_deref())?);
@@ -607,7 +635,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             migrated?
         }
         Command::Reindex { provider } => reindex(&memory, provider).await?,
-        Command::Demo { .. } | Command::Key(_) | Command::Openapi => {
+        Command::Demo { .. }
+        | Command::Key(_)
+        | Command::Openapi
+        | Command::Completions { .. }
+        | Command::Man => {
             unreachable!("handled before the config is loaded")
         }
     }
@@ -817,6 +849,29 @@ fn new_key(
     Ok(())
 }
 
+/// `memory --version`: the version and which provider kinds this build has, as cargo features
+/// (`+` built, `-` not), so a user can tell why a config is refused.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let features: Vec<String> = memory_wiring::FEATURES
+        .iter()
+        .map(|(feature, built)| format!("{}{feature}", if *built { '+' } else { '-' }))
+        .collect();
+    format!(
+        "{} (features: {})",
+        env!("CARGO_PKG_VERSION"),
+        features.join(" ")
+    )
+});
+
+#[cfg(not(feature = "recall"))]
+async fn reindex(_memory: &Memory, _provider: Option<String>) -> Result<(), Failure> {
+    Err(Failure::invalid(format!(
+        "this build of memory has no vector provider, so there is no index to rebuild; {}",
+        memory_wiring::rebuild_with("recall")
+    )))
+}
+
+#[cfg(feature = "recall")]
 async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failure> {
     let names: Vec<String> = match provider {
         Some(name) => vec![name],
@@ -824,7 +879,7 @@ async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failur
             .config()
             .providers
             .iter()
-            .filter(|(_, p)| matches!(p, ProviderConfig::Vector { .. }))
+            .filter(|(_, p)| p.recalls())
             .map(|(name, _)| name.clone())
             .collect(),
     };

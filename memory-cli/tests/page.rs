@@ -3,7 +3,7 @@
 //! (`tests/browser/memory-page.mjs`): editing, a stale save refused, a document's history with
 //! its diffs, and reverts (a stale one refused).
 //!
-//! The browser test needs Debian's `chromium` (installed by `scripts/prerequisites.sh`), Node
+//! The browser test needs Debian's `chromium` (installed by `scripts/test-prerequisites.sh`), Node
 //! and playwright-core (installed here with `npm ci` when absent). Without them it fails, or
 //! skips loudly with `MEMORY_SKIP_MISSING_SERVICES=1`.
 

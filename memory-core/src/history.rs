@@ -161,7 +161,7 @@ impl Revision {
     }
 
     /// Whether it is stored as its change alone: no text, but the updates that make its text
-    /// from the revision before it (see [`crate::raw::rebuild_texts`]). What a store reads back
+    /// from the revision before it (see [`crate::raw::kept_revisions`]). What a store reads back
     /// for a revision that is no checkpoint ([`Retention::is_checkpoint`]); never what
     /// [`crate::MemoryProvider::history`] returns.
     pub fn is_change_only(&self) -> bool {
@@ -646,7 +646,7 @@ pub fn droppable(
 /// The revisions of `recorded` (newest first, as a store reads them, back at least to the
 /// base of the oldest one kept) that `retention` keeps once `tip` is the newest, at `now`,
 /// each with its text: a revision stored as its change alone is rebuilt (see
-/// [`rebuild_texts`]). A store reads back to a base when the oldest it read does not
+/// `rebuild_texts`). A store reads back to a base when the oldest it read does not
 /// [`Revision::stands_alone`].
 ///
 /// # Errors

@@ -249,7 +249,7 @@ impl PlannedWrite {
     /// `version_after` is the version the write produces, `now` the time it is recorded at (a
     /// backend with a server stamps its own). The write's own revision carries its text only
     /// when `retention` makes it a checkpoint ([`Retention::is_checkpoint`]); otherwise its
-    /// updates are its change, and readers rebuild its text ([`crate::raw::rebuild_texts`]).
+    /// updates are its change, and readers rebuild its text ([`crate::raw::kept_revisions`]).
     pub fn revisions(
         &self,
         tip: &RevisionTip,

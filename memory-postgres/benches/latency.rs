@@ -1,5 +1,5 @@
 //! Latency of `prefetch` and of a one-add `sync` against a real server, printed as
-//! percentiles: `cargo bench -p memory-postgres`. Two providers run side by side, their calls
+//! percentiles: `cargo bench -p agent-memory-postgres`. Two providers run side by side, their calls
 //! interleaved so that whatever else loads the machine loads both alike: history on (the
 //! default retention) and off, to show what recording revisions costs; then, when
 //! `MEMORY_TEST_PGBOUNCER_URL` names PgBouncer in transaction mode in front of the same server

@@ -983,7 +983,7 @@ impl IdentityMap for PostgresStore {
     }
 }
 
-/// The two round trips [`CasWriter`] needs: one snapshot read, one conditional write.
+/// The two round trips [`CasWriter`](memory_core::raw::CasWriter) needs: one snapshot read, one conditional write.
 #[async_trait]
 impl CompareAndSwap for PostgresStore {
     /// Reads `ids` in one statement, so they are one consistent snapshot, each with the tip of
@@ -1003,7 +1003,7 @@ impl CompareAndSwap for PostgresStore {
     /// keeps its lock waits within `lock_wait`; otherwise (and for two documents, which commit
     /// only if both rows landed) in a transaction, which first lowers `lock_timeout` to fit.
     /// A row another session holds locked is not waited for: it is about to change, so the
-    /// write loses at once, and [`CasWriter`] holds the documents next (see `hold`).
+    /// write loses at once, and [`CasWriter`](memory_core::raw::CasWriter) holds the documents next (see `hold`).
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
@@ -1060,7 +1060,7 @@ impl CompareAndSwap for PostgresStore {
     /// its share of `lock_wait`; past that the hold is `Busy`. The turn's write is the usual
     /// statement (its version check stays as a guard) and `COMMIT`; its release `ROLLBACK`.
     /// A turn dropped unused closes its connection, which ends the transaction (see
-    /// [`Lease`]): it never goes back to the pool with the locks held.
+    /// `Lease`): it never goes back to the pool with the locks held.
     async fn hold(
         &self,
         ids: &[DocumentId],

@@ -1,5 +1,5 @@
 //! Latency of `prefetch` and of a one-add `sync` against a real server, printed as
-//! percentiles: `cargo bench -p memory-redis`. Two providers run side by side, history on (the
+//! percentiles: `cargo bench -p agent-memory-redis`. Two providers run side by side, history on (the
 //! default retention) and off, their calls interleaved so that whatever else loads the machine
 //! loads both alike, to show what recording revisions costs. The server is
 //! `MEMORY_TEST_REDIS_URL` (default: the local one), under key prefixes of their own that are

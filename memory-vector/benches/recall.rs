@@ -1,7 +1,7 @@
 //! Figures for memory-vector, printed, never asserted: embedding throughput, the cost of an
 //! add through the index, recall on the labelled set with the fusion sweep that chose the
 //! defaults, and query latency at 1k, 10k and 100k entries, before and after the ANN index.
-//! `cargo bench -p memory-vector` (release; `BENCH_SIZES=1000,10000` to skip the largest,
+//! `cargo bench -p agent-memory-vector` (release; `BENCH_SIZES=1000,10000` to skip the largest,
 //! which embeds 100k entries first).
 
 #[path = "../tests/support/labelled.rs"]

@@ -10,12 +10,15 @@ use memory_core::{
     Retention, UserId,
 };
 use memory_markdown::MarkdownConfig;
+#[cfg(feature = "recall")]
 use memory_vector::ModelConfig;
 use serde::Deserialize;
 use toml::Spanned;
 
 pub use crate::backends::ProviderConfig;
-use crate::backends::{RawProvider, STORAGE_KINDS};
+#[cfg(feature = "recall")]
+use crate::backends::STORAGE_KINDS;
+use crate::backends::{RawProvider, feature_lacking};
 use crate::serve::{RawServe, ServeConfig};
 
 /// The environment variable naming the config file when no `--config` is given.
@@ -135,6 +138,7 @@ impl Config {
     /// types, provider names that name nothing, unset variables and caps out of order.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, MemoryError> {
         let at = Locator { text, origin };
+        at.kinds_built()?;
         let raw: RawConfig = toml::from_str(text).map_err(|err| {
             let (span, message) = match in_provider_field(text, &err) {
                 Some((span, field)) => (Some(span), format!("{field}: {}", err.message())),
@@ -166,9 +170,11 @@ impl Config {
                 expand_env(value)
                     .map_err(|msg| at.error(at_field(key), &format!("{}: {msg}", field(key))))
             };
-            let path = |key: &str, value: &str| expand(key, value).map(|v| resolve_path(base, &v));
             let provider = match spanned.get_ref() {
+                #[cfg(feature = "recall")]
                 RawProvider::Vector(vector) => {
+                    let path =
+                        |key: &str, value: &str| expand(key, value).map(|v| resolve_path(base, &v));
                     let source = match raw.providers.get(&vector.source).map(Spanned::get_ref) {
                         None => {
                             return Err(at.error(
@@ -409,6 +415,7 @@ impl Config {
 /// The provider that stores the bytes of `name`'s documents (see [`Config::storage_of`]).
 fn storage<'a>(providers: &'a BTreeMap<String, ProviderConfig>, name: &'a str) -> &'a str {
     match providers.get(name) {
+        #[cfg(feature = "recall")]
         Some(ProviderConfig::Vector { source, .. }) => source,
         _ => name,
     }
@@ -572,6 +579,39 @@ impl Locator<'_> {
             None => format!("{file}: {message}"),
         };
         MemoryError::Config { message }
+    }
+
+    /// Refuses a provider whose `kind` this build lacks, naming the cargo feature that builds
+    /// it, before the parse reads the table as one of the kinds it has (which would call the
+    /// kind unknown). A file that is not TOML is left to the parse to report.
+    fn kinds_built(&self) -> Result<(), MemoryError> {
+        #[derive(Deserialize)]
+        struct Kinds {
+            #[serde(default)]
+            providers: BTreeMap<String, RawKind>,
+        }
+        #[derive(Deserialize)]
+        struct RawKind {
+            kind: Option<Spanned<String>>,
+        }
+        let Ok(kinds) = toml::from_str::<Kinds>(self.text) else {
+            return Ok(());
+        };
+        for (name, provider) in &kinds.providers {
+            let Some(kind) = &provider.kind else { continue };
+            if let Some(feature) = feature_lacking(kind.get_ref()) {
+                return Err(self.error(
+                    Some(kind.span()),
+                    &format!(
+                        "providers.{name}.kind = {:?}: this build has no {} provider; {}",
+                        kind.get_ref(),
+                        kind.get_ref(),
+                        crate::rebuild_with(feature)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn known(

@@ -49,10 +49,11 @@ use memory_core::raw::{EventBus, Receipts, plan_sync, revert_by_replace};
 use memory_core::{
     Document, DocumentId, DocumentReport, Identity, IdentityMap, IfMatch, MemoryContext,
     MemoryError, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Prefetch, Purged,
-    Revision, Store, Subscription, Surface, SyncReport, UserId, Version, is_blank,
+    Recall, Revision, Store, Subscription, Surface, SyncReport, UserId, Version, is_blank,
 };
 use memory_tools::MemoryTools;
-use memory_vector::{Embedder, RecalledMemory, VectorProvider};
+#[cfg(feature = "recall")]
+use memory_vector::{Embedder, VectorProvider};
 use tokio::sync::OnceCell;
 
 pub use config::{
@@ -62,6 +63,21 @@ pub use config::{
 pub use serve::{
     ApiKey, MAX_CONCURRENT_REQUESTS, RESERVED_KEY_NAMES, Scope, ServeConfig, check_key_name,
 };
+
+/// The cargo features of this crate that add provider kinds, each with whether this build has
+/// it. Markdown is always built.
+pub const FEATURES: &[(&str, bool)] = &[
+    ("postgres", cfg!(feature = "postgres")),
+    ("redis", cfg!(feature = "redis")),
+    ("recall", cfg!(feature = "recall")),
+];
+
+/// What to do to get a build with `feature`, for messages that refuse what this build lacks.
+pub fn rebuild_with(feature: &str) -> String {
+    format!(
+        "rebuild with the cargo feature {feature:?} (the memory command: cargo install agent-memory-cli --features {feature})"
+    )
+}
 
 /// The providers of a [`Config`], connected on first use, and a [`MemoryProvider`] that routes
 /// each call to where its documents live. Cheap to clone; clones share the connections.
@@ -99,7 +115,19 @@ struct Inner {
 struct Backend {
     provider: Arc<dyn MemoryProvider>,
     identities: Arc<dyn IdentityMap>,
+    #[cfg(feature = "recall")]
     vector: Option<Arc<VectorProvider>>,
+}
+
+impl Backend {
+    /// What it recalls with, when it is a vector provider.
+    fn recall(&self) -> Option<Arc<dyn Recall>> {
+        #[cfg(feature = "recall")]
+        if let Some(vector) = &self.vector {
+            return Some(vector.clone());
+        }
+        None
+    }
 }
 
 /// Where the two documents of one call live, resolved once for the call.
@@ -198,6 +226,7 @@ impl Memory {
     ///
     /// # Errors
     /// [`MemoryError::Config`] when `name` is not a configured vector provider.
+    #[cfg(feature = "recall")]
     pub async fn vector(&self, name: &str) -> Result<Arc<VectorProvider>, MemoryError> {
         self.backend(name).await?.vector.clone().ok_or_else(|| {
             config_error(format!(
@@ -205,6 +234,16 @@ impl Memory {
                 self.inner.config.providers[name].kind()
             ))
         })
+    }
+
+    /// The recall of the provider named `name`, connected: `None` unless it is a vector
+    /// provider ([`ProviderConfig::recalls`]).
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] for a name that is not configured; whatever connecting fails
+    /// with.
+    pub async fn recall(&self, name: &str) -> Result<Option<Arc<dyn Recall>>, MemoryError> {
+        Ok(self.backend(name).await?.recall())
     }
 
     /// The agent tools for one conversation of `personality` with `user`: through this
@@ -221,10 +260,10 @@ impl Memory {
         let ctx = self.context(personality, user);
         let memory = ctx.document(Store::Memory);
         let through = self.inner.config.provider_for(&ctx.personality, &memory);
-        let recall = self.backend(through).await?.vector.clone();
+        let recall = self.backend(through).await?.recall();
         let tools = MemoryTools::new(Arc::new(self.clone()), ctx);
         Ok(match recall {
-            Some(vector) => tools.with_recall(vector),
+            Some(recall) => tools.with_recall(recall),
             None => tools,
         })
     }
@@ -263,7 +302,9 @@ impl Memory {
     /// command, a hook) calls it before exiting; nothing is lost if it does not, since the next
     /// query catches up.
     pub async fn settle(&self) -> Vec<String> {
+        #[cfg_attr(not(feature = "recall"), allow(unused_mut))]
         let mut warnings = Vec::new();
+        #[cfg(feature = "recall")]
         for cell in self.inner.backends.values() {
             if let Some(vector) = cell.get().and_then(|backend| backend.vector.as_ref()) {
                 warnings.extend(vector.settle().await);
@@ -285,23 +326,37 @@ impl Memory {
 
     async fn connect(&self, name: &str) -> Result<Backend, MemoryError> {
         let config = &self.inner.config.providers[name];
-        let ProviderConfig::Vector {
+        #[cfg(feature = "recall")]
+        if let ProviderConfig::Vector {
             source,
             index_dir,
             model,
             recall,
         } = config
-        else {
-            let opened = match config.backend() {
-                Some(backend) => backend.open().await?,
-                None => return Err(config_error(format!("{name:?} is no storage backend"))),
-            };
-            return Ok(Backend {
-                provider: opened.provider,
-                identities: opened.identities,
-                vector: None,
-            });
+        {
+            return self.connect_vector(source, index_dir, model, *recall).await;
+        }
+        let opened = match config.backend() {
+            Some(backend) => backend.open().await?,
+            None => return Err(config_error(format!("{name:?} is no storage backend"))),
         };
+        Ok(Backend {
+            provider: opened.provider,
+            identities: opened.identities,
+            #[cfg(feature = "recall")]
+            vector: None,
+        })
+    }
+
+    /// A vector provider over the provider named `source`.
+    #[cfg(feature = "recall")]
+    async fn connect_vector(
+        &self,
+        source: &str,
+        index_dir: &std::path::Path,
+        model: &memory_vector::ModelConfig,
+        recall: memory_vector::RecallConfig,
+    ) -> Result<Backend, MemoryError> {
         // Config parsing refuses a vector source, so this recursion is one level deep.
         let source = Box::pin(self.backend(source)).await?.clone();
         let model = model.clone();
@@ -309,7 +364,7 @@ impl Memory {
             .await
             .map_err(|err| MemoryError::unavailable("the embedding model", err))??;
         let vector = Arc::new(
-            VectorProvider::open(source.provider, index_dir, Arc::new(embedder), *recall).await?,
+            VectorProvider::open(source.provider, index_dir, Arc::new(embedder), recall).await?,
         );
         Ok(Backend {
             provider: vector.clone(),
@@ -398,18 +453,26 @@ impl Memory {
         let query = ctx.query.as_deref().filter(|query| !is_blank(query));
         let through = self.backend(route.memory).await?;
         let user_home = self.provider(route.user).await?;
-        let memory = async {
-            let document = ctx.document(Store::Memory);
-            match (query, &through.vector) {
-                (Some(query), Some(vector)) => vector.recalled_memory(&document, query).await,
-                _ => Ok(RecalledMemory::whole(
-                    through.provider.read(&document).await?,
-                )),
+        let (memory, user) = (ctx.document(Store::Memory), ctx.document(Store::User));
+        let user = user_home.read(&user);
+        let (mut prefetch, user) = match (query, through) {
+            #[cfg(feature = "recall")]
+            (
+                Some(query),
+                Backend {
+                    vector: Some(vector),
+                    ..
+                },
+            ) => {
+                let recalled = vector.recalled_memory(&memory, query);
+                let (memory, user) = tokio::try_join!(recalled, user)?;
+                (memory.prefetch(ctx, &user), user)
+            }
+            _ => {
+                let (memory, user) = tokio::try_join!(through.provider.read(&memory), user)?;
+                (Prefetch::from_documents(ctx, &memory, &user), user)
             }
         };
-        let user = ctx.document(Store::User);
-        let (memory, user) = tokio::try_join!(memory, user_home.read(&user))?;
-        let mut prefetch = memory.prefetch(ctx, &user);
         prefetch
             .warnings
             .extend(self.stray_copy(route, &user).await);

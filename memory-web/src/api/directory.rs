@@ -7,7 +7,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use memory_core::{DocumentId, MemoryProvider, MemoryScope, PersonalityId, UserId};
-use memory_wiring::ProviderConfig;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -53,7 +52,7 @@ impl PersonalityView {
         let through = config.provider_for(&id, &document);
         PersonalityView {
             kind: config.providers[&provider].kind(),
-            recall: matches!(config.providers[through], ProviderConfig::Vector { .. }),
+            recall: config.providers[through].recalls(),
             scope,
             provider,
             id,

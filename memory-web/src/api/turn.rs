@@ -5,10 +5,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use memory_core::{
-    IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Recall, Store, SyncReport, UserId,
-    is_blank, sync_exactly_once,
+    IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, SyncReport, UserId, is_blank,
+    sync_exactly_once,
 };
-use memory_wiring::ProviderConfig;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -259,7 +258,13 @@ pub(crate) async fn search(
         .context(personality.clone(), UserId::new("_")?)
         .document(Store::Memory);
     let through = config.provider_for(&personality, &document);
-    if !matches!(config.providers[through], ProviderConfig::Vector { .. }) {
+    // Connected only when it can recall: a refusal names the caller's mistake, not a server
+    // that is down.
+    let recall = match config.providers[through].recalls() {
+        true => app.memory.recall(through).await?,
+        false => None,
+    };
+    let Some(recall) = recall else {
         return Err(Problem::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
             crate::problem::ProblemKind::Memory(memory_core::ErrorKind::Refused),
@@ -268,9 +273,8 @@ pub(crate) async fn search(
                 config.providers[through].kind()
             ),
         ));
-    }
-    let vector = app.memory.vector(through).await?;
-    let found = vector.search(&document, &request.query, limit).await?;
+    };
+    let found = recall.search(&document, &request.query, limit).await?;
     Ok(Json(SearchView {
         path: document.relative_path(),
         ranked: found.ranked,
