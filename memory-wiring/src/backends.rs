@@ -72,6 +72,13 @@ macro_rules! storage_backends {
         #[cfg(feature = "recall")]
         pub(crate) const STORAGE_KINDS: &[&str] = &[$($(#[cfg(feature = $feature)])? $kind),+];
 
+        /// The cargo features of this crate that add provider kinds, each with whether this
+        /// build has it. Markdown is always built.
+        pub const FEATURES: &[(&str, bool)] = &[
+            $($(($feature, cfg!(feature = $feature)),)?)+
+            ("recall", cfg!(feature = "recall")),
+        ];
+
         /// The cargo feature that builds the provider kind `kind`, when this build lacks it;
         /// `None` for a kind it has, or one that does not exist.
         pub(crate) fn feature_lacking(kind: &str) -> Option<&'static str> {

@@ -56,6 +56,7 @@ use memory_tools::MemoryTools;
 use memory_vector::{Embedder, VectorProvider};
 use tokio::sync::OnceCell;
 
+pub use backends::FEATURES;
 pub use config::{
     CONFIG_ENV, Config, DEFAULT_PROVIDER, McpConfig, PersonalityConfig, ProviderConfig, ROOT_ENV,
     default_root,
@@ -63,14 +64,6 @@ pub use config::{
 pub use serve::{
     ApiKey, MAX_CONCURRENT_REQUESTS, RESERVED_KEY_NAMES, Scope, ServeConfig, check_key_name,
 };
-
-/// The cargo features of this crate that add provider kinds, each with whether this build has
-/// it. Markdown is always built.
-pub const FEATURES: &[(&str, bool)] = &[
-    ("postgres", cfg!(feature = "postgres")),
-    ("redis", cfg!(feature = "redis")),
-    ("recall", cfg!(feature = "recall")),
-];
 
 /// What to do to get a build with `feature`, for messages that refuse what this build lacks.
 pub fn rebuild_with(feature: &str) -> String {
