@@ -5,31 +5,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::{memory, run};
 use memory_conformance::services::Service;
 use serde_json::{Value, json};
 
-/// `memory` on the markdown default at `root`, whatever the environment says.
-fn memory(root: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("memory").unwrap();
-    cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
-    cmd
-}
+mod common;
 
 /// `memory` with `--config config`, relative paths in it resolved against its directory.
 fn configured(root: &Path, config: &Path) -> Command {
     let mut cmd = memory(root);
     cmd.arg("--config").arg(config);
     cmd
-}
-
-/// Runs `cmd` and returns (exit code, stdout, stderr).
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 /// Every file under `dir` with its bytes, to show that a refused command wrote nothing.

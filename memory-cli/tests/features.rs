@@ -2,9 +2,9 @@
 //! its command definitions. Runs in every build: `./scripts/test` runs it in the full build and
 //! again in the lean one (`--no-default-features`), where the kinds it lacks are refused.
 
-use std::path::Path;
+use common::{memory, run};
 
-use assert_cmd::Command;
+mod common;
 
 /// The provider kinds behind a feature: (kind as `memory.toml` writes it, feature, built here).
 const KINDS: [(&str, &str, bool); 3] = [
@@ -12,21 +12,6 @@ const KINDS: [(&str, &str, bool); 3] = [
     ("redis", "redis", cfg!(feature = "redis")),
     ("vector", "recall", cfg!(feature = "recall")),
 ];
-
-fn memory(root: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("memory").unwrap();
-    cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
-    cmd
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 #[test]
 fn the_version_names_the_features_built_and_not() {

@@ -2,20 +2,13 @@
 //! closed pipe, a clock before 1970, a command repeated after a crash.
 
 use std::io::Read;
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, UNIX_EPOCH};
 
-use assert_cmd::Command;
+use common::memory;
 use serde_json::Value;
 
 mod common;
-
-fn memory(root: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("memory").unwrap();
-    cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
-    cmd
-}
 
 #[test]
 fn a_missing_argument_is_named_on_the_one_error_line() {

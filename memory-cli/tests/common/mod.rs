@@ -11,6 +11,23 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// `memory` on the markdown default at `root`, whatever the environment says.
+pub fn memory(root: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("memory").unwrap();
+    cmd.env("MEMORY_ROOT", root).env_remove("MEMORY_CONFIG");
+    cmd
+}
+
+/// Runs `cmd` and returns (exit code, stdout, stderr).
+pub fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 pub fn memory_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_memory"))
 }
