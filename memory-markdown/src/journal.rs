@@ -8,16 +8,17 @@
 //! through. A writer killed mid-append leaves a last line without its newline: ignored and cut
 //! off the same way.
 //!
-//! A revision's line holds its whole text only at checkpoints (every `keep`th, at most every
-//! 100th, and hand edits); between them a line holds the updates the write applied, and
-//! `history` rebuilds the text from the checkpoint before it. A write takes its tip from the
-//! head of the last line: from its first KiB when this provider wrote that line (`KnownTips`),
-//! else from the line, read with serde skipping its text. Pruning rewrites the journal from
-//! the newest base at or below the oldest revision the retention keeps (a copy of the bytes
-//! from there on, without parsing the texts), and only in the write that records a periodic
-//! checkpoint: that write stores a whole text anyway, so one write in a hundred is slow rather
-//! than two (measured: two slow writes in a hundred put markdown's add p99 on a large document
-//! 27-49% above history off).
+//! A line holds a revision's change (its updates), never a whole text but a hand edit's. At
+//! each checkpoint ([`Retention::is_checkpoint`]) the journal is split: the write renames the
+//! live segment to `.<NAME>.history.<first>.jsonl` and starts a new one with its line, and the
+//! next write hard-links the document file it replaces, which holds the checkpoint's text, as
+//! `.<NAME>.history.<number>.md`. Pruning unlinks the segments before the newest checkpoint at
+//! or below the oldest revision kept. So no write rewrites a segment or writes a text twice:
+//! measured, one rewrite in a hundred writes (the journal from the last base, texts included)
+//! put markdown's add p99 20-25% above history off, on a 75 KB and on a 1.5 MB document. A
+//! write takes its tip from the head of the live segment's last line: from its first KiB when
+//! this provider wrote that line (`KnownTips`), else from the line, read with serde skipping
+//! what it holds.
 //!
 //! Appends are not flushed to disk: a second fsync per write would cost 20% to 200% of a write's
 //! p50 (measured over 200 adds; under 7% without it). After a power loss the document (which is
@@ -27,15 +28,15 @@
 //! The middle layer: the journal file and its lines, built on `files` alone. What a write or a
 //! purge does with it is `store`'s.
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::io::{self, BufRead, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use memory_core::raw::{RevisionTip, droppable, from_signed_unix_millis, sha256_hex};
-use memory_core::{Document, DocumentId, MemoryError, Retention, Revision, Version};
+use memory_core::raw::{RevisionTip, from_signed_unix_millis, sha256_hex};
+use memory_core::{Document, DocumentId, MemoryError, Retention, Revision, Surface, Version};
 use serde::Deserialize;
 
 use crate::files;
@@ -48,9 +49,68 @@ const TAIL: u64 = 16 * 1024;
 /// 2^53, and far below `u64::MAX` the `+ 1` of the next revision cannot overflow.
 const MAX_NUMBER: u64 = 1 << 53;
 
-/// The journal of the document at `document`.
+/// The journal of the document at `document`: its live segment, the one writes append to.
 pub(crate) fn path(document: &Path) -> PathBuf {
     files::beside(document, "history.jsonl")
+}
+
+/// An older segment of the journal, holding the revisions from `first` on.
+fn segment_path(document: &Path, first: u64) -> PathBuf {
+    files::beside(document, &format!("history.{first}.jsonl"))
+}
+
+/// The whole text of revision `number`, a checkpoint whose line holds its change alone.
+fn text_path(document: &Path, number: u64) -> PathBuf {
+    files::beside(document, &format!("history.{number}.md"))
+}
+
+/// The journal's older segments and its checkpoints' texts, by revision number, as the
+/// document's directory lists them now.
+#[derive(Debug, Default)]
+struct Stored {
+    segments: BTreeMap<u64, PathBuf>,
+    texts: BTreeMap<u64, PathBuf>,
+}
+
+impl Stored {
+    /// What is stored beside the document at `document`; nothing when its directory is not
+    /// there.
+    fn list(document: &Path) -> Result<Stored, MemoryError> {
+        let (dir, name) = files::split(document);
+        let prefix = format!(".{name}.history.");
+        let mut stored = Stored::default();
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                return Ok(stored);
+            }
+            Err(err) => return Err(files::io_error(dir, err)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|err| files::io_error(dir, err))?;
+            let file = entry.file_name();
+            let Some(rest) = file.to_str().and_then(|file| file.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let (number, kind) = rest.split_once('.').unwrap_or((rest, ""));
+            // Only the name a number prints as (`7`, not `07` or `+7`) is one of ours.
+            let number = match number.parse::<u64>() {
+                Ok(parsed) if parsed.to_string() == number => parsed,
+                _ => continue,
+            };
+            match kind {
+                "jsonl" => stored.segments.insert(number, entry.path()),
+                "md" => stored.texts.insert(number, entry.path()),
+                _ => continue,
+            };
+        }
+        Ok(stored)
+    }
+
+    /// Every file listed.
+    fn files(&self) -> impl Iterator<Item = &PathBuf> {
+        self.segments.values().chain(self.texts.values())
+    }
 }
 
 /// The markdown version of a document never written: the hash of the empty text.
@@ -113,9 +173,9 @@ impl KnownTips {
 }
 
 impl KnownTip {
-    /// The last line a write left: it put `text` (whole lines, the last one `newest`'s) at
+    /// The last line a write left: it put `text` (whole lines, the last one with `head`) at
     /// byte `at` of the journal.
-    fn of_written(at: u64, text: &str, newest: &Revision) -> KnownTip {
+    fn of_written(at: u64, text: &str, head: Head) -> KnownTip {
         let body = text.strip_suffix('\n').unwrap_or(text);
         let start_in_text = body.rfind('\n').map_or(0, |newline| newline + 1);
         let line = &body.as_bytes()[start_in_text..];
@@ -123,7 +183,7 @@ impl KnownTip {
             start: at + start_in_text as u64,
             end: at + text.len() as u64,
             prefix: line[..line.len().min(KNOWN_PREFIX)].to_vec(),
-            head: Head::of(newest),
+            head,
         }
     }
 
@@ -150,8 +210,6 @@ impl KnownTip {
 pub(crate) struct Journal {
     path: PathBuf,
     document: DocumentId,
-    /// Open for reading, when it exists.
-    file: Option<File>,
     /// Its newest landed revision.
     last: Option<Head>,
     /// Where the newest landed revision's line starts (0: it is the only one).
@@ -163,6 +221,9 @@ pub(crate) struct Journal {
     len: u64,
     /// Where the write that records revisions leaves its last line.
     known: KnownTips,
+    /// The document's own path, which the other segments and the checkpoint texts are named
+    /// after.
+    document_path: PathBuf,
 }
 
 impl Journal {
@@ -180,52 +241,62 @@ impl Journal {
         current: &Document,
         known: &KnownTips,
     ) -> Result<Journal, MemoryError> {
-        let path = path(document);
         let mut journal = Journal {
-            file: None,
             last: None,
             last_start: 0,
             end: 0,
             len: 0,
             document: id.clone(),
             known: known.clone(),
-            path,
+            path: path(document),
+            document_path: document.to_path_buf(),
         };
-        let Some((mut file, len)) = open_file(&journal.path)? else {
-            return Ok(journal);
+        journal.find_tip(current)?;
+        // A live segment with no landed revision (a write that started one was killed before
+        // its document landed, or before the segment was created) gives way to the newest
+        // older segment, which holds the tip.
+        if journal.last.is_none()
+            && let Some((_, newest)) = Stored::list(document)?.segments.pop_last()
+        {
+            fs::rename(&newest, &journal.path).map_err(|err| files::io_error(&newest, err))?;
+            journal.find_tip(current)?;
+        }
+        Ok(journal)
+    }
+
+    /// Finds the tip of the live segment, dropping what never landed (see [`Journal::open`]).
+    fn find_tip(&mut self, current: &Document) -> Result<(), MemoryError> {
+        let Some((mut file, len)) = open_file(&self.path)? else {
+            return Ok(());
         };
-        journal.len = len;
+        self.len = len;
         let sha256 = text_sha256(current);
-        let io = |err| files::io_error(&journal.path, err);
-        if let Some(tip) = known.get(&journal.path)
+        let io = |err| files::io_error(&self.path, err);
+        if let Some(tip) = self.known.get(&self.path)
             && tip.still_ends(&mut file, len).map_err(io)?
             && !tip.head.never_landed(sha256, current.modified)
         {
-            journal.last = Some(tip.head);
-            journal.last_start = tip.start;
-            journal.end = tip.end;
-            journal.file = Some(file);
-            return Ok(journal);
+            self.last = Some(tip.head);
+            self.last_start = tip.start;
+            self.end = tip.end;
+            return Ok(());
         }
         let mut end = len;
         // Each turn drops one revision whose write never landed; there is at most one unless
         // the journal was edited by hand.
-        while let Some((start, line_end, line)) =
-            last_line(&mut file, end).map_err(|err| files::io_error(&journal.path, err))?
-        {
+        while let Some((start, line_end, line)) = last_line(&mut file, end).map_err(io)? {
             let place = format!("the line at byte {start}");
-            let revision = parse_head(&journal.path, id, &line, &place)?;
+            let revision = parse_head(&self.path, &self.document, &line, &place)?;
             if revision.never_landed(sha256, current.modified) {
                 end = start;
                 continue;
             }
-            journal.last = Some(revision);
-            journal.last_start = start;
-            journal.end = line_end;
+            self.last = Some(revision);
+            self.last_start = start;
+            self.end = line_end;
             break;
         }
-        journal.file = Some(file);
-        Ok(journal)
+        Ok(())
     }
 
     /// What the next revision builds on.
@@ -241,138 +312,182 @@ impl Journal {
     }
 
     /// Records `revisions` (the write's, from `PlannedWrite::revisions` on [`Journal::tip`])
-    /// before the write renames its document in: one append, after cutting off what did not
-    /// land. A write that records a periodic checkpoint also rewrites the journal from the
-    /// newest base at or below the oldest revision `retention` keeps, when there is anything
-    /// before it, so a write appends a few lines on average however long the history, and a
-    /// rewrite copies the kept lines' bytes without parsing their texts.
+    /// before the write renames its document in, replacing `before` (its file: `target`).
+    ///
+    /// Most writes append their lines to the live segment, after cutting off what did not
+    /// land. A write whose revisions include a base (a periodic checkpoint, a hand edit) starts
+    /// a new live segment at the last of them: the old one is renamed to
+    /// `.<NAME>.history.<first>.jsonl`, and the segments older than the newest base at or
+    /// below the oldest revision `retention` keeps are unlinked, so pruning writes nothing.
+    /// A periodic checkpoint's line holds its change alone: the next write links the file it
+    /// replaces, which holds the checkpoint's text, as `.<NAME>.history.<number>.md`, so a
+    /// checkpoint costs no bytes either.
     ///
     /// # Errors
-    /// `Unavailable` when the journal cannot be written; `Corrupt` when a rewrite finds a line
-    /// that is not a revision of this document.
+    /// `Unavailable` when the journal cannot be written; `Corrupt` when a segment's first line
+    /// is not a revision of this document.
     pub(crate) fn record(
         mut self,
         revisions: &[Revision],
         retention: Retention,
         now: SystemTime,
+        before: &Document,
+        target: &Path,
     ) -> Result<(), MemoryError> {
-        let (Some(arriving), Some(newest)) = (revisions.first(), revisions.last()) else {
+        let Some(newest) = revisions.last() else {
             return Ok(());
         };
-        // The lines before the base of the oldest revision kept are dropped by rewriting the
-        // journal, and only in a write that records a periodic checkpoint: that write is
-        // slow anyway (it stores a whole text), so one write in `checkpoint_every` pays for
-        // pruning and the rest append a line. The journal then holds at most
-        // `keep + checkpoint_every` lines.
-        let keep = u64::try_from(retention.keep).unwrap_or(u64::MAX);
-        let every = retention.checkpoint_every();
-        let records_checkpoint = (arriving.number - 1) / every != newest.number / every;
-        let oldest_base = (newest.number + 1).saturating_sub(keep) / every * every;
-        // The first revision kept now: the journal's first line, else the first arriving.
-        let first = match self.end {
-            0 => Some(arriving.number),
-            _ => self.first_number(),
-        };
-        let periodic = records_checkpoint && first.is_none_or(|first| first < oldest_base);
-        // By age once the oldest line is half as old again as the limit: after a rewrite the
-        // oldest is at most that old (see `Retention::is_checkpoint`), so a line is rewritten
-        // a few times in its life, not on every write.
-        let stale = retention.max_age.is_some_and(|age| {
-            self.oldest_time().is_some_and(|oldest| {
-                now.duration_since(oldest)
-                    .is_ok_and(|since| since > age.saturating_add(age / 2))
-            })
-        });
         // Forgotten first: a write that fails part way leaves the journal unknown.
         self.known.set(&self.path, None);
-        let (at, text) = if periodic || stale {
-            let text = self.rewritten(revisions, retention, now)?;
-            files::replace(&self.path, &text)?;
-            (0, text)
-        } else {
-            let io = |err| files::io_error(&self.path, err);
-            let mut file = files::private_file()
-                .append(true)
-                .create(true)
-                .open(&self.path)
-                .map_err(io)?;
-            if self.end < self.len {
-                file.set_len(self.end).map_err(io)?;
+        self.keep_checkpoint_text(before, target)?;
+        let mut head = Head::of(newest);
+        let (at, text) = match revisions.iter().rposition(Revision::is_base) {
+            Some(index) => {
+                let (older, newer) = revisions.split_at(index);
+                if newer.len() == 1 && is_own_checkpoint(newest) {
+                    head.text = None;
+                }
+                self.start_segment(older, newer, retention, now)?
             }
-            // One write of all the lines: a crash tears at most the end of the last one.
-            let text = lines(&self.path, revisions)?;
-            file.write_all(text.as_bytes()).map_err(io)?;
-            (self.end, text)
+            None => self.append(revisions)?,
         };
-        let tip = KnownTip::of_written(at, &text, newest);
+        let tip = KnownTip::of_written(at, &text, head);
         self.known.set(&self.path, Some(tip));
         Ok(())
     }
 
-    /// The journal with `arriving` recorded, from the newest base at or below the oldest
-    /// revision `retention` keeps (see `droppable`): the landed lines' bytes from there on,
-    /// read by their heads only, and the arriving ones.
-    fn rewritten(
+    /// Appends `revisions`' lines to the live segment, after cutting off what did not land:
+    /// where they start, and the lines.
+    fn append(&mut self, revisions: &[Revision]) -> Result<(u64, String), MemoryError> {
+        let io = |err| files::io_error(&self.path, err);
+        let mut file = files::private_file()
+            .append(true)
+            .create(true)
+            .open(&self.path)
+            .map_err(io)?;
+        if self.end < self.len {
+            file.set_len(self.end).map_err(io)?;
+        }
+        // One write of all the lines: a crash tears at most the end of the last one.
+        let text = lines(&self.path, revisions)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        let at = self.end;
+        self.end += text.len() as u64;
+        self.len = self.end;
+        Ok((at, text))
+    }
+
+    /// Appends `older` to the live segment, then starts a new one with `newer`, the first of
+    /// them a base, and unlinks the segments no kept revision needs: where the new segment's
+    /// lines start (0), and the lines.
+    fn start_segment(
         &mut self,
-        arriving: &[Revision],
+        older: &[Revision],
+        newer: &[Revision],
         retention: Retention,
         now: SystemTime,
-    ) -> Result<String, MemoryError> {
-        let bytes = match self.file.as_mut() {
-            Some(file) => read_range(file, 0, self.end),
-            None => Ok(Vec::new()),
-        };
-        let bytes = bytes.map_err(|err| files::io_error(&self.path, err))?;
-        let landed: Vec<&[u8]> = bytes.split_inclusive(|byte| *byte == b'\n').collect();
-        let mut heads = Vec::with_capacity(landed.len() + arriving.len());
-        for (index, line) in landed.iter().enumerate() {
-            let place = format!("line {}", index + 1);
-            let head = parse_head(&self.path, &self.document, line.trim_ascii_end(), &place)?;
-            heads.push((head.number, head.time, head.is_base()));
+    ) -> Result<(u64, String), MemoryError> {
+        if !older.is_empty() {
+            self.append(older)?;
         }
-        heads.extend(arriving.iter().map(|r| (r.number, r.time, r.is_base())));
-        let tip = heads.last().map_or(0, |(number, ..)| *number);
-        let dropped = droppable(heads, tip, now, &retention);
-        let kept_landed = landed.get(dropped..).unwrap_or_default().concat();
-        let mut text = String::from_utf8(kept_landed).map_err(|_| MemoryError::Corrupt {
-            location: self.path.display().to_string(),
-            reason: "it is not UTF-8".to_owned(),
-        })?;
-        let from = dropped.saturating_sub(landed.len());
-        text.push_str(&lines(&self.path, &arriving[from.min(arriving.len())..])?);
-        Ok(text)
+        let mut text = String::new();
+        for (index, revision) in newer.iter().enumerate() {
+            let line = match revision {
+                // The next write links its text (see `record`).
+                own if index == 0 && is_own_checkpoint(own) => Revision {
+                    text: None,
+                    ..own.clone()
+                },
+                other => other.clone(),
+            };
+            text.push_str(&lines(&self.path, std::slice::from_ref(&line))?);
+        }
+        let started = self.end > 0;
+        if started {
+            let first = first_head(&self.path, &self.document)?.number;
+            let older = segment_path(&self.document_path, first);
+            fs::rename(&self.path, &older).map_err(|err| files::io_error(&older, err))?;
+        }
+        let io = |err| files::io_error(&self.path, err);
+        let mut file = files::private_file()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&self.path)
+            .map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        if started {
+            let tip = newer.last().map_or(0, |revision| revision.number);
+            self.prune(tip, retention, now)?;
+        }
+        Ok((0, text))
     }
 
-    /// The time of the journal's oldest revision (see [`Journal::first_field`]).
-    fn oldest_time(&mut self) -> Option<SystemTime> {
-        let millis = self.first_field("time")?;
-        Some(from_signed_unix_millis(millis))
+    /// Unlinks the older segments, and their texts, that lie before the newest segment that
+    /// starts with a base at or below the oldest revision `retention` keeps once `tip` is the
+    /// newest.
+    fn prune(&self, tip: u64, retention: Retention, now: SystemTime) -> Result<(), MemoryError> {
+        let stored = Stored::list(&self.document_path)?;
+        let mut starts = Vec::with_capacity(stored.segments.len() + 1);
+        for path in stored.segments.values().chain([&self.path]) {
+            let head = first_head(path, &self.document)?;
+            let base = head.is_base() || stored.texts.contains_key(&head.number);
+            starts.push((head.number, head.time, base));
+        }
+        let mut from = 0;
+        for (index, &(first, time, base)) in starts.iter().enumerate() {
+            // The revision before this segment's first is as old as it or older.
+            if index > 0 && !retention.prunes(first - 1, time, tip, now) {
+                break;
+            }
+            if base {
+                from = index;
+            }
+        }
+        let Some(&(kept_from, ..)) = starts.get(from) else {
+            return Ok(());
+        };
+        let segments = stored.segments.range(..kept_from);
+        for (_, path) in segments.chain(stored.texts.range(..kept_from)) {
+            files::erase(path)?;
+        }
+        Ok(())
     }
 
-    /// The number of the journal's oldest revision (see [`Journal::first_field`]); `None`
-    /// also for an empty journal, which has nothing to prune.
-    fn first_number(&mut self) -> Option<u64> {
-        u64::try_from(self.first_field("number")?).ok()
-    }
-
-    /// The integer field `name` of the journal's first line, from its head (a few KB, never
-    /// a text); `None` without a journal, or when the head does not tell.
-    fn first_field(&mut self, name: &str) -> Option<i64> {
-        const HEAD: u64 = 4 * 1024;
-        let head = read_range(self.file.as_mut()?, 0, self.end.min(HEAD)).ok()?;
-        let key = format!("\"{name}\":");
-        let at = head
-            .windows(key.len())
-            .position(|window| window == key.as_bytes())?
-            + key.len();
-        let digits: Vec<u8> = head[at..]
-            .iter()
-            .copied()
-            .enumerate()
-            .take_while(|(index, byte)| byte.is_ascii_digit() || (*index == 0 && *byte == b'-'))
-            .map(|(_, byte)| byte)
-            .collect();
-        std::str::from_utf8(&digits).ok()?.parse().ok()
+    /// Links the document's file, about to be replaced, as the text of the live segment's
+    /// first revision when that is the tip and a checkpoint stored as its change (see
+    /// [`Journal::record`]). When the document no longer holds that text (a hand edit), a
+    /// link to the same file that a write killed before its rename left is removed: it holds
+    /// the hand edit, not the checkpoint.
+    fn keep_checkpoint_text(&self, before: &Document, target: &Path) -> Result<(), MemoryError> {
+        let Some(tip) = self
+            .last
+            .as_ref()
+            .filter(|tip| self.last_start == 0 && !tip.is_base())
+        else {
+            return Ok(());
+        };
+        let path = text_path(&self.document_path, tip.number);
+        let same_file = || match (fs::metadata(&path), fs::metadata(target)) {
+            (Ok(text), Ok(document)) => same_inode(&text, &document),
+            _ => false,
+        };
+        if text_sha256(before) != tip.sha256_after {
+            if same_file() {
+                files::erase(&path)?;
+            }
+            return Ok(());
+        }
+        if same_file() {
+            return Ok(());
+        }
+        files::erase(&path)?;
+        // A file system without hard links (or a document linked in from another one) gets
+        // a copy.
+        if fs::hard_link(target, &path).is_err() {
+            files::replace(&path, &before.text)?;
+        }
+        Ok(())
     }
 }
 
@@ -393,6 +508,36 @@ fn open_file(path: &Path) -> Result<Option<(File, u64)>, MemoryError> {
         return Err(files::io_error(path, ErrorKind::IsADirectory.into()));
     }
     Ok(Some((file, meta.len())))
+}
+
+/// Whether `revision` is a checkpoint the write that records it made (not a hand edit it
+/// found): its line holds its change, and the next write links its text.
+fn is_own_checkpoint(revision: &Revision) -> bool {
+    revision.text.is_some() && revision.surface != Surface::External && !revision.updates.is_empty()
+}
+
+/// The head of the first line of the journal segment at `path`.
+fn first_head(path: &Path, document: &DocumentId) -> Result<Head, MemoryError> {
+    let file = File::open(path).map_err(|err| files::read_error(path, err))?;
+    let mut line = Vec::new();
+    io::BufReader::new(file)
+        .read_until(b'\n', &mut line)
+        .map_err(|err| files::io_error(path, err))?;
+    parse_head(path, document, line.trim_ascii_end(), "line 1")
+}
+
+/// Whether two files' metadata are of one file (hard links to it).
+fn same_inode(one: &fs::Metadata, other: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        one.dev() == other.dev() && one.ino() == other.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (one, other);
+        false
+    }
 }
 
 /// The SHA-256 of `document`'s text, which is its markdown version: no need to hash it again.
@@ -622,18 +767,29 @@ fn last_line(file: &mut File, len: u64) -> io::Result<Option<(u64, u64, Vec<u8>)
 }
 
 /// The whole, landed revisions of the document at `document` (which holds `current`), oldest
-/// first: without a torn last line, and without a tip whose write never landed.
+/// first: without a torn last line, and without a tip whose write never landed. A periodic
+/// checkpoint gets its text from its `.md` file when that holds the text recorded (by its
+/// SHA-256); otherwise it stays a change, rebuilt from the revisions before it.
 pub(crate) fn read_landed(
     document: &Path,
     id: &DocumentId,
     current: &Document,
 ) -> Result<Vec<Revision>, MemoryError> {
-    let path = path(document);
-    let Some((mut file, len)) = open_file(&path)? else {
-        return Ok(Vec::new());
-    };
-    let bytes = read_range(&mut file, 0, len).map_err(|err| files::io_error(&path, err))?;
-    let mut revisions = parse_all(&path, id, &bytes)?;
+    // A file that vanishes while it is read was pruned by a write meanwhile: read again.
+    const ATTEMPTS: usize = 3;
+    let mut revisions = None;
+    for _ in 0..ATTEMPTS {
+        revisions = read_segments(document, id)?;
+        if revisions.is_some() {
+            break;
+        }
+    }
+    let mut revisions = revisions.ok_or_else(|| {
+        MemoryError::unavailable(
+            path(document).display().to_string(),
+            "its segments were pruned each time it was read",
+        )
+    })?;
     let sha256 = text_sha256(current);
     while revisions.last().is_some_and(|tip| {
         never_landed(
@@ -649,7 +805,84 @@ pub(crate) fn read_landed(
     Ok(revisions)
 }
 
+/// Every revision in the journal's segments, oldest first, with the checkpoints' texts;
+/// `None` when a file listed was gone by the time it was read.
+fn read_segments(document: &Path, id: &DocumentId) -> Result<Option<Vec<Revision>>, MemoryError> {
+    let gone = |err: &io::Error| err.kind() == ErrorKind::NotFound;
+    // The live segment before the older ones: a write that starts a segment renames the live
+    // one before it creates the next, so this order misses no revision. One read both as the
+    // live segment and, renamed since, as an older one is taken once.
+    let live_path = path(document);
+    let live = match fs::read(&live_path) {
+        Ok(bytes) => Some(bytes),
+        Err(err) if gone(&err) || err.kind() == ErrorKind::NotADirectory => None,
+        Err(err) => return Err(files::read_error(&live_path, err)),
+    };
+    let stored = Stored::list(document)?;
+    let mut revisions: Vec<Revision> = Vec::new();
+    let mut segments = Vec::with_capacity(stored.segments.len() + 1);
+    for path in stored.segments.values() {
+        match fs::read(path) {
+            Ok(bytes) => segments.push((path.as_path(), bytes)),
+            Err(err) if gone(&err) => return Ok(None),
+            Err(err) => return Err(files::read_error(path, err)),
+        }
+    }
+    segments.extend(live.map(|bytes| (live_path.as_path(), bytes)));
+    for (path, bytes) in segments {
+        let segment = parse_all(path, id, &bytes)?;
+        let (Some(first), Some(last)) = (segment.first(), revisions.last()) else {
+            revisions.extend(segment);
+            continue;
+        };
+        if path == live_path && first.number <= last.number {
+            continue;
+        }
+        if first.number != last.number + 1 {
+            return Err(MemoryError::Corrupt {
+                location: path.display().to_string(),
+                reason: format!(
+                    "it starts at revision {} after revision {}: numbers go up by one",
+                    first.number, last.number
+                ),
+            });
+        }
+        revisions.extend(segment);
+    }
+    let Some(oldest) = revisions.first().map(|revision| revision.number) else {
+        return Ok(Some(revisions));
+    };
+    for (number, path) in &stored.texts {
+        let index = number
+            .checked_sub(oldest)
+            .and_then(|i| usize::try_from(i).ok());
+        let Some(revision) = index.and_then(|index| revisions.get_mut(index)) else {
+            continue;
+        };
+        if !revision.is_change_only() {
+            continue;
+        }
+        let text = match fs::read(path) {
+            Ok(bytes) => String::from_utf8(bytes).ok(),
+            Err(err) if gone(&err) => return Ok(None),
+            Err(err) => return Err(files::read_error(path, err)),
+        };
+        revision.text = text.filter(|text| sha256_hex(text) == revision.sha256_after);
+    }
+    Ok(Some(revisions))
+}
+
 /// Removes the journal of the document at `document`, if it has one: history is off.
 pub(crate) fn remove_journal(document: &Path) -> Result<(), MemoryError> {
+    remove_older(document)?;
     files::erase(&path(document))
+}
+
+/// Removes the journal's older segments and its checkpoints' texts: all of it but the live
+/// segment.
+pub(crate) fn remove_older(document: &Path) -> Result<(), MemoryError> {
+    for file in Stored::list(document)?.files() {
+        files::erase(file)?;
+    }
+    Ok(())
 }

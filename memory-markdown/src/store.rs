@@ -114,7 +114,9 @@ pub(crate) fn sync(
                     Some(journal) => {
                         let now = journal::now();
                         let revisions = write.revisions(&journal.tip(), version, now, &retention);
-                        journal.record(&revisions, retention, now).map_err(landed)?;
+                        journal
+                            .record(&revisions, retention, now, write.before(), &target)
+                            .map_err(landed)?;
                     }
                     // History off keeps none, not even what an earlier configuration recorded.
                     None => journal::remove_journal(path).map_err(landed)?,
@@ -314,11 +316,14 @@ pub(crate) fn purge(
     files::erase(&receipts::path(&document))?;
     let journal = journal::path(&document);
     match &purged.tombstone {
-        Some(tombstone) => files::replace(
-            &journal,
-            &journal::lines(&journal, std::slice::from_ref(tombstone))?,
-        )?,
-        None => files::erase(&journal)?,
+        Some(tombstone) => {
+            files::replace(
+                &journal,
+                &journal::lines(&journal, std::slice::from_ref(tombstone))?,
+            )?;
+            journal::remove_older(&document)?;
+        }
+        None => journal::remove_journal(&document)?,
     }
     for file in [&document, &journal] {
         let (dir, name) = files::split(file);

@@ -63,6 +63,39 @@ fn journal_lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The history files beside MEMORY.md (its journal's segments, `.MEMORY.md.history.jsonl` and
+/// `.MEMORY.md.history.<first>.jsonl`, and its checkpoints' texts, `.MEMORY.md.history.<n>.md`)
+/// by name, with their bytes.
+fn history_files(provider: &MarkdownProvider) -> std::collections::BTreeMap<String, String> {
+    let live = provider.history_path(&memory());
+    fs::read_dir(live.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().unwrap();
+            let ours = name.starts_with(".MEMORY.md.history.") && !name.ends_with(".tmp");
+            ours.then(|| (name, fs::read_to_string(entry.path()).unwrap()))
+        })
+        .collect()
+}
+
+/// Every line of the journal's segments, oldest first.
+fn all_lines(provider: &MarkdownProvider) -> Vec<Revision> {
+    let mut segments: Vec<(u64, Vec<Revision>)> = history_files(provider)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".jsonl"))
+        .map(|(_, text)| {
+            let lines: Vec<Revision> = text
+                .lines()
+                .map(|line| serde_json::from_str(line).unwrap())
+                .collect();
+            (lines[0].number, lines)
+        })
+        .collect();
+    segments.sort_by_key(|(first, _)| *first);
+    segments.into_iter().flat_map(|(_, lines)| lines).collect()
+}
+
 /// Puts `file` back as it was: its bytes and its modification time, as if it had never been
 /// written since.
 fn restore(file: &Path, (bytes, modified): &(Vec<u8>, SystemTime)) {
@@ -199,6 +232,79 @@ async fn a_revision_whose_write_never_landed_is_dropped() {
         ]
     );
     assert_eq!(journal_lines(&journal).len(), 2, "the stray line is gone");
+}
+
+/// A checkpoint's write that never landed leaves a new live segment holding only its
+/// revision: the next write finds the tip in the segment before it, which becomes the live one
+/// again, and numbers on from there; so does a write whose new segment was never created.
+#[tokio::test]
+async fn a_new_segment_whose_write_never_landed_gives_way_to_the_one_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
+    let file = provider.path(&memory());
+    add(&provider, "one").await;
+    add(&provider, "two").await;
+    let before = snapshot(&file);
+    add(&provider, "lost").await;
+    restore(&file, &before);
+    let names = |provider| history_files(provider).into_keys().collect::<Vec<_>>();
+    assert_eq!(
+        names(&provider),
+        [".MEMORY.md.history.1.jsonl", ".MEMORY.md.history.jsonl"]
+    );
+    assert_eq!(history(&provider).await[0].number, 2, "3 never landed");
+
+    add(&provider, "three").await;
+    let numbers: Vec<u64> = all_lines(&provider).iter().map(|r| r.number).collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    assert_eq!(
+        history(&provider).await[0].text.as_deref(),
+        Some("one\n\ntwo\n\nthree\n")
+    );
+
+    // Killed between renaming the live segment away and creating the next one.
+    let live = provider.history_path(&memory());
+    fs::rename(&live, live.with_file_name(".MEMORY.md.history.3.jsonl")).unwrap();
+    add(&provider, "four").await;
+    let numbers: Vec<u64> = all_lines(&provider).iter().map(|r| r.number).collect();
+    assert_eq!(numbers, [1, 2, 3, 4]);
+    assert_eq!(history(&provider).await.len(), 3);
+}
+
+/// A hand edit right after a checkpoint replaces the text the next write would have linked:
+/// the checkpoint is rebuilt from the revisions before it, which are kept for it, and the hand
+/// edit (whole in its line) starts a segment of its own.
+#[tokio::test]
+async fn a_hand_edit_after_a_checkpoint_keeps_what_rebuilds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
+    let file = provider.path(&memory());
+    for entry in ["one", "two", "three"] {
+        add(&provider, entry).await;
+    }
+    std::thread::sleep(Duration::from_millis(5));
+    fs::write(&file, "By hand.\n").unwrap();
+    add(&provider, "five").await;
+    let files = history_files(&provider);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        [
+            ".MEMORY.md.history.1.jsonl",
+            ".MEMORY.md.history.3.jsonl",
+            ".MEMORY.md.history.jsonl"
+        ],
+        "no text for 3: the document no longer held it"
+    );
+    assert_eq!(
+        summary(&history(&provider).await),
+        [
+            (5, Surface::Api, Some("By hand.\n\nfive\n")),
+            (4, Surface::External, Some("By hand.\n")),
+            (3, Surface::Api, Some("one\n\ntwo\n\nthree\n")),
+        ]
+    );
+    let numbers: Vec<u64> = all_lines(&provider).iter().map(|r| r.number).collect();
+    assert_eq!(numbers, [1, 2, 3, 4, 5]);
 }
 
 /// A hand edit that puts back the text from before the last write (an editor's undo, a
@@ -436,51 +542,86 @@ async fn a_directory_for_a_journal_is_corrupt() {
     );
 }
 
-/// Pruning rewrites the journal only in a write that records a checkpoint (one every `keep`
-/// revisions), so a write appends a line or two on average and one in `keep` is slow, not
-/// two; the journal holds the newest `keep` and the changes back to the checkpoint they are
-/// rebuilt from (at most `keep` more), and `history` shows exactly the newest `keep`.
+/// Pruning writes nothing: a write appends its lines to the live segment, a checkpoint's
+/// write (every `keep`th) renames it to `.<NAME>.history.<first>.jsonl` and starts a new
+/// one, and unlinks the older segments no kept revision is rebuilt from. No segment is ever
+/// rewritten; the journal holds the newest `keep` and the changes back to the checkpoint they
+/// are rebuilt from (at most `keep` more), at most two checkpoint texts, and `history`
+/// shows exactly the newest `keep`.
 #[tokio::test]
-async fn pruning_is_amortised_and_bounded() {
+async fn pruning_unlinks_whole_segments_and_writes_nothing() {
     const WRITES: u64 = 30;
-    // Rewrites in 30 writes: at write 2 * keep, the second checkpoint, when revision keep
-    // (the first) is the base of the oldest kept, and every `keep` writes after (keeping 1,
-    // every write after the first).
-    for (keep, due) in [(1, 29), (2, 14), (4, 6), (7, 3)] {
+    for keep in [1, 2, 4, 7] {
         let dir = tempfile::tempdir().unwrap();
         let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(keep));
-        let journal = provider.history_path(&memory());
-        // Keeping one, every write is a checkpoint and prunes: never more than one line.
-        let bound = if keep == 1 { 1 } else { 2 * keep };
-        let (mut most, mut rewrites, mut before) = (0, 0, 0);
-        let mut rewritten_at = Vec::new();
+        let keep = keep as u64;
+        let mut seen = std::collections::BTreeMap::new();
+        let mut texts = Vec::new();
         for i in 1..=WRITES {
             add(&provider, &format!("entry {i}")).await;
-            let lines = journal_lines(&journal).len();
-            assert!(
-                lines <= bound,
-                "keep {keep}: {lines} lines after write {i}, at most {bound}"
-            );
-            most = most.max(lines);
-            if lines <= before {
-                rewrites += 1;
-                rewritten_at.push(i);
+            texts.push(fs::read_to_string(provider.path(&memory())).unwrap());
+            let files = history_files(&provider);
+            for (name, bytes) in &files {
+                let first = seen.entry(name.clone()).or_insert_with(|| bytes.clone());
+                if name != ".MEMORY.md.history.jsonl" {
+                    assert_eq!(first, bytes, "keep {keep}: {name} never changes");
+                }
             }
-            before = lines;
-            let numbers: Vec<u64> = history(&provider).await.iter().map(|r| r.number).collect();
-            let shown = (i as usize).min(keep) as u64;
+            seen.retain(|name, _| files.contains_key(name));
+            let live: Vec<Revision> = files[".MEMORY.md.history.jsonl"]
+                .lines()
+                .map(|line| serde_json::from_str(line).unwrap())
+                .collect();
+            let live_first = i / keep * keep;
+            let live_first = if live_first == 0 { 1 } else { live_first };
             assert_eq!(
-                numbers,
-                (i + 1 - shown..=i).rev().collect::<Vec<_>>(),
+                live.iter().map(|r| r.number).collect::<Vec<_>>(),
+                (live_first..=i).collect::<Vec<_>>(),
+                "keep {keep}: the live segment after write {i} starts at the last checkpoint"
+            );
+            // At most `keep` from the base of the oldest kept, a checkpoint, to the oldest kept.
+            let numbers: Vec<u64> = all_lines(&provider).iter().map(|r| r.number).collect();
+            let oldest_kept = (i + 1).saturating_sub(keep).max(1);
+            let base = numbers[0];
+            assert!(
+                base <= oldest_kept && oldest_kept - base <= keep,
+                "keep {keep}: after write {i} the journal holds {numbers:?}"
+            );
+            assert_eq!(numbers, (base..=i).collect::<Vec<_>>());
+            for (name, text) in &files {
+                let Some(n) = name
+                    .strip_prefix(".MEMORY.md.history.")
+                    .and_then(|rest| rest.strip_suffix(".md"))
+                else {
+                    continue;
+                };
+                let n: u64 = n.parse().unwrap();
+                assert!(
+                    n.is_multiple_of(keep) && n < i,
+                    "keep {keep}: {name} after write {i}"
+                );
+                assert_eq!(text, &texts[n as usize - 1], "keep {keep}: {name}");
+            }
+            let checkpoints = files.keys().filter(|name| name.ends_with(".md")).count();
+            assert!(
+                checkpoints <= 2,
+                "keep {keep}: {checkpoints} texts after write {i}"
+            );
+            let shown: Vec<u64> = history(&provider).await.iter().map(|r| r.number).collect();
+            assert_eq!(
+                shown,
+                (oldest_kept..=i).rev().collect::<Vec<_>>(),
                 "keep {keep}: exactly the newest after write {i}"
             );
+            for revision in history(&provider).await {
+                assert_eq!(
+                    revision.text.as_deref(),
+                    Some(texts[revision.number as usize - 1].as_str()),
+                    "keep {keep}: revision {} rebuilt",
+                    revision.number
+                );
+            }
         }
-        assert_eq!(most, bound, "keep {keep}: rewritten only when due");
-        assert_eq!(rewrites, due, "keep {keep}: rewrites in {WRITES} writes");
-        assert!(
-            rewritten_at.iter().all(|i| i % keep as u64 == 0),
-            "keep {keep}: rewritten in writes {rewritten_at:?}, each a checkpoint's"
-        );
     }
 }
 
@@ -547,7 +688,20 @@ async fn keeping_one_keeps_the_newest_of_a_write_and_the_hand_edit_before_it() {
         summary(&history(&provider).await),
         [(2, Surface::Api, Some("By hand.\n\nBy the agent.\n"))]
     );
-    assert_eq!(journal_lines(&provider.history_path(&memory())).len(), 1);
+    // The hand edit stays as the base of revision 2 until the next write links 2's text.
+    let numbers = |provider| {
+        all_lines(provider)
+            .iter()
+            .map(|r| r.number)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(numbers(&provider), [1, 2]);
+    add(&provider, "Again.").await;
+    assert_eq!(numbers(&provider), [2, 3]);
+    assert_eq!(
+        history_files(&provider)[".MEMORY.md.history.2.md"],
+        "By hand.\n\nBy the agent.\n"
+    );
 }
 
 /// With `max_age`, revisions older than it are not shown, and a journal whose oldest line is
@@ -788,8 +942,10 @@ async fn history_read_during_writes_is_consistent() {
     assert_eq!(history(&provider).await.len(), 100);
 }
 
-/// Between checkpoints a journal line holds its change (its updates) and no text; a purge
-/// erases checkpoints and changes alike: the journal then holds only the tombstone.
+/// Every journal line holds its change (its updates) and no text; a checkpoint's text is the
+/// document file its next write replaced, kept by a hard link as `.<NAME>.history.<n>.md`. A
+/// purge erases segments, checkpoints and changes alike: the journal then holds only the
+/// tombstone.
 #[tokio::test]
 async fn purge_erases_checkpoints_and_changes_alike() {
     let dir = tempfile::tempdir().unwrap();
@@ -802,27 +958,42 @@ async fn purge_erases_checkpoints_and_changes_alike() {
     ] {
         add(&provider, secret).await;
     }
-    let journal = provider.history_path(&memory());
-    let shapes: Vec<(u64, bool)> = journal_lines(&journal)
+    let shapes: Vec<(u64, bool)> = all_lines(&provider)
         .iter()
-        .map(|line| {
-            let revision: Revision = serde_json::from_str(line).unwrap();
-            (revision.number, revision.text.is_some())
-        })
+        .map(|revision| (revision.number, revision.text.is_some()))
         .collect();
     assert_eq!(
         shapes,
-        [(1, false), (2, false), (3, true), (4, false)],
-        "a checkpoint every 3: 3 whole, the others their changes, 1 the base of 2"
+        [(1, false), (2, false), (3, false), (4, false)],
+        "changes only"
     );
-    assert!(journal_lines(&journal)[3].contains("Secret four."));
+    let files = history_files(&provider);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        [
+            ".MEMORY.md.history.1.jsonl",
+            ".MEMORY.md.history.3.md",
+            ".MEMORY.md.history.jsonl"
+        ],
+        "a segment from revision 1, and the live one from the checkpoint, 3"
+    );
+    assert_eq!(
+        files[".MEMORY.md.history.3.md"],
+        "Secret one.\n\nSecret two.\n\nSecret three.\n"
+    );
+    assert!(files[".MEMORY.md.history.jsonl"].contains("Secret four."));
 
     let purged = provider.purge(&memory(), Surface::Cli).await.unwrap();
     assert_eq!(purged.revisions, 3, "the kept ones");
-    let lines = journal_lines(&journal);
+    let files = history_files(&provider);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        [".MEMORY.md.history.jsonl"]
+    );
+    let lines: Vec<&str> = files[".MEMORY.md.history.jsonl"].lines().collect();
     assert_eq!(lines.len(), 1);
     assert!(!lines[0].contains("Secret"), "{lines:?}");
-    let tombstone: Revision = serde_json::from_str(&lines[0]).unwrap();
+    let tombstone: Revision = serde_json::from_str(lines[0]).unwrap();
     assert!(tombstone.is_tombstone() && tombstone.number == 5);
 }
 
