@@ -397,18 +397,18 @@ pub async fn clean_up(backend: &Backend) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// What `document`'s history holds in `backend`'s storage, in bytes: markdown the journal
-/// file; PostgreSQL the rows of `memory_history` as stored (`pg_column_size`, so after
+/// What `document`'s history holds in `backend`'s storage, in bytes: markdown the journal's
+/// files (its segments and checkpoint texts); PostgreSQL the rows of `memory_history` as stored (`pg_column_size`, so after
 /// compression); Redis the stream's memory (`MEMORY USAGE`).
 pub async fn history_bytes(backend: &Backend, document: &DocumentId) -> Result<u64, BoxError> {
     Ok(match backend {
         Backend::Markdown { root } | Backend::Vector { root, .. } => {
             let provider = MarkdownProvider::new(root);
-            match std::fs::metadata(provider.history_path(document)) {
-                Ok(journal) => journal.len(),
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => 0,
-                Err(err) => return Err(err.into()),
+            let mut bytes = 0;
+            for file in provider.history_files(document)? {
+                bytes += std::fs::metadata(file)?.len();
             }
+            bytes
         }
         Backend::Postgres { url, schema } => {
             let DocumentId::PersonalityMemory { personality } = document else {

@@ -872,6 +872,20 @@ fn read_segments(document: &Path, id: &DocumentId) -> Result<Option<Vec<Revision
     Ok(Some(revisions))
 }
 
+/// Every file of the journal of the document at `document` that is there now: the older
+/// segments, the live one, then the checkpoints' texts.
+pub(crate) fn files(document: &Path) -> Result<Vec<PathBuf>, MemoryError> {
+    let stored = Stored::list(document)?;
+    let live = Some(path(document)).filter(|live| live.exists());
+    let texts = stored.texts.into_values();
+    Ok(stored
+        .segments
+        .into_values()
+        .chain(live)
+        .chain(texts)
+        .collect())
+}
+
 /// Removes the journal of the document at `document`, if it has one: history is off.
 pub(crate) fn remove_journal(document: &Path) -> Result<(), MemoryError> {
     remove_older(document)?;

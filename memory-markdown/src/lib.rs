@@ -73,7 +73,8 @@ impl MarkdownProvider {
     }
 
     /// Keeps `retention`'s share of each document's history in its journal,
-    /// `.<FILE>.history.jsonl` beside it (default: the newest 100 revisions).
+    /// `.<FILE>.history.jsonl` beside it and the older segments and checkpoint texts beside
+    /// that (default: the newest 100 revisions).
     /// [`Retention::OFF`] records none, and a write then removes a journal an earlier
     /// configuration left.
     pub fn with_retention(mut self, retention: Retention) -> Self {
@@ -81,10 +82,20 @@ impl MarkdownProvider {
         self
     }
 
-    /// The file that holds `document`'s history: `.<FILE>.history.jsonl` beside it, one
-    /// revision a line as JSON, oldest first.
+    /// The journal's live segment, which writes append to: `.<FILE>.history.jsonl` beside
+    /// `document`, one revision a line as JSON, oldest first.
     pub fn history_path(&self, document: &DocumentId) -> PathBuf {
         journal::path(&self.path(document))
+    }
+
+    /// Every file that holds `document`'s history now: the live segment, the older ones
+    /// (`.<FILE>.history.<first>.jsonl`) and the checkpoints' texts
+    /// (`.<FILE>.history.<number>.md`), oldest segment first.
+    ///
+    /// # Errors
+    /// `Unavailable` when the document's directory cannot be listed.
+    pub fn history_files(&self, document: &DocumentId) -> Result<Vec<PathBuf>, MemoryError> {
+        journal::files(&self.path(document))
     }
 
     /// The root directory, as resolved by [`MarkdownProvider::new`].

@@ -878,6 +878,46 @@ async fn purge_erases_what_a_link_leads_to() {
     assert_eq!(provider.list().await.unwrap(), []);
 }
 
+/// A checkpoint's text is a hard link to the file the next write replaced; where there can be
+/// none (a document linked in from another file system, here tmpfs) it is a copy, and history
+/// reads the same.
+#[tokio::test]
+async fn a_checkpoint_text_is_copied_where_it_cannot_be_linked() {
+    use std::os::unix::fs::{MetadataExt, symlink};
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir_in("/dev/shm").expect("/dev/shm, a tmpfs on Linux");
+    assert_ne!(
+        fs::metadata(dir.path()).unwrap().dev(),
+        fs::metadata(elsewhere.path()).unwrap().dev(),
+        "the document must be on another file system than its history"
+    );
+    let target = elsewhere.path().join("ada.md");
+    fs::write(&target, "").unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(2));
+    fs::create_dir_all(provider.path(&memory()).parent().unwrap()).unwrap();
+    symlink(&target, provider.path(&memory())).unwrap();
+    for entry in ["one", "two", "three"] {
+        add(&provider, entry).await;
+    }
+    assert_eq!(
+        history_files(&provider)[".MEMORY.md.history.2.md"],
+        "one\n\ntwo\n"
+    );
+    assert!(
+        fs::symlink_metadata(provider.path(&memory()))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        summary(&history(&provider).await),
+        [
+            (3, Surface::Api, Some("one\n\ntwo\n\nthree\n")),
+            (2, Surface::Api, Some("one\n\ntwo\n")),
+        ]
+    );
+}
+
 /// A document never written is purged without creating anything; one made by hand and never
 /// recorded is erased, and its tombstone comes after the number `history` showed it under.
 #[tokio::test]
@@ -912,8 +952,17 @@ async fn purge_of_what_was_never_recorded() {
 /// renames.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn history_read_during_writes_is_consistent() {
+    // Keeping 3, a write in three starts a segment and unlinks older ones while `history`
+    // reads them.
+    for keep in [3, 100] {
+        history_read_during_writes_keeping(keep).await;
+    }
+}
+
+async fn history_read_during_writes_keeping(keep: usize) {
     const WRITES: usize = 200;
-    let (_dir, provider) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(keep));
     let provider = Arc::new(provider);
     let writer = {
         let provider = Arc::clone(&provider);
@@ -939,7 +988,7 @@ async fn history_read_during_writes_is_consistent() {
     }
     writer.await.unwrap();
     assert!(reads > 0);
-    assert_eq!(history(&provider).await.len(), 100);
+    assert_eq!(history(&provider).await.len(), keep);
 }
 
 /// Every journal line holds its change (its updates) and no text; a checkpoint's text is the
@@ -980,6 +1029,21 @@ async fn purge_erases_checkpoints_and_changes_alike() {
     assert_eq!(
         files[".MEMORY.md.history.3.md"],
         "Secret one.\n\nSecret two.\n\nSecret three.\n"
+    );
+    let listed: Vec<String> = provider
+        .history_files(&memory())
+        .unwrap()
+        .iter()
+        .map(|path| path.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ".MEMORY.md.history.1.jsonl",
+            ".MEMORY.md.history.jsonl",
+            ".MEMORY.md.history.3.md"
+        ],
+        "history_files: the segments, oldest first, then the texts"
     );
     assert!(files[".MEMORY.md.history.jsonl"].contains("Secret four."));
 
