@@ -390,6 +390,16 @@ impl Journal {
         if !older.is_empty() {
             self.append(older)?;
         }
+        let started = self.end > 0;
+        let renamed = match started {
+            true => match first_head(&self.path, &self.document) {
+                Ok(first) => Some(segment_path(&self.document_path, first.number)),
+                // A first line that is not ours (edited by hand) names no segment: the write
+                // appends, whole texts included, and reading the journal reports the line.
+                Err(_) => return self.append(newer),
+            },
+            false => None,
+        };
         let mut text = String::new();
         for (index, revision) in newer.iter().enumerate() {
             let line = match revision {
@@ -402,11 +412,8 @@ impl Journal {
             };
             text.push_str(&lines(&self.path, std::slice::from_ref(&line))?);
         }
-        let started = self.end > 0;
-        if started {
-            let first = first_head(&self.path, &self.document)?.number;
-            let older = segment_path(&self.document_path, first);
-            fs::rename(&self.path, &older).map_err(|err| files::io_error(&older, err))?;
+        if let Some(older) = &renamed {
+            fs::rename(&self.path, older).map_err(|err| files::io_error(older, err))?;
         }
         let io = |err| files::io_error(&self.path, err);
         let mut file = files::private_file()
@@ -416,28 +423,42 @@ impl Journal {
             .open(&self.path)
             .map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
-        if started {
-            let tip = newer.last().map_or(0, |revision| revision.number);
-            self.prune(tip, retention, now)?;
+        if let (Some(first), Some(tip)) = (newer.first(), newer.last())
+            && started
+        {
+            // Its first line is a base unless it is this write's checkpoint, linked later.
+            let live = (first.number, first.time, !is_own_checkpoint(first));
+            self.prune(live, tip.number, retention, now)?;
         }
         Ok((0, text))
     }
 
     /// Unlinks the older segments, and their texts, that lie before the newest segment that
     /// starts with a base at or below the oldest revision `retention` keeps once `tip` is the
-    /// newest.
-    fn prune(&self, tip: u64, retention: Retention, now: SystemTime) -> Result<(), MemoryError> {
+    /// newest; `live` is the live segment's first revision (number, time, whether a base). A
+    /// segment whose first line is not ours is taken for no base, as new as now: it is kept
+    /// until a base after it may be dropped to, and never fails the write.
+    fn prune(
+        &self,
+        live: (u64, SystemTime, bool),
+        tip: u64,
+        retention: Retention,
+        now: SystemTime,
+    ) -> Result<(), MemoryError> {
         let stored = Stored::list(&self.document_path)?;
         let mut starts = Vec::with_capacity(stored.segments.len() + 1);
-        for path in stored.segments.values().chain([&self.path]) {
-            let head = first_head(path, &self.document)?;
-            let base = head.is_base() || stored.texts.contains_key(&head.number);
-            starts.push((head.number, head.time, base));
+        for (&first, path) in &stored.segments {
+            let (time, base) = match first_head(path, &self.document) {
+                Ok(head) => (head.time, head.is_base()),
+                Err(_) => (now, false),
+            };
+            starts.push((first, time, base || stored.texts.contains_key(&first)));
         }
+        starts.push(live);
         let mut from = 0;
         for (index, &(first, time, base)) in starts.iter().enumerate() {
             // The revision before this segment's first is as old as it or older.
-            if index > 0 && !retention.prunes(first - 1, time, tip, now) {
+            if index > 0 && !retention.prunes(first.saturating_sub(1), time, tip, now) {
                 break;
             }
             if base {

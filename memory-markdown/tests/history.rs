@@ -234,6 +234,46 @@ async fn a_revision_whose_write_never_landed_is_dropped() {
     assert_eq!(journal_lines(&journal).len(), 2, "the stray line is gone");
 }
 
+/// An older segment edited by hand (here its first line) makes `history` `Corrupt`, naming the
+/// segment, and never fails a write, a checkpoint's included; once the retention has moved
+/// past it, a checkpoint's write unlinks it and history reads again. A live segment whose first
+/// line is not ours is not split: the write appends.
+#[tokio::test]
+async fn a_damaged_older_segment_never_fails_a_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(2));
+    for i in 1..=3 {
+        add(&provider, &format!("entry {i}")).await;
+    }
+    let segment = provider
+        .history_path(&memory())
+        .with_file_name(".MEMORY.md.history.1.jsonl");
+    let lines = fs::read_to_string(&segment).unwrap();
+    fs::write(
+        &segment,
+        lines.replacen("{\"number\":1,", "{\"numero\":1,", 1),
+    )
+    .unwrap();
+    let err = provider.history(&memory(), 10).await.unwrap_err();
+    assert_corrupt(&err, &segment, "line 1");
+
+    for i in 4..=7 {
+        add(&provider, &format!("entry {i}")).await;
+    }
+    assert!(!segment.exists(), "{:?}", history_files(&provider).keys());
+    let shown: Vec<u64> = history(&provider).await.iter().map(|r| r.number).collect();
+    assert_eq!(shown, [7, 6]);
+
+    let live = provider.history_path(&memory());
+    let lines = fs::read_to_string(&live).unwrap();
+    fs::write(&live, lines.replacen("\"document\":", "\"doc\":", 1)).unwrap();
+    for i in 8..=9 {
+        add(&provider, &format!("entry {i}")).await;
+    }
+    let all: Vec<String> = (1..=9).map(|i| format!("entry {i}\n")).collect();
+    assert_eq!(provider.read(&memory()).await.unwrap().text, all.join("\n"));
+}
+
 /// A checkpoint's write that never landed leaves a new live segment holding only its
 /// revision: the next write finds the tip in the segment before it, which becomes the live one
 /// again, and numbers on from there; so does a write whose new segment was never created.

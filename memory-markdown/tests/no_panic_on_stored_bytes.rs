@@ -798,3 +798,74 @@ fn any_bytes_in_a_journal_are_history_or_corrupt_and_never_touched_when_refused(
         runtime.block_on(check_journal(mutation))
     });
 }
+
+/// Keeping 2, three writes leave an older segment (revision 1), the checkpoint text of
+/// revision 2 and the live segment (2 and 3). Any bytes in the older segment or the text:
+/// `history` gives the kept revisions with the very texts the document held (never another),
+/// or `Corrupt` naming a history file; writes never fail, across the next checkpoint too.
+async fn check_older_history(in_text: bool, mutation: Mutation) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let provider =
+        MarkdownProvider::new(dir.path()).with_retention(memory_core::Retention::keep(2));
+    let ctx = ctx_for(Target::PersonalityMemory);
+    let document = ctx.document(Store::Memory);
+    let path = provider.path(&document);
+    let mut texts = vec![String::new()];
+    for entry in ["one", "two 🙂", "three"] {
+        let add = [MemoryUpdate::add(Store::Memory, entry)];
+        provider.sync(&ctx, &add, &IfMatch::NONE).await.unwrap();
+        texts.push(std::fs::read_to_string(&path).unwrap());
+    }
+    let name = if in_text {
+        ".MEMORY.md.history.2.md"
+    } else {
+        ".MEMORY.md.history.1.jsonl"
+    };
+    let file = path.with_file_name(name);
+    let bytes = mutate(std::fs::read(&file).unwrap(), &mutation);
+    // A hard link shares the file: replace it rather than write through it.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+
+    let history_file = |location: &str| {
+        let location = location.split('#').next().unwrap_or_default();
+        location == file.display().to_string()
+            || location == provider.history_path(&document).display().to_string()
+    };
+    match provider.history(&document, usize::MAX).await {
+        Ok(log) => {
+            prop_assert_eq!(log.len(), 2);
+            for revision in &log {
+                prop_assert_eq!(
+                    revision.text.as_deref(),
+                    Some(texts[revision.number as usize].as_str())
+                );
+            }
+        }
+        Err(MemoryError::Corrupt { location, .. }) if history_file(&location) => {}
+        Err(err) => return Err(TestCaseError::fail(format!("history gave {err:?}"))),
+    }
+    for entry in ["four", "five"] {
+        let add = [MemoryUpdate::add(Store::Memory, entry)];
+        let written = provider.sync(&ctx, &add, &IfMatch::NONE).await;
+        prop_assert!(written.is_ok(), "{written:?}");
+        let text = texts.last().cloned().unwrap_or_default();
+        texts.push(added(&text, entry));
+        prop_assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            texts.last().cloned().unwrap()
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn any_bytes_in_an_older_segment_or_a_checkpoint_text_never_fail_a_write_or_show_a_wrong_text() {
+    let runtime = runtime();
+    run(
+        160,
+        22,
+        (any::<bool>(), mutation()),
+        |(in_text, mutation)| runtime.block_on(check_older_history(in_text, mutation)),
+    );
+}
