@@ -344,10 +344,11 @@ impl Journal {
         let (at, text) = match revisions.iter().rposition(Revision::is_base) {
             Some(index) => {
                 let (older, newer) = revisions.split_at(index);
-                if newer.len() == 1 && is_own_checkpoint(newest) {
+                let (at, text, stripped) = self.start_segment(older, newer, retention, now)?;
+                if stripped && newer.len() == 1 {
                     head.text = None;
                 }
-                self.start_segment(older, newer, retention, now)?
+                (at, text)
             }
             None => self.append(revisions)?,
         };
@@ -379,14 +380,14 @@ impl Journal {
 
     /// Appends `older` to the live segment, then starts a new one with `newer`, the first of
     /// them a base, and unlinks the segments no kept revision needs: where the new segment's
-    /// lines start (0), and the lines.
+    /// lines start (0), the lines, and whether the first line's text was left to be linked.
     fn start_segment(
         &mut self,
         older: &[Revision],
         newer: &[Revision],
         retention: Retention,
         now: SystemTime,
-    ) -> Result<(u64, String), MemoryError> {
+    ) -> Result<(u64, String, bool), MemoryError> {
         if !older.is_empty() {
             self.append(older)?;
         }
@@ -396,7 +397,7 @@ impl Journal {
                 Ok(first) => Some(segment_path(&self.document_path, first.number)),
                 // A first line that is not ours (edited by hand) names no segment: the write
                 // appends, whole texts included, and reading the journal reports the line.
-                Err(_) => return self.append(newer),
+                Err(_) => return self.append(newer).map(|(at, text)| (at, text, false)),
             },
             false => None,
         };
@@ -430,7 +431,8 @@ impl Journal {
             let live = (first.number, first.time, !is_own_checkpoint(first));
             self.prune(live, tip.number, retention, now)?;
         }
-        Ok((0, text))
+        let stripped = newer.first().is_some_and(is_own_checkpoint);
+        Ok((0, text, stripped))
     }
 
     /// Unlinks the older segments, and their texts, that lie before the newest segment that
