@@ -908,7 +908,6 @@ async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failur
 }
 
 /// A progress bar on stderr; hidden when stderr is not a terminal.
-#[cfg(feature = "recall")]
 fn progress_bar(label: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(0);
     if let Ok(style) =
