@@ -717,20 +717,32 @@ fn parse_all(
     for (index, line) in bytes[..end].split(|byte| *byte == b'\n').enumerate() {
         let place = format!("line {}", index + 1);
         let revision = parse_line(path, document, line, &place)?;
-        if let Some(previous) = revisions.last()
-            && revision.number != previous.number + 1
-        {
-            return Err(MemoryError::Corrupt {
-                location: path.display().to_string(),
-                reason: format!(
-                    "{place} is revision {} after revision {}: numbers go up by one",
-                    revision.number, previous.number
-                ),
-            });
+        if let Some(previous) = revisions.last() {
+            follows(path, &place, &revision, previous)?;
         }
         revisions.push(revision);
     }
     Ok(revisions)
+}
+
+/// `Corrupt` at `path` unless `revision` (at `place` there) is the one after `previous`: a
+/// journal's numbers go up by one, within a segment and from one segment to the next.
+fn follows(
+    path: &Path,
+    place: &str,
+    revision: &Revision,
+    previous: &Revision,
+) -> Result<(), MemoryError> {
+    if revision.number == previous.number + 1 {
+        return Ok(());
+    }
+    Err(MemoryError::Corrupt {
+        location: path.display().to_string(),
+        reason: format!(
+            "{place} is revision {} after revision {}: numbers go up by one",
+            revision.number, previous.number
+        ),
+    })
 }
 
 /// `revisions` as journal lines: compact JSON, one a line, each ending in a newline.
@@ -861,15 +873,7 @@ fn read_segments(document: &Path, id: &DocumentId) -> Result<Option<Vec<Revision
         if path == live_path && first.number <= last.number {
             continue;
         }
-        if first.number != last.number + 1 {
-            return Err(MemoryError::Corrupt {
-                location: path.display().to_string(),
-                reason: format!(
-                    "it starts at revision {} after revision {}: numbers go up by one",
-                    first.number, last.number
-                ),
-            });
-        }
+        follows(path, "its first line", first, last)?;
         revisions.extend(segment);
     }
     let Some(oldest) = revisions.first().map(|revision| revision.number) else {
