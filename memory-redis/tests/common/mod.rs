@@ -170,8 +170,10 @@ pub async fn hold_lock(
 }
 
 /// Sends `updates` until the sync lands, as a caller retrying a server that moved (a failover,
-/// a resharding) would: each failure must be of a kind in `retryable`, and the call must land
-/// within `within`. Returns how many calls failed first.
+/// a resharding) would: under one idempotency key, so a call whose outcome is unknown (a reply
+/// lost to the move, a timeout) is sent again without landing twice. Each other failure must be
+/// of a kind in `retryable`, and the call must land within `within`. Returns how many calls
+/// failed first.
 pub async fn sync_until_it_lands(
     provider: &RedisProvider,
     ctx: &memory_core::MemoryContext,
@@ -179,18 +181,21 @@ pub async fn sync_until_it_lands(
     retryable: &[memory_core::ErrorKind],
     within: std::time::Duration,
 ) -> usize {
-    use memory_core::MemoryProvider;
+    use memory_core::{ErrorKind, IdempotencyKey, MemoryProvider};
+    let keyed = ctx
+        .clone()
+        .with_idempotency_key(IdempotencyKey::new("sync-until-it-lands").unwrap());
     let started = std::time::Instant::now();
     let mut failures = 0;
     loop {
         match provider
-            .sync(ctx, updates, &memory_core::IfMatch::NONE)
+            .sync(&keyed, updates, &memory_core::IfMatch::NONE)
             .await
         {
             Ok(_) => return failures,
             Err(err) => {
                 assert!(
-                    retryable.contains(&err.kind()),
+                    err.kind() == ErrorKind::OutcomeUnknown || retryable.contains(&err.kind()),
                     "not a failure to retry: {err}"
                 );
                 failures += 1;
