@@ -5,9 +5,7 @@
 #
 #   clients/python/check.sh [pytest args...]
 #
-# The venv is made afresh when requirements-dev.lock, pyproject.toml or the Python version
-# change (a stamp with their hashes, written after a successful install); otherwise it is
-# used as is and nothing is fetched. Every dependency comes from PyPI, pinned with hashes.
+# The venv is install.sh's (made afresh only when the lock, pyproject.toml or Python change).
 #
 # Environment:
 #   MEMORY_BIN                 the memory binary (default $CARGO_TARGET_DIR/debug/memory,
@@ -24,44 +22,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-lock="$here/requirements-dev.lock"
-venv="${MEMORY_PYTHON_CLIENT_VENV:-$HOME/.cache/agent-memory/venv-python-client}"
-python="${PYTHON:-python3}"
 
-mkdir -p "$(dirname "$venv")"
-# One installer at a time per venv: two runs started together would race on pip.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$venv.install-lock"
-  flock 9
-fi
-
-stamp="$venv/.agent-memory-stamp"
-want_stamp() {
-  local pyver
-  pyver="$("$venv/bin/python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')" || return 1
-  printf '%s %s python-%s\n' "$(sha256sum "$lock" | cut -d' ' -f1)" \
-    "$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)" "$pyver"
-}
-
-if [[ -x "$venv/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$(want_stamp 2>/dev/null)" ]] \
-  && "$venv/bin/python" -c 'import agent_memory, anthropic' >/dev/null 2>&1; then
-  echo "== python client venv up to date: $venv"
-else
-  echo "== installing $lock and the package (editable) into $venv"
-  # Made afresh, not upgraded in place, so it holds the lock's packages and nothing else.
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  # --no-deps: the lock is complete; --only-binary: every locked package ships wheels, so no
-  # unhashed build backend is fetched.
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
-    --require-hashes --no-deps --only-binary=:all: -r "$lock"
-  # The package itself, built by the locked flit-core: nothing fetched.
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
-    --no-deps --no-build-isolation --editable "$here"
-  "$venv/bin/python" -m pip check
-  want_stamp > "$stamp.tmp"
-  mv "$stamp.tmp" "$stamp"
-fi
+venv="$("$here/install.sh" | tail -n 1)"
 
 export MEMORY_BIN="${MEMORY_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/agent-memory/target}/debug/memory}"
 if [[ ! -x "$MEMORY_BIN" ]]; then

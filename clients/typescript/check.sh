@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Checks the TypeScript client: installs its dev dependencies from package-lock.json (npm ci,
-# skipped while node_modules matches the lock), checks src/generated/openapi.ts is what
-# docs/openapi.json generates, then prettier --check, tsc --strict over the sources and the
+# Checks the TypeScript client: installs its dev dependencies from package-lock.json
+# (install.sh: npm ci, skipped while node_modules matches the lock), checks that
+# src/generated/openapi.ts is what docs/openapi.json generates, then prettier --check, tsc --strict over the sources and the
 # tests (test/openapi-types.test.ts holds the hand-written src/types.ts to those generated
 # types at compile time), the build (dist/: .js + .d.ts), and the tests with node --test
 # against a real `memory serve` ($MEMORY_BIN, default $CARGO_TARGET_DIR/debug/memory).
@@ -18,14 +18,7 @@ if ((major < 20)); then
   exit 1
 fi
 
-# npm ci wipes node_modules, so it runs only when the lock changed since the last install.
-lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
-stamp=node_modules/.package-lock.sha256
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$lock_sum" ]]; then
-  echo "== npm ci (clients/typescript)"
-  npm ci --no-audit --no-fund
-  echo "$lock_sum" >"$stamp"
-fi
+./install.sh
 
 echo "== src/generated/openapi.ts is what docs/openapi.json generates"
 generated="$(mktemp --suffix=.ts)"
