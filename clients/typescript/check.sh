@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Checks the TypeScript client: installs its dev dependencies from package-lock.json
 # (install.sh: npm ci, skipped while node_modules matches the lock), checks that
-# src/generated/openapi.ts is what docs/openapi.json generates, then prettier --check, tsc --strict over the sources and the
-# tests (test/openapi-types.test.ts holds the hand-written src/types.ts to those generated
-# types at compile time), the build (dist/: .js + .d.ts), and the tests with node --test
-# against a real `memory serve` ($MEMORY_BIN, default $CARGO_TARGET_DIR/debug/memory).
+# src/generated/openapi.ts is what docs/openapi.json generates, then prettier --check, tsc
+# --strict over the sources and the tests (test/openapi-types.test.ts holds the hand-written
+# src/types.ts to those generated types at compile time), the build (dist/: .js + .d.ts), and
+# the tests with node --test against a real `memory serve` ($MEMORY_BIN, default
+# $CARGO_TARGET_DIR/debug/memory).
 #
 # Postgres and Redis cases use MEMORY_TEST_POSTGRES_URL and MEMORY_TEST_REDIS_URL (source
 # scripts/services.sh first), and recall cases the embedding model; without them they fail,
