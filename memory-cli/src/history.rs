@@ -73,7 +73,14 @@ pub async fn diff(
         (Some(_), None) => memory.read(&id).await?.text,
         _ => String::new(),
     };
-    let diff = RevisionDiff::between(&id, &history, &current, from, to)?;
+    let diff = RevisionDiff::between(
+        &id,
+        &history,
+        &current,
+        from,
+        to,
+        memory_core::diff_deadline(),
+    )?;
     print!("{}", diff.diff);
     Ok(())
 }

@@ -65,7 +65,7 @@ fn a_kind_this_build_lacks_is_refused_with_the_feature_to_rebuild_with() {
         );
         assert!(
             stderr.contains(&format!(
-                "cargo install agent-memory-cli --features {feature}"
+                "cargo install --locked --path memory-cli --features {feature}"
             )),
             "{kind}: {stderr}"
         );

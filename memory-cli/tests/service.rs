@@ -88,7 +88,12 @@ async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
             415,
             "application/json",
         ),
-        ("an oversized body", sync(&big), 413, "length limit"),
+        (
+            "an oversized body",
+            sync(&big),
+            413,
+            "limit of 1048576 bytes",
+        ),
         (
             "invalid UTF-8 in the body",
             request("POST", "/v1/sync").raw("application/json", invalid_utf8),
@@ -292,6 +297,23 @@ async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
             "names store \"memory\"",
         ),
         (
+            "a control character in If-Match",
+            request("PUT", "/v1/documents/users/grace/USER.md")
+                .header("if-match", "\x01")
+                .json(&json!({"text": "x"})),
+            400,
+            "if-match holds the control character 0x01",
+        ),
+        (
+            "a DEL in Idempotency-Key",
+            request("POST", "/v1/sync")
+                .header("idempotency-key", "\x7f")
+                .json(&json!({"personality": "ada", "user": "grace",
+                    "updates": [{"action": "add", "store": "user", "content": "x"}]})),
+            400,
+            "idempotency-key holds the control character 0x7f",
+        ),
+        (
             "a method the route does not take",
             request("PATCH", "/v1/documents/users/grace/USER.md").json(&json!({"text": "x"})),
             405,
@@ -328,6 +350,23 @@ async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
         );
         checked += 1;
     }
+    // A byte no URL may hold, raw in the path: hyper refuses it before any route.
+    let mut raw_path = b"GET /v1/documents/users/gr".to_vec();
+    raw_path.push(0xff);
+    raw_path
+        .extend_from_slice(format!("ace/USER.md HTTP/1.1\r\nhost: {address}\r\n\r\n").as_bytes());
+    let answer = common::send_bytes(address, &raw_path).await.unwrap();
+    assert_eq!(answer.status, 400);
+    assert_eq!(
+        answer.header("content-type"),
+        Some("application/problem+json")
+    );
+    assert!(
+        answer.detail().contains("request line holds the byte 0xff"),
+        "{}",
+        answer.detail()
+    );
+    assert_eq!(answer.json()["kind"], "invalid-input");
     assert!(!dir.path().join("memory/users/../USER.md").exists());
     assert_eq!(
         std::fs::read_to_string(dir.path().join("secret.txt")).unwrap(),
@@ -1288,5 +1327,219 @@ async fn two_servers_over_redis_apply_each_keyed_add_once() {
 async fn two_servers_over_a_redis_cluster_apply_each_keyed_add_once() {
     if let Some(shared) = shared(Service::RedisCluster) {
         two_servers_share_one_provider(&shared.config).await;
+    }
+}
+
+/// Opens `count` connections and writes `head` on each, then leaves them as they are: clients
+/// that stall mid-request.
+async fn stalled_clients(address: &str, count: usize, head: &str) -> Vec<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let mut open = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        open.push(stream);
+    }
+    open
+}
+
+/// Everything the server sends on `stream` until it closes it, or `None` when it is still
+/// open after `wait`.
+async fn until_closed(stream: &mut tokio::net::TcpStream, wait: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut sent = Vec::new();
+    match tokio::time::timeout(wait, stream.read_to_end(&mut sent)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&sent).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// Clients that stall cannot stall the server: bodies that never arrive hold no place among
+/// the requests served at once and are answered 408 after `body_timeout_ms`; headers sent
+/// slowly (slowloris) and connections left idle are closed after `header_timeout_ms`; and
+/// meanwhile health, reads and writes are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_stall_hold_no_place_and_are_cut_off_in_time() {
+    const STALLED: usize = 48;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        r#"
+        [providers.files]
+        kind = "markdown"
+        root = "memory"
+        [serve]
+        max_concurrent_requests = 8
+        body_timeout_ms = 1500
+        header_timeout_ms = 1500
+        "#,
+    );
+    let server = Server::start(&config);
+    let address = server.address.as_str();
+    let sync = |content: &str| {
+        request("POST", "/v1/sync").json(&json!({"personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "user", "content": content}]}))
+    };
+
+    let mut bodies = stalled_clients(
+        address,
+        STALLED,
+        &format!(
+            "POST /v1/sync HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+        ),
+    )
+    .await;
+    let mut headers = stalled_clients(
+        address,
+        STALLED,
+        &format!("GET /v1/health HTTP/1.1\r\nHost: {address}\r\nX-Slow: aaaa"),
+    )
+    .await;
+    let mut idle = stalled_clients(address, 1, "").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Six times as many stalled writers as places, and the server still answers.
+    let health = request("GET", "/v1/health").send(address).await.unwrap();
+    assert_eq!(health.status, 200, "{}", health.detail());
+    let added = sync("Name: Grace.").send(address).await.unwrap();
+    assert_eq!(added.status, 200, "{}", added.detail());
+    let read = request("GET", "/v1/documents/users/grace/USER.md")
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(read.status, 200, "{}", read.detail());
+
+    // Each body that never came is answered 408, a problem document, and its connection closed.
+    let wait = Duration::from_secs(20);
+    for stream in &mut bodies {
+        let answer = until_closed(stream, wait)
+            .await
+            .expect("a stalled body is answered and its connection closed");
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(
+            answer.contains("application/problem+json") && answer.contains("1500 ms"),
+            "{answer}"
+        );
+    }
+    // Headers never finished, and a connection never used: closed.
+    for stream in headers.iter_mut().chain(&mut idle) {
+        let closed = until_closed(stream, wait).await;
+        assert!(closed.is_some(), "a stalled connection is still open");
+    }
+    // Nothing the stalled writers sent was written.
+    let revisions = request("GET", "/v1/documents/users/grace/USER.md/revisions")
+        .send(address)
+        .await
+        .unwrap();
+    assert_eq!(revisions.json()["revisions"].as_array().unwrap().len(), 1);
+    println!(
+        "stalled: {STALLED} bodies answered 408, {STALLED} unfinished headers and 1 idle connection closed; health, a read and a write answered meanwhile"
+    );
+}
+
+/// More connections than `max_connections` wait to be accepted until one closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_wait_for_one_to_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        r#"
+        [providers.files]
+        kind = "markdown"
+        root = "memory"
+        [serve]
+        max_connections = 4
+        header_timeout_ms = 60000
+        "#,
+    );
+    let server = Server::start(&config);
+    let address = server.address.clone();
+    let mut open = stalled_clients(&address, 4, "").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let health = tokio::spawn({
+        let address = address.clone();
+        async move { request("GET", "/v1/health").send(&address).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!health.is_finished(), "a fifth connection was served");
+    drop(open.pop());
+    let answered = tokio::time::timeout(Duration::from_secs(10), health)
+        .await
+        .expect("served once a connection closed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(answered.status, 200);
+}
+
+/// The request method is the client's to choose; `/metrics` labels come from a closed set, so
+/// made-up methods cannot grow it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn made_up_methods_are_one_metrics_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&markdown_config(&dir));
+    let address = server.address.as_str();
+    for n in 0..40 {
+        let answer = request(&format!("MADEUP{n}"), "/v1/health")
+            .send(address)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 405, "{}", answer.detail());
+    }
+    let metrics = request("GET", "/metrics").send(address).await.unwrap();
+    let text = String::from_utf8(metrics.body).unwrap();
+    assert!(!text.contains("MADEUP"), "{text}");
+    assert!(
+        text.contains(
+            r#"memory_http_requests_total{method="other",route="/v1/health",status="405"} 40"#
+        ),
+        "{text}"
+    );
+}
+
+/// A diff of two large unrelated revisions (quadratic to make smallest) gives up on being
+/// smallest at its deadline and runs off the async workers: health is answered while two such
+/// diffs run, and both diffs answer, exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_diffs_neither_stall_the_server_nor_run_unbounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&markdown_config(&dir));
+    let address = server.address.clone();
+    let lines =
+        |prefix: char| -> String { (0..16_000).map(|n| format!("{prefix}{n:07}\n")).collect() };
+    for text in [lines('a'), lines('b')] {
+        let put = request("PUT", "/v1/documents/users/x/USER.md")
+            .header("if-match", "*")
+            .json(&json!({"text": text}));
+        let answer = put.send(&address).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.detail());
+    }
+    let diffs: Vec<_> = (0..2)
+        .map(|_| {
+            let address = address.clone();
+            tokio::spawn(async move {
+                request("GET", "/v1/documents/users/x/USER.md/diff")
+                    .send(&address)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let health = request("GET", "/v1/health").send(&address).await.unwrap();
+    assert_eq!(health.status, 200);
+    assert!(
+        diffs.iter().any(|diff| !diff.is_finished()),
+        "health was answered only after the diffs"
+    );
+    for diff in diffs {
+        let answer = tokio::time::timeout(Duration::from_secs(60), diff)
+            .await
+            .expect("a diff past its deadline ends")
+            .unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.detail());
+        let diff = answer.json()["diff"].as_str().unwrap().to_owned();
+        let removed = diff.lines().filter(|l| l.starts_with("-a")).count();
+        let added = diff.lines().filter(|l| l.starts_with("+b")).count();
+        assert_eq!((removed, added), (16_000, 16_000));
     }
 }

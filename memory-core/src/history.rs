@@ -22,7 +22,7 @@
 //! ```
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -221,8 +221,9 @@ impl Revision {
     /// What this revision changed, as a unified diff against the revision before it in
     /// `history` (see [`Revision::text_before`]), its labels `<name>@<number>`; empty when the
     /// text did not change. `None` when there is nothing to compare: a tombstone, or the
-    /// revision before it is not kept.
-    pub fn diff_in(&self, history: &[Revision], name: &str) -> Option<String> {
+    /// revision before it is not kept. Past `deadline` the diff is exact but not the smallest
+    /// (see [`unified_diff`]).
+    pub fn diff_in(&self, history: &[Revision], name: &str, deadline: Instant) -> Option<String> {
         let after = self.text.as_deref()?;
         let before = self.text_before(history)?;
         Some(unified_diff(
@@ -230,6 +231,7 @@ impl Revision {
             after,
             &format!("{name}@{}", self.number - 1),
             &format!("{name}@{}", self.number),
+            deadline,
         ))
     }
 
@@ -815,7 +817,8 @@ impl RevisionDiff {
     /// with `to` unset, from `from` to `current` (the document's text now); without `from`,
     /// revision `to` (the newest when unset) against the one before it (the empty document
     /// when that is a purge's tombstone). The diff's labels are `<path>@<number>` and
-    /// `<path>@current`.
+    /// `<path>@current`. Past `deadline` the diff is exact but not the smallest (see
+    /// [`unified_diff`]).
     ///
     /// # Errors
     /// [`MemoryError::RevisionNotFound`] for a revision not kept or a tombstone, or when the
@@ -826,6 +829,7 @@ impl RevisionDiff {
         current: &str,
         from: Option<u64>,
         to: Option<u64>,
+        deadline: Instant,
     ) -> Result<RevisionDiff, MemoryError> {
         let path = document.relative_path();
         let label = |number: u64| format!("{path}@{number}");
@@ -865,18 +869,41 @@ impl RevisionDiff {
         Ok(RevisionDiff {
             from,
             to,
-            diff: unified_diff(&old, &new, &label(from), &new_label),
+            diff: unified_diff(&old, &new, &label(from), &new_label, deadline),
         })
     }
 }
 
+/// How long the diffs of one call may search for the smallest change: finding it takes time
+/// quadratic in the lines changed (a minute for two unrelated documents of 16,000 lines), so
+/// past this the diff gives up on being smallest. See [`diff_deadline`].
+pub const DIFF_TIME: Duration = Duration::from_secs(1);
+
+/// The deadline of a call's diffs begun now: [`DIFF_TIME`] from now.
+pub fn diff_deadline() -> Instant {
+    let now = Instant::now();
+    now.checked_add(DIFF_TIME).unwrap_or(now)
+}
+
 /// A unified diff (`diff -u` form, 3 lines of context) from `old` to `new`, with the two
 /// labels as file names; empty when the texts are equal.
-pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
+///
+/// The search for the smallest diff stops at `deadline`: what is left to compare then is
+/// given as removed and added whole, in time linear in its size. The diff stays exact
+/// (applied to `old` it gives `new`), only larger than it could be.
+pub fn unified_diff(
+    old: &str,
+    new: &str,
+    old_label: &str,
+    new_label: &str,
+    deadline: Instant,
+) -> String {
     if old == new {
         return String::new();
     }
-    similar::TextDiff::from_lines(old, new)
+    similar::TextDiff::configure()
+        .deadline(deadline)
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(3)
         .header(old_label, new_label)
@@ -965,10 +992,35 @@ mod tests {
 
     #[test]
     fn diffs_are_unified() {
-        let diff = unified_diff("a\nb\n", "a\nc\n", "#1", "#2");
+        let diff = unified_diff("a\nb\n", "a\nc\n", "#1", "#2", diff_deadline());
         assert!(diff.starts_with("--- #1\n+++ #2\n"), "{diff}");
         assert!(diff.contains("-b\n+c\n"), "{diff}");
-        assert_eq!(unified_diff("same", "same", "a", "b"), "");
+        assert_eq!(unified_diff("same", "same", "a", "b", diff_deadline()), "");
+    }
+
+    /// The lines of `diff` a side keeps: `' '` and `'-'` lines for the old text, `' '` and
+    /// `'+'` for the new (one hunk: the texts are short).
+    fn side(diff: &str, mark: char) -> String {
+        diff.lines()
+            .skip(3)
+            .filter(|line| line.starts_with(' ') || line.starts_with(mark))
+            .map(|line| format!("{}\n", &line[1..]))
+            .collect()
+    }
+
+    #[test]
+    fn a_diff_past_its_deadline_is_exact_but_not_the_smallest() {
+        let old = "a\nX\nb\nY\nc\n";
+        let new = "a\nX2\nb\nY2\nc\n";
+        let smallest = unified_diff(old, new, "old", "new", diff_deadline());
+        assert!(smallest.contains("-X\n+X2\n b\n-Y\n+Y2\n"), "{smallest}");
+
+        let now = Instant::now();
+        let past = now.checked_sub(Duration::from_millis(1)).unwrap_or(now);
+        let rushed = unified_diff(old, new, "old", "new", past);
+        assert!(rushed.contains("-X\n-b\n-Y\n+X2\n+b\n+Y2\n"), "{rushed}");
+        assert_eq!(side(&rushed, '-'), old);
+        assert_eq!(side(&rushed, '+'), new);
     }
 
     fn revision(number: u64, text: Option<&str>) -> Revision {
@@ -1042,14 +1094,21 @@ mod tests {
         );
 
         assert_eq!(
-            history[0].diff_in(&history, "MEMORY.md").as_deref(),
+            history[0]
+                .diff_in(&history, "MEMORY.md", diff_deadline())
+                .as_deref(),
             Some("--- MEMORY.md@5\n+++ MEMORY.md@6\n@@ -1 +1 @@\n-five\n+six\n")
         );
-        assert_eq!(history[1].diff_in(&history, "MEMORY.md"), None);
-        assert_eq!(dead.diff_in(&history, "MEMORY.md"), None);
+        assert_eq!(
+            history[1].diff_in(&history, "MEMORY.md", diff_deadline()),
+            None
+        );
+        assert_eq!(dead.diff_in(&history, "MEMORY.md", diff_deadline()), None);
         // No change in the text: an empty diff, not none.
         assert_eq!(
-            revision(7, Some("six\n")).diff_in(&history, "M").as_deref(),
+            revision(7, Some("six\n"))
+                .diff_in(&history, "M", diff_deadline())
+                .as_deref(),
             Some("")
         );
     }
@@ -1148,14 +1207,28 @@ mod tests {
             dead,
             revision(1, Some("old\n")),
         ];
-        let diff =
-            RevisionDiff::between(&DocumentId::GlobalMemory, &history, "", None, Some(3)).unwrap();
+        let diff = RevisionDiff::between(
+            &DocumentId::GlobalMemory,
+            &history,
+            "",
+            None,
+            Some(3),
+            diff_deadline(),
+        )
+        .unwrap();
         assert_eq!((diff.from, diff.to), (2, Some(3)));
         assert!(diff.diff.contains("+new\n"), "{}", diff.diff);
         assert!(!diff.diff.contains("old"), "{}", diff.diff);
         // Before a revision that is no tombstone: its text.
-        let diff =
-            RevisionDiff::between(&DocumentId::GlobalMemory, &history, "", None, None).unwrap();
+        let diff = RevisionDiff::between(
+            &DocumentId::GlobalMemory,
+            &history,
+            "",
+            None,
+            None,
+            diff_deadline(),
+        )
+        .unwrap();
         assert_eq!((diff.from, diff.to), (3, Some(4)));
         assert!(diff.diff.contains("-new\n+newer\n"), "{}", diff.diff);
     }

@@ -30,7 +30,8 @@ pub use document::{
 };
 pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
 pub use history::{
-    DEFAULT_KEEP, Purged, Retention, Revision, RevisionDiff, RevisionEntry, Surface, unified_diff,
+    DEFAULT_KEEP, DIFF_TIME, Purged, Retention, Revision, RevisionDiff, RevisionEntry, Surface,
+    diff_deadline, unified_diff,
 };
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::{IdempotencyKey, MAX_KEY_LEN, revert_exactly_once, sync_exactly_once};

@@ -391,8 +391,9 @@ impl MemoryTools {
         let shown = revisions.len().min(limit);
         let mut text = format!("{name}, the latest changes first:");
         let mut listed = 0;
+        let deadline = memory_core::diff_deadline();
         for revision in revisions.iter().take(shown) {
-            let entry = describe_revision(name, revision, &revisions);
+            let entry = describe_revision(name, revision, &revisions, deadline);
             if listed > 0 && !fits(text.len(), entry.len()) {
                 break;
             }
@@ -562,8 +563,14 @@ fn fits(listed: usize, entry: usize) -> bool {
 }
 
 /// One revision for the model: a header line (number, time, surface, who, sizes, what), then
-/// its diff against the revision before it in `history`, cut to [`MAX_DIFF_CHARS`].
-fn describe_revision(name: &str, revision: &Revision, history: &[Revision]) -> String {
+/// its diff against the revision before it in `history` (searched for until `deadline`, see
+/// [`memory_core::unified_diff`]), cut to [`MAX_DIFF_CHARS`].
+fn describe_revision(
+    name: &str,
+    revision: &Revision,
+    history: &[Revision],
+    deadline: std::time::Instant,
+) -> String {
     let who = revision
         .who()
         .map_or_else(String::new, |who| format!(" ({who})"));
@@ -576,7 +583,7 @@ fn describe_revision(name: &str, revision: &Revision, history: &[Revision]) -> S
         revision.bytes_after,
         revision.what_changed(),
     );
-    let diff = match revision.diff_in(history, name) {
+    let diff = match revision.diff_in(history, name, deadline) {
         _ if revision.is_tombstone() => "(Purged: the text and the revisions before were \
                                           erased; nothing to show or revert to.)"
             .to_owned(),
@@ -907,7 +914,14 @@ mod tests {
             revision(3, Some("same\n")),
             revision(2, Some("same\n")),
         ];
-        let described = |at: usize| describe_revision("MEMORY.md", &history[at], &history);
+        let described = |at: usize| {
+            describe_revision(
+                "MEMORY.md",
+                &history[at],
+                &history,
+                memory_core::diff_deadline(),
+            )
+        };
         assert!(
             described(0).ends_with("· purged\n(Purged: the text and the revisions before were erased; nothing to show or revert to.)"),
             "{}",

@@ -8,6 +8,7 @@ mod ops;
 mod page;
 mod problem;
 mod replay;
+mod wire;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub struct Service {
     router: Router,
     tasks: TaskTracker,
     shutdown_timeout: Duration,
+    header_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Service {
@@ -53,6 +56,9 @@ impl Service {
             memory,
             metrics: Arc::clone(&metrics),
             openapi: Arc::new(openapi_json),
+            diffs: Arc::new(Semaphore::new(
+                std::thread::available_parallelism().map_or(1, usize::from),
+            )),
         };
         let write_routes = Arc::new(openapi::writes(&document));
         let writes = replay::Writes {
@@ -63,11 +69,17 @@ impl Service {
         };
         let operations = ops::Operations {
             metrics,
+            access_log,
+        };
+        let admission = ops::Admission {
             permits: Arc::new(Semaphore::new(settings.max_concurrent_requests)),
             request_timeout: settings.request_timeout,
-            access_log,
             writes: write_routes,
             max_concurrent: settings.max_concurrent_requests,
+        };
+        let receiving = ops::Receiving {
+            body_timeout: settings.body_timeout,
+            max_body_bytes: settings.max_body_bytes,
         };
         let api = api
             .route("/v1/openapi.json", get(openapi_document))
@@ -85,6 +97,12 @@ impl Service {
                 Arc::new(openapi::query_parameters(&document)),
                 api::known_query,
             ))
+            .layer(axum::middleware::from_fn_with_state(admission, ops::admit))
+            // Before admission: a body sent slowly, or never, holds no place.
+            .layer(axum::middleware::from_fn_with_state(
+                receiving,
+                ops::receive,
+            ))
             .layer(axum::middleware::from_fn_with_state(access, auth::identify));
         if !settings.cors_origins.is_empty() {
             router = router.layer(cors(&settings.cors_origins));
@@ -97,6 +115,8 @@ impl Service {
             router,
             tasks,
             shutdown_timeout: settings.shutdown_timeout,
+            header_timeout: settings.header_timeout,
+            max_connections: settings.max_connections,
         }
     }
 
@@ -109,35 +129,77 @@ impl Service {
     /// requests in flight and every write started finish (up to the config's
     /// `shutdown_timeout_ms`), and returns.
     ///
+    /// Each connection must send a request's headers whole within `header_timeout_ms` of the
+    /// request before (or of its opening), else it is closed: so a client that trickles
+    /// headers, or a connection left idle, holds nothing for long. At most `max_connections`
+    /// are open at once; more wait in the listen queue.
+    ///
     /// # Errors
-    /// Whatever accepting connections fails with.
+    /// None so far: a failure to accept a connection is waited out (the machine's limit on
+    /// open files, or a connection reset before it was accepted).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let (stopping, stopped) = tokio::sync::oneshot::channel::<Instant>();
-        let signal = async move {
-            shutdown.await;
-            let _ = stopping.send(Instant::now());
-        };
-        let serving = axum::serve(listener, self.router).with_graceful_shutdown(signal);
-        let mut serving = std::pin::pin!(serving.into_future());
-        let deadline = tokio::select! {
-            served = &mut serving => {
-                served?;
-                Instant::now() + self.shutdown_timeout
-            }
-            Ok(at) = stopped => {
-                let deadline = at + self.shutdown_timeout;
-                // Connections in flight get until the deadline; then they are dropped.
-                let _ = tokio::time::timeout_at(deadline.into(), &mut serving).await;
-                deadline
-            }
-        };
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(self.header_timeout);
+        let connections = Arc::new(Semaphore::new(self.max_connections));
+        let open = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = accept(&listener, &connections) => accepted,
+            };
+            let Some((stream, place)) = accepted else {
+                continue;
+            };
+            // Answers are written whole; waiting to fill a segment only delays them.
+            let _ = stream.set_nodelay(true);
+            let service = hyper_util::service::TowerToHyperService::new(self.router.clone());
+            let connection = open.watch(http.serve_connection(
+                hyper_util::rt::TokioIo::new(wire::Wire::new(stream)),
+                service,
+            ));
+            tokio::spawn(async move {
+                // A connection's end (closed, timed out, reset) is the client's business.
+                let _ = connection.await;
+                drop(place);
+            });
+        }
+        drop(listener);
+        let stopping = Instant::now();
+        // Connections in flight get until the shutdown timeout; then they are dropped.
+        let _ = tokio::time::timeout(self.shutdown_timeout, open.shutdown()).await;
         self.tasks.close();
-        let _ = tokio::time::timeout_at(deadline.into(), self.tasks.wait()).await;
+        let left = self.shutdown_timeout.saturating_sub(stopping.elapsed());
+        let _ = tokio::time::timeout(left, self.tasks.wait()).await;
         Ok(())
+    }
+}
+
+/// The next connection, with its place among those open at once; `None` when accepting
+/// failed, after a pause when the failure is the machine's (out of file descriptors, say), so
+/// the loop does not spin.
+async fn accept(
+    listener: &tokio::net::TcpListener,
+    connections: &Arc<Semaphore>,
+) -> Option<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+    let place = Arc::clone(connections).acquire_owned().await.ok()?;
+    match listener.accept().await {
+        Ok((stream, _)) => Some((stream, place)),
+        Err(error) => {
+            let reset = matches!(
+                error.kind(),
+                std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+            );
+            if !reset {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            None
+        }
     }
 }
 

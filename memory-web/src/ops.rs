@@ -5,8 +5,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -106,18 +107,30 @@ impl Metrics {
     }
 }
 
-/// How the service runs, as the middleware needs it.
+/// What the outermost middleware needs: where to count, and whether to log.
 #[derive(Clone)]
 pub(crate) struct Operations {
     pub metrics: Arc<Metrics>,
+    pub access_log: bool,
+}
+
+/// The bounds on requests admitted, as [`admit`] keeps them.
+#[derive(Clone)]
+pub(crate) struct Admission {
     pub permits: Arc<Semaphore>,
     pub request_timeout: Duration,
-    pub access_log: bool,
     /// The writes the API takes, as (method, route template): a write past its time goes on,
     /// a read does not.
     pub writes: Arc<HashSet<(Method, String)>>,
     /// The most requests answered at once (the permits' number).
     pub max_concurrent: usize,
+}
+
+/// The bounds on a request's body, as [`receive`] keeps them.
+#[derive(Clone, Copy)]
+pub(crate) struct Receiving {
+    pub body_timeout: Duration,
+    pub max_body_bytes: usize,
 }
 
 /// A request's place among those served at once. It is given back when the request is
@@ -154,8 +167,7 @@ impl Drop for InFlight {
     }
 }
 
-/// The outermost middleware: request id, metrics, access log; then the cap on requests at
-/// once and the request timeout.
+/// The outermost middleware: request id, metrics, access log.
 pub(crate) async fn operate(
     State(ops): State<Operations>,
     mut request: Request,
@@ -175,6 +187,7 @@ pub(crate) async fn operate(
         request.headers_mut().insert(REQUEST_ID, value);
     }
     let method = request.method().clone();
+    let method_label = method_label(&method);
     let path = request.uri().path().to_owned();
     let route = request
         .extensions()
@@ -182,22 +195,7 @@ pub(crate) async fn operate(
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
 
     let in_flight = InFlight::new(&ops.metrics.in_flight);
-    let keyed = request.headers().contains_key(crate::IDEMPOTENCY_KEY);
-    let mut response = match ops.permits.clone().try_acquire_owned() {
-        Err(_) => Problem::busy(format!(
-            "the server is answering its most requests at once ({}); retry shortly",
-            ops.max_concurrent
-        ))
-        .into_response(),
-        Ok(permit) => {
-            let place = Place(Arc::new(std::sync::Mutex::new(Some(permit))));
-            request.extensions_mut().insert(place.clone());
-            let answered = tokio::time::timeout(ops.request_timeout, next.run(request)).await;
-            drop(place);
-            let writes = ops.writes.contains(&(method.clone(), route.clone()));
-            answered.unwrap_or_else(|_| timed_out(writes, keyed, ops.request_timeout))
-        }
-    };
+    let mut response = next.run(request).await;
     drop(in_flight);
 
     if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -212,7 +210,7 @@ pub(crate) async fn operate(
     ops.metrics
         .requests
         .get_or_create(&RequestLabels {
-            method: method.to_string(),
+            method: method_label.to_owned(),
             route: route.clone(),
             status,
         })
@@ -220,7 +218,7 @@ pub(crate) async fn operate(
     ops.metrics
         .latency
         .get_or_create(&RouteLabels {
-            method: method.to_string(),
+            method: method_label.to_owned(),
             route: route.clone(),
         })
         .observe(elapsed.as_secs_f64());
@@ -252,6 +250,105 @@ pub(crate) async fn operate(
         eprintln!("{line}");
     }
     response
+}
+
+/// The body of a request, read whole before the request is admitted ([`admit`]): a client
+/// that sends it slowly, or never, holds no place among the requests served at once, and is
+/// answered 408 once `body_timeout` has passed (the connection is closed: the rest of its body
+/// would be read as the next request). A body over `max_body_bytes` is answered 413.
+pub(crate) async fn receive(
+    State(limits): State<Receiving>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, limits.max_body_bytes);
+    let body = match tokio::time::timeout(limits.body_timeout, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(error)) => {
+            let too_large = error
+                .into_inner()
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            let problem = if too_large {
+                Problem::invalid_with(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body is over the limit of {} bytes (max_body_bytes); nothing was done",
+                        limits.max_body_bytes
+                    ),
+                )
+            } else {
+                Problem::invalid("the request body was cut off before its end; nothing was done")
+            };
+            return problem.into_response();
+        }
+        Err(_) => {
+            let mut response = Problem::invalid_with(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive whole within {} ms; nothing was done: send it again, whole",
+                    limits.body_timeout.as_millis()
+                ),
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(body))).await
+}
+
+/// A place among the requests served at once, or 503 at once when there is none; then the
+/// request timeout.
+pub(crate) async fn admit(
+    State(admission): State<Admission>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Ok(permit) = admission.permits.clone().try_acquire_owned() else {
+        return Problem::busy(format!(
+            "the server is answering its most requests at once ({}); retry shortly",
+            admission.max_concurrent
+        ))
+        .into_response();
+    };
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|route| route.as_str().to_owned());
+    let keyed = request.headers().contains_key(crate::IDEMPOTENCY_KEY);
+    let place = Place(Arc::new(std::sync::Mutex::new(Some(permit))));
+    request.extensions_mut().insert(place.clone());
+    let answered = tokio::time::timeout(admission.request_timeout, next.run(request)).await;
+    drop(place);
+    answered.unwrap_or_else(|_| {
+        let writes = route.is_some_and(|route| admission.writes.contains(&(method.clone(), route)));
+        timed_out(writes, keyed, admission.request_timeout)
+    })
+}
+
+/// The method as a metrics label: one of the methods HTTP defines, else `other`. The client
+/// picks the method, and a label per made-up one would grow `/metrics` without bound.
+fn method_label(method: &Method) -> &'static str {
+    static KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
+    KNOWN
+        .iter()
+        .find(|known| *known == method)
+        .map_or("other", Method::as_str)
 }
 
 /// A request past its time: a read wrote nothing (503, retry); a write goes on to its end

@@ -185,8 +185,8 @@ impl Problem {
         )
     }
 
-    /// Bad input with a status of its own (413 too large, 415 not JSON, 422 wrong shape, 428
-    /// a precondition required): still `invalid-input`.
+    /// Bad input with a status of its own (408 a body not sent in time, 413 too large, 415 not
+    /// JSON, 422 wrong shape, 428 a precondition required): still `invalid-input`.
     pub fn invalid_with(status: StatusCode, detail: impl Into<String>) -> Problem {
         Problem::new(status, ProblemKind::Memory(ErrorKind::InvalidInput), detail)
     }

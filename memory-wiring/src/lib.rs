@@ -62,13 +62,14 @@ pub use config::{
     default_root,
 };
 pub use serve::{
-    ApiKey, MAX_CONCURRENT_REQUESTS, RESERVED_KEY_NAMES, Scope, ServeConfig, check_key_name,
+    ApiKey, MAX_CONCURRENT_REQUESTS, MAX_READ_TIMEOUT, RESERVED_KEY_NAMES, Scope, ServeConfig,
+    check_key_name,
 };
 
 /// What to do to get a build with `feature`, for messages that refuse what this build lacks.
 pub fn rebuild_with(feature: &str) -> String {
     format!(
-        "rebuild with the cargo feature {feature:?} (the memory command: cargo install agent-memory-cli --features {feature})"
+        "rebuild with the cargo feature {feature:?} (the memory command, in a checkout of agent-memory: cargo install --locked --path memory-cli --features {feature})"
     )
 }
 

@@ -13,6 +13,10 @@ use serde::Deserialize;
 /// request_timeout_ms = 30000        # a request past this is answered 503 (or 504 for a write)
 /// max_concurrent_requests = 512     # more at once are answered 503 with Retry-After
 /// max_body_bytes = 1048576          # larger bodies are answered 413
+/// body_timeout_ms = 10000           # a body not all sent by then is answered 408
+/// header_timeout_ms = 10000         # a request's headers not all sent by then (or a connection
+///                                   # idle that long between requests): the connection is closed
+/// max_connections = 1024            # more wait to be accepted until one closes
 /// shutdown_timeout_ms = 30000       # how long SIGTERM waits for requests in flight
 /// cors_origins = ["https://app.example.com"]   # none: no CORS, browsers keep to this origin
 ///
@@ -33,6 +37,15 @@ pub struct ServeConfig {
     pub max_concurrent_requests: usize,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// The most a request's body may take to arrive, whole; past it the request is answered 408
+    /// before it takes a place among the requests served at once.
+    pub body_timeout: Duration,
+    /// The most a request's headers may take to arrive, whole, counted from the end of the
+    /// request before on the connection (or from its opening): past it the connection is
+    /// closed. So a connection idle this long between requests is closed too.
+    pub header_timeout: Duration,
+    /// The most connections open at once; more wait in the listen queue until one closes.
+    pub max_connections: usize,
     /// How long a stop (SIGTERM, Ctrl-C) waits for requests in flight before exiting.
     pub shutdown_timeout: Duration,
 }
@@ -45,6 +58,9 @@ impl Default for ServeConfig {
             request_timeout: Duration::from_secs(30),
             max_concurrent_requests: 512,
             max_body_bytes: 1024 * 1024,
+            body_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+            max_connections: 1024,
             shutdown_timeout: Duration::from_secs(30),
         }
     }
@@ -121,6 +137,9 @@ pub(crate) struct RawServe {
     request_timeout_ms: Option<u64>,
     max_concurrent_requests: Option<usize>,
     max_body_bytes: Option<usize>,
+    body_timeout_ms: Option<u64>,
+    header_timeout_ms: Option<u64>,
+    max_connections: Option<usize>,
     shutdown_timeout_ms: Option<u64>,
 }
 
@@ -203,6 +222,21 @@ impl RawServe {
                 self.max_body_bytes,
                 defaults.max_body_bytes,
             )?,
+            body_timeout: read_timeout(
+                "body_timeout_ms",
+                self.body_timeout_ms,
+                defaults.body_timeout,
+            )?,
+            header_timeout: read_timeout(
+                "header_timeout_ms",
+                self.header_timeout_ms,
+                defaults.header_timeout,
+            )?,
+            max_connections: at_least_one(
+                "max_connections",
+                self.max_connections,
+                defaults.max_connections,
+            )?,
             shutdown_timeout: Duration::from_millis(at_least_one(
                 "shutdown_timeout_ms",
                 self.shutdown_timeout_ms,
@@ -251,6 +285,23 @@ fn at_least_one<T: PartialEq + From<u8>>(
         Some(value) => Ok(value),
         None => Ok(default),
     }
+}
+
+/// The longest a client may take to send a request's headers or body.
+pub const MAX_READ_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// A timeout for reading from a client: `value` milliseconds, or `default` when unset; 0 and
+/// more than [`MAX_READ_TIMEOUT`] are refused naming the setting.
+fn read_timeout(name: &str, value: Option<u64>, default: Duration) -> Result<Duration, String> {
+    let timeout = Duration::from_millis(at_least_one(name, value, millis(default))?);
+    if timeout > MAX_READ_TIMEOUT {
+        return Err(format!(
+            "serve.{name} is {}; the most is {} (an hour)",
+            millis(timeout),
+            millis(MAX_READ_TIMEOUT)
+        ));
+    }
+    Ok(timeout)
 }
 
 fn millis(duration: Duration) -> u64 {

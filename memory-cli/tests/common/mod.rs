@@ -198,16 +198,7 @@ impl Request {
 
     /// Sends it on a connection of its own and reads the whole answer.
     pub async fn send(&self, address: &str) -> std::io::Result<Answer> {
-        let mut stream = TcpStream::connect(address).await?;
-        stream.write_all(&self.bytes(address)).await?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await?;
-        parse(&raw).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("not a whole response: {}", String::from_utf8_lossy(&raw)),
-            )
-        })
+        send_bytes(address, &self.bytes(address)).await
     }
 
     /// Sends it, reads at most `keep` bytes of the answer, and drops the connection: a client
@@ -221,6 +212,20 @@ impl Request {
         }
         Ok(())
     }
+}
+
+/// Sends `bytes` on a connection of its own, as they are, and reads the whole answer.
+pub async fn send_bytes(address: &str, bytes: &[u8]) -> std::io::Result<Answer> {
+    let mut stream = TcpStream::connect(address).await?;
+    stream.write_all(bytes).await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    parse(&raw).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("not a whole response: {}", String::from_utf8_lossy(&raw)),
+        )
+    })
 }
 
 /// An HTTP/1.1 response with a `content-length`, as the server sends them.

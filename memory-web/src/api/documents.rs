@@ -311,15 +311,31 @@ async fn revisions(
     let with_text = query.text.unwrap_or(false);
     let with_diff = query.diff.unwrap_or(false);
     let path = document.relative_path();
-    let revisions: Vec<RevisionItem> = kept[from..]
+    let shown = from..kept.len().min(from.saturating_add(limit));
+    let (kept, diffs) = if with_diff {
+        let (path, shown) = (path.clone(), shown.clone());
+        app.diffing(move || {
+            let deadline = memory_core::diff_deadline();
+            let diffs = kept[shown]
+                .iter()
+                .map(|revision| revision.diff_in(&kept, &path, deadline))
+                .collect();
+            (kept, diffs)
+        })
+        .await?
+    } else {
+        let none = vec![None; shown.len()];
+        (kept, none)
+    };
+    let revisions: Vec<RevisionItem> = kept[shown.clone()]
         .iter()
+        .zip(diffs)
         .enumerate()
-        .take(limit)
-        .map(|(offset, revision)| {
+        .map(|(offset, (revision, diff))| {
             let previous = kept.get(from + offset + 1);
             RevisionItem {
                 entry: seen_by(RevisionEntry::new(revision, with_text), caller),
-                diff: with_diff.then(|| revision.diff_in(&kept, &path)).flatten(),
+                diff,
                 oldest_kept: previous.is_none() && revision.number > 1,
             }
         })
@@ -411,9 +427,19 @@ async fn diff(
         (Some(_), None) => app.memory.read(&document).await?.text,
         _ => String::new(),
     };
-    Ok(Json(RevisionDiff::between(
-        &document, &history, &current, query.from, query.to,
-    )?))
+    let diff = app
+        .diffing(move || {
+            RevisionDiff::between(
+                &document,
+                &history,
+                &current,
+                query.from,
+                query.to,
+                memory_core::diff_deadline(),
+            )
+        })
+        .await??;
+    Ok(Json(diff))
 }
 
 /// Which revision to put a document back to.
