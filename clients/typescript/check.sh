@@ -44,7 +44,8 @@ echo "== node --test"
 node --test --test-concurrency=1 .test-build/test/*.test.js
 
 echo "== npm pack ships the built entry points"
-# prepack rebuilds dist/ from a clean slate, so a fresh clone packs what it imports.
+# prepare (scripts/prepare.mjs) rebuilds dist/ from a clean slate, so a clone packs what it
+# imports; test/install.test.ts packs a fresh copy and installs the tarball.
 npm pack --dry-run --json 2>/dev/null >"$generated.pack.json"
 node -e '
   const [pack] = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));

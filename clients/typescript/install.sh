@@ -2,6 +2,8 @@
 # Installs the TypeScript client's dev dependencies from package-lock.json with `npm ci`, only
 # when the lock changed since the last install (npm ci wipes node_modules). check.sh runs it
 # first; scripts/test runs it early, in the background, so the download overlaps the build.
+# --ignore-scripts: no dependency has install scripts, and the package's own `prepare` (the
+# build) is check.sh's to run, after the checks before it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -9,6 +11,6 @@ lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
 stamp=node_modules/.package-lock.sha256
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$lock_sum" ]]; then
   echo "== npm ci (clients/typescript)"
-  npm ci --no-audit --no-fund
+  npm ci --ignore-scripts --no-audit --no-fund
   echo "$lock_sum" >"$stamp"
 fi

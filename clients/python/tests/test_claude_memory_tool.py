@@ -10,8 +10,10 @@ import re
 import socket
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -821,5 +823,11 @@ def test_importing_the_tool_without_the_sdk_says_which_extra_to_install() -> Non
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert "ImportError" in run.stdout
-    assert "pip install 'agent-memory[anthropic]'" in run.stdout
+    # The SDK by the extra's own range, or the extra from a checkout; never a registry name
+    # this package is not published under.
+    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    [requirement] = pyproject["project"]["optional-dependencies"]["anthropic"]
+    assert f"pip install '{requirement.replace(' ', '')}'" in run.stdout
+    assert "pip install './clients/python[anthropic]'" in run.stdout
+    assert "agent-memory[" not in run.stdout
     assert "client ok MemoryClient" in run.stdout

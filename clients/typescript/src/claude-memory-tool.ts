@@ -83,11 +83,12 @@ const LINE_NUMBER_WIDTH = 6;
  *   user: 'grace',
  * });
  * const runner = new Anthropic().beta.messages.toolRunner({
- *   model: 'claude-sonnet-4-5',
+ *   model: 'claude-sonnet-5-5',
  *   max_tokens: 1024,
  *   tools: [memory.tool()],
  *   messages: [{ role: 'user', content: 'Remember that I prefer metric units.' }],
  * });
+ * const final = await runner.runUntilDone(); // not runner.done(): that waits for another loop
  * ```
  *
  * What each command means here:

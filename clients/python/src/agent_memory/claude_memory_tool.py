@@ -3,8 +3,9 @@
 :class:`AgentMemoryTool` (blocking, on a :class:`~agent_memory.MemoryClient`) and
 :class:`AsyncAgentMemoryTool` (on an :class:`~agent_memory.AsyncMemoryClient`) subclass the
 Anthropic SDK's ``BetaAbstractMemoryTool`` / ``BetaAsyncAbstractMemoryTool``; hand one to the
-SDK's tool runner like any tool. Needs the ``anthropic`` extra
-(``pip install 'agent-memory[anthropic]'``).
+SDK's tool runner like any tool. Needs the Anthropic SDK, the package's ``anthropic`` extra
+(``pip install './clients/python[anthropic]'`` from a checkout, or
+``pip install 'anthropic>=2.13,<3'``).
 
 One backend serves one conversation: a personality and a user. Under ``/memories`` the model
 sees exactly two files:
@@ -62,9 +63,12 @@ try:
 except ModuleNotFoundError as missing:  # pragma: no cover - exercised in a subprocess
     if missing.name is None or missing.name.split(".")[0] != "anthropic":
         raise
+    # Not `pip install 'agent-memory[anthropic]'`: this package is not on PyPI, and that
+    # name there would be someone else's.
     raise ImportError(
-        "agent_memory.claude_memory_tool needs the Anthropic SDK: "
-        "pip install 'agent-memory[anthropic]'",
+        "agent_memory.claude_memory_tool needs the Anthropic SDK, which is not installed: "
+        "pip install 'anthropic>=2.13,<3' (the range of this package's `anthropic` extra; "
+        "from a checkout of agent-memory: pip install './clients/python[anthropic]')",
         name=missing.name,
     ) from missing
 from anthropic.types.beta import (
