@@ -274,15 +274,23 @@ enum Command {
     Openapi,
     /// Print a shell's completion script for memory.
     ///
-    /// Example: memory completions bash > ~/.local/share/bash-completion/completions/memory
+    /// Example: mkdir -p ~/.local/share/bash-completion/completions &&
+    /// memory completions bash > ~/.local/share/bash-completion/completions/memory
     Completions {
         /// The shell: bash, elvish, fish, powershell or zsh.
         shell: clap_complete::Shell,
     },
-    /// Print memory's man page (roff), from the same definitions as --help.
+    /// Print memory's man page (roff), from the same definitions as --help; with --dir, write
+    /// it and one page per subcommand (memory-show.1, memory-key-new.1, ...), the pages its
+    /// SUBCOMMANDS section refers to.
     ///
-    /// Example: memory man > ~/.local/share/man/man1/memory.1
-    Man,
+    /// Example: memory man --dir ~/.local/share/man/man1   (then: man memory-show)
+    Man {
+        /// Write memory.1 and every subcommand's page into this folder (made when missing),
+        /// and print the path of each page written, instead of printing memory.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// The main job: a scripted multi-turn agent session on the markdown default.
     ///
     /// Uses semantic recall when the embedding model is provisioned (MEMORY_MODEL_DIR).
@@ -463,12 +471,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", String::from_utf8_lossy(&out));
             return Ok(());
         }
-        Command::Man => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut out)
-                .map_err(|err| Failure::other(err.to_string()))?;
-            print!("{}", String::from_utf8_lossy(&out));
+        Command::Man { dir } => {
+            match dir {
+                Some(dir) => {
+                    for page in man_pages(&dir)? {
+                        println!("{}", page.display());
+                    }
+                }
+                None => {
+                    let mut out = Vec::new();
+                    clap_mangen::Man::new(man_command())
+                        .render(&mut out)
+                        .map_err(|err| Failure::other(err.to_string()))?;
+                    print!("{}", String::from_utf8_lossy(&out));
+                }
+            }
             return Ok(());
         }
         _ => {}
@@ -639,11 +656,51 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         | Command::Key(_)
         | Command::Openapi
         | Command::Completions { .. }
-        | Command::Man => {
+        | Command::Man { .. } => {
             unreachable!("handled before the config is loaded")
         }
     }
     Ok(())
+}
+
+/// The command line as its man pages show it: without clap's `help` subcommand, which has no
+/// page of its own (`memory help X` is `memory X --help`), so every `memory-X(1)` a page names
+/// is one [`man_pages`] writes.
+fn man_command() -> clap::Command {
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
+    command
+}
+
+/// Writes `memory.1` and a page per subcommand, nested ones included (`memory-key-new.1`), into
+/// `dir`, made when missing; returns the paths written, `memory.1` first.
+fn man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>, Failure> {
+    fn write(
+        command: clap::Command,
+        dir: &std::path::Path,
+        written: &mut Vec<PathBuf>,
+    ) -> std::io::Result<()> {
+        let subcommands: Vec<clap::Command> = command
+            .get_subcommands()
+            .filter(|subcommand| !subcommand.is_hide_set())
+            .cloned()
+            .collect();
+        written.push(clap_mangen::Man::new(command).generate_to(dir)?);
+        for subcommand in subcommands {
+            write(subcommand, dir, written)?;
+        }
+        Ok(())
+    }
+    let failed = |err: std::io::Error| {
+        Failure::other(format!(
+            "cannot write the man pages into {}: {err}",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let mut written = Vec::new();
+    write(man_command(), dir, &mut written).map_err(failed)?;
+    Ok(written)
 }
 
 /// How long a writing command waits for a recall index to catch up with what it wrote.

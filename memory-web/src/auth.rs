@@ -398,17 +398,66 @@ fn authorize(parts: &Parts, scope: Scope) -> Result<Arc<Principal>, Problem> {
     Ok(principal)
 }
 
+/// Whether the `Host` header names this machine, and nothing else: `localhost` (any case, an
+/// optional final dot), an IPv4 literal in 127.0.0.0/8, or `[::1]`, each with an optional
+/// port from 1 to 65535. Anything else is refused, a malformed host included
+/// (`localhost:80@evil.example`, `127.0.0.1:evil.example`, `[::1]evil.example`): a host this
+/// check cannot read is not one it can vouch for.
 fn names_loopback(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        // None, or several: RFC 9112 makes several a bad request.
         return false;
     };
-    let name = match host.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
-        None => host.split(':').next().unwrap_or_default(),
+    host.to_str().is_ok_and(is_loopback_host)
+}
+
+/// [`names_loopback`] on one `Host` value (RFC 9110 `uri-host [ ":" port ]`).
+fn is_loopback_host(host: &str) -> bool {
+    let (name, port) = match host.strip_prefix('[') {
+        // An IP literal: `[` address `]`, then nothing or `:port`.
+        Some(bracketed) => {
+            let Some((address, rest)) = bracketed.split_once(']') else {
+                return false;
+            };
+            let port = match rest {
+                "" => None,
+                rest => match rest.strip_prefix(':') {
+                    Some(port) => Some(port),
+                    None => return false,
+                },
+            };
+            let loopback = address
+                .parse::<std::net::Ipv6Addr>()
+                .is_ok_and(|address| address.is_loopback());
+            if !loopback {
+                return false;
+            }
+            (None, port)
+        }
+        None => match host.split_once(':') {
+            Some((name, port)) => (Some(name), Some(port)),
+            None => (Some(host), None),
+        },
     };
+    if let Some(port) = port {
+        // Digits only (`str::parse` would take a `+`), 1 to 65535.
+        let digits =
+            !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit());
+        if !digits || !port.parse::<u16>().is_ok_and(|port| port != 0) {
+            return false;
+        }
+    }
+    let Some(name) = name else {
+        return true;
+    };
+    // A dotted-quad literal, as std reads one (four decimal octets, no leading zeros).
+    if let Ok(address) = name.parse::<std::net::Ipv4Addr>() {
+        return address.is_loopback();
+    }
     // Host names compare without case, and a fully qualified one may end with a dot.
-    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
-    matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1")
+    let name = name.strip_suffix('.').unwrap_or(name);
+    name.eq_ignore_ascii_case("localhost")
 }
 
 #[cfg(test)]
@@ -526,20 +575,53 @@ mod tests {
     fn host_names_are_parsed_with_and_without_ports() {
         for (host, loopback) in [
             ("localhost:8700", true),
+            ("localhost", true),
             ("127.0.0.1", true),
+            ("127.0.0.1:8700", true),
+            ("127.1.2.3:65535", true),
             ("[::1]:8700", true),
+            ("[::1]", true),
+            ("[0:0:0:0:0:0:0:1]:1", true),
+            ("LOCALHOST:8700", true),
+            ("localhost.:8700", true),
             ("localhost.evil.example", false),
             ("evil.example:8700", false),
             ("127.0.0.1.nip.io", false),
-            ("LOCALHOST:8700", true),
-            ("localhost.:8700", true),
             ("localhost..", false),
+            // Malformed: userinfo, a name for a port, text after the brackets.
+            ("localhost:80@evil.example", false),
+            ("127.0.0.1:evil.example", false),
+            ("[::1]evil.example", false),
+            ("[::1]:evil.example", false),
+            ("[::1", false),
+            ("[localhost]:80", false),
+            ("[::2]:80", false),
+            ("[::ffff:127.0.0.1]", false),
+            // Ports: 1 to 65535, digits only.
+            ("localhost:", false),
+            ("localhost:0", false),
+            ("localhost:65536", false),
+            ("localhost:+80", false),
+            ("localhost:80:80", false),
+            ("localhost:080800", false),
+            ("[::1]:0", false),
+            // Not loopback, or not a literal std reads as one.
+            ("128.0.0.1", false),
+            ("127.0.0.1.", false),
+            ("0127.0.0.1", false),
+            ("127.1", false),
+            ("", false),
+            ("local host", false),
         ] {
             let mut headers = HeaderMap::new();
             headers.insert(header::HOST, host.parse().unwrap());
             assert_eq!(names_loopback(&headers), loopback, "{host}");
         }
         assert!(!names_loopback(&HeaderMap::new()));
+        let mut twice = HeaderMap::new();
+        twice.append(header::HOST, "localhost".parse().unwrap());
+        twice.append(header::HOST, "localhost".parse().unwrap());
+        assert!(!names_loopback(&twice), "two Host headers");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Versions as HTTP entity tags: a document's version is its strong `ETag`, and `If-Match`
 //! (RFC 9110) guards a write with it.
 
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use memory_core::Version;
 
 use crate::problem::Problem;
@@ -72,6 +72,20 @@ pub(crate) fn if_match(headers: &HeaderMap) -> Result<Option<IfMatch>, Problem> 
         return Err(refuse());
     }
     Ok(Some(IfMatch::Version(Version::new(token))))
+}
+
+/// `If-Match` where the operation requires one (a replace: one computed from an old read would
+/// erase what others wrote since).
+///
+/// # Errors
+/// 428 when it is absent; 400 as [`if_match`] for a malformed one.
+pub(crate) fn required_if_match(headers: &HeaderMap) -> Result<IfMatch, Problem> {
+    if_match(headers)?.ok_or_else(|| {
+        Problem::invalid_with(
+            StatusCode::PRECONDITION_REQUIRED,
+            "a replace needs If-Match: the ETag of the version it was made from (or * to overwrite whatever is there)",
+        )
+    })
 }
 
 /// Whether `If-None-Match` names `version` (or is `*`): a `GET` then answers `304`.

@@ -49,7 +49,8 @@ impl Service {
     pub fn new(memory: Memory, access: Access, access_log: bool) -> Service {
         let settings = memory.config().serve.clone();
         let (api, document) = documented();
-        let openapi_json = document.to_pretty_json().unwrap_or_default();
+        // True to this server's access: without keys, no operation declares security.
+        let openapi_json = openapi::served_json(&document, access.has_keys());
         let metrics = Arc::new(ops::Metrics::new());
         let tasks = TaskTracker::new();
         let app = App {

@@ -35,50 +35,120 @@ pub(crate) struct ApiDoc;
 /// The problem responses an operation can give besides its own: bad input, no or a wrong
 /// key, a key without the scope (or a host that is not this machine, for a server without
 /// keys), stored data or configuration the server must fix, busy or unavailable; for one with
-/// a body also too large, not JSON and the wrong shape; for a write also a reply that timed
-/// out while the write went on.
-fn shared_problems(
-    method: &HttpMethod,
-    operation: &Operation,
-) -> Vec<(&'static str, &'static str)> {
-    let mut problems = vec![
+/// a body also too large, not JSON in UTF-8 and the wrong shape; for a write also a refusal as
+/// memory stands, a key sent before with another request, and a reply that timed out while
+/// the write went on (a read past its time is 503).
+fn shared_problems(method: &HttpMethod, operation: &Operation) -> Vec<(&'static str, String)> {
+    let mut problems: Vec<(&'static str, String)> = vec![
         (
             "400",
-            "The request is invalid: a bad id, parameter or update; nothing was written",
+            "The request is invalid: a bad id, parameter or update; nothing was written".into(),
         ),
-        ("401", "No valid API key was sent"),
+        ("401", "No valid API key was sent".into()),
         (
             "403",
-            "The key lacks the scope, or may not touch that user or personality",
+            "The key lacks the scope, or may not touch that user or personality".into(),
         ),
         (
             "500",
-            "Stored data is corrupt, or the server is misconfigured",
+            "Stored data is corrupt, or the server is misconfigured".into(),
         ),
         (
             "503",
-            "Busy or unavailable: nothing was written; retry after Retry-After",
+            "Busy or unavailable: nothing was written; retry after Retry-After".into(),
         ),
     ];
-    if operation.request_body.is_some() {
+    let has_body = operation.request_body.is_some();
+    if has_body {
         problems.extend([
-            ("413", "The body is over the server's limit"),
-            ("415", "The body is not application/json"),
+            (
+                "408",
+                "The body did not arrive whole within the server's body timeout; nothing was done"
+                    .into(),
+            ),
+            ("413", "The body is over the server's limit".into()),
+            (
+                "415",
+                "The body is not application/json, or names a charset other than UTF-8".into(),
+            ),
         ]);
     }
-    if operation.request_body.is_some() || !matches!(method, HttpMethod::Get | HttpMethod::Head) {
-        problems.push((
-            "422",
-            "The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written",
-        ));
+    // As the service tells them (`write_shapes`): an operation other than GET needing the
+    // write or admin scope. Prefetch and search are reads, though they take a body.
+    let write = !matches!(method, HttpMethod::Get | HttpMethod::Head)
+        && needed_scope(operation).is_some_and(is_write_scope);
+    let keyed = takes_header(operation, "Idempotency-Key");
+    let mut unprocessable = Vec::new();
+    if has_body {
+        unprocessable.push(
+            "the body is not the JSON this operation takes (a missing, unknown or mistyped field)"
+                .to_owned(),
+        );
     }
-    if !matches!(method, HttpMethod::Get | HttpMethod::Head) {
+    // Only a write with a body can be refused for what it asks (an edit, a text over a cap).
+    if write && has_body {
+        unprocessable.push("the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which)".to_owned());
+    }
+    if keyed {
+        unprocessable.push(
+            "the Idempotency-Key was sent before with another request (`code` `key-reused`)"
+                .to_owned(),
+        );
+    }
+    if let Some((first, rest)) = unprocessable.split_first() {
+        let mut description = first[..1].to_uppercase() + &first[1..];
+        for reason in rest {
+            description.push_str("; or ");
+            description.push_str(reason);
+        }
+        description.push_str("; nothing was written");
+        problems.push(("422", description));
+    }
+    if write {
         problems.push((
             "504",
-            "No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key",
+            "No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key".into(),
         ));
     }
     problems
+}
+
+/// The scope `operation` needs, if any (`security: [{}]` operations are public).
+fn needed_scope(operation: &Operation) -> Option<memory_wiring::Scope> {
+    let needs = serde_json::to_value(&operation.security).unwrap_or_default();
+    let needed: Vec<String> = needs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|requirement| requirement.get("api_key")?.as_array())
+        .flatten()
+        .filter_map(|scope| scope.as_str().map(str::to_owned))
+        .collect();
+    // The widest scope named: admin holds the others.
+    [
+        memory_wiring::Scope::Admin,
+        memory_wiring::Scope::Write,
+        memory_wiring::Scope::Metrics,
+        memory_wiring::Scope::Read,
+    ]
+    .into_iter()
+    .find(|scope| needed.iter().any(|needed| needed == scope.name()))
+}
+
+/// Whether `scope` is one a write needs: `write`, or `admin` (purge, identity links).
+fn is_write_scope(scope: memory_wiring::Scope) -> bool {
+    matches!(
+        scope,
+        memory_wiring::Scope::Write | memory_wiring::Scope::Admin
+    )
+}
+
+/// Whether `operation` takes the header `name`.
+fn takes_header(operation: &Operation, name: &str) -> bool {
+    operation.parameters.iter().flatten().any(|parameter| {
+        matches!(parameter, RefOr::T(parameter)
+            if parameter.parameter_in == ParameterIn::Header && parameter.name.eq_ignore_ascii_case(name))
+    })
 }
 
 /// Adds the bearer scheme, the problem responses every operation shares, and the problem
@@ -158,6 +228,49 @@ pub(crate) fn finish(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi:
     document
 }
 
+/// How the document tells a client to authenticate, on a server with keys; a server without
+/// keys says [`KEYLESS_ACCESS`] instead.
+const KEYED_ACCESS: &str = "Send `Authorization: Bearer <key>` (keys are configured in memory.toml by hash, with scopes read, write, admin, metrics) and an `Idempotency-Key` on writes so a retry lands once.";
+
+/// What a server without keys says of access.
+const KEYLESS_ACCESS: &str = "This server runs on loopback without keys: it answers any request naming this machine in `Host` (localhost, 127.0.0.1 or [::1]), with no `Authorization`, and refuses every other host with 403. Send an `Idempotency-Key` on writes so a retry lands once.";
+
+/// The document as a server serves it, in JSON: the finished `document` when the server takes
+/// API keys (what `memory openapi` prints and `docs/openapi.json` holds), else [`keyless`].
+pub(crate) fn served_json(document: &utoipa::openapi::OpenApi, has_keys: bool) -> String {
+    let served = match has_keys {
+        true => document.clone(),
+        false => keyless(document.clone()),
+    };
+    served.to_pretty_json().unwrap_or_default()
+}
+
+/// The finished `document` as a loopback server without keys serves it, true to the access it
+/// gives: no security scheme and no operation needing one (a client generated from it sends
+/// no key), no 401, and 403 only for a `Host` that is not this machine.
+pub(crate) fn keyless(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    if let Some(description) = document.info.description.as_mut() {
+        *description = description.replace(KEYED_ACCESS, KEYLESS_ACCESS);
+    }
+    if let Some(components) = document.components.as_mut() {
+        components.security_schemes.clear();
+    }
+    document.security = None;
+    for item in document.paths.paths.values_mut() {
+        for (_, operation) in operations(item) {
+            operation.security = None;
+            let responses = &mut operation.responses.responses;
+            responses.remove("401");
+            if let Some(RefOr::T(forbidden)) = responses.get_mut("403") {
+                forbidden.description =
+                    "The Host header names a host other than this machine (localhost, 127.0.0.1 or [::1])"
+                        .to_owned();
+            }
+        }
+    }
+    document
+}
+
 /// The query parameters each operation of `document` takes, by (method, route template).
 pub(crate) fn query_parameters(document: &utoipa::openapi::OpenApi) -> crate::api::QueryParameters {
     let mut known = crate::api::QueryParameters::new();
@@ -192,19 +305,28 @@ pub(crate) fn query_parameters(document: &utoipa::openapi::OpenApi) -> crate::ap
 pub(crate) fn writes(
     document: &utoipa::openapi::OpenApi,
 ) -> std::collections::HashSet<(axum::http::Method, String)> {
-    let writes_memory = |operation: &Operation| {
-        let needs = serde_json::to_value(&operation.security).unwrap_or_default();
-        ["write", "admin"].iter().any(|scope| {
-            needs
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|requirement| requirement.get("api_key")?.as_array())
-                .flatten()
-                .any(|needed| needed == scope)
-        })
-    };
-    let mut writes = std::collections::HashSet::new();
+    write_shapes(document).into_keys().collect()
+}
+
+/// What a write's request must be whatever memory holds, as its operation in the document
+/// says: the replay of a keyed write checks it before answering from what it remembers, so a
+/// repeat that is itself invalid gets the answer it would get without the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WriteShape {
+    /// The scope the operation needs (`write` or `admin`).
+    pub scope: memory_wiring::Scope,
+    /// Whether it reads `If-Match`, and if so whether it requires one: `Some(true)` required,
+    /// `Some(false)` optional, `None` not read.
+    pub if_match: Option<bool>,
+    /// Whether it takes a JSON body.
+    pub json_body: bool,
+}
+
+/// The [`WriteShape`] of each write of `document`, by (method, route template).
+pub(crate) fn write_shapes(
+    document: &utoipa::openapi::OpenApi,
+) -> std::collections::HashMap<(axum::http::Method, String), WriteShape> {
+    let mut shapes = std::collections::HashMap::new();
     for (path, item) in &document.paths.paths {
         for (method, operation) in [
             (axum::http::Method::PUT, &item.put),
@@ -212,12 +334,35 @@ pub(crate) fn writes(
             (axum::http::Method::DELETE, &item.delete),
             (axum::http::Method::PATCH, &item.patch),
         ] {
-            if operation.as_ref().is_some_and(writes_memory) {
-                writes.insert((method, path.clone()));
-            }
+            let Some(operation) = operation else { continue };
+            let Some(scope) = needed_scope(operation).filter(|scope| is_write_scope(*scope)) else {
+                continue;
+            };
+            let if_match =
+                operation
+                    .parameters
+                    .iter()
+                    .flatten()
+                    .find_map(|parameter| match parameter {
+                        RefOr::T(parameter)
+                            if parameter.parameter_in == ParameterIn::Header
+                                && parameter.name.eq_ignore_ascii_case("if-match") =>
+                        {
+                            Some(parameter.required == Required::True)
+                        }
+                        _ => None,
+                    });
+            shapes.insert(
+                (method, path.clone()),
+                WriteShape {
+                    scope,
+                    if_match,
+                    json_body: operation.request_body.is_some(),
+                },
+            );
         }
     }
-    writes
+    shapes
 }
 
 /// A header is absent or a string, never JSON's null, whatever `Option` made of its schema.

@@ -13,11 +13,12 @@
 //! then only a lost reply, and its repeat finds the outcome.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -26,7 +27,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Principal};
+use crate::openapi::WriteShape;
 use crate::problem::{Problem, ProblemKind};
 
 /// The request header naming a write.
@@ -211,23 +213,19 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
     let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map(|route| route.as_str().to_owned());
-    let is_write = route.is_some_and(|route| {
-        writes
-            .operations
-            .contains(&(request.method().clone(), route))
-    });
-    if !is_write {
+        .map(|route| (request.method().clone(), route.as_str().to_owned()));
+    let Some(route) = route.filter(|route| writes.operations.contains(route)) else {
         return next.run(request).await;
-    }
+    };
     let key = match idempotency_key(request.headers()) {
         Ok(key) => key,
         Err(problem) => return problem.into_response(),
     };
-    let caller = request
+    let principal = request
         .extensions()
         .get::<Caller>()
-        .and_then(|caller| caller.principal().map(|principal| principal.name.clone()));
+        .and_then(|caller| caller.principal().cloned());
+    let caller = principal.as_ref().map(|principal| principal.name.clone());
     // The write holds its place among the requests served at once until it ends.
     let place = request
         .extensions()
@@ -260,8 +258,22 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
     let slot = (caller, key.to_string());
     loop {
         match writes.replays.find(&slot, fingerprint) {
-            Found::Replay(response) => return response,
-            Found::Refused(problem) => return problem.into_response(),
+            // What the key finds is the answer only to a request that is valid in itself: an
+            // empty If-Match, or a body sent as another charset, gets the answer it gets
+            // without the key, not the first request's.
+            Found::Replay(response) => {
+                return match own_validity(&route, &parts.headers, principal.as_deref()).await {
+                    Ok(()) => response,
+                    Err(problem) => problem.into_response(),
+                };
+            }
+            Found::Refused(problem) => {
+                return own_validity(&route, &parts.headers, principal.as_deref())
+                    .await
+                    .err()
+                    .unwrap_or(problem)
+                    .into_response();
+            }
             Found::Wait(mut done) => {
                 // The first request with this key is still running: its outcome is ours.
                 let _ = done.wait_for(|done| *done).await;
@@ -345,6 +357,44 @@ where
         Err(err) => {
             Problem::busy(format!("the write stopped before it answered ({err}); repeat it with the same Idempotency-Key to learn whether it landed")).into_response()
         }
+    }
+}
+
+/// What every write's request must be, read once from the OpenAPI document.
+static SHAPES: LazyLock<HashMap<(Method, String), WriteShape>> =
+    LazyLock::new(|| crate::openapi::write_shapes(&crate::documented().1));
+
+/// Whether a keyed write at `route` (method, route template) is valid in itself, as its handler
+/// would find before touching memory: a JSON body in UTF-8 where it takes one, and a
+/// well-formed `If-Match` (present, where required). A caller without the operation's scope
+/// is left to the handler's 403, which comes first there.
+async fn own_validity(
+    route: &(Method, String),
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Result<(), Problem> {
+    let Some(shape) = SHAPES.get(route) else {
+        return Ok(());
+    };
+    if !principal.is_some_and(|principal| principal.has(shape.scope)) {
+        return Ok(());
+    }
+    if shape.json_body {
+        crate::api::utf8_charset(headers)?;
+        // The JSON extractor's own test of the Content-Type, on the headers alone: the body is
+        // the first request's, which it took.
+        let mut probe = Request::new(Body::empty());
+        *probe.headers_mut() = headers.clone();
+        if let Err(rejection @ JsonRejection::MissingJsonContentType(_)) =
+            axum::Json::<serde::de::IgnoredAny>::from_request(probe, &()).await
+        {
+            return Err(Problem::from_json(rejection));
+        }
+    }
+    match shape.if_match {
+        Some(true) => crate::conditional::required_if_match(headers).map(drop),
+        Some(false) => crate::conditional::if_match(headers).map(drop),
+        None => Ok(()),
     }
 }
 

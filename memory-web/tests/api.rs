@@ -72,6 +72,8 @@ struct Answer {
 struct Call {
     request: axum::http::request::Builder,
     body: Option<Value>,
+    /// The body's `Content-Type`: `application/json` unless told; `None` sends none.
+    content_type: Option<String>,
 }
 
 fn call(method: &str, uri: &str) -> Call {
@@ -81,12 +83,28 @@ fn call(method: &str, uri: &str) -> Call {
             .uri(uri)
             .header(header::HOST, HOST),
         body: None,
+        content_type: Some("application/json".to_owned()),
+    }
+}
+
+/// A GET of `uri` naming `host` in its `Host` header.
+fn call_host(uri: &str, host: &str) -> Call {
+    Call {
+        request: Request::get(uri).header(header::HOST, host),
+        body: None,
+        content_type: None,
     }
 }
 
 impl Call {
     fn json(mut self, body: Value) -> Call {
         self.body = Some(body);
+        self
+    }
+
+    /// The body's `Content-Type`, or none.
+    fn content_type(mut self, value: Option<&str>) -> Call {
+        self.content_type = value.map(str::to_owned);
         self
     }
 
@@ -105,12 +123,13 @@ impl Call {
     }
 
     async fn send_via(self, service: &Service) -> Answer {
-        let request = match self.body {
-            Some(body) => self
+        let request = match (self.body, self.content_type) {
+            (Some(body), Some(content_type)) => self
                 .request
-                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::CONTENT_TYPE, content_type)
                 .body(Body::from(body.to_string())),
-            None => self.request.body(Body::empty()),
+            (Some(body), None) => self.request.body(Body::from(body.to_string())),
+            (None, _) => self.request.body(Body::empty()),
         };
         let response = service.router().oneshot(request.unwrap()).await.unwrap();
         let status = response.status();
@@ -950,25 +969,186 @@ async fn a_keyless_loopback_server_answers_only_to_loopback_host_names() {
         "evil.example",
         "evil.example:8700",
         "localhost.evil.example",
+        // Malformed hosts that begin like this machine: only a well-formed loopback host is
+        // this machine.
+        "localhost:80@evil.example",
+        "127.0.0.1:evil.example",
+        "[::1]evil.example",
+        "[::1]:80@evil.example",
+        "localhost:0",
+        "localhost:65536",
+        "localhost:",
     ] {
-        let answer = Call {
-            request: Request::get("/v1/users").header(header::HOST, host),
-            body: None,
-        }
-        .send(&memory)
-        .await;
+        let answer = call_host("/v1/users", host).send(&memory).await;
         assert_eq!(answer.status, StatusCode::FORBIDDEN, "{host}");
         assert_eq!(answer.body["kind"], "forbidden");
     }
-    for host in ["localhost:8700", "[::1]:8700", "127.0.0.1"] {
-        let answer = Call {
-            request: Request::get("/v1/users").header(header::HOST, host),
-            body: None,
+    for host in [
+        "localhost:8700",
+        "localhost",
+        "[::1]:8700",
+        "[::1]",
+        "127.0.0.1",
+        "127.0.0.1:65535",
+        "127.3.2.1:1",
+    ] {
+        let answer = call_host("/v1/users", host).send(&memory).await;
+        assert_eq!(answer.status, StatusCode::OK, "{host}: {}", answer.body);
+    }
+}
+
+/// A repeat of a keyed write is a request of its own: one that is invalid in itself (an empty
+/// `If-Match`, a missing required one, a body in another charset or not declared JSON) gets
+/// the answer it gets without the key, never the first request's cached 200 (Schemathesis'
+/// ST201); a valid repeat is still replayed.
+#[tokio::test]
+async fn a_keyed_repeat_is_checked_as_a_request_before_it_is_replayed() {
+    let (_dir, memory) = wiring();
+    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let updates_path = "/v1/documents/personalities/ada/MEMORY.md/updates";
+    let updates = |key: Option<&str>| {
+        let call = call("POST", updates_path)
+            .json(json!({"updates": [{"action": "add", "store": "memory", "content": "Packed."}]}));
+        match key {
+            Some(key) => call.header("idempotency-key", key),
+            None => call,
         }
+    };
+    let first = updates(Some("k-7")).send_via(&service).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+
+    // An empty If-Match: 400 without a key, and 400 with the key of a write that landed.
+    let unkeyed = updates(None)
+        .header("if-match", "")
+        .send_via(&service)
+        .await;
+    assert_eq!(unkeyed.status, StatusCode::BAD_REQUEST, "{}", unkeyed.body);
+    let keyed = updates(Some("k-7"))
+        .header("if-match", "")
+        .send_via(&service)
+        .await;
+    assert_eq!(keyed.status, StatusCode::BAD_REQUEST, "{}", keyed.body);
+    assert_eq!(keyed.body["kind"], "invalid-input");
+    assert!(
+        keyed.body["detail"].as_str().unwrap().contains("If-Match"),
+        "{}",
+        keyed.body
+    );
+    assert!(keyed.headers.get("idempotent-replayed").is_none());
+
+    // The body in another charset, or without a Content-Type: 415 as without the key.
+    for content_type in [Some("application/json; charset=utf-16"), None] {
+        let unkeyed = updates(None)
+            .content_type(content_type)
+            .send_via(&service)
+            .await;
+        let keyed = updates(Some("k-7"))
+            .content_type(content_type)
+            .send_via(&service)
+            .await;
+        for answer in [&unkeyed, &keyed] {
+            assert_eq!(
+                answer.status,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{content_type:?}: {}",
+                answer.body
+            );
+            assert_eq!(answer.body["kind"], "invalid-input");
+        }
+        assert_eq!(keyed.body["detail"], unkeyed.body["detail"]);
+    }
+
+    // A replace needs If-Match: its keyed repeat without one is 428, as without the key.
+    let profile = "/v1/documents/users/grace/USER.md";
+    let replace = |if_match: Option<&str>| {
+        let call = call("PUT", profile)
+            .header("idempotency-key", "k-8")
+            .json(json!({"text": "Name: Grace."}));
+        match if_match {
+            Some(if_match) => call.header("if-match", if_match),
+            None => call,
+        }
+    };
+    let replaced = replace(Some("*")).send_via(&service).await;
+    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.body);
+    let unguarded = replace(None).send_via(&service).await;
+    assert_eq!(
+        unguarded.status,
+        StatusCode::PRECONDITION_REQUIRED,
+        "{}",
+        unguarded.body
+    );
+
+    // A valid repeat is still the first answer, and nothing landed twice.
+    let again = updates(Some("k-7")).send_via(&service).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body, first.body);
+    let replaced_again = replace(Some("*")).send_via(&service).await;
+    assert_eq!(replaced_again.headers["idempotent-replayed"], "true");
+    assert_eq!(text_of(&memory, ada_memory()).await, "Packed.\n");
+    assert_eq!(text_of(&memory, grace()).await, "Name: Grace.\n");
+}
+
+/// JSON is UTF-8: a body declared in another charset is refused with 415 naming it, and
+/// nothing is written; UTF-8 in any case, quoted or not, and no charset are taken.
+#[tokio::test]
+async fn a_body_in_a_charset_other_than_utf8_is_refused() {
+    let (_dir, memory) = wiring();
+    let sync = || {
+        call("POST", "/v1/sync").json(json!({"personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "memory", "content": "Café."}]}))
+    };
+    for (content_type, named) in [
+        ("application/json; charset=utf-16", "utf-16"),
+        ("application/json; charset=UTF-16LE", "UTF-16LE"),
+        ("application/json;charset=\"iso-8859-1\"", "iso-8859-1"),
+        ("application/json; charset=us-ascii", "us-ascii"),
+        ("application/json; charset=utf8", "utf8"),
+    ] {
+        let answer = sync().content_type(Some(content_type)).send(&memory).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type}: {}",
+            answer.body
+        );
+        assert_eq!(answer.body["kind"], "invalid-input");
+        assert_eq!(
+            answer.headers[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let detail = answer.body["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(named) && detail.contains("UTF-8"),
+            "{detail}"
+        );
+    }
+    assert!(memory.list().await.unwrap().is_empty(), "nothing written");
+    for content_type in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "application/json; charset=UTF-8",
+        "application/json;charset=\"utf-8\"",
+    ] {
+        let answer = call("POST", "/v1/prefetch")
+            .json(json!({"personality": "ada", "user": "grace"}))
+            .content_type(Some(content_type))
+            .send(&memory)
+            .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::OK,
+            "{content_type}: {}",
+            answer.body
+        );
+    }
+    let written = sync()
+        .content_type(Some("application/json; charset=UTF-8"))
         .send(&memory)
         .await;
-        assert_eq!(answer.status, StatusCode::OK, "{host}");
-    }
+    assert_eq!(written.status, StatusCode::OK, "{}", written.body);
+    assert_eq!(text_of(&memory, ada_memory()).await, "Café.\n");
 }
 
 /// A service with keys: an admin, a reader, a writer restricted to alice and ada, a metrics
@@ -1246,6 +1426,152 @@ fn the_committed_openapi_document_is_what_the_code_generates() {
                 assert!(problem.is_object(), "{method} {path} {status}");
             }
         }
+    }
+}
+
+/// The document a server serves is true to the access it gives: a keyless loopback server
+/// declares no security and no 401 (a client generated from it sends no key); a server with
+/// keys serves the committed document, every operation but health naming its scope.
+#[tokio::test]
+async fn the_served_openapi_document_declares_the_access_the_server_gives() {
+    let (_dir, memory) = wiring();
+    let keyless = call("GET", "/v1/openapi.json").send(&memory).await;
+    assert_eq!(keyless.status, StatusCode::OK);
+    let keyless = keyless.body;
+    assert!(
+        keyless["components"]["securitySchemes"]
+            .as_object()
+            .is_none_or(|schemes| schemes.is_empty()),
+        "{}",
+        keyless["components"]["securitySchemes"]
+    );
+    assert!(keyless.get("security").is_none());
+    let description = keyless["info"]["description"].as_str().unwrap();
+    assert!(!description.contains("Bearer"), "{description}");
+    assert!(description.contains("without keys"), "{description}");
+    let mut operations = 0;
+    for (path, item) in keyless["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            operations += 1;
+            assert!(
+                operation.get("security").is_none(),
+                "{method} {path}: {}",
+                operation["security"]
+            );
+            let responses = operation["responses"].as_object().unwrap();
+            assert!(!responses.contains_key("401"), "{method} {path}");
+            assert!(
+                responses["403"]["description"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Host"),
+                "{method} {path}"
+            );
+        }
+    }
+    assert!(operations > 30, "{operations}");
+
+    let keyed = call("GET", "/v1/openapi.json")
+        .send_via(&keyed(&memory))
+        .await
+        .body;
+    let committed: Value = serde_json::from_str(&memory_web::openapi_json()).unwrap();
+    assert_eq!(
+        keyed, committed,
+        "a keyed server serves what `memory openapi` prints"
+    );
+    assert!(keyed["components"]["securitySchemes"]["api_key"].is_object());
+    for (path, item) in keyed["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let public = path.starts_with("/v1/health");
+            let scoped = operation["security"][0]["api_key"][0].is_string();
+            assert_eq!(scoped, !public, "{method} {path}");
+            assert!(operation["responses"]["401"].is_object(), "{method} {path}");
+        }
+    }
+}
+
+/// The document names the 422s the service gives: every write taking an `Idempotency-Key`
+/// says a key sent with another request is `key-reused`; search says a personality that
+/// cannot be searched is refused; and a read's time out is 503, never the write's 504.
+#[test]
+fn the_openapi_document_names_the_422s_and_504s_the_service_gives() {
+    let document: Value = serde_json::from_str(&memory_web::openapi_json()).unwrap();
+    let mut keyed_writes = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let keyed = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|parameter| parameter["name"] == "Idempotency-Key");
+            let responses = &operation["responses"];
+            if keyed {
+                keyed_writes += 1;
+                let unprocessable = responses["422"]["description"].as_str().unwrap_or("");
+                assert!(
+                    unprocessable.contains("key-reused"),
+                    "{method} {path}: {unprocessable:?}"
+                );
+                assert!(responses["504"].is_object(), "{method} {path}");
+            }
+            let writes = ["put", "post", "delete"].contains(&method.as_str())
+                && !["/v1/prefetch", "/v1/search"].contains(&path.as_str());
+            assert_eq!(writes, keyed, "{method} {path}: every write takes a key");
+            assert_eq!(
+                responses["504"].is_object(),
+                writes,
+                "{method} {path}: 504 is a write's"
+            );
+            if operation["requestBody"].is_object() {
+                let unsupported = responses["415"]["description"].as_str().unwrap();
+                assert!(unsupported.contains("UTF-8"), "{method} {path}");
+            }
+        }
+    }
+    assert!(keyed_writes >= 15, "{keyed_writes}");
+    let search = &document["paths"]["/v1/search"]["post"]["responses"]["422"];
+    let description = search["description"].as_str().unwrap();
+    assert!(description.contains("vector provider"), "{description}");
+    assert!(!description.contains("Idempotency-Key"), "{description}");
+    assert!(search["content"]["application/problem+json"].is_object());
+    let prefetch = &document["paths"]["/v1/prefetch"]["post"]["responses"];
+    assert!(prefetch["504"].is_null());
+    assert!(
+        !prefetch["422"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("Idempotency-Key")
+    );
+}
+
+/// A revision that is not kept says so with one code whichever route asked for it: its GET,
+/// a diff from or to it, a revert to it.
+#[tokio::test]
+async fn a_revision_not_kept_is_revision_not_found_on_every_route() {
+    let (_dir, memory) = wiring();
+    add(&memory, "ada", "grace", Store::Memory, "Project: Lovelace.").await;
+    let base = "/v1/documents/personalities/ada/MEMORY.md";
+    for answer in [
+        call("GET", &format!("{base}/revisions/99"))
+            .send(&memory)
+            .await,
+        call("GET", &format!("{base}/diff?from=99"))
+            .send(&memory)
+            .await,
+        call("POST", &format!("{base}/revert"))
+            .json(json!({"number": 99}))
+            .send(&memory)
+            .await,
+    ] {
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.body);
+        assert_eq!(answer.body["kind"], "not-found", "{}", answer.body);
+        assert_eq!(answer.body["code"], "revision-not-found", "{}", answer.body);
+        assert!(
+            answer.body["detail"].as_str().unwrap().contains("99"),
+            "{}",
+            answer.body
+        );
     }
 }
 

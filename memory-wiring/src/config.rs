@@ -348,10 +348,11 @@ impl Config {
         let serve = match raw.serve {
             Some(table) => {
                 let span = table.span();
+                // A key's mistake names its own line; a setting's, the table's.
                 table
                     .into_inner()
                     .check()
-                    .map_err(|msg| at.error(Some(span), &msg))?
+                    .map_err(|err| at.error(Some(err.span.unwrap_or(span)), &err.message))?
             }
             None => ServeConfig::default(),
         };

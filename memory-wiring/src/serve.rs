@@ -1,10 +1,12 @@
 //! The `[serve]` table: how `memory serve` runs the HTTP service, and who may call it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::time::Duration;
 
 use memory_core::{PersonalityId, UserId};
 use serde::Deserialize;
+use toml::Spanned;
 
 /// The `[serve]` table of `memory.toml`: the HTTP service's API keys and limits.
 ///
@@ -130,8 +132,9 @@ impl std::str::FromStr for Scope {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawServe {
+    /// Spanned, so a mistake in a key names the key's line, not the table's.
     #[serde(default)]
-    keys: BTreeMap<String, RawKey>,
+    keys: BTreeMap<Spanned<String>, Spanned<RawKey>>,
     #[serde(default)]
     cors_origins: Vec<String>,
     request_timeout_ms: Option<u64>,
@@ -146,43 +149,80 @@ pub(crate) struct RawServe {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawKey {
-    sha256: String,
-    scopes: Vec<Scope>,
+    sha256: Spanned<String>,
+    scopes: Spanned<Vec<Scope>>,
     users: Option<Vec<UserId>>,
     personalities: Option<Vec<PersonalityId>>,
 }
 
+/// A mistake in `[serve]`: its message, and where in the file it is when the setting knows
+/// (a key's fields); without a place, the caller names the `[serve]` table's line.
+#[derive(Debug)]
+pub(crate) struct ServeError {
+    /// The byte span of the value at fault, if known.
+    pub span: Option<Range<usize>>,
+    /// What is wrong, naming the setting.
+    pub message: String,
+}
+
+impl From<String> for ServeError {
+    fn from(message: String) -> ServeError {
+        ServeError {
+            span: None,
+            message,
+        }
+    }
+}
+
+impl ServeError {
+    fn at<T>(span: &Spanned<T>, message: String) -> ServeError {
+        ServeError {
+            span: Some(span.span()),
+            message,
+        }
+    }
+}
+
 impl RawServe {
     /// The table checked: key names are ids, hashes are SHA-256 hex and unique, every key has
-    /// a scope, origins are origins, limits are positive. Errors name the key or setting.
-    pub(crate) fn check(self) -> Result<ServeConfig, String> {
+    /// a scope, origins are origins, limits are positive. Errors name the key or setting, and
+    /// a key's mistake carries the span of the name or field at fault.
+    pub(crate) fn check(self) -> Result<ServeConfig, ServeError> {
         let defaults = ServeConfig::default();
         let mut keys = BTreeMap::new();
         let mut hashes = BTreeMap::new();
         for (name, key) in self.keys {
-            check_key_name(&name).map_err(|reason| format!("serve.keys: {reason}"))?;
+            check_key_name(name.get_ref())
+                .map_err(|reason| ServeError::at(&name, format!("serve.keys: {reason}")))?;
+            let name = name.into_inner();
             let at = format!("serve.keys.{name}");
-            let sha256 = key.sha256.to_ascii_lowercase();
+            let key = key.into_inner();
+            let sha256 = key.sha256.get_ref().to_ascii_lowercase();
             if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!(
-                    "{at}.sha256 is not a SHA-256 in hex (64 hex digits); `memory key new` prints one"
+                return Err(ServeError::at(
+                    &key.sha256,
+                    format!(
+                        "{at}.sha256 is not a SHA-256 in hex (64 hex digits); `memory key new` prints one"
+                    ),
                 ));
             }
             if let Some(other) = hashes.insert(sha256.clone(), name.clone()) {
-                return Err(format!(
-                    "{at}.sha256 is the hash of key {other:?} too: each key needs its own"
+                return Err(ServeError::at(
+                    &key.sha256,
+                    format!("{at}.sha256 is the hash of key {other:?} too: each key needs its own"),
                 ));
             }
-            if key.scopes.is_empty() {
-                return Err(format!(
-                    "{at}.scopes is empty: give it read, write, admin or metrics"
+            if key.scopes.get_ref().is_empty() {
+                return Err(ServeError::at(
+                    &key.scopes,
+                    format!("{at}.scopes is empty: give it read, write, admin or metrics"),
                 ));
             }
             keys.insert(
                 name,
                 ApiKey {
                     sha256,
-                    scopes: key.scopes.into_iter().collect(),
+                    scopes: key.scopes.into_inner().into_iter().collect(),
                     users: key.users.map(|users| users.into_iter().collect()),
                     personalities: key
                         .personalities
@@ -194,7 +234,8 @@ impl RawServe {
             if !is_origin(origin) {
                 return Err(format!(
                     "serve.cors_origins: {origin:?} is not an origin; write scheme://host[:port], as https://app.example.com, with no path"
-                ));
+                )
+                .into());
             }
         }
         Ok(ServeConfig {
@@ -213,7 +254,8 @@ impl RawServe {
                 n if n > MAX_CONCURRENT_REQUESTS => {
                     return Err(format!(
                         "serve.max_concurrent_requests is {n}; the most is {MAX_CONCURRENT_REQUESTS}"
-                    ));
+                    )
+                    .into());
                 }
                 n => n,
             },
@@ -326,6 +368,7 @@ mod tests {
         toml::from_str::<RawServe>(text)
             .map_err(|err| err.to_string())?
             .check()
+            .map_err(|err| err.message)
     }
 
     #[test]

@@ -120,12 +120,7 @@ async fn replace(
     request: ReplaceRequest,
 ) -> Result<Response, Problem> {
     let document = allowed(&app, caller, document)?;
-    let Some(guard) = conditional::if_match(headers)? else {
-        return Err(Problem::invalid_with(
-            StatusCode::PRECONDITION_REQUIRED,
-            "a replace needs If-Match: the ETag of the version it was made from (or * to overwrite whatever is there)",
-        ));
-    };
+    let guard = conditional::required_if_match(headers)?;
     let (ctx, store) = app.memory.writing(&document)?;
     let mut ctx = origin(ctx, request.surface, request.session);
     if let Some(key) = idempotency_key(headers)? {
@@ -388,11 +383,20 @@ async fn revision(
         .find(|revision| revision.number == number.0)
         .map(|revision| Json(seen_by(RevisionEntry::new(revision, true), caller)))
         .ok_or_else(|| {
+            // The code a diff or a revert naming that revision carries, so a client matches
+            // one code for "not kept" whichever route it asked.
+            let code = MemoryError::RevisionNotFound {
+                document: document.clone(),
+                number: number.0,
+                reason: String::new(),
+            }
+            .code();
             Problem::not_found(format!(
                 "{} keeps no revision {}; list its revisions for the ones kept",
                 document.relative_path(),
                 number.0
             ))
+            .with_code(code)
         })
 }
 
@@ -684,7 +688,7 @@ macro_rules! document_routes {
                 params($(($pname = $ptype, Path, description = $pdesc),)* ("number" = i64, Path, minimum = 0, description = "The revision's number")),
                 responses(
                     (status = 200, description = "The revision", body = RevisionEntry),
-                    (status = 404, description = "No such revision is kept", body = ProblemDocument, content_type = "application/problem+json"),
+                    (status = 404, description = "No such revision is kept (`code` `revision-not-found`)", body = ProblemDocument, content_type = "application/problem+json"),
                 ),
                 security(("api_key" = ["read"]))
             )]
@@ -707,7 +711,7 @@ macro_rules! document_routes {
                 params($(($pname = $ptype, Path, description = $pdesc),)* DiffQuery),
                 responses(
                     (status = 200, description = "The diff", body = RevisionDiff),
-                    (status = 404, description = "A revision to compare is not kept", body = ProblemDocument, content_type = "application/problem+json"),
+                    (status = 404, description = "A revision to compare is not kept (`code` `revision-not-found`)", body = ProblemDocument, content_type = "application/problem+json"),
                 ),
                 security(("api_key" = ["read"]))
             )]
@@ -733,7 +737,7 @@ macro_rules! document_routes {
                 responses(
                     (status = 200, description = "What the revert did", body = DocumentReport,
                         headers(("ETag" = String, description = "The version after the revert"))),
-                    (status = 404, description = "The revision is not kept (never made, pruned, or a purge's tombstone); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
+                    (status = 404, description = "The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
                     (status = 412, description = "The document moved on from If-Match; nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
                 ),
                 security(("api_key" = ["write"]))

@@ -64,11 +64,48 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = Problem;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Problem> {
+        utf8_charset(request.headers())?;
         let axum::Json(value) = axum::Json::<T>::from_request(request, state)
             .await
             .map_err(|rejection: JsonRejection| Problem::from_json(rejection))?;
         Ok(Body(value))
     }
+}
+
+/// Refuses a `Content-Type` whose `charset` parameter names anything but UTF-8 (415, naming
+/// it): JSON is UTF-8 (RFC 8259), and a body sent as UTF-16 or Latin-1 would otherwise be read
+/// as UTF-8, garbled or refused for the wrong reason. No charset, or `utf-8` in any case, is
+/// taken; whether the type is JSON at all is the JSON extractor's to say.
+pub(crate) fn utf8_charset(headers: &HeaderMap) -> Result<(), Problem> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let Ok(value) = value.to_str() else {
+        // Not text: the JSON extractor refuses it as not JSON.
+        return Ok(());
+    };
+    for parameter in value.split(';').skip(1) {
+        let Some((name, charset)) = parameter.split_once('=') else {
+            continue;
+        };
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            continue;
+        }
+        let charset = charset.trim();
+        let charset = charset
+            .strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or(charset);
+        if !charset.eq_ignore_ascii_case("utf-8") {
+            return Err(Problem::invalid_with(
+                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "the body's charset is {charset:?}: send JSON in UTF-8 (Content-Type: application/json, or application/json; charset=utf-8)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A query string, refused as a problem document when it is not what the operation takes (an

@@ -236,7 +236,10 @@ pub(crate) struct SearchView {
     tag = "turn",
     operation_id = "search",
     request_body = SearchRequest,
-    responses((status = 200, description = "The entries found", body = SearchView)),
+    responses(
+        (status = 200, description = "The entries found", body = SearchView),
+        (status = 422, description = "The personality's memory is not read through a vector provider, so it cannot be searched (kind `refused`); or the body is not the JSON this operation takes (a missing, unknown or mistyped field)", body = ProblemDocument, content_type = "application/problem+json"),
+    ),
     security(("api_key" = ["read"]))
 )]
 pub(crate) async fn search(

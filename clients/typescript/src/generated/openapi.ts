@@ -1301,6 +1301,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The document moved on from If-Match; nothing was written */
       412: {
         headers: {
@@ -1319,7 +1328,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -1328,7 +1337,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1423,7 +1432,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1517,7 +1526,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description A revision to compare is not kept */
+      /** @description A revision to compare is not kept (`code` `revision-not-found`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1602,8 +1611,17 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The revision is not kept (never made, pruned, or a purge's tombstone); nothing was written */
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
         headers: {
           [name: string]: unknown;
         };
@@ -1629,7 +1647,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -1638,7 +1656,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1800,7 +1818,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such revision is kept */
+      /** @description No such revision is kept (`code` `revision-not-found`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1885,6 +1903,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The document moved on from If-Match; nothing was written */
       412: {
         headers: {
@@ -1903,7 +1930,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -1912,7 +1939,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2089,6 +2116,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The document moved on from If-Match; nothing was written */
       412: {
         headers: {
@@ -2107,7 +2143,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2116,7 +2152,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2214,7 +2250,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2311,7 +2347,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description A revision to compare is not kept */
+      /** @description A revision to compare is not kept (`code` `revision-not-found`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -2399,8 +2435,17 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The revision is not kept (never made, pruned, or a purge's tombstone); nothing was written */
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
         headers: {
           [name: string]: unknown;
         };
@@ -2426,7 +2471,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2435,7 +2480,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2602,7 +2647,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such revision is kept */
+      /** @description No such revision is kept (`code` `revision-not-found`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -2690,6 +2735,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The document moved on from If-Match; nothing was written */
       412: {
         headers: {
@@ -2708,7 +2762,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2717,7 +2771,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2894,6 +2948,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The document moved on from If-Match; nothing was written */
       412: {
         headers: {
@@ -2912,7 +2975,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2921,7 +2984,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3019,7 +3082,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3116,7 +3179,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description A revision to compare is not kept */
+      /** @description A revision to compare is not kept (`code` `revision-not-found`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -3204,8 +3267,17 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The revision is not kept (never made, pruned, or a purge's tombstone); nothing was written */
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
         headers: {
           [name: string]: unknown;
         };
@@ -3231,7 +3303,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3240,7 +3312,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3407,7 +3479,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such revision is kept */
+      /** @description No such revision is kept (`code` `revision-not-found`) */
       404: {
         headers: {
           [name: string]: unknown;
@@ -3495,6 +3567,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The document moved on from If-Match; nothing was written */
       412: {
         headers: {
@@ -3513,7 +3594,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3522,7 +3603,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3899,6 +3980,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The account is linked to another user; nothing was written */
       409: {
         headers: {
@@ -3917,7 +4007,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3926,7 +4016,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -4017,7 +4107,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -4176,6 +4266,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The body is over the server's limit */
       413: {
         headers: {
@@ -4185,7 +4284,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4194,7 +4293,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
@@ -4214,15 +4313,6 @@ export interface operations {
       };
       /** @description Busy or unavailable: nothing was written; retry after Retry-After */
       503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
-      504: {
         headers: {
           [name: string]: unknown;
         };
@@ -4281,6 +4371,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The body is over the server's limit */
       413: {
         headers: {
@@ -4290,7 +4389,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4299,7 +4398,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The personality's memory is not read through a vector provider, so it cannot be searched (kind `refused`); or the body is not the JSON this operation takes (a missing, unknown or mistyped field) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -4319,15 +4418,6 @@ export interface operations {
       };
       /** @description Busy or unavailable: nothing was written; retry after Retry-After */
       503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
-      504: {
         headers: {
           [name: string]: unknown;
         };
@@ -4391,6 +4481,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description A document is no longer at its `if_match` version; nothing was written */
       412: {
         headers: {
@@ -4409,7 +4508,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not application/json */
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4418,7 +4517,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is not the JSON this operation takes, or the call is refused as memory stands (a text to edit not found, a hard cap, an Idempotency-Key already used for another request); nothing was written */
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
       422: {
         headers: {
           [name: string]: unknown;
