@@ -589,7 +589,8 @@ fn never_landed(
         && modified.is_none_or(|modified| landed_after.is_none_or(|after| modified < after))
 }
 
-/// One revision of `document`, from a journal line; `place` says where, for the error.
+/// One revision of `document`, from a journal line that agrees with itself; `place` says where,
+/// for the error.
 fn parse_line(
     path: &Path,
     document: &DocumentId,
@@ -610,6 +611,26 @@ fn parse_line(
             "its number {} is not between 1 and {MAX_NUMBER}",
             revision.number
         )));
+    }
+    // A line that contradicts itself is not ours either: history would show (and a revert
+    // restore) a text other than the one the line records, and the next write's change, rebuilt
+    // from that text, would not come out as recorded, leaving the whole history unreadable. The
+    // databases' stored revisions are checked the same way (`StoredRevision::check`).
+    if let Some(text) = &revision.text
+        && (text.len() != revision.bytes_after || sha256_hex(text) != revision.sha256_after)
+    {
+        return Err(corrupt(
+            "its text is not the one its sha256_after and bytes_after describe".to_owned(),
+        ));
+    }
+    if revision.is_tombstone()
+        && (revision.bytes_after != 0 || revision.sha256_after != sha256_hex(""))
+    {
+        return Err(corrupt(
+            "it has neither updates nor a text, as a purge's tombstone has, but its sha256_after \
+             and bytes_after are not the empty document's"
+                .to_owned(),
+        ));
     }
     Ok(revision)
 }

@@ -558,6 +558,79 @@ async fn journal_lines_that_are_not_ours_are_corrupt() {
     }
 }
 
+/// A line that contradicts itself is not ours: a text other than the one its `sha256_after`
+/// and `bytes_after` describe, or neither updates nor a text (a purge's tombstone) with the
+/// hash and size of a text that is not empty. `history` and `purge` say so, naming the line,
+/// and change nothing. Before, `history` showed the line's revision with a text it does not
+/// record (the tombstone's empty one), and the next write, whose change rebuilds from that
+/// text, left the whole history unreadable. Found by fuzzing (fuzz/fuzz_targets/journal.rs).
+#[tokio::test]
+async fn a_line_that_contradicts_itself_is_corrupt() {
+    type Change = fn(&mut serde_json::Map<String, serde_json::Value>);
+    let cases: [(&str, Change, &str); 3] = [
+        (
+            "a tombstone that is not empty",
+            |line| {
+                line.remove("updates");
+            },
+            "neither updates nor a text",
+        ),
+        (
+            "a text not the one recorded",
+            |line| {
+                line.insert("text".into(), "other\n".into());
+            },
+            "its text is not the one",
+        ),
+        (
+            "a text of another size",
+            |line| {
+                line.insert("text".into(), "first\n".into());
+                line.insert("bytes_after".into(), 7.into());
+            },
+            "its text is not the one",
+        ),
+    ];
+    for (name, change, says) in cases {
+        let (_dir, provider) = setup();
+        add(&provider, "first").await;
+        let journal = provider.history_path(&memory());
+        let mut line: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&journal_lines(&journal)[0]).unwrap();
+        change(&mut line);
+        let bytes = format!("{}\n", serde_json::Value::Object(line));
+        fs::write(&journal, &bytes).unwrap();
+        let file = provider.path(&memory());
+        let document = fs::read(&file).unwrap();
+
+        let err = provider.history(&memory(), 10).await.unwrap_err();
+        assert_corrupt(&err, &journal, says);
+        assert!(err.to_string().contains("line 1"), "{name}: {err}");
+        let err = provider.purge(&memory(), Surface::Cli).await.unwrap_err();
+        assert_corrupt(&err, &journal, says);
+        assert_eq!(
+            fs::read(&file).unwrap(),
+            document,
+            "{name}: the document stays"
+        );
+        assert_eq!(
+            fs::read(&journal).unwrap(),
+            bytes.as_bytes(),
+            "{name}: so does the journal"
+        );
+    }
+    // The text the line records, as it records it: history shows it.
+    let (_dir, provider) = setup();
+    add(&provider, "first").await;
+    let journal = provider.history_path(&memory());
+    let mut line: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&journal_lines(&journal)[0]).unwrap();
+    line.insert("text".into(), "first\n".into());
+    fs::write(&journal, format!("{}\n", serde_json::Value::Object(line))).unwrap();
+    let log = history(&provider).await;
+    assert_eq!(summary(&log), [(1, Surface::Api, Some("first\n"))]);
+}
+
 /// A directory where the journal should be is `Corrupt` like any file of the layout.
 #[tokio::test]
 async fn a_directory_for_a_journal_is_corrupt() {
