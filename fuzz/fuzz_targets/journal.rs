@@ -217,8 +217,8 @@ fn check_corrupt(err: &MemoryError, journal: &Path) {
 }
 
 /// The revisions in the whole lines of `bytes` (up to its last newline: what follows is a torn
-/// append), when each is one of `document`'s and they are numbered one after another: the
-/// journal a purge accepts, and a write must not refuse.
+/// append), when each is one of `document`'s, agrees with itself, and they are numbered one
+/// after another: the journal a purge accepts, and a write must not refuse.
 fn revisions(bytes: &[u8], document: &DocumentId) -> Option<Vec<Revision>> {
     let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
         return Some(Vec::new());
@@ -232,12 +232,25 @@ fn revisions(bytes: &[u8], document: &DocumentId) -> Option<Vec<Revision>> {
         if revision.document != *document
             || !(1..=MAX_NUMBER).contains(&revision.number)
             || !in_order
+            || !agrees_with_itself(&revision)
         {
             return None;
         }
         revisions.push(revision);
     }
     Some(revisions)
+}
+
+/// Whether what a line records of its text holds: a text it gives has the size and hash it
+/// records, and a line with neither text nor updates (a purge's tombstone) records the empty
+/// document.
+fn agrees_with_itself(revision: &Revision) -> bool {
+    let (bytes, sha256) = match &revision.text {
+        Some(text) => (text.len(), sha256_hex(text)),
+        None if revision.updates.is_empty() => (0, sha256_hex("")),
+        None => return true,
+    };
+    revision.bytes_after == bytes && revision.sha256_after == sha256
 }
 
 fn is_ours(bytes: &[u8], document: &DocumentId) -> bool {
