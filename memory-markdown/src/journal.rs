@@ -378,6 +378,21 @@ impl Journal {
         Ok((at, text))
     }
 
+    /// Cuts off what did not land, past the whole, landed revisions: a torn line, a revision
+    /// whose write never landed.
+    fn cut(&mut self) -> Result<(), MemoryError> {
+        if self.end < self.len {
+            let io = |err| files::io_error(&self.path, err);
+            let file = files::private_file()
+                .write(true)
+                .open(&self.path)
+                .map_err(io)?;
+            file.set_len(self.end).map_err(io)?;
+            self.len = self.end;
+        }
+        Ok(())
+    }
+
     /// Appends `older` to the live segment, then starts a new one with `newer`, the first of
     /// them a base, and unlinks the segments no kept revision needs: where the new segment's
     /// lines start (0), the lines, and whether the first line's text was left to be linked.
@@ -388,7 +403,12 @@ impl Journal {
         retention: Retention,
         now: SystemTime,
     ) -> Result<(u64, String, bool), MemoryError> {
-        if !older.is_empty() {
+        if older.is_empty() {
+            // What did not land is cut off here too: renamed into an older segment, a
+            // revision whose write never landed would be read as history, and the new live
+            // segment, numbered from the same revision, would be taken for a copy of it.
+            self.cut()?;
+        } else {
             self.append(older)?;
         }
         let started = self.end > 0;

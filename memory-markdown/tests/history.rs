@@ -311,6 +311,45 @@ async fn a_new_segment_whose_write_never_landed_gives_way_to_the_one_before() {
     assert_eq!(history(&provider).await.len(), 3);
 }
 
+/// A write that starts a segment (here a checkpoint: the writer keeps 3 revisions, so its
+/// revision 3 is stored whole, where the killed writer, keeping 100, appended its revision 3)
+/// cuts off a revision whose write never landed before it renames the live segment away, as
+/// an append does. Before, the stray line went into the older segment: history showed the write
+/// that never happened as revision 3, took the new live segment (which starts at 3 too) for a
+/// copy already read, and showed the real write as a hand edit. Found by fuzzing
+/// (fuzz/fuzz_targets/journal.rs).
+#[tokio::test]
+async fn a_new_segment_leaves_a_write_that_never_landed_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let killed = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(100));
+    let file = killed.path(&memory());
+    add(&killed, "one").await;
+    add(&killed, "two").await;
+    let before = snapshot(&file);
+    add(&killed, "lost").await;
+    restore(&file, &before);
+
+    let next = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
+    add(&next, "three").await;
+    let numbers: Vec<u64> = all_lines(&next).iter().map(|r| r.number).collect();
+    assert_eq!(numbers, [1, 2, 3], "{:?}", history_files(&next));
+    assert_eq!(
+        summary(&history(&next).await),
+        [
+            (3, Surface::Api, Some("one\n\ntwo\n\nthree\n")),
+            (2, Surface::Api, Some("one\n\ntwo\n")),
+            (1, Surface::Api, Some("one\n")),
+        ]
+    );
+    assert!(
+        history_files(&next)
+            .values()
+            .all(|lines| !lines.contains("lost")),
+        "{:?}",
+        history_files(&next)
+    );
+}
+
 /// A hand edit right after a checkpoint replaces the text the next write would have linked:
 /// the checkpoint is rebuilt from the revisions before it, which are kept for it, and the hand
 /// edit (whole in its line) starts a segment of its own.
