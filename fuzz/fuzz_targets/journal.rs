@@ -54,14 +54,15 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 /// A root of this process's own, on tmpfs where there is one: each input is written to disk.
+/// Under `$AGENT_MEMORY_FUZZ_TMP` when set (scripts/fuzz sets it, and removes it afterwards).
 fn root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
         let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
+        let base = match std::env::var_os("AGENT_MEMORY_FUZZ_TMP") {
+            Some(dir) => PathBuf::from(dir),
+            None if shm.is_dir() => shm.to_path_buf(),
+            None => std::env::temp_dir(),
         };
         base.join(format!("agent-memory-fuzz-journal-{}", std::process::id()))
     })
