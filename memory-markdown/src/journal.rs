@@ -378,6 +378,21 @@ impl Journal {
         Ok((at, text))
     }
 
+    /// Cuts off what did not land, past the whole, landed revisions: a torn line, a revision
+    /// whose write never landed.
+    fn cut(&mut self) -> Result<(), MemoryError> {
+        if self.end < self.len {
+            let io = |err| files::io_error(&self.path, err);
+            let file = files::private_file()
+                .write(true)
+                .open(&self.path)
+                .map_err(io)?;
+            file.set_len(self.end).map_err(io)?;
+            self.len = self.end;
+        }
+        Ok(())
+    }
+
     /// Appends `older` to the live segment, then starts a new one with `newer`, the first of
     /// them a base, and unlinks the segments no kept revision needs: where the new segment's
     /// lines start (0), the lines, and whether the first line's text was left to be linked.
@@ -388,7 +403,12 @@ impl Journal {
         retention: Retention,
         now: SystemTime,
     ) -> Result<(u64, String, bool), MemoryError> {
-        if !older.is_empty() {
+        if older.is_empty() {
+            // What did not land is cut off here too: renamed into an older segment, a
+            // revision whose write never landed would be read as history, and the new live
+            // segment, numbered from the same revision, would be taken for a copy of it.
+            self.cut()?;
+        } else {
             self.append(older)?;
         }
         let started = self.end > 0;
@@ -589,7 +609,8 @@ fn never_landed(
         && modified.is_none_or(|modified| landed_after.is_none_or(|after| modified < after))
 }
 
-/// One revision of `document`, from a journal line; `place` says where, for the error.
+/// One revision of `document`, from a journal line that agrees with itself; `place` says where,
+/// for the error.
 fn parse_line(
     path: &Path,
     document: &DocumentId,
@@ -610,6 +631,26 @@ fn parse_line(
             "its number {} is not between 1 and {MAX_NUMBER}",
             revision.number
         )));
+    }
+    // A line that contradicts itself is not ours either: history would show (and a revert
+    // restore) a text other than the one the line records, and the next write's change, rebuilt
+    // from that text, would not come out as recorded, leaving the whole history unreadable. The
+    // databases' stored revisions are checked the same way (`StoredRevision::check`).
+    if let Some(text) = &revision.text
+        && (text.len() != revision.bytes_after || sha256_hex(text) != revision.sha256_after)
+    {
+        return Err(corrupt(
+            "its text is not the one its sha256_after and bytes_after describe".to_owned(),
+        ));
+    }
+    if revision.is_tombstone()
+        && (revision.bytes_after != 0 || revision.sha256_after != sha256_hex(""))
+    {
+        return Err(corrupt(
+            "it has neither updates nor a text, as a purge's tombstone has, but its sha256_after \
+             and bytes_after are not the empty document's"
+                .to_owned(),
+        ));
     }
     Ok(revision)
 }

@@ -311,6 +311,45 @@ async fn a_new_segment_whose_write_never_landed_gives_way_to_the_one_before() {
     assert_eq!(history(&provider).await.len(), 3);
 }
 
+/// A write that starts a segment (here a checkpoint: the writer keeps 3 revisions, so its
+/// revision 3 is stored whole, where the killed writer, keeping 100, appended its revision 3)
+/// cuts off a revision whose write never landed before it renames the live segment away, as
+/// an append does. Before, the stray line went into the older segment: history showed the write
+/// that never happened as revision 3, took the new live segment (which starts at 3 too) for a
+/// copy already read, and showed the real write as a hand edit. Found by fuzzing
+/// (fuzz/fuzz_targets/journal.rs).
+#[tokio::test]
+async fn a_new_segment_leaves_a_write_that_never_landed_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let killed = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(100));
+    let file = killed.path(&memory());
+    add(&killed, "one").await;
+    add(&killed, "two").await;
+    let before = snapshot(&file);
+    add(&killed, "lost").await;
+    restore(&file, &before);
+
+    let next = MarkdownProvider::new(dir.path()).with_retention(Retention::keep(3));
+    add(&next, "three").await;
+    let numbers: Vec<u64> = all_lines(&next).iter().map(|r| r.number).collect();
+    assert_eq!(numbers, [1, 2, 3], "{:?}", history_files(&next));
+    assert_eq!(
+        summary(&history(&next).await),
+        [
+            (3, Surface::Api, Some("one\n\ntwo\n\nthree\n")),
+            (2, Surface::Api, Some("one\n\ntwo\n")),
+            (1, Surface::Api, Some("one\n")),
+        ]
+    );
+    assert!(
+        history_files(&next)
+            .values()
+            .all(|lines| !lines.contains("lost")),
+        "{:?}",
+        history_files(&next)
+    );
+}
+
 /// A hand edit right after a checkpoint replaces the text the next write would have linked:
 /// the checkpoint is rebuilt from the revisions before it, which are kept for it, and the hand
 /// edit (whole in its line) starts a segment of its own.
@@ -556,6 +595,79 @@ async fn journal_lines_that_are_not_ours_are_corrupt() {
             "{name}: so does the journal"
         );
     }
+}
+
+/// A line that contradicts itself is not ours: a text other than the one its `sha256_after`
+/// and `bytes_after` describe, or neither updates nor a text (a purge's tombstone) with the
+/// hash and size of a text that is not empty. `history` and `purge` say so, naming the line,
+/// and change nothing. Before, `history` showed the line's revision with a text it does not
+/// record (the tombstone's empty one), and the next write, whose change rebuilds from that
+/// text, left the whole history unreadable. Found by fuzzing (fuzz/fuzz_targets/journal.rs).
+#[tokio::test]
+async fn a_line_that_contradicts_itself_is_corrupt() {
+    type Change = fn(&mut serde_json::Map<String, serde_json::Value>);
+    let cases: [(&str, Change, &str); 3] = [
+        (
+            "a tombstone that is not empty",
+            |line| {
+                line.remove("updates");
+            },
+            "neither updates nor a text",
+        ),
+        (
+            "a text not the one recorded",
+            |line| {
+                line.insert("text".into(), "other\n".into());
+            },
+            "its text is not the one",
+        ),
+        (
+            "a text of another size",
+            |line| {
+                line.insert("text".into(), "first\n".into());
+                line.insert("bytes_after".into(), 7.into());
+            },
+            "its text is not the one",
+        ),
+    ];
+    for (name, change, says) in cases {
+        let (_dir, provider) = setup();
+        add(&provider, "first").await;
+        let journal = provider.history_path(&memory());
+        let mut line: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&journal_lines(&journal)[0]).unwrap();
+        change(&mut line);
+        let bytes = format!("{}\n", serde_json::Value::Object(line));
+        fs::write(&journal, &bytes).unwrap();
+        let file = provider.path(&memory());
+        let document = fs::read(&file).unwrap();
+
+        let err = provider.history(&memory(), 10).await.unwrap_err();
+        assert_corrupt(&err, &journal, says);
+        assert!(err.to_string().contains("line 1"), "{name}: {err}");
+        let err = provider.purge(&memory(), Surface::Cli).await.unwrap_err();
+        assert_corrupt(&err, &journal, says);
+        assert_eq!(
+            fs::read(&file).unwrap(),
+            document,
+            "{name}: the document stays"
+        );
+        assert_eq!(
+            fs::read(&journal).unwrap(),
+            bytes.as_bytes(),
+            "{name}: so does the journal"
+        );
+    }
+    // The text the line records, as it records it: history shows it.
+    let (_dir, provider) = setup();
+    add(&provider, "first").await;
+    let journal = provider.history_path(&memory());
+    let mut line: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&journal_lines(&journal)[0]).unwrap();
+    line.insert("text".into(), "first\n".into());
+    fs::write(&journal, format!("{}\n", serde_json::Value::Object(line))).unwrap();
+    let log = history(&provider).await;
+    assert_eq!(summary(&log), [(1, Surface::Api, Some("first\n"))]);
 }
 
 /// A directory where the journal should be is `Corrupt` like any file of the layout.

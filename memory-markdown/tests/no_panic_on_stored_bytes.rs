@@ -642,10 +642,22 @@ fn mutate(mut bytes: Vec<u8>, mutation: &Mutation) -> Vec<u8> {
 }
 
 /// Whether the whole lines of `bytes` (up to its last newline: what follows is a torn append)
-/// are revisions of `document`, numbered one after another: the journal a purge accepts (and
-/// erases, whether its changes can be rebuilt or not).
+/// are revisions of `document` that agree with themselves, numbered one after another: the
+/// journal a purge accepts (and erases, whether its changes can be rebuilt or not).
 fn is_ours(bytes: &[u8], document: &DocumentId) -> bool {
     is_history(bytes, document, false)
+}
+
+/// Whether what a line records of its text holds: a text it gives has the size and hash it
+/// records, and a line with neither text nor updates (a purge's tombstone) records the empty
+/// document.
+fn agrees_with_itself(revision: &memory_core::Revision) -> bool {
+    let (bytes, sha256) = match &revision.text {
+        Some(text) => (text.len(), memory_core::raw::sha256_hex(text)),
+        None if revision.updates.is_empty() => (0, memory_core::raw::sha256_hex("")),
+        None => return true,
+    };
+    revision.bytes_after == bytes && revision.sha256_after == sha256
 }
 
 /// [`is_ours`], and with `rebuilt` each line without a text (a change between checkpoints)
@@ -666,6 +678,7 @@ fn is_history(bytes: &[u8], document: &DocumentId, rebuilt: bool) -> bool {
         if revision.document != *document
             || !(1..=MAX_NUMBER).contains(&revision.number)
             || !in_order
+            || !agrees_with_itself(&revision)
         {
             return false;
         }
