@@ -128,16 +128,27 @@ impl Connect for PostgresStore {
     ///
     /// # Errors
     /// [`MemoryError::Config`] for a bad URL, schema name or deadline (never echoing the
-    /// password); [`MemoryError::Unavailable`] when no connection is made within the connect
-    /// timeout.
+    /// password); [`MemoryError::Unavailable`], naming the server and the cause (a refused
+    /// connection, a standby), as soon as the connection fails, and at the latest when the
+    /// shorter of the connect timeout and the deadline passes without one.
     async fn connect(config: &PostgresConfig) -> Result<(Self, Settings), MemoryError> {
         validate_schema(&config.schema)?;
         let options = config.connect_options()?;
         let server = server_name(&options);
         let timeout = config.connect_timeout();
         let deadline = config.deadline();
+        // The first connection is opened here, not by the pool: sqlx's pool retries a refused
+        // connection until its timeout and then reports only that it timed out (`memory sync`
+        // against a server that was down took 15 s, three connect timeouts, to say "pool timed
+        // out"). Opened here, a refusal ends the call at once with its cause; and as a
+        // connection is what the first call of a lazily connected provider waits for, it is
+        // bounded by the deadline too.
+        let within = timeout.min(deadline);
+        let mut first = open_checked(&options, &server, within).await?;
         let reached_a_standby = Arc::new(AtomicBool::new(false));
-        let connecting = PgPoolOptions::new()
+        // Lazy: the connection above showed the server answers; the pool opens its own as
+        // calls need them (`first` cannot be handed to it), each within the connect timeout.
+        let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(timeout)
             // sqlx pings every idle connection as a call takes it: a round trip before each
@@ -154,9 +165,7 @@ impl Connect for PostgresStore {
                         let standby = in_recovery(connection).await;
                         reached_a_standby.store(matches!(standby, Ok(true)), Ordering::Relaxed);
                         if standby? {
-                            return Err(sqlx::Error::Protocol(
-                                "the server is in recovery (a standby)".to_owned(),
-                            ));
+                            return Err(in_recovery_error());
                         }
                         Ok(())
                     })
@@ -176,19 +185,7 @@ impl Connect for PostgresStore {
                     }
                 })
             })
-            .connect_with(options);
-        // The pool bounds the wait already; the outer bound is for a TCP connect that the
-        // pool's own timeout does not interrupt.
-        let pool = match tokio::time::timeout(timeout + Duration::from_secs(1), connecting).await {
-            Ok(pool) => pool.map_err(|err| refused(&server, &reached_a_standby, err))?,
-            Err(_) => {
-                return Err(MemoryError::Unavailable {
-                    what: server,
-                    message: format!("no connection within {timeout:?}"),
-                    source: None,
-                });
-            }
-        };
+            .connect_lazy_with(options);
         let mut store = Self::from_pool(pool, &config.schema)?;
         store.reached_a_standby = reached_a_standby;
         store.release_within = deadline;
@@ -197,9 +194,14 @@ impl Connect for PostgresStore {
             store.pool_mode = PoolMode::Transaction;
             store.begin = Begin::with(&config.timeouts());
         }
-        if config.migrate {
-            store.migrate().await?;
-        }
+        let migrated = match config.migrate {
+            true => store.migrate_on(&mut first).await,
+            false => Ok(()),
+        };
+        // A graceful close (the server sees the session end), but never longer than the
+        // deadline: over TLS, sqlx's close waits to read from the peer.
+        let _ = tokio::time::timeout(deadline, first.close()).await;
+        migrated?;
         let settings = Settings {
             max_attempts: config.max_attempts,
             deadline: config.deadline(),
@@ -262,6 +264,13 @@ impl PostgresStore {
                 source: None,
             })?
             .map_err(|err| self.unavailable(err))?;
+        let migrated = self.migrate_on(&mut connection).await;
+        let _ = connection.close().await;
+        migrated
+    }
+
+    /// [`PostgresStore::migrate`] on `connection`, which stays open.
+    async fn migrate_on(&self, connection: &mut PgConnection) -> Result<(), MemoryError> {
         let mut migrator = sqlx::migrate!();
         migrator.create_schema(self.schema.clone());
         // A table of our own, so an application's sqlx migrations can share the schema.
@@ -274,15 +283,11 @@ impl PostgresStore {
         // duplicate. A new transaction sees them; by the third, every such race is over.
         let mut attempts = 1;
         let migrated = loop {
-            match self
-                .migrate_in_one_transaction(&mut connection, &migrator)
-                .await
-            {
+            match self.migrate_in_one_transaction(connection, &migrator).await {
                 Err(err) if attempts < 3 && created_meanwhile(&err) => attempts += 1,
                 migrated => break migrated,
             }
         };
-        let _ = connection.close().await;
         migrated.map_err(|err| match err {
             MigrateError::VersionMismatch(_)
             | MigrateError::VersionMissing(_)
@@ -2065,15 +2070,59 @@ fn unavailable(what: &str, reached_a_standby: &AtomicBool, err: sqlx::Error) -> 
         err => refused_as_a_standby(err),
     };
     if standby {
-        return MemoryError::Unavailable {
-            what: what.to_owned(),
-            message: format!(
-                "the server is a standby (in recovery), which takes no writes and may serve stale reads ({err}); calls fail until it is promoted or the URL reaches the primary"
-            ),
-            source: Some(Box::new(err)),
-        };
+        return on_a_standby(what, err);
     }
     MemoryError::unavailable(what, err)
+}
+
+/// `Unavailable` on `what`, which is a standby, with `err` as what it answered.
+fn on_a_standby(what: &str, err: sqlx::Error) -> MemoryError {
+    MemoryError::Unavailable {
+        what: what.to_owned(),
+        message: format!(
+            "the server is a standby (in recovery), which takes no writes and may serve stale reads ({err}); calls fail until it is promoted or the URL reaches the primary"
+        ),
+        source: Some(Box::new(err)),
+    }
+}
+
+/// What a connection to a standby fails with (see [`in_recovery`]).
+fn in_recovery_error() -> sqlx::Error {
+    sqlx::Error::Protocol("the server is in recovery (a standby)".to_owned())
+}
+
+/// A connection to the server of `options` (named `server` in errors), checked not to be a
+/// standby, within `within`. It fails as soon as the server refuses or cannot be reached, with
+/// the cause (sqlx's pool would retry a refused connection until its timeout, then report
+/// only that it timed out), and at `within` when nothing answers.
+async fn open_checked(
+    options: &PgConnectOptions,
+    server: &str,
+    within: Duration,
+) -> Result<PgConnection, MemoryError> {
+    let opening = async {
+        let mut connection = PgConnection::connect_with(options)
+            .await
+            .map_err(|err| refused(server, &AtomicBool::new(false), err))?;
+        match in_recovery(&mut connection).await {
+            Ok(false) => Ok(connection),
+            Ok(true) => {
+                let _ = connection.close().await;
+                Err(on_a_standby(server, in_recovery_error()))
+            }
+            Err(err) => Err(unavailable(server, &AtomicBool::new(false), err)),
+        }
+    };
+    match tokio::time::timeout(within, opening).await {
+        Ok(opened) => opened,
+        Err(_) => Err(MemoryError::Unavailable {
+            what: server.to_owned(),
+            message: format!(
+                "no connection within {within:?} (the shorter of connect_timeout_ms and deadline_ms)"
+            ),
+            source: None,
+        }),
+    }
 }
 
 /// Whether the server refused `err`'s statement for being in recovery: `BEGIN READ WRITE`

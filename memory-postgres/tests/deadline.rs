@@ -377,3 +377,75 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
     let report = p.sync(&c, &both("resumed"), &IfMatch::NONE).await;
     assert!(report.is_ok(), "works once the path is back: {report:?}");
 }
+
+/// Nothing listens at the address (`127.0.0.1:1` refuses at once): `connect`, which the first
+/// call of a lazily connected provider waits for, fails as soon as the refusal comes back, as
+/// `Unavailable` (the contract's kind for a backend it cannot reach, which a retry may fix)
+/// naming the address and the refusal. It used to wait out the connect timeout while sqlx's
+/// pool retried, and then say only "pool timed out while waiting for an open connection":
+/// `memory sync` took 15.6 s whatever `deadline_ms` said (three sends, each waiting the 5 s
+/// connect timeout), and 60.6 s with `connect_timeout_ms = 20000`.
+#[tokio::test]
+async fn a_refused_connection_fails_at_once_naming_the_address_and_the_refusal() {
+    for connect_timeout_ms in [5_000, 20_000] {
+        let config = PostgresConfig {
+            deadline_ms: 300,
+            connect_timeout_ms,
+            ..PostgresConfig::new("postgres://agent:hunter2@127.0.0.1:1/memory")
+        };
+        let started = Instant::now();
+        let err = PostgresProvider::connect(&config)
+            .await
+            .expect_err("nothing listens there");
+        let took = started.elapsed();
+        println!("refused, connect_timeout_ms {connect_timeout_ms}: {took:?}: {err}");
+        // Well above the 300 ms deadline, far below any connect timeout.
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("127.0.0.1:1"),
+            "names the address: {message}"
+        );
+        assert!(
+            message.to_lowercase().contains("refused"),
+            "names the refusal: {message}"
+        );
+        assert_no_password(&err, "hunter2");
+    }
+}
+
+/// A server that never answers (a blackholed address, or a proxy that accepts and stalls):
+/// `connect` ends within the deadline when it is shorter than the connect timeout, as
+/// `Unavailable` saying that no connection came in that time; it used to wait the whole connect
+/// timeout (and a second more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_fails_the_connect_within_the_deadline() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let upstream = PgConnectOptions::from_str(&url).unwrap();
+    let proxy =
+        StallingProxy::start(format!("{}:{}", upstream.get_host(), upstream.get_port())).await;
+    proxy.stall();
+    let (url, password) = through(&url, proxy.addr());
+    let config = PostgresConfig {
+        deadline_ms: 500,
+        connect_timeout_ms: 5_000,
+        ..PostgresConfig::new(&url)
+    };
+    let started = Instant::now();
+    let err = PostgresProvider::connect(&config)
+        .await
+        .expect_err("nothing answers");
+    let took = started.elapsed();
+    println!("stalled: {took:?}: {err}");
+    assert!(took <= Duration::from_millis(500) + SLACK, "took {took:?}");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&proxy.addr().to_string()) && message.contains("no connection within"),
+        "{message}"
+    );
+    assert_no_password(&err, &password);
+}
