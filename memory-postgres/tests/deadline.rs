@@ -19,7 +19,7 @@ use memory_core::{
 };
 use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider, PostgresStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
+use sqlx::{Connection, Executor, PgConnection};
 
 /// What a call may take beyond its deadline: scheduling, and the reply to the last statement.
 const SLACK: Duration = Duration::from_secs(1);
@@ -116,10 +116,13 @@ async fn row_lock_ends_the_sync_within_its_deadline(mode: PoolMode) {
         let mut blocker = PgConnection::connect(&schema.guard.url).await.unwrap();
         blocker.execute("BEGIN").await.unwrap();
         blocker
-            .execute(AssertSqlSafe(format!(
-                "SELECT 1 FROM \"{}\".memory_documents WHERE kind = '{locked}' FOR UPDATE",
-                schema.guard.schema
-            )))
+            .execute(
+                format!(
+                    "SELECT 1 FROM \"{}\".memory_documents WHERE kind = '{locked}' FOR UPDATE",
+                    schema.guard.schema
+                )
+                .as_str(),
+            )
             .await
             .unwrap();
 
