@@ -551,7 +551,7 @@ impl PostgresStore {
     /// [`PostgresStore::keeps_prepared`] says: every statement on the pool goes through this
     /// or its two siblings, so that none is left prepared behind a transaction pooler.
     fn query<'q>(&self, sql: &'q Arc<str>) -> Query<'q, Postgres, PgArguments> {
-        sqlx::query(&**sql).persistent(self.keeps_prepared())
+        sqlx::query(sql).persistent(self.keeps_prepared())
     }
 
     /// [`PostgresStore::query`], for rows read as `O`.
@@ -559,7 +559,7 @@ impl PostgresStore {
     where
         O: for<'r> FromRow<'r, PgRow>,
     {
-        sqlx::query_as(&**sql).persistent(self.keeps_prepared())
+        sqlx::query_as(sql).persistent(self.keeps_prepared())
     }
 
     /// [`PostgresStore::query`], for one column read as `O`.
@@ -567,7 +567,7 @@ impl PostgresStore {
     where
         (O,): for<'r> FromRow<'r, PgRow>,
     {
-        sqlx::query_scalar(&**sql).persistent(self.keeps_prepared())
+        sqlx::query_scalar(sql).persistent(self.keeps_prepared())
     }
 
     /// A transaction on `connection`, begun as this provider begins them (see [`Begin`]).
