@@ -493,12 +493,51 @@ impl PostgresStore {
 
     /// A connection from the pool, closed unless it is marked answered (see [`Lease`]).
     async fn lease(&self) -> Result<Lease, MemoryError> {
-        let connection = self
-            .pool
-            .acquire()
+        match self.pool.acquire().await {
+            Ok(connection) => Ok(Lease::new(connection, self.release_within)),
+            Err(sqlx::Error::PoolTimedOut) if !self.reached_a_standby.load(Ordering::Relaxed) => {
+                Err(self.no_connection().await)
+            }
+            Err(err) => Err(self.db_error(err)),
+        }
+    }
+
+    /// Why the pool gave no connection within its timeout, as `Unavailable`. sqlx's pool keeps
+    /// the cause to itself (it retries a refused connection until its timeout, then reports
+    /// only that it timed out), so a TCP connect to the server tells a server that cannot be
+    /// reached, named with the cause, from one whose connections are all in use.
+    async fn no_connection(&self) -> MemoryError {
+        let options = self.pool.connect_options();
+        let waited = self.pool.options().get_acquire_timeout();
+        let (host, port) = (options.get_host(), options.get_port());
+        let cause = match options.get_socket() {
+            // A Unix socket: nothing to add to what sqlx said.
+            Some(_) => None,
+            None => match tokio::time::timeout(
+                PROBE_WITHIN,
+                tokio::net::TcpStream::connect((host, port)),
+            )
             .await
-            .map_err(|err| self.db_error(err))?;
-        Ok(Lease::new(connection, self.release_within))
+            {
+                Ok(Ok(_)) => None,
+                Ok(Err(err)) => Some(format!("connecting to {host}:{port}: {err}")),
+                Err(_) => Some(format!(
+                    "connecting to {host}:{port}: no answer within {PROBE_WITHIN:?}"
+                )),
+            },
+        };
+        MemoryError::Unavailable {
+            what: self.location.clone(),
+            message: match cause {
+                Some(cause) => format!("no connection within {waited:?} ({cause})"),
+                None => format!(
+                    "no connection within {waited:?}: the server accepts TCP connections, but \
+                     all {} of the pool's were in use or none could be opened",
+                    self.pool.size()
+                ),
+            },
+            source: Some(Box::new(sqlx::Error::PoolTimedOut)),
+        }
     }
 
     /// `work` on a connection from the pool, returning what it returned. The connection goes
@@ -1406,6 +1445,10 @@ impl<'a> WriteBinds<'a> {
 
 /// How long a pooled connection may sit idle and still be used without a ping first.
 const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a TCP connect that looks for why the pool gave no connection may take (see
+/// [`PostgresStore::no_connection`]): a reachable server answers one in well under this.
+const PROBE_WITHIN: Duration = Duration::from_millis(500);
 
 /// The longest age limit sent to the server: the statement subtracts it from `now()`, which must
 /// stay a timestamp (they end at 4713 BC). Any longer limit prunes nothing more.

@@ -452,3 +452,83 @@ async fn a_server_that_never_answers_fails_the_connect_within_the_deadline() {
     );
     assert_no_password(&err, &password);
 }
+
+/// A forwarding proxy to `upstream` on a loopback port, and the tasks that run it: aborting
+/// them closes the port (a connect is refused) and every connection through it.
+async fn forwarding_proxy(
+    upstream: String,
+) -> (
+    SocketAddr,
+    Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tasks = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let accepting = tokio::spawn({
+        let tasks = tasks.clone();
+        async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let forwarding = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                tasks.lock().unwrap().push(forwarding);
+            }
+        }
+    });
+    tasks.lock().unwrap().push(accepting);
+    (addr, tasks)
+}
+
+/// The server goes away after `connect` (its port refuses connections, its connections are
+/// cut): each call still ends within its deadline, and once the pool has no connection left
+/// the call says why, naming the address and the refusal, where it used to say only "pool
+/// timed out while waiting for an open connection".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_gone_after_connect_fails_calls_naming_the_address_and_the_refusal() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let upstream = PgConnectOptions::from_str(&schema.url).unwrap();
+    let (proxy, tasks) =
+        forwarding_proxy(format!("{}:{}", upstream.get_host(), upstream.get_port())).await;
+    let (url, password) = through(&schema.url, proxy);
+    let deadline = Duration::from_secs(2);
+    let config = PostgresConfig {
+        migrate: false,
+        max_connections: 1,
+        connect_timeout_ms: 300,
+        deadline_ms: 2_000,
+        ..PostgresConfig::new(&url).with_schema(&schema.schema)
+    };
+    let p = PostgresProvider::connect(&config).await.unwrap();
+    p.list().await.unwrap();
+
+    for task in tasks.lock().unwrap().drain(..) {
+        task.abort();
+    }
+    let mut last = None;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let err = p.list().await.expect_err("the server is gone");
+        let took = started.elapsed();
+        println!("a call with the server gone ended after {took:?}: {err}");
+        assert!(took <= deadline + SLACK, "took {took:?}");
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+        assert_no_password(&err, &password);
+        let message = err.to_string();
+        if message.to_lowercase().contains("refused") {
+            last = Some(message);
+            break;
+        }
+        // The first call may meet the cut connection; it is not reused.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let message = last.expect("a call names the refusal once no connection is left");
+    assert!(
+        message.contains(&proxy.to_string()),
+        "names the address: {message}"
+    );
+}
