@@ -12,7 +12,7 @@ use memory_redis::{RedisConfig, RedisProvider};
 use memory_vector::{Embedder, RecallConfig, VectorProvider};
 use redis::AsyncCommands;
 // Every dynamic statement here names only the run's own schema, made from the process id.
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use sqlx::{Connection, PgConnection};
 
 use crate::stats::Samples;
 
@@ -155,14 +155,17 @@ pub async fn floor(backend: &Backend, samples: usize) -> Result<Floor, BoxError>
             let mut db = PgConnection::connect(url).await?;
             create_schema(&mut db, schema).await?;
             let table = format!("\"{schema}\".bench_floor");
-            sqlx::query(AssertSqlSafe(format!(
-                "CREATE TABLE IF NOT EXISTS {table} (id int PRIMARY KEY, body text NOT NULL)"
-            )))
+            sqlx::query(
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {table} (id int PRIMARY KEY, body text NOT NULL)"
+                )
+                .as_str(),
+            )
             .execute(&mut db)
             .await?;
-            sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO {table} VALUES (1, '') ON CONFLICT (id) DO NOTHING"
-            )))
+            sqlx::query(
+                format!("INSERT INTO {table} VALUES (1, '') ON CONFLICT (id) DO NOTHING").as_str(),
+            )
             .execute(&mut db)
             .await?;
             let update = format!("UPDATE {table} SET body = $1 WHERE id = 1");
@@ -170,11 +173,7 @@ pub async fn floor(backend: &Backend, samples: usize) -> Result<Floor, BoxError>
                 let body = format!("{value}{i}");
                 floor
                     .write
-                    .time(
-                        sqlx::query(AssertSqlSafe(update.clone()))
-                            .bind(&body)
-                            .execute(&mut db),
-                    )
+                    .time(sqlx::query(update.as_str()).bind(&body).execute(&mut db))
                     .await?;
                 floor
                     .read
@@ -199,12 +198,10 @@ pub async fn floor(backend: &Backend, samples: usize) -> Result<Floor, BoxError>
 }
 
 async fn create_schema(db: &mut PgConnection, schema: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(AssertSqlSafe(format!(
-        "CREATE SCHEMA IF NOT EXISTS \"{schema}\""
-    )))
-    .execute(db)
-    .await
-    .map(drop)
+    sqlx::query(format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"").as_str())
+        .execute(db)
+        .await
+        .map(drop)
 }
 
 /// Replaces `file` as the markdown provider does: temp file, fsync, rename, fsync the dir.
@@ -302,15 +299,16 @@ impl NaiveStore {
                 let mut db = PgConnection::connect(url).await?;
                 create_schema(&mut db, schema).await.ok(); // Racing creators, as below.
                 let table = format!("\"{schema}\".bench_naive");
-                sqlx::query(AssertSqlSafe(format!(
+                sqlx::query(format!(
                     "CREATE TABLE IF NOT EXISTS {table} (name text PRIMARY KEY, body text NOT NULL)"
-                )))
+                ).as_str())
                 .execute(&mut db)
                 .await
                 .ok(); // Racing creators: one wins, and the table exists for all.
-                sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO {table} VALUES ($1, '') ON CONFLICT (name) DO NOTHING"
-                )))
+                sqlx::query(
+                    format!("INSERT INTO {table} VALUES ($1, '') ON CONFLICT (name) DO NOTHING")
+                        .as_str(),
+                )
                 .bind(name)
                 .execute(&mut db)
                 .await?;
@@ -333,12 +331,10 @@ impl NaiveStore {
                 Err(err) => return Err(err.into()),
             },
             NaiveStore::Postgres { db, table, name } => {
-                sqlx::query_scalar(AssertSqlSafe(format!(
-                    "SELECT body FROM {table} WHERE name = $1"
-                )))
-                .bind(name.as_str())
-                .fetch_one(db)
-                .await?
+                sqlx::query_scalar(format!("SELECT body FROM {table} WHERE name = $1").as_str())
+                    .bind(name.as_str())
+                    .fetch_one(db)
+                    .await?
             }
             NaiveStore::Redis(conn, key) => conn
                 .get::<_, Option<String>>(&*key)
@@ -359,13 +355,11 @@ impl NaiveStore {
                 std::fs::rename(&temp, &*path)?;
             }
             NaiveStore::Postgres { db, table, name } => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "UPDATE {table} SET body = $1 WHERE name = $2"
-                )))
-                .bind(text)
-                .bind(name.as_str())
-                .execute(db)
-                .await?;
+                sqlx::query(format!("UPDATE {table} SET body = $1 WHERE name = $2").as_str())
+                    .bind(text)
+                    .bind(name.as_str())
+                    .execute(db)
+                    .await?;
             }
             NaiveStore::Redis(conn, key) => conn.set::<_, _, ()>(&*key, text).await?,
         }
@@ -378,11 +372,9 @@ pub async fn clean_up(backend: &Backend) -> Result<(), BoxError> {
     match backend {
         Backend::Postgres { url, schema } => {
             let mut db = PgConnection::connect(url).await?;
-            sqlx::query(AssertSqlSafe(format!(
-                "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
-            )))
-            .execute(&mut db)
-            .await?;
+            sqlx::query(format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE").as_str())
+                .execute(&mut db)
+                .await?;
         }
         Backend::Redis { url, prefix } => {
             let client = redis::Client::open(url.as_str())?;
@@ -417,10 +409,10 @@ pub async fn history_bytes(backend: &Backend, document: &DocumentId) -> Result<u
                 );
             };
             let mut db = PgConnection::connect(url).await?;
-            let bytes: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            let bytes: i64 = sqlx::query_scalar(format!(
                 "SELECT coalesce(sum(pg_column_size(h.*)), 0)::int8 FROM \"{schema}\".memory_history h \
                  WHERE kind = 'personality_memory' AND owner = $1"
-            )))
+            ).as_str())
             .bind(personality.as_str())
             .fetch_one(&mut db)
             .await?;

@@ -11,6 +11,7 @@ mod deployments;
 mod http;
 mod recall_eval;
 mod stats;
+mod tls;
 mod workloads;
 
 use std::fmt::Write as _;
@@ -92,7 +93,7 @@ struct Args {
     #[arg(
         long,
         env = "MEMORY_TEST_POSTGRES_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+        default_value = "postgres://postgres@127.0.0.1:5432/test"
     )]
     postgres_url: String,
     /// Redis (default: $MEMORY_TEST_REDIS_URL, else the local server).
@@ -238,6 +239,19 @@ async fn run(args: Args) -> Result<(), BoxError> {
     for (name, reason) in unreached {
         skip(&mut skipped, &name, &reason);
     }
+    let tls = match targets.postgres {
+        Some(url) => {
+            progress("postgres", "over TLS and with sslmode=disable");
+            match tls::measure(url, &run_id, args.grown_adds).await {
+                Ok(connections) => Some(connections),
+                Err(err) => {
+                    skip(&mut skipped, "postgres over TLS", &err.to_string());
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let recall = match &embedder {
         Some(embedder) if !args.recall_entries.is_empty() => {
             progress("vector", "recall at each size");
@@ -270,6 +284,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         args: &args,
         measured: &measured,
         deployments: &deployments,
+        tls: tls.as_ref(),
         recall: &recall,
         quality: &quality,
         skipped: &skipped,
@@ -398,6 +413,8 @@ struct Report<'a> {
     args: &'a Args,
     measured: &'a [Measured],
     deployments: &'a [deployments::Deployment],
+    /// PostgreSQL over TLS and with `sslmode=disable`, when PostgreSQL was measured.
+    tls: Option<&'a [tls::Connection; 2]>,
     recall: &'a [RecallRound],
     quality: &'a [recall_eval::Evaluated],
     skipped: &'a [(String, String)],
@@ -593,6 +610,9 @@ impl Report<'_> {
         if !self.deployments.is_empty() {
             md.push_str(&deployments::markdown(self.deployments, a.samples));
         }
+        if let Some(connections) = self.tls {
+            md.push_str(&tls::markdown(connections, a.grown_adds));
+        }
 
         let _ = writeln!(md, "## The floor\n");
         let _ = writeln!(
@@ -774,6 +794,18 @@ impl Report<'_> {
                     ratio <= goal,
                 ));
             }
+        }
+        if let Some(connections) = self.tls {
+            let added = tls::added_p50(connections);
+            rows.push((
+                "postgres, one-add sync over TLS: p50 beyond sslmode=disable's".to_owned(),
+                match connections[0].tls {
+                    true => format!("{added:+.3} ms"),
+                    false => format!("{added:+.3} ms (the server offered no TLS)"),
+                },
+                "<= 1 ms",
+                added <= 1.0,
+            ));
         }
         if let (Some(vector), Some(markdown)) = (provider("vector"), provider("markdown")) {
             let ratio = vector.sync.quantile_ms(0.5) / markdown.sync.quantile_ms(0.5);

@@ -1042,7 +1042,7 @@ struct OwnDatabase {
 impl OwnDatabase {
     async fn create(admin: &mut sqlx::PgConnection, url: &str, name: &str) -> OwnDatabase {
         // The name is a test's own, from `unique_name`.
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        sqlx::query(format!("CREATE DATABASE \"{name}\"").as_str())
             .execute(admin)
             .await
             .unwrap();

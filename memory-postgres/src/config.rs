@@ -34,7 +34,8 @@ pub struct PostgresConfig {
     #[serde(default = "defaults::max_connections")]
     pub max_connections: u32,
     /// How long to wait for a connection before the call is `Unavailable`, in milliseconds;
-    /// default 5,000.
+    /// default 5,000. `connect` waits at most `deadline_ms` for its first connection, and not
+    /// at all once the server refuses it.
     #[serde(default = "defaults::connect_timeout_ms")]
     pub connect_timeout_ms: u64,
     /// How long a write waits on a row another session holds locked before the attempt counts
@@ -191,7 +192,7 @@ impl PostgresConfig {
                 &format!("invalid PostgreSQL URL {}: {err}", redact_url(&self.url)),
             ),
         })?;
-        // sqlx 0.9 cannot turn on TCP keepalive (launchbadge/sqlx#3540): the client's bound is
+        // sqlx cannot turn on TCP keepalive (launchbadge/sqlx#3540): the client's bound is
         // the deadline each call runs under; the timeouts are the server's.
         Ok(match self.pool_mode {
             PoolMode::Session => options.options(self.timeouts()),

@@ -51,12 +51,11 @@ use memory_core::{
     Document, DocumentId, IdempotencyKey, Identity, IdentityMap, MemoryError, PersonalityId,
     Purged, Retention, Revision, Surface, UserId, Version,
 };
-use sqlx::migrate::MigrateError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::PgRow;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::{Query, QueryAs, QueryScalar};
-use sqlx::{AssertSqlSafe, Connection, FromRow, PgConnection, Postgres};
+use sqlx::{Connection, Executor, FromRow, PgConnection, Postgres};
 
 pub use config::{DEFAULT_MAX_ATTEMPTS, PoolMode, PostgresConfig};
 
@@ -101,9 +100,9 @@ pub struct PostgresStore {
 #[derive(Debug)]
 struct Begin {
     /// A read-write transaction.
-    write: Arc<str>,
+    write: String,
     /// A read-only snapshot: one view of the document, its tip and its revisions.
-    snapshot: Arc<str>,
+    snapshot: String,
 }
 
 impl Begin {
@@ -114,8 +113,8 @@ impl Begin {
             .map(|(setting, value)| format!("; SET LOCAL {setting} = '{value}'"))
             .collect();
         Begin {
-            write: format!("BEGIN READ WRITE{settings}").into(),
-            snapshot: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE{settings}").into(),
+            write: format!("BEGIN READ WRITE{settings}"),
+            snapshot: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE{settings}"),
         }
     }
 }
@@ -128,16 +127,27 @@ impl Connect for PostgresStore {
     ///
     /// # Errors
     /// [`MemoryError::Config`] for a bad URL, schema name or deadline (never echoing the
-    /// password); [`MemoryError::Unavailable`] when no connection is made within the connect
-    /// timeout.
+    /// password); [`MemoryError::Unavailable`], naming the server and the cause (a refused
+    /// connection, a standby), as soon as the connection fails, and at the latest when the
+    /// shorter of the connect timeout and the deadline passes without one.
     async fn connect(config: &PostgresConfig) -> Result<(Self, Settings), MemoryError> {
         validate_schema(&config.schema)?;
         let options = config.connect_options()?;
         let server = server_name(&options);
         let timeout = config.connect_timeout();
         let deadline = config.deadline();
+        // The first connection is opened here, not by the pool: sqlx's pool retries a refused
+        // connection until its timeout and then reports only that it timed out (`memory sync`
+        // against a server that was down took 15 s, three connect timeouts, to say "pool timed
+        // out"). Opened here, a refusal ends the call at once with its cause; and as a
+        // connection is what the first call of a lazily connected provider waits for, it is
+        // bounded by the deadline too.
+        let within = timeout.min(deadline);
+        let mut first = open_checked(&options, &server, within).await?;
         let reached_a_standby = Arc::new(AtomicBool::new(false));
-        let connecting = PgPoolOptions::new()
+        // Lazy: the connection above showed the server answers; the pool opens its own as
+        // calls need them (`first` cannot be handed to it), each within the connect timeout.
+        let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(timeout)
             // sqlx pings every idle connection as a call takes it: a round trip before each
@@ -154,9 +164,7 @@ impl Connect for PostgresStore {
                         let standby = in_recovery(connection).await;
                         reached_a_standby.store(matches!(standby, Ok(true)), Ordering::Relaxed);
                         if standby? {
-                            return Err(sqlx::Error::Protocol(
-                                "the server is in recovery (a standby)".to_owned(),
-                            ));
+                            return Err(in_recovery_error());
                         }
                         Ok(())
                     })
@@ -176,19 +184,7 @@ impl Connect for PostgresStore {
                     }
                 })
             })
-            .connect_with(options);
-        // The pool bounds the wait already; the outer bound is for a TCP connect that the
-        // pool's own timeout does not interrupt.
-        let pool = match tokio::time::timeout(timeout + Duration::from_secs(1), connecting).await {
-            Ok(pool) => pool.map_err(|err| refused(&server, &reached_a_standby, err))?,
-            Err(_) => {
-                return Err(MemoryError::Unavailable {
-                    what: server,
-                    message: format!("no connection within {timeout:?}"),
-                    source: None,
-                });
-            }
-        };
+            .connect_lazy_with(options);
         let mut store = Self::from_pool(pool, &config.schema)?;
         store.reached_a_standby = reached_a_standby;
         store.release_within = deadline;
@@ -197,9 +193,14 @@ impl Connect for PostgresStore {
             store.pool_mode = PoolMode::Transaction;
             store.begin = Begin::with(&config.timeouts());
         }
-        if config.migrate {
-            store.migrate().await?;
-        }
+        let migrated = match config.migrate {
+            true => store.migrate_on(&mut first).await,
+            false => Ok(()),
+        };
+        // A graceful close (the server sees the session end), but never longer than the
+        // deadline: over TLS, sqlx's close waits to read from the peer.
+        let _ = tokio::time::timeout(deadline, first.close()).await;
+        migrated?;
         let settings = Settings {
             max_attempts: config.max_attempts,
             deadline: config.deadline(),
@@ -262,64 +263,77 @@ impl PostgresStore {
                 source: None,
             })?
             .map_err(|err| self.unavailable(err))?;
-        let mut migrator = sqlx::migrate!();
-        migrator.create_schema(self.schema.clone());
-        // A table of our own, so an application's sqlx migrations can share the schema.
-        migrator.dangerous_set_table_name(format!("\"{}\"._memory_migrations", self.schema));
-        // The lock is the transaction's (below), not the session's that sqlx would take.
-        migrator.set_locking(false);
+        let migrated = self.migrate_on(&mut connection).await;
+        let _ = connection.close().await;
+        migrated
+    }
+
+    /// [`PostgresStore::migrate`] on `connection`, which stays open.
+    async fn migrate_on(&self, connection: &mut PgConnection) -> Result<(), MemoryError> {
+        self.migrate_up_to(connection, i64::MAX).await
+    }
+
+    /// Applies the embedded migrations up to and including `last` on `connection`, as
+    /// [`PostgresStore::migrate`] does. Public only for the tests of upgrades: a schema
+    /// migrated by an earlier version is this with that version's last migration.
+    #[doc(hidden)]
+    pub async fn migrate_up_to(
+        &self,
+        connection: &mut PgConnection,
+        last: i64,
+    ) -> Result<(), MemoryError> {
         // Hosts that start together on a fresh schema take turns on the lock, but the one
         // waiting began its transaction before the first committed: its catalog lookups may
         // still miss the schema or tables just created, and creating them again fails on a
         // duplicate. A new transaction sees them; by the third, every such race is over.
         let mut attempts = 1;
         let migrated = loop {
-            match self
-                .migrate_in_one_transaction(&mut connection, &migrator)
-                .await
-            {
-                Err(err) if attempts < 3 && created_meanwhile(&err) => attempts += 1,
+            match self.migrate_in_one_transaction(connection, last).await {
+                Err(Migrating::Sql(err)) if attempts < 3 && created_meanwhile(&err) => {
+                    attempts += 1;
+                }
                 migrated => break migrated,
             }
         };
-        let _ = connection.close().await;
         migrated.map_err(|err| match err {
-            MigrateError::VersionMismatch(_)
-            | MigrateError::VersionMissing(_)
-            | MigrateError::VersionTooOld(..)
-            | MigrateError::VersionTooNew(..)
-            | MigrateError::Dirty(_) => MemoryError::Config {
+            Migrating::Sql(err) if refused_as_a_standby(&err) => self.unavailable(err),
+            Migrating::Sql(err) => {
+                MemoryError::unavailable(format!("migrating {}", self.location), err)
+            }
+            mismatch => MemoryError::Config {
                 message: format!(
-                    "the migrations applied in {} do not match this memory-postgres ({err}): use a schema of its own, or a matching version",
+                    "the migrations applied in {} do not match this memory-postgres ({mismatch}): use a schema of its own, or a matching version",
                     self.location
                 ),
             },
-            MigrateError::Execute(err) | MigrateError::ExecuteMigration(err, _)
-                if refused_as_a_standby(&err) =>
-            {
-                self.unavailable(err)
-            }
-            err => MemoryError::unavailable(format!("migrating {}", self.location), err),
         })
     }
 
-    /// [`PostgresStore::migrate`]'s work on `connection`, in one transaction that holds the
-    /// migrations' advisory lock.
+    /// [`PostgresStore::migrate_up_to`]'s work on `connection`, in one transaction that holds
+    /// the migrations' advisory lock: the schema, the table of applied migrations, and each
+    /// embedded migration not applied yet, recorded there as it is applied.
+    ///
+    /// The table is `_memory_migrations` in the schema, with the columns sqlx's migrator keeps
+    /// (and its SHA-384 checksums of each migration's text), so that an application's own sqlx
+    /// migrations can share the schema, and schemas that sqlx's migrator migrated (this crate
+    /// ran it until it moved to sqlx 0.8.6, whose migrator cannot name its table) read the same.
     async fn migrate_in_one_transaction(
         &self,
         connection: &mut PgConnection,
-        migrator: &sqlx::migrate::Migrator,
-    ) -> Result<(), MigrateError> {
+        last: i64,
+    ) -> Result<(), Migrating> {
         // The migrations name their tables without a schema: the search path names it, for
         // this transaction only. Waiting for another process's migration may take longer than
-        // a call's deadline: the timeouts are lifted for it.
+        // a call's deadline: the timeouts are lifted for it. Every statement here is parsed
+        // anew, never left prepared: behind a pooler, another client may get this server
+        // connection next (and any that another client left there are dropped first).
         // `search_path` as an identifier: a quoted string would be one schema's whole name.
+        let schema = &self.schema;
         let mut transaction = connection
-            .begin_with(AssertSqlSafe(format!(
-                "BEGIN READ WRITE; DEALLOCATE ALL; SET LOCAL search_path = \"{}\"; \
-                 SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0",
-                self.schema
-            )))
+            .begin_with(format!(
+                "BEGIN READ WRITE; DEALLOCATE ALL; SET LOCAL search_path = \"{schema}\"; \
+                 SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0"
+            ))
             .await?;
         let database: String = sqlx::query_scalar("SELECT current_database()")
             .persistent(false)
@@ -330,16 +344,58 @@ impl PostgresStore {
             .bind(migration_lock_key(&database))
             .execute(&mut *transaction)
             .await?;
-        // `run_direct`, not `run`: `run`'s `Acquire` bound makes this future not provably
-        // `Send`, so it could not be awaited inside a boxed `Send` future (the wiring's lazy
-        // connect). Each migration runs in a savepoint of this transaction.
-        migrator.run_direct(None, &mut *transaction, false).await?;
-        // sqlx's migrator keeps its statements prepared, which outlive the transaction on the
-        // server connection; behind a pooler, another client may get that connection next.
-        // Dropped here, and above any that another client left there.
-        sqlx::raw_sql("DEALLOCATE ALL")
-            .execute(&mut *transaction)
+        let table = format!("\"{schema}\"._memory_migrations");
+        (&mut *transaction)
+            .execute(sqlx::raw_sql(&format!(
+                "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; \
+             CREATE TABLE IF NOT EXISTS {table} ( \
+               version BIGINT PRIMARY KEY, description TEXT NOT NULL, \
+               installed_on TIMESTAMPTZ NOT NULL DEFAULT now(), success BOOLEAN NOT NULL, \
+               checksum BYTEA NOT NULL, execution_time BIGINT NOT NULL)"
+            )))
             .await?;
+        let applied: Vec<(i64, bool, Vec<u8>)> = sqlx::query_as(&format!(
+            "SELECT version, success, checksum FROM {table} ORDER BY version"
+        ))
+        .persistent(false)
+        .fetch_all(&mut *transaction)
+        .await?;
+        for (version, success, checksum) in &applied {
+            if !success {
+                return Err(Migrating::Failed(*version));
+            }
+            match MIGRATIONS.iter().find(|known| known.version == *version) {
+                None => return Err(Migrating::Unknown(*version)),
+                Some(known) if *known.checksum != **checksum => {
+                    return Err(Migrating::Changed(*version));
+                }
+                Some(_) => {}
+            }
+        }
+        let record = format!(
+            "INSERT INTO {table} (version, description, success, checksum, execution_time) \
+             VALUES ($1, $2, TRUE, $3, $4)"
+        );
+        for migration in MIGRATIONS.iter().filter(|migration| {
+            migration.version <= last
+                && !migration.migration_type.is_down_migration()
+                && !applied
+                    .iter()
+                    .any(|(version, ..)| *version == migration.version)
+        }) {
+            let started = std::time::Instant::now();
+            (&mut *transaction)
+                .execute(sqlx::raw_sql(&migration.sql))
+                .await?;
+            sqlx::query(&record)
+                .persistent(false)
+                .bind(migration.version)
+                .bind(&*migration.description)
+                .bind(&*migration.checksum)
+                .bind(i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX))
+                .execute(&mut *transaction)
+                .await?;
+        }
         transaction.commit().await?;
         Ok(())
     }
@@ -437,12 +493,51 @@ impl PostgresStore {
 
     /// A connection from the pool, closed unless it is marked answered (see [`Lease`]).
     async fn lease(&self) -> Result<Lease, MemoryError> {
-        let connection = self
-            .pool
-            .acquire()
+        match self.pool.acquire().await {
+            Ok(connection) => Ok(Lease::new(connection, self.release_within)),
+            Err(sqlx::Error::PoolTimedOut) if !self.reached_a_standby.load(Ordering::Relaxed) => {
+                Err(self.no_connection().await)
+            }
+            Err(err) => Err(self.db_error(err)),
+        }
+    }
+
+    /// Why the pool gave no connection within its timeout, as `Unavailable`. sqlx's pool keeps
+    /// the cause to itself (it retries a refused connection until its timeout, then reports
+    /// only that it timed out), so a TCP connect to the server tells a server that cannot be
+    /// reached, named with the cause, from one whose connections are all in use.
+    async fn no_connection(&self) -> MemoryError {
+        let options = self.pool.connect_options();
+        let waited = self.pool.options().get_acquire_timeout();
+        let (host, port) = (options.get_host(), options.get_port());
+        let cause = match options.get_socket() {
+            // A Unix socket: nothing to add to what sqlx said.
+            Some(_) => None,
+            None => match tokio::time::timeout(
+                PROBE_WITHIN,
+                tokio::net::TcpStream::connect((host, port)),
+            )
             .await
-            .map_err(|err| self.db_error(err))?;
-        Ok(Lease::new(connection, self.release_within))
+            {
+                Ok(Ok(_)) => None,
+                Ok(Err(err)) => Some(format!("connecting to {host}:{port}: {err}")),
+                Err(_) => Some(format!(
+                    "connecting to {host}:{port}: no answer within {PROBE_WITHIN:?}"
+                )),
+            },
+        };
+        MemoryError::Unavailable {
+            what: self.location.clone(),
+            message: match cause {
+                Some(cause) => format!("no connection within {waited:?} ({cause})"),
+                None => format!(
+                    "no connection within {waited:?}: the server accepts TCP connections, but \
+                     all {} of the pool's were in use or none could be opened",
+                    self.pool.size()
+                ),
+            },
+            source: Some(Box::new(sqlx::Error::PoolTimedOut)),
+        }
     }
 
     /// `work` on a connection from the pool, returning what it returned. The connection goes
@@ -494,24 +589,24 @@ impl PostgresStore {
     /// `sql` as a statement of this provider, kept prepared on its connection only where
     /// [`PostgresStore::keeps_prepared`] says: every statement on the pool goes through this
     /// or its two siblings, so that none is left prepared behind a transaction pooler.
-    fn query<'q>(&self, sql: &Arc<str>) -> Query<'q, Postgres, PgArguments> {
-        sqlx::query(AssertSqlSafe(sql.clone())).persistent(self.keeps_prepared())
+    fn query<'q>(&self, sql: &'q Arc<str>) -> Query<'q, Postgres, PgArguments> {
+        sqlx::query(sql).persistent(self.keeps_prepared())
     }
 
     /// [`PostgresStore::query`], for rows read as `O`.
-    fn query_as<'q, O>(&self, sql: &Arc<str>) -> QueryAs<'q, Postgres, O, PgArguments>
+    fn query_as<'q, O>(&self, sql: &'q Arc<str>) -> QueryAs<'q, Postgres, O, PgArguments>
     where
         O: for<'r> FromRow<'r, PgRow>,
     {
-        sqlx::query_as(AssertSqlSafe(sql.clone())).persistent(self.keeps_prepared())
+        sqlx::query_as(sql).persistent(self.keeps_prepared())
     }
 
     /// [`PostgresStore::query`], for one column read as `O`.
-    fn query_scalar<'q, O>(&self, sql: &Arc<str>) -> QueryScalar<'q, Postgres, O, PgArguments>
+    fn query_scalar<'q, O>(&self, sql: &'q Arc<str>) -> QueryScalar<'q, Postgres, O, PgArguments>
     where
         (O,): for<'r> FromRow<'r, PgRow>,
     {
-        sqlx::query_scalar(AssertSqlSafe(sql.clone())).persistent(self.keeps_prepared())
+        sqlx::query_scalar(sql).persistent(self.keeps_prepared())
     }
 
     /// A transaction on `connection`, begun as this provider begins them (see [`Begin`]).
@@ -519,9 +614,7 @@ impl PostgresStore {
         &self,
         connection: &'c mut PgConnection,
     ) -> Result<sqlx::Transaction<'c, Postgres>, sqlx::Error> {
-        connection
-            .begin_with(AssertSqlSafe(self.begin.write.clone()))
-            .await
+        connection.begin_with(self.begin.write.clone()).await
     }
 
     /// An error on the documents' table.
@@ -750,7 +843,7 @@ impl PostgresStore {
     ) -> Result<StoredHistory, MemoryError> {
         let failed = |err| self.history_error(err);
         let mut transaction = connection
-            .begin_with(AssertSqlSafe(self.begin.snapshot.clone()))
+            .begin_with(self.begin.snapshot.clone())
             .await
             .map_err(failed)?;
         let selected = self
@@ -1083,8 +1176,8 @@ impl CompareAndSwap for PostgresStore {
         let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
         let lock_timeout = format!("{}ms", per_lock.as_millis());
         let held = async {
-            sqlx::raw_sql(AssertSqlSafe(self.begin.write.clone()))
-                .execute(&mut *lease)
+            (&mut *lease)
+                .execute(sqlx::raw_sql(&self.begin.write))
                 .await?;
             self.query_as::<SelectedRow>(&self.sql.hold)
                 .bind(&kinds)
@@ -1237,7 +1330,7 @@ impl HeldTurn for PgTurn<'_> {
 /// Ends the transaction on `lease` with `statement` (`COMMIT` or `ROLLBACK`). Answered, the
 /// connection may go back to the pool; otherwise it is closed, which ends the transaction.
 async fn finish(mut lease: Lease, statement: &'static str) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(statement).execute(&mut *lease).await?;
+    (&mut *lease).execute(sqlx::raw_sql(statement)).await?;
     lease.answered();
     Ok(())
 }
@@ -1352,6 +1445,10 @@ impl<'a> WriteBinds<'a> {
 
 /// How long a pooled connection may sit idle and still be used without a ping first.
 const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a TCP connect that looks for why the pool gave no connection may take (see
+/// [`PostgresStore::no_connection`]): a reachable server answers one in well under this.
+const PROBE_WITHIN: Duration = Duration::from_millis(500);
 
 /// The longest age limit sent to the server: the statement subtracts it from `now()`, which must
 /// stay a timestamp (they end at 4713 BC). Any longer limit prunes nothing more.
@@ -1573,16 +1670,54 @@ async fn write_in_transaction<'q>(
 
 /// Whether a migration failed on something another host created meanwhile: a duplicate
 /// schema, table, object or catalog key.
-fn created_meanwhile(err: &MigrateError) -> bool {
-    let (MigrateError::Execute(sqlx::Error::Database(db))
-    | MigrateError::ExecuteMigration(sqlx::Error::Database(db), _)) = err
-    else {
+fn created_meanwhile(err: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = err else {
         return false;
     };
     matches!(
         db.code().as_deref(),
         Some("23505" | "42P06" | "42P07" | "42710")
     )
+}
+
+/// The migrations in `migrations/`, embedded at build time with their checksums.
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!();
+
+/// Why migrating failed: a statement, or a schema whose applied migrations are not this
+/// version's.
+#[derive(Debug)]
+enum Migrating {
+    /// A statement failed.
+    Sql(sqlx::Error),
+    /// A migration was left failed (by sqlx's migrator, which could record one so).
+    Failed(i64),
+    /// A migration this version does not have: the schema is a later version's, or another's.
+    Unknown(i64),
+    /// A migration whose text differs from this version's.
+    Changed(i64),
+}
+
+impl From<sqlx::Error> for Migrating {
+    fn from(err: sqlx::Error) -> Self {
+        Migrating::Sql(err)
+    }
+}
+
+impl std::fmt::Display for Migrating {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Migrating::Sql(err) => write!(f, "{err}"),
+            Migrating::Failed(version) => write!(f, "migration {version} is recorded as failed"),
+            Migrating::Unknown(version) => write!(
+                f,
+                "migration {version} was applied but is not one of this version's"
+            ),
+            Migrating::Changed(version) => write!(
+                f,
+                "migration {version} was applied with another text than this version's"
+            ),
+        }
+    }
 }
 
 /// The advisory lock sqlx's migrator takes for `database` (sqlx-postgres's `generate_lock_id`),
@@ -2065,15 +2200,59 @@ fn unavailable(what: &str, reached_a_standby: &AtomicBool, err: sqlx::Error) -> 
         err => refused_as_a_standby(err),
     };
     if standby {
-        return MemoryError::Unavailable {
-            what: what.to_owned(),
-            message: format!(
-                "the server is a standby (in recovery), which takes no writes and may serve stale reads ({err}); calls fail until it is promoted or the URL reaches the primary"
-            ),
-            source: Some(Box::new(err)),
-        };
+        return on_a_standby(what, err);
     }
     MemoryError::unavailable(what, err)
+}
+
+/// `Unavailable` on `what`, which is a standby, with `err` as what it answered.
+fn on_a_standby(what: &str, err: sqlx::Error) -> MemoryError {
+    MemoryError::Unavailable {
+        what: what.to_owned(),
+        message: format!(
+            "the server is a standby (in recovery), which takes no writes and may serve stale reads ({err}); calls fail until it is promoted or the URL reaches the primary"
+        ),
+        source: Some(Box::new(err)),
+    }
+}
+
+/// What a connection to a standby fails with (see [`in_recovery`]).
+fn in_recovery_error() -> sqlx::Error {
+    sqlx::Error::Protocol("the server is in recovery (a standby)".to_owned())
+}
+
+/// A connection to the server of `options` (named `server` in errors), checked not to be a
+/// standby, within `within`. It fails as soon as the server refuses or cannot be reached, with
+/// the cause (sqlx's pool would retry a refused connection until its timeout, then report
+/// only that it timed out), and at `within` when nothing answers.
+async fn open_checked(
+    options: &PgConnectOptions,
+    server: &str,
+    within: Duration,
+) -> Result<PgConnection, MemoryError> {
+    let opening = async {
+        let mut connection = PgConnection::connect_with(options)
+            .await
+            .map_err(|err| refused(server, &AtomicBool::new(false), err))?;
+        match in_recovery(&mut connection).await {
+            Ok(false) => Ok(connection),
+            Ok(true) => {
+                let _ = connection.close().await;
+                Err(on_a_standby(server, in_recovery_error()))
+            }
+            Err(err) => Err(unavailable(server, &AtomicBool::new(false), err)),
+        }
+    };
+    match tokio::time::timeout(within, opening).await {
+        Ok(opened) => opened,
+        Err(_) => Err(MemoryError::Unavailable {
+            what: server.to_owned(),
+            message: format!(
+                "no connection within {within:?} (the shorter of connect_timeout_ms and deadline_ms)"
+            ),
+            source: None,
+        }),
+    }
 }
 
 /// Whether the server refused `err`'s statement for being in recovery: `BEGIN READ WRITE`
@@ -2089,8 +2268,8 @@ fn refused_as_a_standby(err: &sqlx::Error) -> bool {
 /// WRITE` refuses it too, see [`Begin`]). One round trip per connection opened, in the simple
 /// protocol, which a pooler in transaction mode takes.
 async fn in_recovery(connection: &mut PgConnection) -> Result<bool, sqlx::Error> {
-    let row = sqlx::raw_sql("SELECT pg_is_in_recovery()")
-        .fetch_one(connection)
+    let row = connection
+        .fetch_one(sqlx::raw_sql("SELECT pg_is_in_recovery()"))
         .await?;
     sqlx::Row::try_get(&row, 0)
 }

@@ -19,7 +19,7 @@ use memory_core::{
 };
 use memory_postgres::{PoolMode, PostgresConfig, PostgresProvider, PostgresStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
+use sqlx::{Connection, Executor, PgConnection};
 
 /// What a call may take beyond its deadline: scheduling, and the reply to the last statement.
 const SLACK: Duration = Duration::from_secs(1);
@@ -116,10 +116,13 @@ async fn row_lock_ends_the_sync_within_its_deadline(mode: PoolMode) {
         let mut blocker = PgConnection::connect(&schema.guard.url).await.unwrap();
         blocker.execute("BEGIN").await.unwrap();
         blocker
-            .execute(AssertSqlSafe(format!(
-                "SELECT 1 FROM \"{}\".memory_documents WHERE kind = '{locked}' FOR UPDATE",
-                schema.guard.schema
-            )))
+            .execute(
+                format!(
+                    "SELECT 1 FROM \"{}\".memory_documents WHERE kind = '{locked}' FOR UPDATE",
+                    schema.guard.schema
+                )
+                .as_str(),
+            )
             .await
             .unwrap();
 
@@ -376,4 +379,156 @@ async fn a_stalled_connection_fails_the_call_within_its_deadline_and_is_not_reus
     proxy.resume();
     let report = p.sync(&c, &both("resumed"), &IfMatch::NONE).await;
     assert!(report.is_ok(), "works once the path is back: {report:?}");
+}
+
+/// Nothing listens at the address (`127.0.0.1:1` refuses at once): `connect`, which the first
+/// call of a lazily connected provider waits for, fails as soon as the refusal comes back, as
+/// `Unavailable` (the contract's kind for a backend it cannot reach, which a retry may fix)
+/// naming the address and the refusal. It used to wait out the connect timeout while sqlx's
+/// pool retried, and then say only "pool timed out while waiting for an open connection":
+/// `memory sync` took 15.6 s whatever `deadline_ms` said (three sends, each waiting the 5 s
+/// connect timeout), and 60.6 s with `connect_timeout_ms = 20000`.
+#[tokio::test]
+async fn a_refused_connection_fails_at_once_naming_the_address_and_the_refusal() {
+    for connect_timeout_ms in [5_000, 20_000] {
+        let config = PostgresConfig {
+            deadline_ms: 300,
+            connect_timeout_ms,
+            ..PostgresConfig::new("postgres://agent:hunter2@127.0.0.1:1/memory")
+        };
+        let started = Instant::now();
+        let err = PostgresProvider::connect(&config)
+            .await
+            .expect_err("nothing listens there");
+        let took = started.elapsed();
+        println!("refused, connect_timeout_ms {connect_timeout_ms}: {took:?}: {err}");
+        // Well above the 300 ms deadline, far below any connect timeout.
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("127.0.0.1:1"),
+            "names the address: {message}"
+        );
+        assert!(
+            message.to_lowercase().contains("refused"),
+            "names the refusal: {message}"
+        );
+        assert_no_password(&err, "hunter2");
+    }
+}
+
+/// A server that never answers (a blackholed address, or a proxy that accepts and stalls):
+/// `connect` ends within the deadline when it is shorter than the connect timeout, as
+/// `Unavailable` saying that no connection came in that time; it used to wait the whole connect
+/// timeout (and a second more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_fails_the_connect_within_the_deadline() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let upstream = PgConnectOptions::from_str(&url).unwrap();
+    let proxy =
+        StallingProxy::start(format!("{}:{}", upstream.get_host(), upstream.get_port())).await;
+    proxy.stall();
+    let (url, password) = through(&url, proxy.addr());
+    let config = PostgresConfig {
+        deadline_ms: 500,
+        connect_timeout_ms: 5_000,
+        ..PostgresConfig::new(&url)
+    };
+    let started = Instant::now();
+    let err = PostgresProvider::connect(&config)
+        .await
+        .expect_err("nothing answers");
+    let took = started.elapsed();
+    println!("stalled: {took:?}: {err}");
+    assert!(took <= Duration::from_millis(500) + SLACK, "took {took:?}");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&proxy.addr().to_string()) && message.contains("no connection within"),
+        "{message}"
+    );
+    assert_no_password(&err, &password);
+}
+
+/// A forwarding proxy to `upstream` on a loopback port, and the tasks that run it: aborting
+/// them closes the port (a connect is refused) and every connection through it.
+async fn forwarding_proxy(
+    upstream: String,
+) -> (
+    SocketAddr,
+    Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tasks = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let accepting = tokio::spawn({
+        let tasks = tasks.clone();
+        async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let forwarding = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                tasks.lock().unwrap().push(forwarding);
+            }
+        }
+    });
+    tasks.lock().unwrap().push(accepting);
+    (addr, tasks)
+}
+
+/// The server goes away after `connect` (its port refuses connections, its connections are
+/// cut): each call still ends within its deadline, and once the pool has no connection left
+/// the call says why, naming the address and the refusal, where it used to say only "pool
+/// timed out while waiting for an open connection".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_gone_after_connect_fails_calls_naming_the_address_and_the_refusal() {
+    let Some((_, schema)) = common::provider().await else {
+        return;
+    };
+    let upstream = PgConnectOptions::from_str(&schema.url).unwrap();
+    let (proxy, tasks) =
+        forwarding_proxy(format!("{}:{}", upstream.get_host(), upstream.get_port())).await;
+    let (url, password) = through(&schema.url, proxy);
+    let deadline = Duration::from_secs(2);
+    let config = PostgresConfig {
+        migrate: false,
+        max_connections: 1,
+        connect_timeout_ms: 300,
+        deadline_ms: 2_000,
+        ..PostgresConfig::new(&url).with_schema(&schema.schema)
+    };
+    let p = PostgresProvider::connect(&config).await.unwrap();
+    p.list().await.unwrap();
+
+    for task in tasks.lock().unwrap().drain(..) {
+        task.abort();
+    }
+    let mut last = None;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let err = p.list().await.expect_err("the server is gone");
+        let took = started.elapsed();
+        println!("a call with the server gone ended after {took:?}: {err}");
+        assert!(took <= deadline + SLACK, "took {took:?}");
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+        assert_no_password(&err, &password);
+        let message = err.to_string();
+        if message.to_lowercase().contains("refused") {
+            last = Some(message);
+            break;
+        }
+        // The first call may meet the cut connection; it is not reused.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let message = last.expect("a call names the refusal once no connection is left");
+    assert!(
+        message.contains(&proxy.to_string()),
+        "names the address: {message}"
+    );
 }

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::borrow::Cow;
 use std::time::{Duration, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
@@ -13,7 +12,7 @@ use memory_core::{
     DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Retention, Store, Surface,
 };
 use memory_postgres::{PostgresConfig, PostgresProvider};
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
+use sqlx::{Connection, Executor, PgConnection};
 
 const M: Store = Store::Memory;
 const U: Store = Store::User;
@@ -41,10 +40,13 @@ async fn stored_revisions(
     document: &DocumentId,
 ) -> i64 {
     let (kind, owner) = common::row_key(document);
-    sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT count(*) FROM \"{}\".memory_history WHERE kind = $1 AND owner = $2",
-        schema.schema
-    )))
+    sqlx::query_scalar(
+        format!(
+            "SELECT count(*) FROM \"{}\".memory_history WHERE kind = $1 AND owner = $2",
+            schema.schema
+        )
+        .as_str(),
+    )
     .bind(kind)
     .bind(owner)
     .fetch_one(admin)
@@ -127,12 +129,15 @@ async fn revision_times_come_from_the_server() {
         revision.time
     );
     let (kind, owner) = common::row_key(&document);
-    let same_instant: bool = sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT h.time = d.updated_at FROM \"{0}\".memory_history AS h \
+    let same_instant: bool = sqlx::query_scalar(
+        format!(
+            "SELECT h.time = d.updated_at FROM \"{0}\".memory_history AS h \
          JOIN \"{0}\".memory_documents AS d USING (kind, owner) \
          WHERE kind = $1 AND owner = $2 AND h.number = 1",
-        schema.schema
-    )))
+            schema.schema
+        )
+        .as_str(),
+    )
     .bind(kind)
     .bind(&owner)
     .fetch_one(&mut admin)
@@ -168,35 +173,40 @@ async fn migrating_a_schema_with_documents_keeps_them_and_history_starts_at_the_
         url: url.clone(),
         schema: common::unique_schema(),
     };
-    // The migrations before history, applied the way PostgresProvider::migrate applies them.
-    let mut before_history = sqlx::migrate!();
-    before_history.migrations = Cow::Owned(
-        before_history
-            .migrations
-            .iter()
-            .filter(|migration| migration.version < 20261125000000)
-            .cloned()
-            .collect(),
-    );
-    assert_eq!(before_history.migrations.len(), 3);
-    before_history.create_schema(schema.schema.clone());
-    before_history.dangerous_set_table_name(format!("\"{}\"._memory_migrations", schema.schema));
+    // The migrations before history (the three before 20261125000000), applied the way
+    // PostgresProvider::migrate applies them.
     let options = url
         .parse::<sqlx::postgres::PgConnectOptions>()
         .unwrap()
         .options([("search_path", schema.schema.as_str())]);
+    let store = memory_postgres::PostgresStore::from_pool(
+        sqlx::PgPool::connect_lazy_with(options.clone()),
+        &schema.schema,
+    )
+    .unwrap();
     let mut old = PgConnection::connect_with(&options).await.unwrap();
-    before_history
-        .run_direct(None, &mut old, false)
-        .await
-        .unwrap();
+    store.migrate_up_to(&mut old, 20261124000000).await.unwrap();
+    let applied: i64 = sqlx::query_scalar(
+        format!(
+            "SELECT count(*) FROM \"{}\"._memory_migrations",
+            schema.schema
+        )
+        .as_str(),
+    )
+    .fetch_one(&mut old)
+    .await
+    .unwrap();
+    assert_eq!(applied, 3);
     let c = ctx("ada", "u1");
     let written = "Likes tea.\n\nFlies Friday.\n";
-    old.execute(AssertSqlSafe(format!(
-        "INSERT INTO memory_documents (kind, owner, content, version, sha256) \
+    old.execute(
+        format!(
+            "INSERT INTO memory_documents (kind, owner, content, version, sha256) \
          VALUES ('personality_memory', 'ada', '{written}', 5, \
                  encode(sha256(convert_to('{written}', 'UTF8')), 'hex'))"
-    )))
+        )
+        .as_str(),
+    )
     .await
     .unwrap();
     old.close().await.unwrap();
@@ -455,11 +465,10 @@ async fn stored_revisions_that_are_not_ours_are_corrupt() {
         .unwrap();
     let mut admin = admin(&schema).await;
     let history = format!("\"{}\".memory_history", schema.schema);
-    let updates: String =
-        sqlx::query_scalar(AssertSqlSafe(format!("SELECT updates FROM {history}")))
-            .fetch_one(&mut admin)
-            .await
-            .unwrap();
+    let updates: String = sqlx::query_scalar(format!("SELECT updates FROM {history}").as_str())
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
     for (column, value) in [
         ("surface", "'robot'"),
         ("updates", "'not json'"),
@@ -467,10 +476,10 @@ async fn stored_revisions_that_are_not_ours_are_corrupt() {
         ("bytes_after", "-1"),
     ] {
         admin
-            .execute(AssertSqlSafe(format!(
+            .execute(format!(
                 "ALTER TABLE {history} DROP CONSTRAINT IF EXISTS memory_history_bytes_after_check; \
                  UPDATE {history} SET {column} = {value}"
-            )))
+            ).as_str())
             .await
             .unwrap();
         let err = p.history(&document, 10).await.unwrap_err();
@@ -482,10 +491,13 @@ async fn stored_revisions_that_are_not_ours_are_corrupt() {
         );
         let revert = p.revert(&c, M, 1, None).await.unwrap_err();
         assert!(matches!(revert, MemoryError::Corrupt { .. }), "{revert:?}");
-        sqlx::query(AssertSqlSafe(format!(
-            "UPDATE {history} SET surface = 'api', updates = $1, personality = 'ada', \
+        sqlx::query(
+            format!(
+                "UPDATE {history} SET surface = 'api', updates = $1, personality = 'ada', \
                bytes_after = 6"
-        )))
+            )
+            .as_str(),
+        )
         .bind(&updates)
         .execute(&mut admin)
         .await
@@ -576,11 +588,14 @@ async fn history_rows(
     document: &DocumentId,
 ) -> Vec<(i64, Option<String>, String)> {
     let (kind, owner) = common::row_key(document);
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT number, content, updates FROM \"{}\".memory_history \
+    sqlx::query_as(
+        format!(
+            "SELECT number, content, updates FROM \"{}\".memory_history \
          WHERE kind = $1 AND owner = $2 ORDER BY number",
-        schema.schema
-    )))
+            schema.schema
+        )
+        .as_str(),
+    )
     .bind(kind)
     .bind(owner)
     .fetch_all(admin)
@@ -626,10 +641,13 @@ async fn purge_erases_checkpoints_and_changes_alike() {
     assert_eq!(purged.revisions, 3, "the kept ones");
     let rows = history_rows(&mut admin, &schema, &document).await;
     assert_eq!(rows, [(5, None, "[]".to_owned())], "only the tombstone");
-    let everywhere: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-        "SELECT count(*) FROM \"{0}\".memory_history h WHERE h::text LIKE '%Secret%'",
-        schema.schema
-    )))
+    let everywhere: i64 = sqlx::query_scalar(
+        format!(
+            "SELECT count(*) FROM \"{0}\".memory_history h WHERE h::text LIKE '%Secret%'",
+            schema.schema
+        )
+        .as_str(),
+    )
     .fetch_one(&mut admin)
     .await
     .unwrap();
@@ -655,10 +673,13 @@ async fn a_damaged_chain_is_corrupt_naming_the_revision() {
     let mut admin = admin(&schema).await;
     let history = format!("\"{}\".memory_history", schema.schema);
     let (kind, owner) = common::row_key(&document);
-    sqlx::query(AssertSqlSafe(format!(
-        "UPDATE {history} SET updates = replace(updates, 'Three.', 'Tree.') \
+    sqlx::query(
+        format!(
+            "UPDATE {history} SET updates = replace(updates, 'Three.', 'Tree.') \
          WHERE kind = $1 AND owner = $2 AND number = 3"
-    )))
+        )
+        .as_str(),
+    )
     .bind(kind)
     .bind(&owner)
     .execute(&mut admin)
@@ -676,9 +697,9 @@ async fn a_damaged_chain_is_corrupt_naming_the_revision() {
         "One.\n\nTwo.\n\nThree.\n\nFour.\n"
     );
 
-    sqlx::query(AssertSqlSafe(format!(
-        "DELETE FROM {history} WHERE kind = $1 AND owner = $2 AND number = 3"
-    )))
+    sqlx::query(
+        format!("DELETE FROM {history} WHERE kind = $1 AND owner = $2 AND number = 3").as_str(),
+    )
     .bind(kind)
     .bind(&owner)
     .execute(&mut admin)

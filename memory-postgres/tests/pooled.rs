@@ -113,10 +113,13 @@ async fn hosts_migrating_one_schema_at_once_through_the_pooler_all_succeed() {
     let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
         .unwrap()
         .count();
-    let applied: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM \"{}\"._memory_migrations WHERE success",
-        guard.schema
-    )))
+    let applied: i64 = sqlx::query_scalar(
+        format!(
+            "SELECT count(*) FROM \"{}\"._memory_migrations WHERE success",
+            guard.schema
+        )
+        .as_str(),
+    )
     .fetch_one(&mut direct)
     .await
     .unwrap();

@@ -153,15 +153,18 @@ pub fn row_key(document: &memory_core::DocumentId) -> (&'static str, String) {
 /// Replaces `document`'s text with psql's means: an UPDATE (or an INSERT for a document with no
 /// row) that bumps the version and the hash as the table asks.
 pub async fn edit_by_hand(schema: &SchemaGuard, document: memory_core::DocumentId, text: String) {
-    use sqlx::{AssertSqlSafe, Connection, PgConnection};
+    use sqlx::{Connection, PgConnection};
     let table = format!("\"{}\".memory_documents", schema.schema);
     let mut psql = PgConnection::connect(&schema.url).await.unwrap();
     let (kind, owner) = row_key(&document);
-    let updated = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE {table} SET content = $3, version = version + 1, \
+    let updated = sqlx::query(
+        format!(
+            "UPDATE {table} SET content = $3, version = version + 1, \
            sha256 = encode(sha256(convert_to($3, 'UTF8')), 'hex') \
          WHERE kind = $1 AND owner = $2"
-    )))
+        )
+        .as_str(),
+    )
     .bind(kind)
     .bind(&owner)
     .bind(&text)
@@ -169,10 +172,13 @@ pub async fn edit_by_hand(schema: &SchemaGuard, document: memory_core::DocumentI
     .await
     .unwrap();
     if updated.rows_affected() == 0 {
-        sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO {table} (kind, owner, content, version, sha256) \
+        sqlx::query(
+            format!(
+                "INSERT INTO {table} (kind, owner, content, version, sha256) \
              VALUES ($1, $2, $3, 1, encode(sha256(convert_to($3, 'UTF8')), 'hex'))"
-        )))
+            )
+            .as_str(),
+        )
         .bind(kind)
         .bind(&owner)
         .bind(&text)
@@ -188,16 +194,16 @@ pub async fn hold_row(
     schema: &SchemaGuard,
     document: memory_core::DocumentId,
 ) -> memory_conformance::Release {
-    use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
+    use sqlx::{Connection, Executor, PgConnection};
     let (kind, owner) = row_key(&document);
     let mut blocker = PgConnection::connect(&schema.url).await.unwrap();
     blocker.execute("BEGIN").await.unwrap();
     let locked = blocker
         .execute(
-            sqlx::query(AssertSqlSafe(format!(
+            sqlx::query(format!(
                 "SELECT 1 FROM \"{}\".memory_documents WHERE kind = $1 AND owner = $2 FOR UPDATE",
                 schema.schema
-            )))
+            ).as_str())
             .bind(kind)
             .bind(owner),
         )
