@@ -752,47 +752,6 @@ fn migrate_round_trip_markdown_postgres_redis_markdown_is_byte_identical() {
     drop_schema(&pg, &schema);
 }
 
-/// A PostgreSQL that accepts connections and never answers: the first send fails to connect
-/// within the deadline, and is not sent again with a connect timeout of its own each time (it
-/// took three: the wiring knew no deadline before its provider connected).
-#[test]
-fn a_sync_to_a_server_that_never_answers_ends_within_one_deadline() {
-    use std::time::{Duration, Instant};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming() {
-            held.push(stream);
-        }
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let config = root.join("memory.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[providers.pg]\nkind = \"postgres\"\nurl = \"postgres://postgres@{address}/test?sslmode=disable\"\n\
-             deadline_ms = 2000\nconnect_timeout_ms = 20000\n"
-        ),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let (code, _, stderr) = run(configured(root, &config)
-        .args(["sync", "--personality", "ada", "--user", "grace"])
-        .write_stdin(r#"[{"action":"add","store":"memory","content":"x"}]"#));
-    let took = started.elapsed();
-    assert_ne!(code, 0, "{stderr}");
-    assert!(
-        stderr.contains(&address.to_string()),
-        "names the address: {stderr}"
-    );
-    assert!(
-        took < Duration::from_millis(3_500),
-        "one deadline of 2 s and the command's start, not three: {took:?}"
-    );
-}
-
 /// `memory sync` behind a row lock another session holds ends within the provider's deadline
 /// (2 s here) with exit 5 (busy): the command sends each sync keyed and resends it on Busy,
 /// and it used to send it three times, each with a deadline of its own (31 s for the default

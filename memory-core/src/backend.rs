@@ -62,13 +62,6 @@ pub trait BackendConfig: Send + Sync {
         None
     }
 
-    /// The deadline of one call on this backend, as its provider will report it once
-    /// connected ([`crate::MemoryProvider::deadline`]): known before connecting, so a call
-    /// whose connecting fails is bounded by it too. `None` (the default) sets no bound.
-    fn deadline(&self) -> Option<std::time::Duration> {
-        None
-    }
-
     /// Connects (or opens) the backend.
     ///
     /// # Errors

@@ -230,10 +230,6 @@ impl memory_core::raw::BackendConfig for PostgresConfig {
         fields.text("url", &mut self.url)
     }
 
-    fn deadline(&self) -> Option<Duration> {
-        Some(PostgresConfig::deadline(self))
-    }
-
     async fn open(&self) -> Result<memory_core::raw::Opened, MemoryError> {
         Ok(memory_core::raw::Opened::of(
             crate::PostgresProvider::connect(self).await?,

@@ -425,10 +425,6 @@ impl memory_core::raw::BackendConfig for RedisConfig {
         Ok(())
     }
 
-    fn deadline(&self) -> Option<Duration> {
-        Some(RedisConfig::deadline(self))
-    }
-
     async fn open(&self) -> Result<memory_core::raw::Opened, MemoryError> {
         Ok(memory_core::raw::Opened::of(
             crate::RedisProvider::connect(self).await?,

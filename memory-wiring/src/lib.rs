@@ -671,18 +671,13 @@ impl MemoryProvider for Memory {
         self.inner.events.subscribe()
     }
 
-    /// The longest deadline of the providers, connected or not (a configured one's, as its
-    /// configuration gives it): a call whose first send fails to connect is bounded too, not
-    /// sent again with a connect timeout each time.
+    /// The longest deadline of the providers connected so far: a call connects its providers
+    /// on its first send, so a resend is bounded by those it goes to.
     fn deadline(&self) -> Option<Duration> {
-        let providers = &self.inner.config.providers;
         self.inner
             .backends
-            .iter()
-            .filter_map(|(name, backend)| match backend.get() {
-                Some(connected) => connected.provider.deadline(),
-                None => providers.get(name)?.backend()?.deadline(),
-            })
+            .values()
+            .filter_map(|backend| backend.get()?.provider.deadline())
             .max()
     }
 }
