@@ -65,7 +65,6 @@ impl Service {
         let writes = replay::Writes {
             replays: replay::Replays::default(),
             tasks: tasks.clone(),
-            max_body_bytes: settings.max_body_bytes,
             operations: Arc::clone(&write_routes),
         };
         let operations = ops::Operations {

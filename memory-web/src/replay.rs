@@ -201,7 +201,6 @@ impl Kept {
 pub(crate) struct Writes {
     pub replays: Replays,
     pub tasks: TaskTracker,
-    pub max_body_bytes: usize,
     /// The writes the API takes, as (method, route template): any other request is passed on
     /// untouched, to be answered (405, 404) before a key is looked at.
     pub operations: Arc<HashSet<(Method, String)>>,
@@ -241,18 +240,10 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
         .await;
     };
     let (parts, body) = request.into_parts();
-    let body = match axum::body::to_bytes(body, writes.max_body_bytes).await {
-        Ok(body) => body,
-        Err(_) => {
-            return Problem::invalid_with(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is over {} bytes, or was cut off",
-                    writes.max_body_bytes
-                ),
-            )
+    // `ops::receive` has read the body whole, within `max_body_bytes`: this takes it back.
+    let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
+        return Problem::invalid("the request body was cut off before its end; nothing was done")
             .into_response();
-        }
     };
     let fingerprint = fingerprint(&parts.method, &parts.uri, &parts.headers, &body);
     let slot = (caller, key.to_string());

@@ -94,18 +94,23 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
 /// head alone, with an empty body, of 400, 414 or 431. Every answer of the API with those
 /// statuses carries a problem document, so it is never one of ours.
 fn bare_parse_error(written: &[u8]) -> Option<StatusCode> {
-    let status = [
-        StatusCode::BAD_REQUEST,
-        StatusCode::URI_TOO_LONG,
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-    ]
-    .into_iter()
-    .find(|status| written.starts_with(format!("HTTP/1.1 {} ", status.as_u16()).as_bytes()))?;
+    // Checked on every write: a prefix first, without allocating.
+    const STATUS_LINES: [(&[u8], StatusCode); 3] = [
+        (b"HTTP/1.1 400 ", StatusCode::BAD_REQUEST),
+        (b"HTTP/1.1 414 ", StatusCode::URI_TOO_LONG),
+        (
+            b"HTTP/1.1 431 ",
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        ),
+    ];
+    let (_, status) = STATUS_LINES
+        .iter()
+        .find(|(line, _)| written.starts_with(line))?;
     let head_alone = written.ends_with(b"\r\n\r\n");
     let empty = written
         .windows(b"\r\ncontent-length: 0\r\n".len())
         .any(|window| window.eq_ignore_ascii_case(b"\r\ncontent-length: 0\r\n"));
-    (head_alone && empty).then_some(status)
+    (head_alone && empty).then_some(*status)
 }
 
 /// The whole answer to an unparsable request whose first bytes are `read`.
