@@ -13,8 +13,7 @@
 
 #![no_main]
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use memory_core::{Identity, IdentityMap, MemoryError, UserId};
@@ -22,36 +21,11 @@ use memory_markdown::MarkdownProvider;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime")
-    })
-}
-
-/// A root of this process's own, on tmpfs where there is one: each input is written to disk.
-/// Under `$AGENT_MEMORY_FUZZ_TMP` when set (scripts/fuzz sets it, and removes it afterwards).
-fn root() -> &'static Path {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        let base = match std::env::var_os("AGENT_MEMORY_FUZZ_TMP") {
-            Some(dir) => PathBuf::from(dir),
-            None if shm.is_dir() => shm.to_path_buf(),
-            None => std::env::temp_dir(),
-        };
-        base.join(format!(
-            "agent-memory-fuzz-identities-{}",
-            std::process::id()
-        ))
-    })
-}
+mod scratch;
+use scratch::{root, runtime};
 
 fuzz_target!(|data: &[u8]| {
-    let root = root();
+    let root = root("identities");
     let _ = std::fs::remove_dir_all(root);
     std::fs::create_dir_all(root.join("users")).expect("a root");
     runtime().block_on(check(root, data));

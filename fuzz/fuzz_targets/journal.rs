@@ -18,7 +18,6 @@
 #![no_main]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
@@ -43,33 +42,11 @@ const ENTRY: &str = "Fuzzed entry 🙂";
 /// Revisions past this number are not ours (the provider's bound: exact in JavaScript).
 const MAX_NUMBER: u64 = 1 << 53;
 
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime")
-    })
-}
-
-/// A root of this process's own, on tmpfs where there is one: each input is written to disk.
-/// Under `$AGENT_MEMORY_FUZZ_TMP` when set (scripts/fuzz sets it, and removes it afterwards).
-fn root() -> &'static Path {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        let base = match std::env::var_os("AGENT_MEMORY_FUZZ_TMP") {
-            Some(dir) => PathBuf::from(dir),
-            None if shm.is_dir() => shm.to_path_buf(),
-            None => std::env::temp_dir(),
-        };
-        base.join(format!("agent-memory-fuzz-journal-{}", std::process::id()))
-    })
-}
+mod scratch;
+use scratch::{root, runtime};
 
 fuzz_target!(|data: &[u8]| {
-    let root = root();
+    let root = root("journal");
     let _ = std::fs::remove_dir_all(root);
     std::fs::create_dir_all(root).expect("a root");
     runtime().block_on(check(root, data));
