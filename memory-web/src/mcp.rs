@@ -388,6 +388,11 @@ async fn mcp(State(app): State<App>, request: Request) -> Response {
 
 async fn open(app: &App, request: Request) -> Result<Request, Response> {
     let (mut parts, body) = request.into_parts();
+    // Already read whole, within the body limit and timeout, by the service's receive layer.
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|err| Problem::invalid(format!("the body could not be read: {err}")))
+        .map_err(IntoResponse::into_response)?;
     if parts.method != Method::POST {
         let mut response = Problem::new(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -405,6 +410,7 @@ async fn open(app: &App, request: Request) -> Result<Request, Response> {
         return Err(response);
     }
     check_origin(app, &parts).map_err(IntoResponse::into_response)?;
+    check_message(&parts, &body)?;
     let principal = caller(&parts).map_err(|problem| challenge(problem, &parts))?;
     let (can_read, can_write) = (principal.has(Scope::Read), principal.has(Scope::Write));
     if !can_read && !can_write {
@@ -431,7 +437,74 @@ async fn open(app: &App, request: Request) -> Result<Request, Response> {
         key,
         metrics: Arc::clone(&app.metrics),
     });
-    Ok(Request::from_parts(parts, body))
+    Ok(Request::from_parts(parts, axum::body::Body::from(body)))
+}
+
+/// Refuses what the transport would refuse with a bare text answer, each with an answer
+/// naming what was wrong: a problem document for the HTTP side (media types), a JSON-RPC
+/// error for a body that is not one JSON-RPC message (`-32700` not JSON, `-32600` a batch or
+/// not JSON-RPC), as the JSON-RPC specification has them.
+fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
+    let media = |name: header::HeaderName| -> Vec<String> {
+        parts
+            .headers
+            .get_all(name)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .map(|item| {
+                let essence = item.split(';').next().unwrap_or_default();
+                essence.trim().to_ascii_lowercase()
+            })
+            .collect()
+    };
+    let content_type = media(header::CONTENT_TYPE);
+    if content_type.first().map(String::as_str) != Some("application/json") {
+        return Err(Problem::invalid_with(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the JSON-RPC message with Content-Type: application/json",
+        )
+        .into_response());
+    }
+    crate::api::utf8_charset(&parts.headers).map_err(IntoResponse::into_response)?;
+    let accept = media(header::ACCEPT);
+    let takes = |wanted: &str| accept.iter().any(|item| item == wanted);
+    if !(takes("application/json") && takes("text/event-stream")) {
+        return Err(Problem::invalid_with(
+            StatusCode::NOT_ACCEPTABLE,
+            "MCP's Streamable HTTP needs Accept: application/json, text/event-stream (this \
+             server answers application/json)",
+        )
+        .into_response());
+    }
+    let refuse = |code: i64, message: String| {
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        });
+        (StatusCode::BAD_REQUEST, Json(error)).into_response()
+    };
+    let message: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|err| refuse(-32700, format!("Parse error: the body is not JSON ({err})")))?;
+    if message.is_array() {
+        return Err(refuse(
+            -32600,
+            "Invalid Request: a JSON-RPC batch; MCP's Streamable HTTP takes one message per \
+             POST"
+                .to_owned(),
+        ));
+    }
+    if let Err(err) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message) {
+        return Err(refuse(
+            -32600,
+            format!(
+                "Invalid Request: not a JSON-RPC 2.0 message MCP defines, or its params are \
+                 not that method's ({err})"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The principal of the request, or the 401/403 problem for it.
