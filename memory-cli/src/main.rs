@@ -226,14 +226,23 @@ enum Command {
     /// memory_history, and memory_search where the personality's provider can recall. Their
     /// writes are revisions with surface tool. Resources: the two documents. Logs go to stderr.
     ///
+    /// With --remote, relays stdio to a remote `memory serve`'s /mcp instead (no config
+    /// needed): for MCP clients that only start local processes.
+    ///
     /// Example: memory mcp --personality ada --user grace
+    ///
+    /// Example: MEMORY_API_KEY=amk_... memory mcp --remote https://memory.example.com/mcp/ada/grace
     Mcp {
         /// The personality whose memory is served (default: [mcp] personality in the config).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "remote")]
         personality: Option<String>,
         /// The user whose profile is served (default: [mcp] user in the config).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "remote")]
         user: Option<String>,
+        /// The URL of a remote /mcp (`http(s)://HOST/mcp/<personality>/<user>`) to relay to;
+        /// its API key comes from the environment variable MEMORY_API_KEY.
+        #[arg(long, value_name = "URL")]
+        remote: Option<String>,
     },
     /// Serve the memory service: the HTTP API under /v1 (its OpenAPI document at
     /// /v1/openapi.json), /metrics, and the Memory page at /.
@@ -465,6 +474,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             println!("{}", memory_web::openapi_json());
             return Ok(());
         }
+        Command::Mcp {
+            remote: Some(url), ..
+        } => {
+            let key = std::env::var(mcp::API_KEY_ENV).ok();
+            return mcp::relay(&url, key).await.map_err(Failure::other);
+        }
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "memory", &mut out);
@@ -617,7 +632,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
         }
-        Command::Mcp { personality, user } => {
+        Command::Mcp {
+            personality, user, ..
+        } => {
             let defaults = &memory.config().mcp;
             let missing = |what: &str| {
                 Failure::invalid(format!(

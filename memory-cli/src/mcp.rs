@@ -3,10 +3,19 @@
 //!
 //! stdout carries the protocol and nothing else; every message for people goes to stderr.
 
+use std::sync::Arc;
+
 use memory_core::Store;
 use memory_tools::MemoryTools;
 use memory_web::{McpServer, resource_uri};
-use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+};
+use rmcp::service::{Peer, RequestContext, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
 
 /// Serves `tools` on stdin/stdout until the client closes the connection.
 pub async fn serve(tools: MemoryTools) -> Result<(), String> {
@@ -26,4 +35,122 @@ pub async fn serve(tools: MemoryTools) -> Result<(), String> {
         .await
         .map_err(|err| format!("the MCP session failed: {err}"))?;
     Ok(())
+}
+
+/// The environment variable `memory mcp --remote` takes the remote server's API key from.
+pub const API_KEY_ENV: &str = "MEMORY_API_KEY";
+
+/// Relays MCP on stdin/stdout to the Streamable HTTP endpoint at `url` (sending `key` as a
+/// bearer key) until the local client closes the connection: the tools, their results and
+/// the resources are the remote server's, unchanged.
+pub async fn relay(url: &str, key: Option<String>) -> Result<(), String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(key) = key.filter(|key| !key.is_empty()) {
+        config = config.auth_header(key);
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let remote = ()
+        .serve(transport)
+        .await
+        .map_err(|err| format!("could not open the MCP server at {url}: {err}"))?;
+    let info = remote
+        .peer_info()
+        .ok_or_else(|| format!("the MCP server at {url} did not say what it serves"))?;
+    eprintln!("memory mcp: relaying to {url}");
+    let mut served = ServerConfig::new(info.capabilities.clone())
+        .with_instructions(info.instructions.clone().unwrap_or_default());
+    if let Some(server) = info.server_info.clone() {
+        served = served.with_server_info(server);
+    }
+    let relay = Relay {
+        url: url.into(),
+        remote: remote.peer().clone(),
+        info: served,
+    };
+    let running = relay
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|err| format!("the MCP session did not start: {err}"))?;
+    running
+        .waiting()
+        .await
+        .map_err(|err| format!("the MCP session failed: {err}"))?;
+    let _ = remote.cancel().await;
+    Ok(())
+}
+
+/// A local MCP server whose every answer is the remote server's.
+#[derive(Clone)]
+struct Relay {
+    url: Arc<str>,
+    remote: Peer<RoleClient>,
+    info: ServerConfig,
+}
+
+impl Relay {
+    /// The remote's own JSON-RPC error unchanged; a failure to reach it as an internal error
+    /// naming the URL.
+    fn error(&self, err: ServiceError) -> ErrorData {
+        match err {
+            ServiceError::McpError(error) => error,
+            other => ErrorData::internal_error(
+                format!("the MCP server at {} did not answer: {other}", self.url),
+                None,
+            ),
+        }
+    }
+}
+
+impl ServerHandler for Relay {
+    fn get_info(&self) -> ServerConfig {
+        self.info.clone()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.remote
+            .list_tools(request)
+            .await
+            .map_err(|err| self.error(err))
+    }
+
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The caller's _meta (its idempotency key among it) goes on, wherever rmcp put it.
+        if request.meta.is_none() && !context.meta.0.is_empty() {
+            request.meta = Some(context.meta);
+        }
+        self.remote
+            .call_tool_once(request)
+            .await
+            .map_err(|err| self.error(err))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.remote
+            .list_resources(request)
+            .await
+            .map_err(|err| self.error(err))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.remote
+            .read_resource_once(request)
+            .await
+            .map_err(|err| self.error(err))
+    }
 }

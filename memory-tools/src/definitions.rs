@@ -205,6 +205,86 @@ impl Tool {
     }
 }
 
+/// Checks `arguments` against the types `definition`'s schema gives each argument, so a
+/// refusal names the argument and says what it takes in the model's terms ("`limit` must be
+/// an integer from 1 to 20"), which a deserializer's message does not. Missing and unknown
+/// arguments are left to the deserializer, whose messages name them.
+pub(crate) fn check_arguments(
+    definition: &ToolDefinition,
+    arguments: &Value,
+) -> Result<(), String> {
+    let Some(arguments) = arguments.as_object() else {
+        return Err(format!(
+            "the arguments must be a JSON object of named arguments, not {}",
+            kind_of(arguments)
+        ));
+    };
+    let properties = definition
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
+    for (name, value) in arguments {
+        let Some(schema) = properties.and_then(|properties| properties.get(name)) else {
+            continue;
+        };
+        match schema.get("type").and_then(Value::as_str) {
+            Some("string") => {
+                let Some(text) = value.as_str() else {
+                    return Err(format!("`{name}` must be a string, not {}", kind_of(value)));
+                };
+                if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+                    && !allowed.iter().any(|allowed| allowed.as_str() == Some(text))
+                {
+                    let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+                    return Err(format!(
+                        "`{name}` must be one of {}, not {text:?}",
+                        allowed.join(" or ")
+                    ));
+                }
+            }
+            Some("integer") => {
+                let minimum = schema.get("minimum").and_then(Value::as_u64);
+                let maximum = schema.get("maximum").and_then(Value::as_u64);
+                let within = value.as_u64().is_some_and(|number| {
+                    minimum.is_none_or(|minimum| number >= minimum)
+                        && maximum.is_none_or(|maximum| number <= maximum)
+                });
+                if !within {
+                    let range = match (minimum, maximum) {
+                        (Some(minimum), Some(maximum)) => format!(" from {minimum} to {maximum}"),
+                        (Some(minimum), None) => format!(" of at least {minimum}"),
+                        _ => String::new(),
+                    };
+                    return Err(format!(
+                        "`{name}` must be a whole number{range}, not {}",
+                        kind_of(value)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value as a refusal names it: its kind, and the value itself when short.
+fn kind_of(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => return "null".to_owned(),
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "the number",
+        Value::String(_) => "the string",
+        Value::Array(_) => return "a list".to_owned(),
+        Value::Object(_) => return "an object".to_owned(),
+    };
+    let shown = value.to_string();
+    if shown.len() <= 40 {
+        format!("{kind} {shown}")
+    } else {
+        kind.to_owned()
+    }
+}
+
 /// The schema of `memory_history`'s `limit`.
 fn history_limit() -> Value {
     json!({

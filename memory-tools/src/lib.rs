@@ -190,6 +190,13 @@ impl MemoryTools {
         } else {
             arguments
         };
+        let definition = tool.definition_for(self.recall.is_some(), self.can_write);
+        if let Err(reason) = definitions::check_arguments(&definition, &arguments) {
+            return ToolOutput::error(format!(
+                "Invalid arguments for {}: {reason}. Nothing was written.",
+                tool.name()
+            ));
+        }
         let call = serde_json::from_value(json!({"name": tool.name(), "arguments": arguments}))
             .map_err(|error| {
                 format!(

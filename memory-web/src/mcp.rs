@@ -495,14 +495,38 @@ fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
                 .to_owned(),
         ));
     }
-    if let Err(err) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message) {
+    if let Err(err) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message.clone()) {
         return Err(refuse(
             -32600,
-            format!(
-                "Invalid Request: not a JSON-RPC 2.0 message MCP defines, or its params are \
-                 not that method's ({err})"
-            ),
+            format!("Invalid Request: not a JSON-RPC 2.0 message MCP defines ({err})"),
         ));
+    }
+    // The transport takes a known method with params it cannot read for a method of its own
+    // and answers "method not found": say instead what is wrong with the params.
+    let params = message
+        .get("params")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let wrong = match message.get("method").and_then(serde_json::Value::as_str) {
+        Some("tools/call") => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        Some("resources/read") => serde_json::from_value::<ReadResourceRequestParams>(params).err(),
+        _ => None,
+    };
+    if let Some(err) = wrong {
+        let method = message["method"].as_str().unwrap_or_default();
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": message.get("id").cloned().unwrap_or(serde_json::Value::Null),
+            "error": {
+                "code": -32602,
+                "message": format!(
+                    "Invalid params for {method}: {err} (tools/call takes {{\"name\": \
+                     \"memory_add\", \"arguments\": {{...}}}}, resources/read {{\"uri\": \
+                     \"memory://...\"}})"
+                ),
+            },
+        });
+        return Err(Json(error).into_response());
     }
     Ok(())
 }
