@@ -1,0 +1,257 @@
+"""What ``/mcp`` makes of requests an MCP client should not send, as raw HTTP: each is answered
+with a 4xx (a problem document) or a JSON-RPC or tool error that names what was wrong, never a
+5xx, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from agent_memory import MemoryClient, personality_memory, user_profile
+from mcp_support import ACCEPT, Reply, post, problem, reply, request_body, snapshot, tool_call
+from memory_server import Server, unique
+
+ENTRY = "Should never land."
+"""What every bad request below would add if it were taken."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory of its own for one test: its /mcp URL and its two documents."""
+
+    url: str
+    paths: list[str]
+
+
+@pytest.fixture
+def memory(server: Server, client: MemoryClient) -> Iterator[Memory]:
+    """A fresh personality and user on the session's server; after the test, both documents
+    are checked to be as they were (never written)."""
+    personality, user = unique("bad"), unique("grace")
+    paths = [personality_memory(personality), user_profile(user)]
+    before = snapshot(client, paths)
+    assert all(text == "" for text, _ in before.values())
+    yield Memory(f"{server.url}/mcp/{personality}/{user}", paths)
+    assert snapshot(client, paths) == before, "a refused request wrote"
+
+
+def _add(file: str = "USER.md", entry: object = ENTRY) -> dict[str, object]:
+    return tool_call("memory_add", {"file": file, "entry": entry})
+
+
+def _client_error(response: httpx.Response) -> str:
+    """A 4xx answer's text (a problem document, or a JSON-RPC error)."""
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    return response.text
+
+
+def _rpc_error_or_4xx(response: httpx.Response) -> str:
+    """The message of a JSON-RPC error (in a 200 or a 4xx), or a 4xx's problem detail."""
+    assert response.status_code < 500, (response.status_code, response.text)
+    if response.status_code == 200:
+        return reply(response).error_message
+    _client_error(response)
+    body = response.json()
+    if isinstance(body, dict) and "error" in body:
+        message = body["error"]["message"]
+        assert isinstance(message, str)
+        return message
+    assert response.headers["content-type"].startswith("application/problem+json"), response
+    return str(body.get("detail") or body.get("title"))
+
+
+def test_a_body_that_is_not_json(memory: Memory) -> None:
+    with httpx.Client(timeout=60) as http:
+        response = post(http, memory.url, b'{"jsonrpc": "2.0", "id": 1, "method": "tools/ca')
+    message = _rpc_error_or_4xx(response)
+    assert re.search(r"(?i)json|parse", message), message
+
+
+def test_json_that_is_not_json_rpc(memory: Memory) -> None:
+    with httpx.Client(timeout=60) as http:
+        for body in (
+            {"hello": "world"},
+            {"jsonrpc": "1.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 1, "params": {"name": "memory_add"}},
+            "just a string",
+            42,
+        ):
+            response = post(http, memory.url, json.dumps(body))
+            message = _rpc_error_or_4xx(response)
+            assert re.search(r"(?i)json|invalid|method|request|missing|unknown", message), (
+                body,
+                message,
+            )
+
+
+def test_an_unknown_tool_and_an_unknown_method(memory: Memory) -> None:
+    with httpx.Client(timeout=60) as http:
+        unknown_tool = reply(post(http, memory.url, tool_call("memory_fly", {"to": "Kyoto"})))
+        unknown_method = reply(post(http, memory.url, request_body("memory/teleport", {})))
+    assert unknown_tool.error is not None and unknown_tool.error["code"] == -32602
+    assert "memory_fly" in unknown_tool.error_message
+    assert unknown_method.error is not None and unknown_method.error["code"] == -32601
+    assert unknown_method.error_message
+
+
+@dataclass(frozen=True)
+class WrongArguments:
+    label: str
+    body: dict[str, object]
+    says: Callable[[str], bool]
+
+
+WRONG_ARGUMENTS = [
+    WrongArguments("entry a number", _add(entry=42), lambda text: "entry" in text),
+    WrongArguments(
+        "entry missing", tool_call("memory_add", {"file": "USER.md"}), lambda t: "entry" in t
+    ),
+    WrongArguments("file not one of the two", _add(file="NOTES.md"), lambda t: "NOTES.md" in t),
+    WrongArguments(
+        "an argument too many",
+        tool_call("memory_add", {"file": "USER.md", "entry": ENTRY, "when": "now"}),
+        lambda t: "when" in t,
+    ),
+    WrongArguments(
+        "limit a string",
+        tool_call("memory_history", {"file": "USER.md", "limit": "five"}),
+        lambda t: "limit" in t or "integer" in t,
+    ),
+    WrongArguments(
+        "limit out of range",
+        tool_call("memory_history", {"file": "USER.md", "limit": 1000}),
+        lambda t: "limit" in t,
+    ),
+    WrongArguments(
+        "revert_to negative",
+        tool_call("memory_history", {"file": "USER.md", "revert_to": -1}),
+        lambda t: "revert_to" in t or "integer" in t,
+    ),
+    WrongArguments(
+        "consolidate blank",
+        tool_call(
+            "memory_consolidate", {"file": "USER.md", "content": "  ", "viewed": "0123456789ab"}
+        ),
+        lambda t: "blank" in t,
+    ),
+    WrongArguments(
+        "consolidate a made-up token",
+        tool_call(
+            "memory_consolidate", {"file": "USER.md", "content": ENTRY, "viewed": "not-a-token"}
+        ),
+        lambda t: "viewed" in t or "view" in t,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", WRONG_ARGUMENTS, ids=[case.label for case in WRONG_ARGUMENTS])
+def test_wrong_arguments(memory: Memory, case: WrongArguments) -> None:
+    """Answered with a tool error (``isError``, the text saying what was wrong and that nothing
+    was written) or a JSON-RPC invalid-params error naming it."""
+    with httpx.Client(timeout=60) as http:
+        answer = reply(post(http, memory.url, case.body))
+    text = answer.error_message if answer.error is not None else _tool_error(answer)
+    assert case.says(text), text
+
+
+def test_arguments_that_are_no_object(memory: Memory) -> None:
+    body = request_body("tools/call", {"name": "memory_add", "arguments": ["USER.md", ENTRY]})
+    with httpx.Client(timeout=60) as http:
+        answer = reply(post(http, memory.url, body))
+    text = answer.error_message if answer.error is not None else _tool_error(answer)
+    assert re.search(r"(?i)argument|object|map|invalid", text), text
+
+
+def _tool_error(answer: Reply) -> str:
+    assert answer.tool_error, answer.result
+    assert "Nothing was written" in answer.tool_text or "nothing" in answer.tool_text.lower()
+    return answer.tool_text
+
+
+def test_a_body_over_the_limit_is_413_naming_it(memory: Memory) -> None:
+    big = _add(entry="x" * (2 * 1024 * 1024))
+    with httpx.Client(timeout=60) as http:
+        response = post(http, memory.url, big)
+    detail = json.dumps(problem(response, 413))
+    assert re.search(r"1048576|1 ?MiB", detail), detail
+
+
+def test_a_batch_is_refused(memory: Memory) -> None:
+    batch = [_add(), _add(entry=ENTRY + " Twice."), request_body("tools/list")]
+    with httpx.Client(timeout=60) as http:
+        response = post(http, memory.url, batch)
+    assert response.status_code < 500, response.text
+    if response.status_code == 200:
+        body = response.json()
+        # One error for the batch, or an error for each of its requests: never a result.
+        errors = body if isinstance(body, list) else [body]
+        assert all("error" in answer and "result" not in answer for answer in errors), body
+        text = json.dumps(body)
+    else:
+        text = _client_error(response)
+    assert re.search(r"(?i)batch|array", text), text
+
+
+def test_get_and_delete_are_405(memory: Memory) -> None:
+    with httpx.Client(timeout=60) as http:
+        answers = [
+            http.get(memory.url, headers={"Accept": "text/html"}),
+            http.get(memory.url, headers={"Accept": "text/event-stream"}),
+            http.delete(
+                memory.url, headers={"Mcp-Session-Id": "no-such-session", "Accept": ACCEPT}
+            ),
+        ]
+    for answer in answers:
+        assert answer.status_code == 405, (answer.request.method, answer.status_code, answer.text)
+        problem(answer, 405)
+        assert answer.headers.get("allow") == "POST", answer.headers
+
+
+def test_a_post_without_the_right_accept_or_content_type(memory: Memory) -> None:
+    body = json.dumps(_add())
+    with httpx.Client(timeout=60) as http:
+        answers = [
+            http.post(memory.url, content=body, headers={"Content-Type": "application/json"}),
+            http.post(
+                memory.url,
+                content=body,
+                headers={"Accept": "text/html", "Content-Type": "application/json"},
+            ),
+            http.post(
+                memory.url,
+                content=body,
+                headers={"Accept": "application/json", "Content-Type": "application/json"},
+            ),
+            http.post(
+                memory.url, content=body, headers={"Accept": ACCEPT, "Content-Type": "text/plain"}
+            ),
+        ]
+    for answer in answers:
+        assert 400 <= answer.status_code < 500, (answer.request.headers, answer.status_code)
+        assert re.search(r"(?i)accept|content-type|media", answer.text), answer.text
+
+
+def test_bad_urls(server: Server) -> None:
+    with httpx.Client(timeout=60) as http:
+        bad_id = post(http, f"{server.url}/mcp/Bad%20Id!/alice", request_body("tools/list"))
+        unlinked = post(
+            http, f"{server.url}/mcp/ada/telegram/{unique('nobody')}", request_body("tools/list")
+        )
+        too_deep = post(http, f"{server.url}/mcp/ada/a/b/c", request_body("tools/list"))
+    assert "Bad Id!" in json.dumps(problem(bad_id, 400)), bad_id.text
+    assert "telegram" in json.dumps(problem(unlinked, 404)), unlinked.text
+    assert 400 <= too_deep.status_code < 500, too_deep.text
+
+
+def test_a_foreign_origin_or_host_is_403(memory: Memory) -> None:
+    """No keys, on loopback: a web page elsewhere (DNS rebinding) gets nothing."""
+    with httpx.Client(timeout=60) as http:
+        origin = post(http, memory.url, _add(), headers={"Origin": "http://evil.example"})
+        host = post(http, memory.url, _add(), headers={"Host": "evil.example"})
+    problem(origin, 403)
+    problem(host, 403)
