@@ -364,7 +364,7 @@ def test_each_call_each_way(
 
 def _refused_for_scope(answer: Reply, call: Call) -> None:
     """A JSON-RPC error naming the scope the key lacks (and the tool); ``revert_to`` on a
-    read-only key may instead be a tool error saying it writes."""
+    read-only key may instead be a tool error saying that it writes."""
     if call.label == "memory_history revert_to" and answer.error is None:
         assert answer.tool_error, answer.result
         message = answer.tool_text
@@ -372,7 +372,7 @@ def _refused_for_scope(answer: Reply, call: Call) -> None:
         message = answer.error_message
         if call.tool is not None:
             assert call.tool in message, message
-    assert re.search(rf"\b{call.scope}\b", message), message
+    assert re.search(rf"\b{call.scope}s?\b", message), message
 
 
 def _unauthorized(response: httpx.Response, base: str, way: Way) -> None:

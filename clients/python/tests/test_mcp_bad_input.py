@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -102,74 +102,89 @@ def test_an_unknown_tool_and_an_unknown_method(memory: Memory) -> None:
 @dataclass(frozen=True)
 class WrongArguments:
     label: str
-    body: dict[str, object]
-    says: Callable[[str], bool]
+    tool: str
+    arguments: dict[str, object]
+    names: str
+    """What the answer must name: the argument (or value) that was wrong."""
 
 
 WRONG_ARGUMENTS = [
-    WrongArguments("entry a number", _add(entry=42), lambda text: "entry" in text),
+    WrongArguments("entry a number", "memory_add", {"file": "USER.md", "entry": 42}, "entry"),
+    WrongArguments("entry missing", "memory_add", {"file": "USER.md"}, "entry"),
+    WrongArguments("entry empty", "memory_add", {"file": "USER.md", "entry": ""}, "blank"),
+    WrongArguments("file a list", "memory_add", {"file": ["USER.md"], "entry": ENTRY}, "file"),
     WrongArguments(
-        "entry missing", tool_call("memory_add", {"file": "USER.md"}), lambda t: "entry" in t
+        "file not one of the two", "memory_add", {"file": "NOTES.md", "entry": ENTRY}, "NOTES.md"
     ),
-    WrongArguments("file not one of the two", _add(file="NOTES.md"), lambda t: "NOTES.md" in t),
     WrongArguments(
         "an argument too many",
-        tool_call("memory_add", {"file": "USER.md", "entry": ENTRY, "when": "now"}),
-        lambda t: "when" in t,
+        "memory_add",
+        {"file": "USER.md", "entry": ENTRY, "when": "now"},
+        "when",
     ),
     WrongArguments(
-        "limit a string",
-        tool_call("memory_history", {"file": "USER.md", "limit": "five"}),
-        lambda t: "limit" in t or "integer" in t,
+        "new a boolean",
+        "memory_replace",
+        {"file": "USER.md", "old": "Grace", "new": False},
+        "new",
     ),
     WrongArguments(
-        "limit out of range",
-        tool_call("memory_history", {"file": "USER.md", "limit": 1000}),
-        lambda t: "limit" in t,
+        "limit a string", "memory_history", {"file": "USER.md", "limit": "five"}, "limit"
     ),
     WrongArguments(
-        "revert_to negative",
-        tool_call("memory_history", {"file": "USER.md", "revert_to": -1}),
-        lambda t: "revert_to" in t or "integer" in t,
+        "limit out of range", "memory_history", {"file": "USER.md", "limit": 1000}, "limit"
+    ),
+    WrongArguments(
+        "revert_to negative", "memory_history", {"file": "USER.md", "revert_to": -1}, "revert_to"
     ),
     WrongArguments(
         "consolidate blank",
-        tool_call(
-            "memory_consolidate", {"file": "USER.md", "content": "  ", "viewed": "0123456789ab"}
-        ),
-        lambda t: "blank" in t,
+        "memory_consolidate",
+        {"file": "USER.md", "content": "  ", "viewed": "0123456789ab"},
+        "blank",
     ),
     WrongArguments(
         "consolidate a made-up token",
-        tool_call(
-            "memory_consolidate", {"file": "USER.md", "content": ENTRY, "viewed": "not-a-token"}
-        ),
-        lambda t: "viewed" in t or "view" in t,
+        "memory_consolidate",
+        {"file": "USER.md", "content": ENTRY, "viewed": "not-a-token"},
+        "view",
     ),
 ]
 
 
 @pytest.mark.parametrize("case", WRONG_ARGUMENTS, ids=[case.label for case in WRONG_ARGUMENTS])
 def test_wrong_arguments(memory: Memory, case: WrongArguments) -> None:
-    """Answered with a tool error (``isError``, the text saying what was wrong and that nothing
-    was written) or a JSON-RPC invalid-params error naming it."""
+    """Answered with a tool error (``isError``, the text saying what was wrong and, for a
+    writing tool, that nothing was written) or a JSON-RPC invalid-params error naming it."""
     with httpx.Client(timeout=60) as http:
-        answer = reply(post(http, memory.url, case.body))
-    text = answer.error_message if answer.error is not None else _tool_error(answer)
-    assert case.says(text), text
+        answer = reply(post(http, memory.url, tool_call(case.tool, case.arguments)))
+    if answer.error is not None:
+        assert answer.error["code"] == -32602, answer.error
+        text = answer.error_message
+    else:
+        text = _tool_error(answer, case.tool)
+    assert case.names in text, text
 
 
-def test_arguments_that_are_no_object(memory: Memory) -> None:
-    body = request_body("tools/call", {"name": "memory_add", "arguments": ["USER.md", ENTRY]})
+def test_arguments_that_are_no_object_or_missing(memory: Memory) -> None:
+    """A tools/call whose params are not those of tools/call: invalid params, naming what."""
     with httpx.Client(timeout=60) as http:
-        answer = reply(post(http, memory.url, body))
-    text = answer.error_message if answer.error is not None else _tool_error(answer)
-    assert re.search(r"(?i)argument|object|map|invalid", text), text
+        for params in (
+            {"name": "memory_add", "arguments": ["USER.md", ENTRY]},
+            {"name": "memory_add", "arguments": "USER.md"},
+            {"arguments": {"file": "USER.md", "entry": ENTRY}},
+            None,
+        ):
+            response = post(http, memory.url, request_body("tools/call", params))
+            message = _rpc_error_or_4xx(response)
+            assert re.search(r"(?i)argument|object|name|param", message), (params, message)
 
 
-def _tool_error(answer: Reply) -> str:
+def _tool_error(answer: Reply, tool: str) -> str:
+    """A tool error's text; a writing tool's says that nothing was written."""
     assert answer.tool_error, answer.result
-    assert "Nothing was written" in answer.tool_text or "nothing" in answer.tool_text.lower()
+    if tool != "memory_history":
+        assert "Nothing was written" in answer.tool_text, answer.tool_text
     return answer.tool_text
 
 

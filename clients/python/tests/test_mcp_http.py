@@ -26,6 +26,7 @@ from mcp_support import (
     read_resource,
     refused,
     reply,
+    request_body,
     run,
     snapshot,
     text_of,
@@ -323,3 +324,67 @@ def test_the_tools_and_resources_over_http_are_those_of_stdio(
     ]
     assert http_resources == stdio_resources
     assert http_instructions == stdio_instructions
+
+
+def test_stateless_json_answers(server: Server) -> None:
+    """No session: initialize is answered in plain JSON with no ``Mcp-Session-Id``, a
+    notification gets 202 and no body, and a tools/call needs no initialize before it."""
+    url = f"{server.url}/mcp/ada/{unique('grace')}"
+    initialize = request_body(
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
+    with httpx.Client(timeout=60) as http:
+        init = reply(post(http, url, initialize))
+        notified = post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        view = reply(post(http, url, tool_call("memory_view", {})))
+    assert init.result is not None and init.result["serverInfo"]["name"] == "agent-memory"
+    assert notified.status_code == 202, notified.text
+    assert notified.content == b""
+    assert "mcp-session-id" not in notified.headers
+    assert not view.tool_error and "MEMORY.md: " in view.tool_text
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+def test_two_servers_over_one_backend_answer_any_request(backend: str) -> None:
+    """Stateless across servers: a view token from one guards a consolidate on the other, and
+    a tool call resent to the other with the same idempotency key lands once."""
+    user = unique("grace")
+    path = f"/mcp/ada/{user}"
+    with (
+        backend_config(backend) as config,
+        memory_serve(config) as first,
+        memory_serve(config) as second,
+        MemoryClient(first.url) as memory,
+    ):
+
+        async def scenario() -> None:
+            async with connect(first.url + path) as a, connect(second.url + path) as b:
+                await ok(a, "memory_add", {"file": "MEMORY.md", "entry": "Kyoto in May."})
+                token = view_token(await ok(a, "memory_view", {}), "MEMORY.md")
+                await ok(b, "memory_add", {"file": "MEMORY.md", "entry": "Osaka too."})
+                # The token is of the text before b's add: b refuses the rewrite...
+                stale = await refused(
+                    b,
+                    "memory_consolidate",
+                    {"file": "MEMORY.md", "content": "Kyoto.", "viewed": token},
+                )
+                assert "changed" in stale, stale
+                # ...and takes it with a token of the text as it is now, from a's view.
+                token = view_token(await ok(a, "memory_view", {}), "MEMORY.md")
+                rewrite = {"file": "MEMORY.md", "content": "Kyoto, then Osaka.", "viewed": token}
+                assert (await ok(b, "memory_consolidate", rewrite)).startswith("Consolidated")
+
+                meta = {IDEMPOTENCY_META: f"resent-{user}"}
+                entry = {"file": "USER.md", "entry": "Name: Grace."}
+                sent = await a.call_tool("memory_add", entry, meta=meta)
+                resent = await b.call_tool("memory_add", entry, meta=meta)
+                assert text_of(resent) == text_of(sent) and resent.isError is not True
+
+        run(scenario)
+        assert memory.documents.get(personality_memory("ada")).text == "Kyoto, then Osaka.\n"
+        assert memory.documents.get(user_profile(user)).text == "Name: Grace.\n"

@@ -85,7 +85,7 @@ def test_the_snippet_runs_and_does_what_it_says(
     mcp_keyed_server: McpKeyedServer, tmp_path: Path, name: str, check: Callable[[Run], None]
 ) -> None:
     server, keys = mcp_keyed_server.server, mcp_keyed_server.keys
-    user = unique("ada")
+    personality, user = unique("coder"), unique("ada")
     script = tmp_path / f"{name}.py"
     script.write_text(snippet(name))
     env = {
@@ -98,13 +98,13 @@ def test_the_snippet_runs_and_does_what_it_says(
         env.pop(variable, None)
     with MemoryClient(server.url, api_key=keys.admin) as memory:
         memory.sync(
-            "coder",
+            personality,
             user,
             [Add("user", "Name: Ada."), Add("memory", "The build runs with `make check`.")],
         )
-        before = memory.documents.get(personality_memory("coder")).text
+        before = memory.documents.get(personality_memory(personality)).text
         done = subprocess.run(
-            [sys.executable, "-c", RUNNER, str(script), f"{server.url}/mcp/coder/{user}"],
+            [sys.executable, "-c", RUNNER, str(script), f"{server.url}/mcp/{personality}/{user}"],
             env=env,
             cwd=tmp_path,
             capture_output=True,
@@ -115,7 +115,7 @@ def test_the_snippet_runs_and_does_what_it_says(
             f"{name} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         )
         check(Run(stdout=done.stdout, user=user, memory=memory))
-        assert memory.documents.get(personality_memory("coder")).text == before
+        assert memory.documents.get(personality_memory(personality)).text == before
 
 
 def test_each_snippet_is_in_the_readme_once_and_talks_to_mcp() -> None:
