@@ -400,3 +400,37 @@ def test_protected_resource_metadata(mcp_keyed_server: McpKeyedServer) -> None:
     assert metadata["bearer_methods_supported"] == ["header"]
     challenge = unauthorized.headers["www-authenticate"]
     assert f'resource_metadata="{answer.url}"' in challenge, challenge
+
+
+def test_tool_calls_are_counted_in_metrics(mcp_keyed_server: McpKeyedServer) -> None:
+    """``memory_http_mcp_tool_calls_total`` by tool and outcome: two views count as two ``ok``
+    calls of memory_view, a call the key may not make as one ``refused``."""
+    server, keys = mcp_keyed_server.server, mcp_keyed_server.keys
+    url = f"{server.url}/mcp/ada/alice"
+    sample = re.compile(
+        r"^memory_http_mcp_tool_calls_total\{([^}]*)\} (\d+)$",
+        re.MULTILINE,
+    )
+
+    def counted(http: httpx.Client, **labels: str) -> int:
+        metrics = http.get(
+            f"{server.url}/metrics", headers={"Authorization": f"Bearer {keys.metrics_only}"}
+        )
+        assert metrics.status_code == 200, metrics.text
+        wanted = [f'{name}="{value}"' for name, value in labels.items()]
+        return sum(
+            int(found.group(2))
+            for found in sample.finditer(metrics.text)
+            if all(label in found.group(1).split(",") for label in wanted)
+        )
+
+    with httpx.Client(timeout=60) as http:
+        viewed = counted(http, tool="memory_view", outcome="ok")
+        refused = counted(http, outcome="refused")
+        for _ in range(2):
+            view = reply(post(http, url, tool_call("memory_view", {}), key=keys.reader))
+            assert not view.tool_error
+        add = tool_call("memory_add", {"file": "USER.md", "entry": "Not for a reader."})
+        assert reply(post(http, url, add, key=keys.reader)).error is not None
+        assert counted(http, tool="memory_view", outcome="ok") == viewed + 2
+        assert counted(http, outcome="refused") == refused + 1

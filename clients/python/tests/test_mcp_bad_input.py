@@ -13,7 +13,17 @@ import httpx
 import pytest
 
 from agent_memory import MemoryClient, personality_memory, user_profile
-from mcp_support import ACCEPT, Reply, post, problem, reply, request_body, snapshot, tool_call
+from mcp_support import (
+    ACCEPT,
+    IDEMPOTENCY_META,
+    Reply,
+    post,
+    problem,
+    reply,
+    request_body,
+    snapshot,
+    tool_call,
+)
 from memory_server import Server, unique
 
 ENTRY = "Should never land."
@@ -50,25 +60,31 @@ def _client_error(response: httpx.Response) -> str:
     return response.text
 
 
-def _rpc_error_or_4xx(response: httpx.Response) -> str:
-    """The message of a JSON-RPC error (in a 200 or a 4xx), or a 4xx's problem detail."""
+def _rpc_error_or_4xx(response: httpx.Response, code: int | None = None) -> str:
+    """The message of a JSON-RPC error (in a 200 or a 4xx; with ``code`` when given), or a
+    4xx's problem detail."""
     assert response.status_code < 500, (response.status_code, response.text)
     if response.status_code == 200:
-        return reply(response).error_message
-    _client_error(response)
-    body = response.json()
-    if isinstance(body, dict) and "error" in body:
-        message = body["error"]["message"]
-        assert isinstance(message, str)
-        return message
-    assert response.headers["content-type"].startswith("application/problem+json"), response
-    return str(body.get("detail") or body.get("title"))
+        error = reply(response).error
+    else:
+        _client_error(response)
+        body = response.json()
+        if not (isinstance(body, dict) and "error" in body):
+            assert response.headers["content-type"].startswith("application/problem+json")
+            return str(body.get("detail") or body.get("title"))
+        error = body["error"]
+    assert error is not None, response.text
+    if code is not None:
+        assert error["code"] == code, error
+    message = error["message"]
+    assert isinstance(message, str), error
+    return message
 
 
 def test_a_body_that_is_not_json(memory: Memory) -> None:
     with httpx.Client(timeout=60) as http:
         response = post(http, memory.url, b'{"jsonrpc": "2.0", "id": 1, "method": "tools/ca')
-    message = _rpc_error_or_4xx(response)
+    message = _rpc_error_or_4xx(response, -32700)
     assert re.search(r"(?i)json|parse", message), message
 
 
@@ -82,7 +98,7 @@ def test_json_that_is_not_json_rpc(memory: Memory) -> None:
             42,
         ):
             response = post(http, memory.url, json.dumps(body))
-            message = _rpc_error_or_4xx(response)
+            message = _rpc_error_or_4xx(response, -32600)
             assert re.search(r"(?i)json|invalid|method|request|missing|unknown", message), (
                 body,
                 message,
@@ -176,7 +192,7 @@ def test_arguments_that_are_no_object_or_missing(memory: Memory) -> None:
             None,
         ):
             response = post(http, memory.url, request_body("tools/call", params))
-            message = _rpc_error_or_4xx(response)
+            message = _rpc_error_or_4xx(response, -32602)
             assert re.search(r"(?i)argument|object|name|param", message), (params, message)
 
 
@@ -253,11 +269,14 @@ def test_a_post_without_the_right_accept_or_content_type(memory: Memory) -> None
 
 def test_bad_urls(server: Server) -> None:
     with httpx.Client(timeout=60) as http:
+        plain = post(http, f"{server.url}/mcp", request_body("tools/list"))
         bad_id = post(http, f"{server.url}/mcp/Bad%20Id!/alice", request_body("tools/list"))
         unlinked = post(
             http, f"{server.url}/mcp/ada/telegram/{unique('nobody')}", request_body("tools/list")
         )
         too_deep = post(http, f"{server.url}/mcp/ada/a/b/c", request_body("tools/list"))
+    # Without a key restricted to one personality and one user, /mcp names no memory.
+    assert "personality" in json.dumps(problem(plain, 400)), plain.text
     assert "Bad Id!" in json.dumps(problem(bad_id, 400)), bad_id.text
     assert "telegram" in json.dumps(problem(unlinked, 404)), unlinked.text
     assert 400 <= too_deep.status_code < 500, too_deep.text
@@ -270,3 +289,27 @@ def test_a_foreign_origin_or_host_is_403(memory: Memory) -> None:
         host = post(http, memory.url, _add(), headers={"Host": "evil.example"})
     problem(origin, 403)
     problem(host, 403)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["", "x" * 129, "with space", "caf\u00e9", "tab\there"],
+    ids=["empty", "129 chars", "a space", "not ascii", "a tab"],
+)
+def test_a_malformed_idempotency_key_is_refused(memory: Memory, key: str) -> None:
+    """Keys are 1-128 visible ASCII characters; any other is refused before the call runs,
+    whether in ``_meta`` or in the header."""
+    with httpx.Client(timeout=60) as http:
+        in_meta = post(
+            http,
+            memory.url,
+            tool_call(
+                "memory_add", {"file": "USER.md", "entry": ENTRY}, meta={IDEMPOTENCY_META: key}
+            ),
+        )
+        message = _rpc_error_or_4xx(in_meta, -32602)
+        assert "idempotency" in message.lower(), message
+        if key.isascii() and "\t" not in key:  # a header can carry it
+            in_header = post(http, memory.url, _add(), headers={"Idempotency-Key": key})
+            message = _rpc_error_or_4xx(in_header)
+            assert "idempotency" in message.lower(), message
