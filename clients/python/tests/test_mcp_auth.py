@@ -27,6 +27,7 @@ from mcp_support import (
     tool_call,
     view_token,
 )
+from memory_server import unique
 
 ORIGINAL = "Original.\n"
 """ada's MEMORY.md at revision 1: what ``revert_to: 1`` brings back."""
@@ -349,6 +350,9 @@ def test_each_call_each_way(
         call.check(reply(response), way.target, after)
         if call.scope == "read":
             assert after == before, "a reading call wrote"
+        else:
+            del before[personality_memory("ada")], after[personality_memory("ada")]
+            assert after == before, "a call wrote beside ada's MEMORY.md"
         return
 
     assert after == before, f"a refused call wrote: {response.status_code} {response.text}"
@@ -434,3 +438,30 @@ def test_tool_calls_are_counted_in_metrics(mcp_keyed_server: McpKeyedServer) -> 
         assert reply(post(http, url, add, key=keys.reader)).error is not None
         assert counted(http, tool="memory_view", outcome="ok") == viewed + 2
         assert counted(http, outcome="refused") == refused + 1
+
+
+def test_platform_account_urls_follow_the_key(
+    mcp_keyed_server: McpKeyedServer, admin: MemoryClient
+) -> None:
+    """``/mcp/{personality}/{platform}/{platform_user}`` opens the linked user's memory, so a
+    key restricted to alice opens alice's account and not bob's; an account linked to nobody
+    is 404."""
+    server, keys = mcp_keyed_server.server, mcp_keyed_server.keys
+    alice_account, bob_account = unique("tg-alice"), unique("tg-bob")
+    admin.identities.link("telegram", alice_account, "alice")
+    admin.identities.link("telegram", bob_account, "bob")
+    read = request_body("resources/read", {"uri": f"memory://{user_profile('alice')}"})
+    with httpx.Client(timeout=60) as http:
+        _reset(admin)
+        before = snapshot(admin, DOCUMENTS)
+        mine = reply(
+            post(http, f"{server.url}/mcp/ada/telegram/{alice_account}", read, key=keys.ada_alice)
+        )
+        add = tool_call("memory_add", {"file": "USER.md", "entry": "Bob's, not alice's."})
+        theirs = post(http, f"{server.url}/mcp/ada/telegram/{bob_account}", add, key=keys.ada_alice)
+        nobody = post(http, f"{server.url}/mcp/ada/telegram/{unique('tg')}", add, key=keys.admin)
+        assert snapshot(admin, DOCUMENTS) == before
+    assert mine.result is not None, mine.error
+    assert mine.result["contents"][0]["text"] == PROFILES["alice"]
+    problem(theirs, 403)
+    problem(nobody, 404)

@@ -388,3 +388,23 @@ def test_two_servers_over_one_backend_answer_any_request(backend: str) -> None:
         run(scenario)
         assert memory.documents.get(personality_memory("ada")).text == "Kyoto, then Osaka.\n"
         assert memory.documents.get(user_profile(user)).text == "Name: Grace.\n"
+
+
+def test_a_platform_account_url_opens_the_linked_users_memory(
+    backend_server: tuple[str, Server],
+) -> None:
+    _, server = backend_server
+    user, account = unique("grace"), unique("tg")
+    with MemoryClient(server.url) as memory:
+        memory.identities.link("telegram", account, user)
+
+        async def add() -> str:
+            async with connect(f"{server.url}/mcp/ada/telegram/{account}") as session:
+                resources = await session.list_resources()
+                assert f"memory://{user_profile(user)}" in [
+                    str(resource.uri) for resource in resources.resources
+                ]
+                return await ok(session, "memory_add", {"file": "USER.md", "entry": "On Telegram."})
+
+        assert run(add).startswith("Added to USER.md.")
+        assert memory.documents.get(user_profile(user)).text == "On Telegram.\n"
