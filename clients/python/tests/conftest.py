@@ -7,7 +7,7 @@ import hashlib
 import os
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import pytest
 
@@ -94,6 +94,95 @@ alice-reader = {{ sha256 = "{sha(keys.alice_only)}", scopes = ["read"], users = 
     config = 'default_provider = "files"\n' + config.replace('default_provider = "files"\n', "")
     with memory_serve(config, env={"MEMORY_SERVE_TOKEN": keys.admin}) as running:
         yield KeyedServer(running, keys)
+
+
+@dataclass(frozen=True)
+class McpKeys:
+    """The keys of the keyed server for ``/mcp``."""
+
+    admin: str
+    """The admin token (``MEMORY_SERVE_TOKEN``)."""
+    reader: str
+    """Scope read."""
+    writer: str
+    """Scopes read and write, unrestricted."""
+    write_only: str
+    """Scope write alone."""
+    metrics_only: str
+    """Scope metrics alone: neither read nor write."""
+    ada_alice: str
+    """Read and write, restricted to personality ``ada`` and user ``alice``."""
+    alice_two_personalities: str
+    """Read and write, restricted to user ``alice`` and personalities ``ada`` and ``other``."""
+    ada_two_users: str
+    """Read and write, restricted to personality ``ada`` and users ``alice`` and ``bob``."""
+
+
+@dataclass(frozen=True)
+class McpKeyedServer:
+    server: Server
+    keys: McpKeys
+
+
+@pytest.fixture(scope="session")
+def mcp_keyed_server() -> Iterator[McpKeyedServer]:
+    """A markdown server with API keys for the ``/mcp`` tests (:class:`McpKeys`); ``ada`` is on a
+    vector provider, so her tools include ``memory_search``."""
+    keys = McpKeys(*(f"amk_{secrets.token_hex(32)}" for _ in fields(McpKeys)))
+
+    def sha(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    config = f"""default_provider = "files"
+
+[providers.files]
+kind = "markdown"
+root = "root"
+
+[providers.recall]
+kind = "vector"
+source = "files"
+model_dir = "{model_dir()}"
+
+[personalities.ada]
+provider = "recall"
+
+[serve.keys.reader]
+sha256 = "{sha(keys.reader)}"
+scopes = ["read"]
+
+[serve.keys.writer]
+sha256 = "{sha(keys.writer)}"
+scopes = ["read", "write"]
+
+[serve.keys.write-only]
+sha256 = "{sha(keys.write_only)}"
+scopes = ["write"]
+
+[serve.keys.metrics-only]
+sha256 = "{sha(keys.metrics_only)}"
+scopes = ["metrics"]
+
+[serve.keys.ada-alice]
+sha256 = "{sha(keys.ada_alice)}"
+scopes = ["read", "write"]
+personalities = ["ada"]
+users = ["alice"]
+
+[serve.keys.alice-two-personalities]
+sha256 = "{sha(keys.alice_two_personalities)}"
+scopes = ["read", "write"]
+personalities = ["ada", "other"]
+users = ["alice"]
+
+[serve.keys.ada-two-users]
+sha256 = "{sha(keys.ada_two_users)}"
+scopes = ["read", "write"]
+personalities = ["ada"]
+users = ["alice", "bob"]
+"""
+    with memory_serve(config, env={"MEMORY_SERVE_TOKEN": keys.admin}) as running:
+        yield McpKeyedServer(running, keys)
 
 
 def service_url(variable: str) -> str | None:
