@@ -31,11 +31,17 @@ pub struct HttpMeasured {
     pub sync: (Samples, Samples),
     /// Requests per second at each number of clients.
     pub load: Vec<Load>,
+    /// `memory_view` over `/mcp` beside `POST /v1/prefetch` without a query (the same reads
+    /// and rendering), in alternating rounds: (`/v1`, `/mcp`).
+    pub mcp_view: (Samples, Samples),
+    /// A keyed `memory_add` over `/mcp` beside a keyed one-add `POST /v1/sync`: (`/v1`,
+    /// `/mcp`).
+    pub mcp_add: (Samples, Samples),
 }
 
 /// One level of load.
 pub struct Load {
-    /// `prefetch` or `sync`.
+    /// `prefetch`, `sync`, `mcp memory_view` or `mcp memory_add`.
     pub operation: &'static str,
     /// Concurrent clients, each on its own keep-alive connection.
     pub clients: usize,
@@ -101,18 +107,40 @@ impl Client {
         })
     }
 
-    /// POSTs `body` (JSON) to `path`; the status and the body.
+    /// POSTs `body` (JSON) to `path`, with `key` as its `Idempotency-Key`; the status and
+    /// the body.
     async fn post(
         &mut self,
         path: &str,
         body: Bytes,
         key: Option<&str>,
     ) -> Result<(u16, Bytes), BoxError> {
+        match key {
+            Some(key) => {
+                self.post_with(path, body, &[("idempotency-key", key)])
+                    .await
+            }
+            None => self.post_with(path, body, &[]).await,
+        }
+    }
+
+    /// One JSON-RPC message to `/mcp` at `path`; the status and the body.
+    async fn mcp(&mut self, path: &str, message: Bytes) -> Result<(u16, Bytes), BoxError> {
+        let accept = [("accept", "application/json, text/event-stream")];
+        self.post_with(path, message, &accept).await
+    }
+
+    async fn post_with(
+        &mut self,
+        path: &str,
+        body: Bytes,
+        headers: &[(&str, &str)],
+    ) -> Result<(u16, Bytes), BoxError> {
         let mut request = hyper::Request::post(path)
             .header("host", &self.host)
             .header("content-type", "application/json");
-        if let Some(key) = key {
-            request = request.header("idempotency-key", key);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         self.sender.ready().await?;
         let response = self
@@ -130,6 +158,50 @@ fn prefetch_body(personality: &str) -> Bytes {
         json!({"personality": personality, "user": "bench", "query": crate::workloads::QUERY, "max_chars": 1 << 20})
             .to_string(),
     )
+}
+
+/// Prefetch as `memory_view` renders it: no query.
+fn view_body(personality: &str) -> Bytes {
+    Bytes::from(json!({"personality": personality, "user": "bench"}).to_string())
+}
+
+/// The `/mcp` path of `personality`'s memory for the bench's user.
+fn mcp_path(personality: &str) -> String {
+    format!("/mcp/{personality}/bench")
+}
+
+/// A `tools/call` of `memory_view`.
+fn view_call() -> Bytes {
+    Bytes::from(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "memory_view", "arguments": {}}})
+        .to_string(),
+    )
+}
+
+/// A `tools/call` of `memory_add` of `content` to MEMORY.md, keyed by `key` in `_meta`.
+fn add_call(content: &str, key: &str) -> Bytes {
+    Bytes::from(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "memory_add",
+                          "arguments": {"file": "MEMORY.md", "entry": content},
+                          "_meta": {(memory_web::MCP_IDEMPOTENCY_META): key}}})
+        .to_string(),
+    )
+}
+
+/// Whether a `/mcp` answer is a tool result that is not an error.
+fn expect_tool_ok((status, body): (u16, Bytes), what: &str) -> Result<(), BoxError> {
+    let reply: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    if status == 200 && reply["result"]["isError"] == false {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} over /mcp answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        )
+        .into())
+    }
 }
 
 fn add_body(personality: &str, content: &str) -> Bytes {
@@ -216,15 +288,62 @@ pub async fn measure(
             }
         }
 
+        // /mcp beside /v1, the same way.
+        let (mut view_v1, mut view_mcp) = (Samples::default(), Samples::default());
+        let (mut add_v1, mut add_mcp) = (Samples::default(), Samples::default());
+        let (view, path) = (
+            view_body(PREFETCH_PERSONALITY),
+            mcp_path(PREFETCH_PERSONALITY),
+        );
+        for _ in 0..rounds {
+            for _ in 0..per_round {
+                let answer = view_v1
+                    .time(client.post("/v1/prefetch", view.clone(), None))
+                    .await?;
+                expect_ok(answer, "prefetch")?;
+            }
+            for _ in 0..per_round {
+                let answer = view_mcp.time(client.mcp(&path, view_call())).await?;
+                expect_tool_ok(answer, "memory_view")?;
+            }
+            for _ in 0..per_round {
+                n += 1;
+                let key = IdempotencyKey::generate();
+                let answer = add_v1
+                    .time(client.post(
+                        "/v1/sync",
+                        add_body("http-mcp", &entry(n)),
+                        Some(key.as_str()),
+                    ))
+                    .await?;
+                expect_ok(answer, "sync")?;
+            }
+            for _ in 0..per_round {
+                n += 1;
+                let key = IdempotencyKey::generate();
+                let call = add_call(&entry(n), key.as_str());
+                let answer = add_mcp
+                    .time(client.mcp(&mcp_path("http-mcp"), call))
+                    .await?;
+                expect_tool_ok(answer, "memory_add")?;
+            }
+        }
+
         let mut load = Vec::new();
         for &count in clients {
             load.push(prefetch_load(address, count).await?);
             load.push(sync_load(address, &memory, count).await?);
         }
+        for &count in clients {
+            load.push(mcp_view_load(address, count).await?);
+            load.push(mcp_add_load(address, &memory, count).await?);
+        }
         Ok::<_, BoxError>(HttpMeasured {
             prefetch: (prefetch_in, prefetch_http),
             sync: (sync_in, sync_http),
             load,
+            mcp_view: (view_v1, view_mcp),
+            mcp_add: (add_v1, add_mcp),
         })
     }
     .await;
@@ -317,16 +436,101 @@ async fn sync_load(
         acknowledged.extend(adds);
     }
     let elapsed = started.elapsed();
+    let lost = missing(memory, &personality, &acknowledged).await?;
+    Ok(level("sync", clients, latencies, elapsed, lost))
+}
+
+/// `sessions` MCP clients calling `memory_view` for [`PREFETCH_LOAD`], all at once.
+async fn mcp_view_load(address: std::net::SocketAddr, sessions: usize) -> Result<Load, BoxError> {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..sessions)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut client = Client::connect(address).await?;
+                let path = mcp_path(PREFETCH_PERSONALITY);
+                let mut latencies = Samples::default();
+                while started.elapsed() < PREFETCH_LOAD {
+                    let answer = latencies.time(client.mcp(&path, view_call())).await?;
+                    expect_tool_ok(answer, "memory_view")?;
+                }
+                Ok::<_, BoxError>(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Samples::default();
+    for task in tasks {
+        for sample in task.await??.samples() {
+            latencies.push(*sample);
+        }
+    }
+    Ok(level(
+        "mcp memory_view",
+        sessions,
+        latencies,
+        started.elapsed(),
+        0,
+    ))
+}
+
+/// [`SYNC_ADDS`] keyed `memory_add` calls to one document over `/mcp`, split between
+/// `sessions` sessions at once; then every acknowledged add is looked for in the document.
+async fn mcp_add_load(
+    address: std::net::SocketAddr,
+    memory: &Memory,
+    sessions: usize,
+) -> Result<Load, BoxError> {
+    let personality = format!("mcp-load-{sessions}");
+    let started = Instant::now();
+    let per_session = SYNC_ADDS.div_ceil(sessions);
+    let tasks: Vec<_> = (0..sessions)
+        .map(|session| {
+            let path = mcp_path(&personality);
+            tokio::spawn(async move {
+                let mut client = Client::connect(address).await?;
+                let mut latencies = Samples::default();
+                let mut acknowledged = Vec::new();
+                for n in 0..per_session {
+                    let content = format!("session {session} add {n}");
+                    let key = format!("mcp-load-{sessions}-{session}-{n}");
+                    let answer = latencies
+                        .time(client.mcp(&path, add_call(&content, &key)))
+                        .await?;
+                    expect_tool_ok(answer, "memory_add")?;
+                    acknowledged.push(content);
+                }
+                Ok::<_, BoxError>((latencies, acknowledged))
+            })
+        })
+        .collect();
+    let mut latencies = Samples::default();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let (samples, adds) = task.await??;
+        for sample in samples.samples() {
+            latencies.push(*sample);
+        }
+        acknowledged.extend(adds);
+    }
+    let elapsed = started.elapsed();
+    let lost = missing(memory, &personality, &acknowledged).await?;
+    Ok(level("mcp memory_add", sessions, latencies, elapsed, lost))
+}
+
+/// How many of `acknowledged` are not lines of `personality`'s MEMORY.md.
+async fn missing(
+    memory: &Memory,
+    personality: &str,
+    acknowledged: &[String],
+) -> Result<usize, BoxError> {
     let document = DocumentId::PersonalityMemory {
         personality: PersonalityId::new(personality)?,
     };
     let text = memory.read(&document).await?.text;
     let present: std::collections::HashSet<&str> = text.lines().collect();
-    let lost = acknowledged
+    Ok(acknowledged
         .iter()
         .filter(|add| !present.contains(add.as_str()))
-        .count();
-    Ok(level("sync", clients, latencies, elapsed, lost))
+        .count())
 }
 
 fn level(

@@ -854,6 +854,21 @@ impl Report<'_> {
                     added <= 0.2,
                 ));
             }
+            for (what, (v1, mcp)) in [
+                (
+                    "memory_view over /mcp, p50 over /v1 prefetch",
+                    &m.http.mcp_view,
+                ),
+                ("memory_add over /mcp, p50 over /v1 sync", &m.http.mcp_add),
+            ] {
+                let added = mcp.quantile_ms(0.5) - v1.quantile_ms(0.5);
+                rows.push((
+                    format!("{name}, {what}"),
+                    format!("{added:+.3} ms"),
+                    "<= 0.3 ms",
+                    added <= 0.3,
+                ));
+            }
             if name == "markdown"
                 && let Some(most) = m
                     .http
@@ -1015,9 +1030,41 @@ impl Report<'_> {
         }
         let _ = writeln!(
             md,
+            "\nMCP over HTTP (`/mcp`, stateless Streamable HTTP, JSON answers) beside `/v1` on the \
+             same server and connection, alternating rounds: `memory_view` beside `POST \
+             /v1/prefetch` without a query (the same reads and rendering), a `memory_add` keyed \
+             in `_meta` beside a keyed one-add `POST /v1/sync`.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| provider | prefetch on /v1 | memory_view on /mcp | added p50 | sync on /v1 | memory_add on /mcp | added p50 |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for m in self.measured {
+            let (pv1, pmcp) = &m.http.mcp_view;
+            let (av1, amcp) = &m.http.mcp_add;
+            let added = |v1: &Samples, mcp: &Samples| {
+                format!("{:+.3} ms", mcp.quantile_ms(0.5) - v1.quantile_ms(0.5))
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                m.backend.name(),
+                pv1.percentiles(),
+                pmcp.percentiles(),
+                added(pv1, pmcp),
+                av1.percentiles(),
+                amcp.percentiles(),
+                added(av1, amcp)
+            );
+        }
+        let _ = writeln!(
+            md,
             "\nRequests per second with concurrent clients, each on its own connection: \
              prefetch (for {} s per level) and one-add syncs ({} in all, to one document, each with its \
-             own key; lost = acknowledged adds missing from the document afterwards).\n",
+             own key; lost = acknowledged adds missing from the document afterwards); then the \
+             same over `/mcp` by as many MCP sessions: `memory_view` and keyed `memory_add` \
+             tool calls.\n",
             http::PREFETCH_LOAD.as_secs(),
             http::SYNC_ADDS
         );
