@@ -65,8 +65,24 @@ impl Tool {
         Tool::ALL.into_iter().find(|tool| tool.name() == name)
     }
 
-    /// Its definition; `can_recall` adds `memory_view`'s optional query.
+    /// Whether calling it can change a file: true for the tools a read-only caller is not
+    /// offered. `memory_history` only reads (its `revert_to` writes, and is offered only to
+    /// callers that may write).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Tool::Add | Tool::Replace | Tool::Remove | Tool::Consolidate
+        )
+    }
+
+    /// Its definition for a caller who may write (see [`Tool::definition_for`]).
     pub fn definition(self, can_recall: bool) -> ToolDefinition {
+        self.definition_for(can_recall, true)
+    }
+
+    /// Its definition; `can_recall` adds `memory_view`'s optional query, `can_write` adds
+    /// `memory_history`'s `revert_to`.
+    pub fn definition_for(self, can_recall: bool, can_write: bool) -> ToolDefinition {
         let file = json!({
             "type": "string",
             "enum": ["MEMORY.md", "USER.md"],
@@ -125,34 +141,38 @@ impl Tool {
             ),
             Tool::Consolidate => (
                 "Rewrite a whole file with a shorter version that keeps what matters: merge \
-                 duplicates, drop what is stale. Call memory_view (without a query) first: the \
-                 rewrite is refused if the file changed since that view, so nothing another \
-                 writer added is lost.",
+                 duplicates, drop what is stale. Call memory_view (without a query) first and \
+                 pass the view token it shows for the file as `viewed`: the rewrite is refused \
+                 if the file changed since that view, so nothing another writer added is lost.",
                 json!({"file": file, "content": {
                     "type": "string",
                     "minLength": 1,
                     "description": "The complete new text of the file, as markdown."
+                }, "viewed": {
+                    "type": "string",
+                    "description": "The file's view token from your last memory_view (without \
+                                    a query)."
                 }}),
                 &["file", "content"],
             ),
-            Tool::History => (
+            Tool::History if can_write => (
                 "List the latest changes to a file, newest first: when, from where (tool, cli, \
                  web, api, or external for a hand edit) and a diff of each. With revert_to, put \
                  the file back to the text it had after that revision: use it to undo a bad \
                  rewrite (yours or another writer's). The revert is a change of its own, so it \
                  can be undone the same way, and it is refused if the file changes meanwhile.",
-                json!({"file": file, "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_HISTORY_RESULTS,
-                    "default": DEFAULT_HISTORY_RESULTS,
-                    "description": "How many revisions to list, newest first."
-                }, "revert_to": {
+                json!({"file": file, "limit": history_limit(), "revert_to": {
                     "type": "integer",
                     "minimum": 1,
                     "description": "A revision number from the list: the file gets back the \
                                     text it had after that revision. Omit to only list."
                 }}),
+                &["file"],
+            ),
+            Tool::History => (
+                "List the latest changes to a file, newest first: when, from where (tool, cli, \
+                 web, api, or external for a hand edit) and a diff of each.",
+                json!({"file": file, "limit": history_limit()}),
                 &["file"],
             ),
             Tool::Search => (
@@ -183,6 +203,17 @@ impl Tool {
             input_schema,
         }
     }
+}
+
+/// The schema of `memory_history`'s `limit`.
+fn history_limit() -> Value {
+    json!({
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_HISTORY_RESULTS,
+        "default": DEFAULT_HISTORY_RESULTS,
+        "description": "How many revisions to list, newest first."
+    })
 }
 
 /// Revisions `memory_history` lists when the call names no `limit`.

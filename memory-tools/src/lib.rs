@@ -4,10 +4,10 @@ mod definitions;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use memory_core::raw::render;
+use memory_core::raw::{render, sha256_hex};
 use memory_core::{
-    Caps, Document, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Recall, Revision, Store, Surface, Version, is_blank,
+    Caps, Document, DocumentReport, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
+    MemoryProvider, MemoryUpdate, Prefetch, Recall, Revision, Store, Surface, Version, is_blank,
     revert_exactly_once, sync_exactly_once,
 };
 use serde::Deserialize;
@@ -63,6 +63,8 @@ pub struct MemoryTools {
     provider: Arc<dyn MemoryProvider>,
     ctx: MemoryContext,
     recall: Option<Arc<dyn Recall>>,
+    can_read: bool,
+    can_write: bool,
     viewed: Mutex<Viewed>,
 }
 
@@ -101,8 +103,20 @@ impl MemoryTools {
             provider,
             ctx: ctx.with_surface(Surface::Tool),
             recall: None,
+            can_read: true,
+            can_write: true,
             viewed: Mutex::default(),
         }
+    }
+
+    /// Offers only what a caller with these rights may use: reading (`memory_view`,
+    /// `memory_history`'s listing, `memory_search`), writing (`memory_add`, `memory_replace`,
+    /// `memory_remove`, `memory_consolidate`, `memory_history`'s `revert_to`), or both (the
+    /// default). The others are neither offered nor run.
+    pub fn with_access(mut self, can_read: bool, can_write: bool) -> Self {
+        self.can_read = can_read;
+        self.can_write = can_write;
+        self
     }
 
     /// Adds `memory_search` and `memory_view`'s query, answered by `recall` (normally the same
@@ -117,11 +131,19 @@ impl MemoryTools {
         &self.ctx
     }
 
-    /// The tools offered here, in order: `memory_search` only where the provider can recall.
+    /// The tools offered here, in order: `memory_search` only where the provider can recall,
+    /// and only those the caller's access allows ([`MemoryTools::with_access`]).
     pub fn tools(&self) -> Vec<Tool> {
         Tool::ALL
             .into_iter()
             .filter(|tool| *tool != Tool::Search || self.recall.is_some())
+            .filter(|tool| {
+                if tool.writes() {
+                    self.can_write
+                } else {
+                    self.can_read
+                }
+            })
             .collect()
     }
 
@@ -134,7 +156,7 @@ impl MemoryTools {
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools()
             .into_iter()
-            .map(|tool| tool.definition(self.recall.is_some()))
+            .map(|tool| tool.definition_for(self.recall.is_some(), self.can_write))
             .collect()
     }
 
@@ -142,6 +164,20 @@ impl MemoryTools {
     /// returns the text for the model. Never panics and never fails: every problem, from an
     /// unknown tool to a backend that is down, is an error output the model can read.
     pub async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
+        self.call_keyed(name, arguments, None).await
+    }
+
+    /// [`MemoryTools::call`] with the caller's idempotency key for it: the same call repeated
+    /// with the same key (after a lost reply, to any server of the deployment) writes once
+    /// and reports what the first one did. Without a key each write gets a fresh one, which
+    /// still keeps the provider's own resends from applying it twice.
+    pub async fn call_keyed(
+        &self,
+        name: &str,
+        arguments: Value,
+        key: Option<IdempotencyKey>,
+    ) -> ToolOutput {
+        let key = key.as_ref();
         let Some(tool) = self.offered(name) else {
             let offered: Vec<&str> = self.tools().into_iter().map(Tool::name).collect();
             return ToolOutput::error(format!(
@@ -163,22 +199,27 @@ impl MemoryTools {
             });
         let result = match call {
             Ok(Call::View(ViewArgs { query })) => self.view(query).await,
-            Ok(Call::Add(AddArgs { file, entry })) => self.add(file.0, entry).await,
+            Ok(Call::Add(AddArgs { file, entry })) => self.add(file.0, entry, key).await,
             Ok(Call::Replace(ReplaceArgs { file, old, new })) => {
-                self.replace(file.0, old, new).await
+                self.replace(file.0, old, new, key).await
             }
             Ok(Call::Remove(RemoveArgs { file, substring })) => {
-                self.remove(file.0, substring).await
+                self.remove(file.0, substring, key).await
             }
-            Ok(Call::Consolidate(ConsolidateArgs { file, content })) => {
-                self.consolidate(file.0, content).await
-            }
+            Ok(Call::Consolidate(ConsolidateArgs {
+                file,
+                content,
+                viewed,
+            })) => self.consolidate(file.0, content, viewed, key).await,
             Ok(Call::History(HistoryArgs {
                 file,
                 limit,
                 revert_to,
             })) => match revert_to {
-                Some(number) => self.revert(file.0, number).await,
+                Some(_) if !self.can_write => Err("Not reverted: revert_to writes, and this \
+                    connection may only read the memory. Nothing was written."
+                    .to_owned()),
+                Some(number) => self.revert(file.0, number, key).await,
                 None => self.history(file.0, limit).await,
             },
             Ok(Call::Search(SearchArgs { query, k })) => self.search(query, k).await,
@@ -231,6 +272,15 @@ impl MemoryTools {
             file_name(Store::User),
             size(user.text.len(), self.caps(Store::User)),
         );
+        if whole && self.can_write {
+            text.push_str(&format!(
+                "\nView tokens, for memory_consolidate's viewed: {} {}, {} {}.",
+                file_name(Store::Memory),
+                view_token(&memory.version),
+                file_name(Store::User),
+                view_token(&user.version),
+            ));
+        }
         if !whole {
             text.push_str(&format!(
                 "\n(This view is cut to the last {} characters. memory_consolidate needs a full \
@@ -241,8 +291,15 @@ impl MemoryTools {
         Ok(text)
     }
 
-    async fn add(&self, store: Store, entry: String) -> Result<String, String> {
-        let report = self.write(MemoryUpdate::add(store, entry), None).await?;
+    async fn add(
+        &self,
+        store: Store,
+        entry: String,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<String, String> {
+        let report = self
+            .write(MemoryUpdate::add(store, entry), None, key)
+            .await?;
         Ok(format!(
             "Added to {}.{}",
             file_name(store),
@@ -250,9 +307,15 @@ impl MemoryTools {
         ))
     }
 
-    async fn replace(&self, store: Store, old: String, new: String) -> Result<String, String> {
+    async fn replace(
+        &self,
+        store: Store,
+        old: String,
+        new: String,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<String, String> {
         let report = self
-            .write(MemoryUpdate::edit(store, old, new), None)
+            .write(MemoryUpdate::edit(store, old, new), None, key)
             .await?;
         Ok(if report.written {
             format!(
@@ -268,9 +331,14 @@ impl MemoryTools {
         })
     }
 
-    async fn remove(&self, store: Store, substring: String) -> Result<String, String> {
+    async fn remove(
+        &self,
+        store: Store,
+        substring: String,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<String, String> {
         let report = self
-            .write(MemoryUpdate::remove(store, substring.clone()), None)
+            .write(MemoryUpdate::remove(store, substring.clone()), None, key)
             .await?;
         Ok(match report.lines_removed {
             0 => format!(
@@ -290,7 +358,13 @@ impl MemoryTools {
         })
     }
 
-    async fn consolidate(&self, store: Store, content: String) -> Result<String, String> {
+    async fn consolidate(
+        &self,
+        store: Store,
+        content: String,
+        viewed: Option<String>,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<String, String> {
         if is_blank(&content) {
             return Err(format!(
                 "Not consolidated: the new content is blank, which would erase {}. Pass the \
@@ -298,16 +372,34 @@ impl MemoryTools {
                 file_name(store)
             ));
         }
-        let Some(version) = self.viewed().of(store).clone() else {
-            return Err(format!(
-                "Not consolidated: memory_consolidate rewrites the whole of {} and needs a full \
-                 view of it first. Call memory_view (without a query), then consolidate what it \
-                 shows. Nothing was written.",
-                file_name(store)
-            ));
+        let version = match viewed {
+            // The token names the version the model saw; the write is guarded by the version
+            // read now, which is that one only if the token matches it.
+            Some(token) => {
+                let current = self.read(store).await?;
+                if view_token(&current.version) != token.trim() {
+                    return Err(format!(
+                        "Not consolidated: {} changed since the view whose token you passed \
+                         (another writer added or changed something, or the token is not the \
+                         file's). Call memory_view again and consolidate what it shows now, \
+                         with its token. Nothing was written.",
+                        file_name(store)
+                    ));
+                }
+                current.version
+            }
+            None => self.viewed().of(store).clone().ok_or_else(|| {
+                format!(
+                    "Not consolidated: memory_consolidate rewrites the whole of {} and needs a \
+                     full view of it first. Call memory_view (without a query), then \
+                     memory_consolidate with the view token it shows for the file as viewed. \
+                     Nothing was written.",
+                    file_name(store)
+                )
+            })?,
         };
         let report = self
-            .write(MemoryUpdate::replace(store, content), Some(version))
+            .write(MemoryUpdate::replace(store, content), Some(version), key)
             .await?;
         Ok(format!(
             "Consolidated {}: {} → {} bytes.{}",
@@ -423,12 +515,17 @@ impl MemoryTools {
     /// `memory_history` with `revert_to`: `store`'s document back to the text revision
     /// `number` left, guarded by the version read here, so a write landing meanwhile makes it
     /// a refusal rather than a silent overwrite.
-    async fn revert(&self, store: Store, number: u64) -> Result<String, String> {
+    async fn revert(
+        &self,
+        store: Store,
+        number: u64,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<String, String> {
         let name = file_name(store);
         let current = self.read(store).await?;
         let reverted = revert_exactly_once(
             &*self.provider,
-            &self.ctx,
+            &self.keyed(key),
             store,
             number,
             Some(&current.version),
@@ -502,13 +599,14 @@ impl MemoryTools {
         &self,
         update: MemoryUpdate,
         if_match: Option<Version>,
+        key: Option<&IdempotencyKey>,
     ) -> Result<DocumentReport, String> {
         let store = update.store();
         let guard = IfMatch::only(store, if_match);
         // Resent with one key when the reply is lost: the model's call lands exactly once.
         let report = sync_exactly_once(
             &*self.provider,
-            &self.ctx,
+            &self.keyed(key),
             std::slice::from_ref(&update),
             &guard,
         )
@@ -524,6 +622,16 @@ impl MemoryTools {
             *seen = Some(report.version_after.clone());
         }
         Ok(report)
+    }
+
+    /// The conversation's context, with the call's idempotency key when it has one.
+    fn keyed(&self, key: Option<&IdempotencyKey>) -> std::borrow::Cow<'_, MemoryContext> {
+        match key {
+            Some(key) => {
+                std::borrow::Cow::Owned(self.ctx.clone().with_idempotency_key(key.clone()))
+            }
+            None => std::borrow::Cow::Borrowed(&self.ctx),
+        }
     }
 
     fn caps(&self, store: Store) -> Caps {
@@ -555,6 +663,16 @@ impl MemoryTools {
     fn viewed(&self) -> std::sync::MutexGuard<'_, Viewed> {
         self.viewed.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The short token `memory_view` shows for a file at `version` and `memory_consolidate` takes
+/// back as `viewed`: 12 hex digits of the version's SHA-256, so a model copies it easily and
+/// cannot make one up for a version it was not shown. A stateless server (MCP over HTTP)
+/// keeps no view between calls; the token carries it.
+pub fn view_token(version: &Version) -> String {
+    let mut token = sha256_hex(version.as_str());
+    token.truncate(12);
+    token
 }
 
 /// Whether an entry of `entry` characters still fits in a listing of `listed` characters.
@@ -805,6 +923,7 @@ struct RemoveArgs {
 struct ConsolidateArgs {
     file: File,
     content: String,
+    viewed: Option<String>,
 }
 
 #[derive(Deserialize)]

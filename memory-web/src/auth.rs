@@ -136,6 +136,18 @@ impl Principal {
     }
 
     /// Both documents of one conversation: the personality's memory and the user's profile.
+    /// The one personality and one user this key is restricted to, if it is restricted to
+    /// exactly one of each: whose memory a request that names none opens.
+    pub(crate) fn only_pair(&self) -> Option<(PersonalityId, UserId)> {
+        fn only<T: Clone + Ord>(set: Option<&BTreeSet<T>>) -> Option<T> {
+            set.filter(|set| set.len() == 1)?.first().cloned()
+        }
+        Some((
+            only(self.personalities.as_ref())?,
+            only(self.users.as_ref())?,
+        ))
+    }
+
     pub(crate) fn check_pair(
         &self,
         personality: &PersonalityId,

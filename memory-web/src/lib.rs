@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod conditional;
+mod mcp;
 mod openapi;
 mod ops;
 mod page;
@@ -27,6 +28,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::{Access, MIN_TOKEN_CHARS, Principal, TOKEN_ENV, key_sha256, mint_key};
+pub use mcp::{MCP_IDEMPOTENCY_META, McpServer, resource_uri};
 pub use ops::REQUEST_ID;
 pub use problem::{PROBLEM_JSON, Problem, ProblemDocument, ProblemKind};
 pub use replay::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
@@ -60,8 +62,13 @@ impl Service {
             diffs: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(1, usize::from),
             )),
+            mcp: mcp::transport(settings.max_body_bytes),
+            tasks: tasks.clone(),
         };
         let write_routes = Arc::new(openapi::writes(&document));
+        // A tool call past the request timeout may have written: answered as a write's is.
+        let mut timed_writes = (*write_routes).clone();
+        timed_writes.extend(mcp::ROUTES.map(|route| (Method::POST, route.to_owned())));
         let writes = replay::Writes {
             replays: replay::Replays::default(),
             tasks: tasks.clone(),
@@ -74,7 +81,7 @@ impl Service {
         let admission = ops::Admission {
             permits: Arc::new(Semaphore::new(settings.max_concurrent_requests)),
             request_timeout: settings.request_timeout,
-            writes: write_routes,
+            writes: Arc::new(timed_writes),
             max_concurrent: settings.max_concurrent_requests,
         };
         let receiving = ops::Receiving {
@@ -88,6 +95,7 @@ impl Service {
             .method_not_allowed_fallback(method_not_allowed)
             .layer(axum::middleware::from_fn(ops::never_cached));
         let mut router = page::routes()
+            .merge(mcp::routes())
             .merge(api)
             .with_state(app)
             .layer(DefaultBodyLimit::max(settings.max_body_bytes))

@@ -46,6 +46,12 @@ struct KindLabels {
     kind: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: &'static str,
+    outcome: &'static str,
+}
+
 /// The service's metrics.
 pub(crate) struct Metrics {
     registry: Registry,
@@ -53,6 +59,7 @@ pub(crate) struct Metrics {
     latency: Family<RouteLabels, Histogram>,
     errors: Family<KindLabels, Counter>,
     in_flight: Gauge,
+    tool_calls: Family<ToolLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -68,6 +75,7 @@ impl Metrics {
         );
         let errors = Family::<KindLabels, Counter>::default();
         let in_flight = Gauge::default();
+        let tool_calls = Family::<ToolLabels, Counter>::default();
         let mut registry = Registry::with_prefix("memory_http");
         registry.register(
             "requests",
@@ -89,13 +97,28 @@ impl Metrics {
             "Requests being answered now",
             in_flight.clone(),
         );
+        registry.register(
+            "mcp_tool_calls",
+            "MCP tool calls on /mcp, by tool (a name the server does not offer is `other`) and \
+             outcome (`ok`, `error` for a tool error, `refused` for a call not run)",
+            tool_calls.clone(),
+        );
         Metrics {
             registry,
             requests,
             latency,
             errors,
             in_flight,
+            tool_calls,
         }
+    }
+
+    /// Counts one MCP tool call: `tool` from a closed set (the tool names), `outcome` one of
+    /// `ok`, `error`, `refused`.
+    pub(crate) fn tool_call(&self, tool: &'static str, outcome: &'static str) {
+        self.tool_calls
+            .get_or_create(&ToolLabels { tool, outcome })
+            .inc();
     }
 
     /// The registry in Prometheus' (OpenMetrics) text format.

@@ -32,6 +32,10 @@ pub(crate) struct App {
     pub openapi: std::sync::Arc<String>,
     /// Places for diffs on the blocking pool, one per core: see [`App::diffing`].
     pub diffs: std::sync::Arc<tokio::sync::Semaphore>,
+    /// The MCP transport `/mcp` hands its requests to.
+    pub mcp: std::sync::Arc<crate::mcp::Transport>,
+    /// The work the service waits for when it stops: writes whose clients went away.
+    pub tasks: tokio_util::task::TaskTracker,
 }
 
 impl App {

@@ -1,0 +1,639 @@
+//! The memory tools over the Model Context Protocol: one server definition for `memory mcp`
+//! (stdio, one conversation per process) and `/mcp` on `memory serve` (Streamable HTTP,
+//! stateless, any personality and user a key may open).
+//!
+//! Over HTTP the server keeps nothing between requests: each request names whose memory it
+//! opens (the URL), who asks (the key), and, for a write that must land once, its idempotency
+//! key. So any server of a deployment answers any request, and a restart loses nothing.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use memory_core::{DocumentId, IdempotencyKey, Identity, PersonalityId, Store, UserId};
+use memory_tools::{MemoryTools, Tool};
+use memory_wiring::{Memory, Scope};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool as McpTool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
+
+use crate::api::{App, path_param};
+use crate::auth::{Caller, Principal};
+use crate::ops::Metrics;
+use crate::problem::Problem;
+use crate::replay::idempotency_key;
+
+/// The `_meta` field of a `tools/call` that names the call for exactly-once delivery, as the
+/// `Idempotency-Key` header does for the whole request.
+pub const MCP_IDEMPOTENCY_META: &str = "agent-memory/idempotency-key";
+
+/// What the server tells a client about itself and its tools.
+const INSTRUCTIONS: &str = "Durable memory across conversations. MEMORY.md holds your notes, \
+    USER.md what you know about the user. Add what is worth remembering with memory_add; keep \
+    the files short with memory_replace, memory_remove and, after memory_view, \
+    memory_consolidate. Every change is kept: memory_history shows the latest and undoes a \
+    bad one.";
+
+/// The MCP server of the memory tools: the tools, and the conversation's `MEMORY.md` and
+/// `USER.md` as resources.
+#[derive(Clone)]
+pub struct McpServer {
+    /// The one conversation of a stdio server; `None` over HTTP, where each request carries
+    /// its own ([`Opened`]).
+    conversation: Option<Arc<MemoryTools>>,
+}
+
+impl McpServer {
+    /// The server of one conversation: `memory mcp` on stdio. Its tools keep what the model
+    /// viewed between calls, as a conversation's tools do.
+    pub fn new(tools: MemoryTools) -> McpServer {
+        McpServer {
+            conversation: Some(Arc::new(tools)),
+        }
+    }
+
+    /// The server `/mcp` runs for each request, with the conversation its route opened.
+    fn per_request() -> McpServer {
+        McpServer { conversation: None }
+    }
+
+    /// The tools of the request in `context`, with what an HTTP request adds: the key's name
+    /// and where to count its calls.
+    async fn open(&self, context: &RequestContext<RoleServer>) -> Result<Turn, ErrorData> {
+        if let Some(tools) = &self.conversation {
+            return Ok(Turn {
+                tools: Arc::clone(tools),
+                opened: None,
+            });
+        }
+        let opened = context
+            .extensions
+            .get::<Parts>()
+            .and_then(|parts| parts.extensions.get::<Opened>())
+            .cloned()
+            .ok_or_else(|| {
+                ErrorData::internal_error("the request reached MCP without its route", None)
+            })?;
+        let tools = opened
+            .memory
+            .tools(opened.personality.clone(), opened.user.clone())
+            .await
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?
+            .with_access(opened.can_read, opened.can_write);
+        Ok(Turn {
+            tools: Arc::new(tools),
+            opened: Some(opened),
+        })
+    }
+}
+
+/// One request's tools, and its route's facts over HTTP.
+struct Turn {
+    tools: Arc<MemoryTools>,
+    opened: Option<Opened>,
+}
+
+impl Turn {
+    /// The conversation's two documents, with their resource URIs.
+    fn documents(&self) -> [(String, DocumentId); 2] {
+        let ctx = self.tools.context();
+        [Store::Memory, Store::User].map(|store| {
+            let id = ctx.document(store);
+            (resource_uri(&id), id)
+        })
+    }
+
+    fn count(&self, tool: &'static str, outcome: &'static str) {
+        if let Some(opened) = &self.opened {
+            opened.metrics.tool_call(tool, outcome);
+        }
+    }
+}
+
+/// The URI of a document as a resource: `memory://` and its path in the markdown layout.
+pub fn resource_uri(document: &DocumentId) -> String {
+    format!("memory://{}", document.relative_path())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "agent-memory",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let turn = self.open(&context).await?;
+        let tools = turn
+            .tools
+            .definitions()
+            .into_iter()
+            .map(|definition| {
+                McpTool::new(
+                    definition.name,
+                    definition.description,
+                    definition.input_schema,
+                )
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let turn = self.open(&context).await?;
+        let Some(tool) = turn.tools.offered(&request.name) else {
+            turn.count("other", "refused");
+            return Err(not_offered(&request.name, &turn));
+        };
+        let meta_key = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.0.get(MCP_IDEMPOTENCY_META))
+            .or_else(|| context.meta.0.get(MCP_IDEMPOTENCY_META));
+        let key = match meta_key {
+            Some(value) => {
+                let value = value.as_str().ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!("_meta.{MCP_IDEMPOTENCY_META} must be a string"),
+                        None,
+                    )
+                })?;
+                Some(IdempotencyKey::new(value).map_err(|err| {
+                    ErrorData::invalid_params(format!("_meta.{MCP_IDEMPOTENCY_META}: {err}"), None)
+                })?)
+            }
+            None => turn.opened.as_ref().and_then(|opened| opened.key.clone()),
+        };
+        let arguments = request
+            .arguments
+            .map_or(serde_json::Value::Null, serde_json::Value::Object);
+        let output = turn.tools.call_keyed(tool.name(), arguments, key).await;
+        turn.count(tool.name(), if output.is_error { "error" } else { "ok" });
+        let content = vec![ContentBlock::text(output.text)];
+        Ok(CallToolResponse::Complete(if output.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let turn = self.open(&context).await?;
+        if !turn.can_read() {
+            return Ok(ListResourcesResult::with_all_items(Vec::new()));
+        }
+        let resources = turn
+            .documents()
+            .iter()
+            .map(|(uri, id)| {
+                let (name, description) = match id.store() {
+                    Store::Memory => ("MEMORY.md", "The agent's notes"),
+                    Store::User => ("USER.md", "What the agent knows about the user"),
+                };
+                Resource::new(uri, name)
+                    .with_description(format!("{description} ({id})"))
+                    .with_mime_type("text/markdown")
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let turn = self.open(&context).await?;
+        if !turn.can_read() {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "reading {} needs the read scope, which key {:?} lacks",
+                    request.uri,
+                    turn.key_name()
+                ),
+                None,
+            ));
+        }
+        let documents = turn.documents();
+        let Some((uri, id)) = documents.iter().find(|(uri, _)| *uri == request.uri) else {
+            let served: Vec<&str> = documents.iter().map(|(uri, _)| uri.as_str()).collect();
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "{} is not served here; the resources are {}",
+                    request.uri,
+                    served.join(" and ")
+                ),
+                None,
+            ));
+        };
+        let document = turn
+            .tools
+            .document(id.store())
+            .await
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let contents =
+            ResourceContents::text(document.text, uri.clone()).with_mime_type("text/markdown");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+impl Turn {
+    fn can_read(&self) -> bool {
+        self.opened.as_ref().is_none_or(|opened| opened.can_read)
+    }
+
+    fn key_name(&self) -> &str {
+        self.opened
+            .as_ref()
+            .map_or("local", |opened| opened.key_name.as_str())
+    }
+}
+
+/// The JSON-RPC error for a tool this request may not call: one its key's scopes withhold
+/// (naming the scope), or none of that name here (naming the ones there are).
+fn not_offered(name: &str, turn: &Turn) -> ErrorData {
+    let offered: Vec<&str> = turn.tools.tools().into_iter().map(Tool::name).collect();
+    let message = match Tool::named(name) {
+        Some(tool) if turn.opened.is_some() => {
+            let scope = if tool.writes() { "write" } else { "read" };
+            format!(
+                "{name} needs the {scope} scope, which key {:?} lacks; nothing was written. \
+                 This key may call: {}",
+                turn.key_name(),
+                offered.join(", ")
+            )
+        }
+        _ => format!(
+            "there is no tool named {name:?} here; the memory tools are {}",
+            offered.join(", ")
+        ),
+    };
+    ErrorData::invalid_params(message, None)
+}
+
+/// Whose memory one `/mcp` request opens, and what its key may do there: put in the request's
+/// extensions by [`mcp`], read by [`McpServer`] through rmcp's copy of the request parts.
+#[derive(Clone)]
+struct Opened {
+    memory: Memory,
+    personality: PersonalityId,
+    user: UserId,
+    can_read: bool,
+    can_write: bool,
+    key_name: String,
+    /// The request's `Idempotency-Key`, for its tool call.
+    key: Option<IdempotencyKey>,
+    metrics: Arc<Metrics>,
+}
+
+/// The rmcp transport `/mcp` hands each request to, after the route has opened it.
+pub(crate) type Transport = StreamableHttpService<McpServer, NeverSessionManager>;
+
+/// The Streamable HTTP transport, stateless (no `Mcp-Session-Id`: every request stands
+/// alone) and answering plain JSON. Host, Origin and body size are checked before it, by the
+/// service's own rules, so its own checks are off.
+pub(crate) fn transport(max_body_bytes: usize) -> Arc<Transport> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(max_body_bytes);
+    Arc::new(StreamableHttpService::new(
+        || Ok(McpServer::per_request()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    ))
+}
+
+/// The routes of `/mcp`: the pair a restricted key is limited to, a personality and user, a
+/// personality and a linked platform account.
+pub(crate) const ROUTES: [&str; 3] = [
+    "/mcp",
+    "/mcp/{personality}/{user}",
+    "/mcp/{personality}/{platform}/{platform_user}",
+];
+
+/// The `/mcp` routes and the protected-resource metadata that points clients at bearer keys.
+pub(crate) fn routes() -> Router<App> {
+    ROUTES
+        .into_iter()
+        .fold(Router::new(), |router, route| router.route(route, any(mcp)))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*resource}",
+            get(protected_resource),
+        )
+}
+
+/// `/mcp`: checks the request as every route of the service is checked (key, scope, whose
+/// memory, Origin), then hands it to the MCP transport with what it opened.
+async fn mcp(State(app): State<App>, request: Request) -> Response {
+    let request = match open(&app, request).await {
+        Ok(request) => request,
+        Err(problem) => return problem,
+    };
+    // On a task of its own, tracked for shutdown: a tool call that started runs to its end
+    // even when its client goes away or its time is up, as every write of the service does.
+    let transport = Arc::clone(&app.mcp);
+    let answer = app
+        .tasks
+        .spawn(async move { transport.handle(request).await.into_response() });
+    answer.await.unwrap_or_else(|_| {
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            crate::problem::ProblemKind::Memory(memory_core::ErrorKind::OutcomeUnknown),
+            "the MCP request failed inside the server; a tool call in it may or may not have \
+             written",
+        )
+        .into_response()
+    })
+}
+
+async fn open(app: &App, request: Request) -> Result<Request, Response> {
+    let (mut parts, body) = request.into_parts();
+    // Already read whole, within the body limit and timeout, by the service's receive layer.
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|err| Problem::invalid(format!("the body could not be read: {err}")))
+        .map_err(IntoResponse::into_response)?;
+    if parts.method != Method::POST {
+        let mut response = Problem::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            crate::problem::ProblemKind::MethodNotAllowed,
+            format!(
+                "/mcp takes POST only: this server is stateless (no sessions to open with GET \
+                 or close with DELETE); send each JSON-RPC message in a POST, {}",
+                "with Accept: application/json, text/event-stream"
+            ),
+        )
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return Err(response);
+    }
+    check_origin(app, &parts).map_err(IntoResponse::into_response)?;
+    check_message(&parts, &body)?;
+    let principal = caller(&parts).map_err(|problem| challenge(problem, &parts))?;
+    let (can_read, can_write) = (principal.has(Scope::Read), principal.has(Scope::Write));
+    if !can_read && !can_write {
+        return Err(Problem::forbidden(format!(
+            "key {:?} has neither the read nor the write scope the memory tools need",
+            principal.name
+        ))
+        .into_response());
+    }
+    let (personality, user) = whose(app, &mut parts, &principal)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    principal
+        .check_pair(&personality, &user)
+        .map_err(IntoResponse::into_response)?;
+    let key = idempotency_key(&parts.headers).map_err(IntoResponse::into_response)?;
+    parts.extensions.insert(Opened {
+        memory: app.memory.clone(),
+        personality,
+        user,
+        can_read,
+        can_write,
+        key_name: principal.name.clone(),
+        key,
+        metrics: Arc::clone(&app.metrics),
+    });
+    Ok(Request::from_parts(parts, axum::body::Body::from(body)))
+}
+
+/// Refuses what the transport would refuse with a bare text answer, each with an answer
+/// naming what was wrong: a problem document for the HTTP side (media types), a JSON-RPC
+/// error for a body that is not one JSON-RPC message (`-32700` not JSON, `-32600` a batch or
+/// not JSON-RPC), as the JSON-RPC specification has them.
+fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
+    let media = |name: header::HeaderName| -> Vec<String> {
+        parts
+            .headers
+            .get_all(name)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .map(|item| {
+                let essence = item.split(';').next().unwrap_or_default();
+                essence.trim().to_ascii_lowercase()
+            })
+            .collect()
+    };
+    let content_type = media(header::CONTENT_TYPE);
+    if content_type.first().map(String::as_str) != Some("application/json") {
+        return Err(Problem::invalid_with(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the JSON-RPC message with Content-Type: application/json",
+        )
+        .into_response());
+    }
+    crate::api::utf8_charset(&parts.headers).map_err(IntoResponse::into_response)?;
+    let accept = media(header::ACCEPT);
+    let takes = |wanted: &str| accept.iter().any(|item| item == wanted);
+    if !(takes("application/json") && takes("text/event-stream")) {
+        return Err(Problem::invalid_with(
+            StatusCode::NOT_ACCEPTABLE,
+            "MCP's Streamable HTTP needs Accept: application/json, text/event-stream (this \
+             server answers application/json)",
+        )
+        .into_response());
+    }
+    let refuse = |code: i64, message: String| {
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        });
+        (StatusCode::BAD_REQUEST, Json(error)).into_response()
+    };
+    let message: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|err| refuse(-32700, format!("Parse error: the body is not JSON ({err})")))?;
+    if message.is_array() {
+        return Err(refuse(
+            -32600,
+            "Invalid Request: a JSON-RPC batch; MCP's Streamable HTTP takes one message per \
+             POST"
+                .to_owned(),
+        ));
+    }
+    if let Err(err) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message) {
+        return Err(refuse(
+            -32600,
+            format!(
+                "Invalid Request: not a JSON-RPC 2.0 message MCP defines, or its params are \
+                 not that method's ({err})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The principal of the request, or the 401/403 problem for it.
+fn caller(parts: &Parts) -> Result<Arc<Principal>, Problem> {
+    match parts.extensions.get::<Caller>() {
+        Some(Caller::Known(principal)) => Ok(Arc::clone(principal)),
+        Some(Caller::WrongKey) => Err(Problem::new(
+            StatusCode::UNAUTHORIZED,
+            crate::problem::ProblemKind::Unauthorized,
+            "the API key is not valid: send Authorization: Bearer <key> with a key configured \
+             under [serve.keys]",
+        )),
+        Some(Caller::Anonymous) | None => Err(Problem::new(
+            StatusCode::UNAUTHORIZED,
+            crate::problem::ProblemKind::Unauthorized,
+            "the memory tools need a key: send Authorization: Bearer <key>",
+        )),
+    }
+}
+
+/// A 401 with the `WWW-Authenticate` challenge MCP clients look for (RFC 6750, with RFC
+/// 9728's `resource_metadata`), so a client that probes for OAuth learns a bearer key is what
+/// this server takes.
+fn challenge(problem: Problem, parts: &Parts) -> Response {
+    let wrong_key = matches!(parts.extensions.get::<Caller>(), Some(Caller::WrongKey));
+    let mut response = problem.into_response();
+    let metadata = format!(
+        "{}/.well-known/oauth-protected-resource{}",
+        origin_of(parts),
+        parts.uri.path()
+    );
+    let value = if wrong_key {
+        format!(r#"Bearer error="invalid_token", resource_metadata="{metadata}""#)
+    } else {
+        format!(r#"Bearer resource_metadata="{metadata}""#)
+    };
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// `scheme://host` of the request as its client addressed it (behind a proxy, its
+/// `X-Forwarded-Proto`).
+fn origin_of(parts: &Parts) -> String {
+    let text = |name| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|value: &HeaderValue| value.to_str().ok())
+    };
+    let scheme = text("x-forwarded-proto")
+        .filter(|proto| matches!(*proto, "http" | "https"))
+        .unwrap_or("http");
+    let host = text(header::HOST.as_str()).unwrap_or("localhost");
+    format!("{scheme}://{host}")
+}
+
+/// RFC 9728 protected-resource metadata for `/mcp` and its paths: the resource, and that it
+/// takes bearer keys in the `Authorization` header (no authorization server: keys are made
+/// with `memory key new`).
+async fn protected_resource(request: Request) -> Response {
+    let (parts, _) = request.into_parts();
+    let resource_path = parts
+        .uri
+        .path()
+        .strip_prefix("/.well-known/oauth-protected-resource")
+        .filter(|path| !path.is_empty())
+        .unwrap_or("/mcp");
+    Json(json!({
+        "resource": format!("{}{resource_path}", origin_of(&parts)),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "agent-memory",
+        "resource_documentation": "https://docs.rs/agent-memory-web",
+    }))
+    .into_response()
+}
+
+/// Refuses a request whose `Origin` is not one of `[serve] cors_origins`: the MCP
+/// specification's guard against DNS rebinding, where a web page elsewhere reaches a server
+/// on this machine or network through the browser.
+fn check_origin(app: &App, parts: &Parts) -> Result<(), Problem> {
+    let Some(origin) = parts.headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let allowed = &app.memory.config().serve.cors_origins;
+    let origin = origin.to_str().unwrap_or("(not text)");
+    if allowed.iter().any(|allowed| allowed == origin) {
+        return Ok(());
+    }
+    Err(Problem::forbidden(format!(
+        "requests from the web origin {origin:?} are refused: list it in [serve] cors_origins \
+         to allow it"
+    )))
+}
+
+/// Whose memory the request opens: the personality and user in its path, the user linked to
+/// the platform account in its path, or the one pair a restricted key is limited to.
+async fn whose(
+    app: &App,
+    parts: &mut Parts,
+    principal: &Principal,
+) -> Result<(PersonalityId, UserId), Problem> {
+    let Some(personality) = path_param(parts, "personality").await? else {
+        return principal.only_pair().ok_or_else(|| {
+            Problem::invalid(
+                "name whose memory to open in the URL: /mcp/<personality>/<user>, or \
+                 /mcp/<personality>/<platform>/<platform user id> for a linked account; plain \
+                 /mcp is for a key restricted to one personality and one user",
+            )
+        });
+    };
+    let personality = PersonalityId::new(personality)?;
+    if let Some(user) = path_param(parts, "user").await? {
+        return Ok((personality, UserId::new(user)?));
+    }
+    let platform = path_param(parts, "platform").await?.unwrap_or_default();
+    let account = path_param(parts, "platform_user")
+        .await?
+        .unwrap_or_default();
+    let identity = Identity::new(platform, account)?;
+    match app.memory.resolve(&identity).await? {
+        Some(user) => Ok((personality, user)),
+        None => Err(Problem::not_found(format!(
+            "no user is linked to {identity}: link it (memory identity link, or PUT \
+             /v1/identities/{}/...), or name the user in the URL",
+            identity.platform()
+        ))),
+    }
+}
