@@ -286,7 +286,8 @@ ${key.line}
       'the claude-code snippet',
     );
     const got = await run('claude', ['mcp', 'get', 'memory'], project, env);
-    assert.match(got.stdout, /^\s*Status: /m, `${got.stdout}\n${got.stderr}`);
-    assert.doesNotMatch(got.stdout, /Connected/);
+    assert.match(got.stdout, /^\s*Status: ✘ Failed to connect$/m, `${got.stdout}\n${got.stderr}`);
+    assert.match(got.stdout, /\(HTTP 401\)/);
+    assert.doesNotMatch(got.stdout, /✔ Connected/);
   });
 });
