@@ -6,9 +6,9 @@
 // (`npm install /path/to/clients/typescript`, a link, or `--install-links`, a copy). In the last
 // case, and for `npm pack` in a fresh checkout, the dev dependencies are not installed yet; so,
 // when the locked TypeScript is missing, this installs them from package-lock.json first
-// (`npm ci --include=dev --ignore-scripts` in this directory), as npm does itself for a git
-// dependency. Without that, such an install used to link a package with no dist/ (nothing to
-// import) and `npm pack` to fail with `tsc: not found`.
+// (`npm ci --include=dev --omit=optional --ignore-scripts` in this directory), as npm does
+// itself for a git dependency. Without that, such an install used to link a package with no
+// dist/ (nothing to import) and `npm pack` to fail with `tsc: not found`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -62,6 +62,9 @@ if (!existsSync(tsc)) {
       ...prefix,
       'ci',
       '--include=dev',
+      // The build needs TypeScript only: not the platform binaries the test clients bring as
+      // optional dependencies (Claude Code's native CLI alone is some 400 MB).
+      '--omit=optional',
       '--ignore-scripts',
       '--no-audit',
       '--no-fund',
