@@ -330,13 +330,11 @@ pub async fn measure(
         }
 
         let mut load = Vec::new();
-        for &count in clients {
-            load.push(prefetch_load(address, count).await?);
-            load.push(sync_load(address, &memory, count).await?);
-        }
-        for &count in clients {
-            load.push(mcp_view_load(address, count).await?);
-            load.push(mcp_add_load(address, &memory, count).await?);
+        for (read, add) in [(Call::Prefetch, Call::Sync), (Call::McpView, Call::McpAdd)] {
+            for &count in clients {
+                load.push(read_load(address, count, read).await?);
+                load.push(add_load(address, &memory, count, add).await?);
+            }
         }
         Ok::<_, BoxError>(HttpMeasured {
             prefetch: (prefetch_in, prefetch_http),
@@ -364,20 +362,78 @@ fn expect_ok((status, body): (u16, Bytes), what: &str) -> Result<(), BoxError> {
     }
 }
 
-/// `clients` clients prefetching for [`PREFETCH_LOAD`], all at once.
-async fn prefetch_load(address: std::net::SocketAddr, clients: usize) -> Result<Load, BoxError> {
+/// What a load level sends: a read, for [`PREFETCH_LOAD`], or one keyed add, [`SYNC_ADDS`]
+/// in all; over `/v1` or over `/mcp`.
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Prefetch,
+    Sync,
+    McpView,
+    McpAdd,
+}
+
+impl Call {
+    fn name(self) -> &'static str {
+        match self {
+            Call::Prefetch => "prefetch",
+            Call::Sync => "sync",
+            Call::McpView => "mcp memory_view",
+            Call::McpAdd => "mcp memory_add",
+        }
+    }
+
+    /// Sends it once on `client`: a read of the prefetch personality's memory, or an add of
+    /// `content` to `personality`'s, keyed by `key`; an error unless it succeeded.
+    async fn send(
+        self,
+        client: &mut Client,
+        personality: &str,
+        content: &str,
+        key: &str,
+    ) -> Result<(), BoxError> {
+        match self {
+            Call::Prefetch => expect_ok(
+                client
+                    .post("/v1/prefetch", prefetch_body(PREFETCH_PERSONALITY), None)
+                    .await?,
+                "prefetch",
+            ),
+            Call::Sync => expect_ok(
+                client
+                    .post("/v1/sync", add_body(personality, content), Some(key))
+                    .await?,
+                "sync",
+            ),
+            Call::McpView => expect_tool_ok(
+                client
+                    .mcp(&mcp_path(PREFETCH_PERSONALITY), view_call())
+                    .await?,
+                "memory_view",
+            ),
+            Call::McpAdd => expect_tool_ok(
+                client
+                    .mcp(&mcp_path(personality), add_call(content, key))
+                    .await?,
+                "memory_add",
+            ),
+        }
+    }
+}
+
+/// `clients` clients sending `call` (a read) for [`PREFETCH_LOAD`], all at once.
+async fn read_load(
+    address: std::net::SocketAddr,
+    clients: usize,
+    call: Call,
+) -> Result<Load, BoxError> {
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
             tokio::spawn(async move {
                 let mut client = Client::connect(address).await?;
-                let body = prefetch_body(PREFETCH_PERSONALITY);
                 let mut latencies = Samples::default();
                 while started.elapsed() < PREFETCH_LOAD {
-                    let answer = latencies
-                        .time(client.post("/v1/prefetch", body.clone(), None))
-                        .await?;
-                    expect_ok(answer, "prefetch")?;
+                    latencies.time(call.send(&mut client, "", "", "")).await?;
                 }
                 Ok::<_, BoxError>(latencies)
             })
@@ -389,17 +445,18 @@ async fn prefetch_load(address: std::net::SocketAddr, clients: usize) -> Result<
             latencies.push(*sample);
         }
     }
-    Ok(level("prefetch", clients, latencies, started.elapsed(), 0))
+    Ok(level(call.name(), clients, latencies, started.elapsed(), 0))
 }
 
-/// [`SYNC_ADDS`] keyed adds to one document, split between `clients` clients at once; then
-/// every acknowledged add is looked for in the document.
-async fn sync_load(
+/// [`SYNC_ADDS`] keyed adds (`call`) to one document, split between `clients` clients at
+/// once; then every acknowledged add is looked for in the document.
+async fn add_load(
     address: std::net::SocketAddr,
     memory: &Memory,
     clients: usize,
+    call: Call,
 ) -> Result<Load, BoxError> {
-    let personality = format!("http-load-{clients}");
+    let personality = format!("load-{}-{clients}", call.name().replace(' ', "-"));
     let started = Instant::now();
     let per_client = SYNC_ADDS.div_ceil(clients);
     let tasks: Vec<_> = (0..clients)
@@ -411,15 +468,10 @@ async fn sync_load(
                 let mut acknowledged = Vec::new();
                 for n in 0..per_client {
                     let content = format!("client {client} add {n}");
-                    let key = format!("load-{clients}-{client}-{n}");
-                    let answer = latencies
-                        .time(connection.post(
-                            "/v1/sync",
-                            add_body(&personality, &content),
-                            Some(&key),
-                        ))
+                    let key = format!("{personality}-{client}-{n}");
+                    latencies
+                        .time(call.send(&mut connection, &personality, &content, &key))
                         .await?;
-                    expect_ok(answer, "sync")?;
                     acknowledged.push(content);
                 }
                 Ok::<_, BoxError>((latencies, acknowledged))
@@ -437,83 +489,7 @@ async fn sync_load(
     }
     let elapsed = started.elapsed();
     let lost = missing(memory, &personality, &acknowledged).await?;
-    Ok(level("sync", clients, latencies, elapsed, lost))
-}
-
-/// `sessions` MCP clients calling `memory_view` for [`PREFETCH_LOAD`], all at once.
-async fn mcp_view_load(address: std::net::SocketAddr, sessions: usize) -> Result<Load, BoxError> {
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..sessions)
-        .map(|_| {
-            tokio::spawn(async move {
-                let mut client = Client::connect(address).await?;
-                let path = mcp_path(PREFETCH_PERSONALITY);
-                let mut latencies = Samples::default();
-                while started.elapsed() < PREFETCH_LOAD {
-                    let answer = latencies.time(client.mcp(&path, view_call())).await?;
-                    expect_tool_ok(answer, "memory_view")?;
-                }
-                Ok::<_, BoxError>(latencies)
-            })
-        })
-        .collect();
-    let mut latencies = Samples::default();
-    for task in tasks {
-        for sample in task.await??.samples() {
-            latencies.push(*sample);
-        }
-    }
-    Ok(level(
-        "mcp memory_view",
-        sessions,
-        latencies,
-        started.elapsed(),
-        0,
-    ))
-}
-
-/// [`SYNC_ADDS`] keyed `memory_add` calls to one document over `/mcp`, split between
-/// `sessions` sessions at once; then every acknowledged add is looked for in the document.
-async fn mcp_add_load(
-    address: std::net::SocketAddr,
-    memory: &Memory,
-    sessions: usize,
-) -> Result<Load, BoxError> {
-    let personality = format!("mcp-load-{sessions}");
-    let started = Instant::now();
-    let per_session = SYNC_ADDS.div_ceil(sessions);
-    let tasks: Vec<_> = (0..sessions)
-        .map(|session| {
-            let path = mcp_path(&personality);
-            tokio::spawn(async move {
-                let mut client = Client::connect(address).await?;
-                let mut latencies = Samples::default();
-                let mut acknowledged = Vec::new();
-                for n in 0..per_session {
-                    let content = format!("session {session} add {n}");
-                    let key = format!("mcp-load-{sessions}-{session}-{n}");
-                    let answer = latencies
-                        .time(client.mcp(&path, add_call(&content, &key)))
-                        .await?;
-                    expect_tool_ok(answer, "memory_add")?;
-                    acknowledged.push(content);
-                }
-                Ok::<_, BoxError>((latencies, acknowledged))
-            })
-        })
-        .collect();
-    let mut latencies = Samples::default();
-    let mut acknowledged = Vec::new();
-    for task in tasks {
-        let (samples, adds) = task.await??;
-        for sample in samples.samples() {
-            latencies.push(*sample);
-        }
-        acknowledged.extend(adds);
-    }
-    let elapsed = started.elapsed();
-    let lost = missing(memory, &personality, &acknowledged).await?;
-    Ok(level("mcp memory_add", sessions, latencies, elapsed, lost))
+    Ok(level(call.name(), clients, latencies, elapsed, lost))
 }
 
 /// How many of `acknowledged` are not lines of `personality`'s MEMORY.md.

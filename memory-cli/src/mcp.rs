@@ -26,7 +26,12 @@ pub async fn serve(tools: MemoryTools) -> Result<(), String> {
         "memory mcp: serving the memory of personality {} for user {} ({memory} and {user})",
         ctx.personality, ctx.user
     );
-    let running = McpServer::new(tools)
+    on_stdio(McpServer::new(tools)).await
+}
+
+/// Runs `server` on stdin/stdout until the client closes the connection.
+async fn on_stdio(server: impl ServerHandler) -> Result<(), String> {
+    let running = server
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|err| format!("the MCP session did not start: {err}"))?;
@@ -67,16 +72,9 @@ pub async fn relay(url: &str, key: Option<String>) -> Result<(), String> {
         remote: remote.peer().clone(),
         info: served,
     };
-    let running = relay
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|err| format!("the MCP session did not start: {err}"))?;
-    running
-        .waiting()
-        .await
-        .map_err(|err| format!("the MCP session failed: {err}"))?;
+    let served = on_stdio(relay).await;
     let _ = remote.cancel().await;
-    Ok(())
+    served
 }
 
 /// A local MCP server whose every answer is the remote server's.

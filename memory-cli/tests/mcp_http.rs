@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use memory_conformance::services::{SchemaGuard, Service, delete_redis_keys, unique_name};
+use memory_conformance::services::Service;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
@@ -20,7 +20,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use common::{Server, request, write_config};
+use common::{Server, request, shared, write_config};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -140,49 +140,6 @@ async fn memory_mcp_remote_relays_stdio_to_a_keyed_server() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&url), "{stderr}");
-}
-
-/// A memory.toml whose one provider is `service`, shared by the servers of a test, and what
-/// removes its rows or keys afterwards.
-fn shared(service: Service, dir: &Path) -> Option<(std::path::PathBuf, Box<dyn std::any::Any>)> {
-    let url = service.url()?;
-    let name = unique_name("mcp");
-    let (provider, cleanup): (String, Box<dyn std::any::Any>) = match service {
-        Service::Postgres => (
-            format!("kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\""),
-            Box::new(SchemaGuard {
-                url: url.clone(),
-                schema: name.clone(),
-            }),
-        ),
-        Service::RedisCluster => {
-            let nodes: Vec<String> = url.split(',').map(str::to_owned).collect();
-            (
-                format!("kind = \"redis\"\ncluster_nodes = {nodes:?}\nprefix = \"{name}\""),
-                Box::new(KeysGuard {
-                    nodes,
-                    prefix: name,
-                }),
-            )
-        }
-        other => panic!("no shared config for {other:?} here"),
-    };
-    let config = write_config(
-        dir,
-        &format!("[providers.shared]\n{provider}\nhistory = {{ keep = 1000 }}\n"),
-    );
-    Some((config, cleanup))
-}
-
-struct KeysGuard {
-    nodes: Vec<String>,
-    prefix: String,
-}
-
-impl Drop for KeysGuard {
-    fn drop(&mut self) {
-        delete_redis_keys(&self.nodes, &self.prefix);
-    }
 }
 
 const SESSIONS: usize = 32;
@@ -307,16 +264,14 @@ async fn thirty_two_sessions_through_two_servers(config: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_sessions_through_two_servers_over_postgres_one_killed() {
-    let dir = tempfile::tempdir().unwrap();
-    if let Some((config, _cleanup)) = shared(Service::Postgres, dir.path()) {
-        thirty_two_sessions_through_two_servers(&config).await;
+    if let Some(shared) = shared(Service::Postgres) {
+        thirty_two_sessions_through_two_servers(&shared.config).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_sessions_through_two_servers_over_a_redis_cluster_one_killed() {
-    let dir = tempfile::tempdir().unwrap();
-    if let Some((config, _cleanup)) = shared(Service::RedisCluster, dir.path()) {
-        thirty_two_sessions_through_two_servers(&config).await;
+    if let Some(shared) = shared(Service::RedisCluster) {
+        thirty_two_sessions_through_two_servers(&shared.config).await;
     }
 }

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use memory_conformance::services::{SchemaGuard, Service, unique_name};
+use memory_conformance::services::Service;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use common::{Request, Server, request, write_config};
+use common::{Request, Server, request, shared, write_config};
 
 /// The version of `path` and the number of its revisions, through the server.
 async fn state(address: &str, path: &str, key: Option<&str>) -> (String, usize) {
@@ -724,79 +724,6 @@ async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_redis() {
 async fn thirty_two_clients_over_http_lose_and_duplicate_nothing_on_a_redis_cluster() {
     if let Some(shared) = shared(Service::RedisCluster) {
         thirty_two_clients_add_with_drops(&shared.config).await;
-    }
-}
-
-/// A `memory.toml` whose one provider is a namespace of its own (a schema, a key prefix) on
-/// the shared `service`, removed when dropped.
-struct Shared {
-    _dir: TempDir,
-    config: PathBuf,
-    _cleanup: Box<dyn std::any::Any>,
-}
-
-/// [`Shared`] on `service`, or `None` (the test skips, loudly) when there is no server.
-fn shared(service: Service) -> Option<Shared> {
-    let url = service.url()?;
-    let dir = tempfile::tempdir().unwrap();
-    let name = unique_name("service");
-    let (provider, cleanup): (String, Box<dyn std::any::Any>) = match service {
-        Service::Postgres => (
-            format!("kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\""),
-            Box::new(SchemaGuard {
-                url: url.clone(),
-                schema: name.clone(),
-            }),
-        ),
-        // Through PgBouncer in transaction mode; the schema is dropped on the server itself.
-        Service::PgBouncer => (
-            format!(
-                "kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\"\npool_mode = \"transaction\""
-            ),
-            Box::new(SchemaGuard {
-                url: Service::Postgres.url()?,
-                schema: name.clone(),
-            }),
-        ),
-        Service::Redis => (
-            format!("kind = \"redis\"\nurl = \"{url}\"\nprefix = \"{name}\""),
-            Box::new(RedisCleanup {
-                nodes: vec![url.clone()],
-                prefix: name.clone(),
-            }),
-        ),
-        // A Redis Cluster of three masters: the URL holds its seed nodes, comma-separated.
-        Service::RedisCluster => {
-            let nodes: Vec<String> = url.split(',').map(str::to_owned).collect();
-            (
-                format!("kind = \"redis\"\ncluster_nodes = {nodes:?}\nprefix = \"{name}\""),
-                Box::new(RedisCleanup {
-                    nodes,
-                    prefix: name.clone(),
-                }),
-            )
-        }
-    };
-    let config = write_config(
-        dir.path(),
-        &format!("[providers.shared]\n{provider}\nhistory = {{ keep = 1000 }}\n"),
-    );
-    Some(Shared {
-        _dir: dir,
-        config,
-        _cleanup: cleanup,
-    })
-}
-
-/// Removes a test's Redis keys when dropped.
-struct RedisCleanup {
-    nodes: Vec<String>,
-    prefix: String,
-}
-
-impl Drop for RedisCleanup {
-    fn drop(&mut self) {
-        memory_conformance::services::delete_redis_keys(&self.nodes, &self.prefix);
     }
 }
 

@@ -410,7 +410,7 @@ async fn open(app: &App, request: Request) -> Result<Request, Response> {
         return Err(response);
     }
     check_origin(app, &parts).map_err(IntoResponse::into_response)?;
-    check_message(&parts, &body)?;
+    check_message(&parts, &body).map_err(IntoResponse::into_response)?;
     let principal = caller(&parts).map_err(|problem| challenge(problem, &parts))?;
     let (can_read, can_write) = (principal.has(Scope::Read), principal.has(Scope::Write));
     if !can_read && !can_write {
@@ -444,7 +444,7 @@ async fn open(app: &App, request: Request) -> Result<Request, Response> {
 /// naming what was wrong: a problem document for the HTTP side (media types), a JSON-RPC
 /// error for a body that is not one JSON-RPC message (`-32700` not JSON, `-32600` a batch or
 /// not JSON-RPC), as the JSON-RPC specification has them.
-fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
+fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Refusal> {
     let media = |name: header::HeaderName| -> Vec<String> {
         parts
             .headers
@@ -460,22 +460,20 @@ fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
     };
     let content_type = media(header::CONTENT_TYPE);
     if content_type.first().map(String::as_str) != Some("application/json") {
-        return Err(Problem::invalid_with(
+        return Err(Refusal::Problem(Problem::invalid_with(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "send the JSON-RPC message with Content-Type: application/json",
-        )
-        .into_response());
+        )));
     }
-    crate::api::utf8_charset(&parts.headers).map_err(IntoResponse::into_response)?;
+    crate::api::utf8_charset(&parts.headers).map_err(Refusal::Problem)?;
     let accept = media(header::ACCEPT);
     let takes = |wanted: &str| accept.iter().any(|item| item == wanted);
     if !(takes("application/json") && takes("text/event-stream")) {
-        return Err(Problem::invalid_with(
+        return Err(Refusal::Problem(Problem::invalid_with(
             StatusCode::NOT_ACCEPTABLE,
             "MCP's Streamable HTTP needs Accept: application/json, text/event-stream (this \
              server answers application/json)",
-        )
-        .into_response());
+        )));
     }
     let refuse = |code: i64, message: String| {
         let error = json!({
@@ -483,7 +481,7 @@ fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
             "id": null,
             "error": {"code": code, "message": message},
         });
-        (StatusCode::BAD_REQUEST, Json(error)).into_response()
+        Refusal::JsonRpc(StatusCode::BAD_REQUEST, error)
     };
     let message: serde_json::Value = serde_json::from_slice(body)
         .map_err(|err| refuse(-32700, format!("Parse error: the body is not JSON ({err})")))?;
@@ -526,7 +524,7 @@ fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Response> {
                 ),
             },
         });
-        return Err(Json(error).into_response());
+        return Err(Refusal::JsonRpc(StatusCode::OK, error));
     }
     Ok(())
 }
@@ -607,6 +605,22 @@ async fn protected_resource(request: Request) -> Response {
         "resource_documentation": "https://docs.rs/agent-memory-web",
     }))
     .into_response()
+}
+
+/// Why a request never reached the transport: a problem document, or a JSON-RPC error with
+/// the HTTP status it goes with.
+enum Refusal {
+    Problem(Problem),
+    JsonRpc(StatusCode, serde_json::Value),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Problem(problem) => problem.into_response(),
+            Refusal::JsonRpc(status, error) => (status, Json(error)).into_response(),
+        }
+    }
 }
 
 /// Refuses a request whose `Origin` is not one of `[serve] cors_origins`: the MCP

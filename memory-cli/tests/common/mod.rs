@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use memory_conformance::services::{SchemaGuard, Service, unique_name};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -251,4 +252,77 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     let config = dir.join("memory.toml");
     std::fs::write(&config, text).unwrap();
     config
+}
+
+/// A `memory.toml` whose one provider is a namespace of its own (a schema, a key prefix) on
+/// the shared `service`, removed when dropped.
+pub struct Shared {
+    _dir: tempfile::TempDir,
+    pub config: PathBuf,
+    _cleanup: Box<dyn std::any::Any>,
+}
+
+/// [`Shared`] on `service`, or `None` (the test skips, loudly) when there is no server.
+pub fn shared(service: Service) -> Option<Shared> {
+    let url = service.url()?;
+    let dir = tempfile::tempdir().unwrap();
+    let name = unique_name("service");
+    let (provider, cleanup): (String, Box<dyn std::any::Any>) = match service {
+        Service::Postgres => (
+            format!("kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\""),
+            Box::new(SchemaGuard {
+                url: url.clone(),
+                schema: name.clone(),
+            }),
+        ),
+        // Through PgBouncer in transaction mode; the schema is dropped on the server itself.
+        Service::PgBouncer => (
+            format!(
+                "kind = \"postgres\"\nurl = \"{url}\"\nschema = \"{name}\"\npool_mode = \"transaction\""
+            ),
+            Box::new(SchemaGuard {
+                url: Service::Postgres.url()?,
+                schema: name.clone(),
+            }),
+        ),
+        Service::Redis => (
+            format!("kind = \"redis\"\nurl = \"{url}\"\nprefix = \"{name}\""),
+            Box::new(RedisCleanup {
+                nodes: vec![url.clone()],
+                prefix: name.clone(),
+            }),
+        ),
+        // A Redis Cluster of three masters: the URL holds its seed nodes, comma-separated.
+        Service::RedisCluster => {
+            let nodes: Vec<String> = url.split(',').map(str::to_owned).collect();
+            (
+                format!("kind = \"redis\"\ncluster_nodes = {nodes:?}\nprefix = \"{name}\""),
+                Box::new(RedisCleanup {
+                    nodes,
+                    prefix: name.clone(),
+                }),
+            )
+        }
+    };
+    let config = write_config(
+        dir.path(),
+        &format!("[providers.shared]\n{provider}\nhistory = {{ keep = 1000 }}\n"),
+    );
+    Some(Shared {
+        _dir: dir,
+        config,
+        _cleanup: cleanup,
+    })
+}
+
+/// Removes a test's Redis keys when dropped.
+pub struct RedisCleanup {
+    nodes: Vec<String>,
+    prefix: String,
+}
+
+impl Drop for RedisCleanup {
+    fn drop(&mut self) {
+        memory_conformance::services::delete_redis_keys(&self.nodes, &self.prefix);
+    }
 }
