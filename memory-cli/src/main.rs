@@ -230,8 +230,6 @@ enum Command {
     /// needed): for MCP clients that only start local processes.
     ///
     /// Example: memory mcp --personality ada --user grace
-    ///
-    /// Example: MEMORY_API_KEY=amk_... memory mcp --remote https://memory.example.com/mcp/ada/grace
     Mcp {
         /// The personality whose memory is served (default: [mcp] personality in the config).
         #[arg(long, conflicts_with = "remote")]
