@@ -419,13 +419,8 @@ impl MemoryTools {
 
     async fn search(&self, query: String, k: Option<usize>) -> Result<String, String> {
         let recall = self.recall.as_ref().ok_or("This memory cannot search.")?;
+        // Within 1 to MAX_SEARCH_RESULTS: the schema's bounds, checked before the call.
         let k = k.unwrap_or(DEFAULT_SEARCH_RESULTS);
-        if !(1..=MAX_SEARCH_RESULTS).contains(&k) {
-            return Err(format!(
-                "Invalid arguments for memory_search: k is {k}; it must be 1 to \
-                 {MAX_SEARCH_RESULTS}."
-            ));
-        }
         if is_blank(&query) {
             return Err("Invalid arguments for memory_search: the query is blank.".into());
         }
@@ -468,13 +463,8 @@ impl MemoryTools {
     /// `memory_history` without `revert_to`: the newest `limit` revisions, each with a diff
     /// against the one before it, within [`MAX_HISTORY_CHARS`].
     async fn history(&self, store: Store, limit: Option<usize>) -> Result<String, String> {
+        // Within 1 to MAX_HISTORY_RESULTS: the schema's bounds, checked before the call.
         let limit = limit.unwrap_or(DEFAULT_HISTORY_RESULTS);
-        if !(1..=MAX_HISTORY_RESULTS).contains(&limit) {
-            return Err(format!(
-                "Invalid arguments for memory_history: limit is {limit}; it must be 1 to \
-                 {MAX_HISTORY_RESULTS}."
-            ));
-        }
         let name = file_name(store);
         // One more than shown: the oldest one shown is diffed against it.
         let revisions = self

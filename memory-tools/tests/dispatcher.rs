@@ -623,7 +623,12 @@ async fn search_lists_the_best_entries_and_checks_k_and_the_query() {
                 .await,
         )
         .to_owned();
-        assert!(text.contains(&format!("k is {k}")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "`k` must be a whole number from 1 to 50, not the number {k}"
+            )),
+            "{text}"
+        );
     }
     refused(&tools.call("memory_search", json!({"query": " "})).await);
     refused(
@@ -853,7 +858,13 @@ async fn history_lists_the_latest_changes_with_diffs_and_a_revert_can_be_reverte
                 json!({"file": "MEMORY.md", "limit": limit}),
             )
             .await;
-        assert!(refused(&bad).contains("limit is"), "{}", bad.text);
+        assert!(
+            refused(&bad).contains(&format!(
+                "`limit` must be a whole number from 1 to 20, not the number {limit}"
+            )),
+            "{}",
+            bad.text
+        );
     }
     let user = tools
         .call("memory_history", json!({"file": "USER.md"}))
