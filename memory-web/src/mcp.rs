@@ -115,6 +115,17 @@ impl Turn {
         })
     }
 
+    fn can_read(&self) -> bool {
+        self.opened.as_ref().is_none_or(|opened| opened.can_read)
+    }
+
+    /// The name of the request's key (`local` on stdio, or without keys).
+    fn key_name(&self) -> &str {
+        self.opened
+            .as_ref()
+            .map_or("local", |opened| opened.key_name.as_str())
+    }
+
     fn count(&self, tool: &'static str, outcome: &'static str) {
         if let Some(opened) = &self.opened {
             opened.metrics.tool_call(tool, outcome);
@@ -266,18 +277,6 @@ impl ServerHandler for McpServer {
         let contents =
             ResourceContents::text(document.text, uri.clone()).with_mime_type("text/markdown");
         Ok(ReadResourceResult::new(vec![contents]).into())
-    }
-}
-
-impl Turn {
-    fn can_read(&self) -> bool {
-        self.opened.as_ref().is_none_or(|opened| opened.can_read)
-    }
-
-    fn key_name(&self) -> &str {
-        self.opened
-            .as_ref()
-            .map_or("local", |opened| opened.key_name.as_str())
     }
 }
 
