@@ -288,45 +288,38 @@ pub async fn measure(
             }
         }
 
-        // /mcp beside /v1, the same way.
+        // /mcp beside /v1, call by call: a recall provider indexes after each acknowledged
+        // add, and whichever call came second in a batch would wait on the first's indexing.
         let (mut view_v1, mut view_mcp) = (Samples::default(), Samples::default());
         let (mut add_v1, mut add_mcp) = (Samples::default(), Samples::default());
         let (view, path) = (
             view_body(PREFETCH_PERSONALITY),
             mcp_path(PREFETCH_PERSONALITY),
         );
-        for _ in 0..rounds {
-            for _ in 0..per_round {
-                let answer = view_v1
-                    .time(client.post("/v1/prefetch", view.clone(), None))
-                    .await?;
-                expect_ok(answer, "prefetch")?;
-            }
-            for _ in 0..per_round {
-                let answer = view_mcp.time(client.mcp(&path, view_call())).await?;
-                expect_tool_ok(answer, "memory_view")?;
-            }
-            for _ in 0..per_round {
-                n += 1;
-                let key = IdempotencyKey::generate();
-                let answer = add_v1
-                    .time(client.post(
-                        "/v1/sync",
-                        add_body("http-mcp", &entry(n)),
-                        Some(key.as_str()),
-                    ))
-                    .await?;
-                expect_ok(answer, "sync")?;
-            }
-            for _ in 0..per_round {
-                n += 1;
-                let key = IdempotencyKey::generate();
-                let call = add_call(&entry(n), key.as_str());
-                let answer = add_mcp
-                    .time(client.mcp(&mcp_path("http-mcp"), call))
-                    .await?;
-                expect_tool_ok(answer, "memory_add")?;
-            }
+        for _ in 0..rounds * per_round {
+            let answer = view_v1
+                .time(client.post("/v1/prefetch", view.clone(), None))
+                .await?;
+            expect_ok(answer, "prefetch")?;
+            let answer = view_mcp.time(client.mcp(&path, view_call())).await?;
+            expect_tool_ok(answer, "memory_view")?;
+            n += 1;
+            let key = IdempotencyKey::generate();
+            let answer = add_v1
+                .time(client.post(
+                    "/v1/sync",
+                    add_body("http-mcp", &entry(n)),
+                    Some(key.as_str()),
+                ))
+                .await?;
+            expect_ok(answer, "sync")?;
+            n += 1;
+            let key = IdempotencyKey::generate();
+            let call = add_call(&entry(n), key.as_str());
+            let answer = add_mcp
+                .time(client.mcp(&mcp_path("http-mcp"), call))
+                .await?;
+            expect_tool_ok(answer, "memory_add")?;
         }
 
         let mut load = Vec::new();

@@ -1031,7 +1031,7 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "\nMCP over HTTP (`/mcp`, stateless Streamable HTTP, JSON answers) beside `/v1` on the \
-             same server and connection, alternating rounds: `memory_view` beside `POST \
+             same server and connection, call by call in turn: `memory_view` beside `POST \
              /v1/prefetch` without a query (the same reads and rendering), a `memory_add` keyed \
              in `_meta` beside a keyed one-add `POST /v1/sync`.\n"
         );
