@@ -54,6 +54,16 @@ def client(server: Server) -> Iterator[MemoryClient]:
         yield memory
 
 
+def new_key() -> str:
+    """A fresh API key, as ``memory key new`` makes them."""
+    return f"amk_{secrets.token_hex(32)}"
+
+
+def key_sha256(key: str) -> str:
+    """What ``[serve.keys]`` stores of ``key``."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class Keys:
     """The keys of the keyed server."""
@@ -74,10 +84,7 @@ class KeyedServer:
 def keyed_server() -> Iterator[KeyedServer]:
     """A server with API keys: an admin token, a read+write key, a read key, and a read key
     restricted to user ``alice``."""
-    keys = Keys(*(f"amk_{secrets.token_hex(32)}" for _ in range(4)))
-
-    def sha(key: str) -> str:
-        return hashlib.sha256(key.encode()).hexdigest()
+    keys = Keys(*(new_key() for _ in range(4)))
 
     config = f"""
 [providers.files]
@@ -86,9 +93,9 @@ root = "root"
 default_provider = "files"
 
 [serve.keys]
-writer = {{ sha256 = "{sha(keys.writer)}", scopes = ["read", "write"] }}
-reader = {{ sha256 = "{sha(keys.reader)}", scopes = ["read"] }}
-alice-reader = {{ sha256 = "{sha(keys.alice_only)}", scopes = ["read"], users = ["alice"] }}
+writer = {{ sha256 = "{key_sha256(keys.writer)}", scopes = ["read", "write"] }}
+reader = {{ sha256 = "{key_sha256(keys.reader)}", scopes = ["read"] }}
+alice-reader = {{ sha256 = "{key_sha256(keys.alice_only)}", scopes = ["read"], users = ["alice"] }}
 """
     # default_provider must come before the tables in TOML; keep it first.
     config = 'default_provider = "files"\n' + config.replace('default_provider = "files"\n', "")
@@ -128,10 +135,7 @@ class McpKeyedServer:
 def mcp_keyed_server() -> Iterator[McpKeyedServer]:
     """A markdown server with API keys for the ``/mcp`` tests (:class:`McpKeys`); ``ada`` is on a
     vector provider, so her tools include ``memory_search``."""
-    keys = McpKeys(*(f"amk_{secrets.token_hex(32)}" for _ in fields(McpKeys)))
-
-    def sha(key: str) -> str:
-        return hashlib.sha256(key.encode()).hexdigest()
+    keys = McpKeys(*(new_key() for _ in fields(McpKeys)))
 
     config = f"""default_provider = "files"
 
@@ -148,35 +152,35 @@ model_dir = "{model_dir()}"
 provider = "recall"
 
 [serve.keys.reader]
-sha256 = "{sha(keys.reader)}"
+sha256 = "{key_sha256(keys.reader)}"
 scopes = ["read"]
 
 [serve.keys.writer]
-sha256 = "{sha(keys.writer)}"
+sha256 = "{key_sha256(keys.writer)}"
 scopes = ["read", "write"]
 
 [serve.keys.write-only]
-sha256 = "{sha(keys.write_only)}"
+sha256 = "{key_sha256(keys.write_only)}"
 scopes = ["write"]
 
 [serve.keys.metrics-only]
-sha256 = "{sha(keys.metrics_only)}"
+sha256 = "{key_sha256(keys.metrics_only)}"
 scopes = ["metrics"]
 
 [serve.keys.ada-alice]
-sha256 = "{sha(keys.ada_alice)}"
+sha256 = "{key_sha256(keys.ada_alice)}"
 scopes = ["read", "write"]
 personalities = ["ada"]
 users = ["alice"]
 
 [serve.keys.alice-two-personalities]
-sha256 = "{sha(keys.alice_two_personalities)}"
+sha256 = "{key_sha256(keys.alice_two_personalities)}"
 scopes = ["read", "write"]
 personalities = ["ada", "other"]
 users = ["alice"]
 
 [serve.keys.ada-two-users]
-sha256 = "{sha(keys.ada_two_users)}"
+sha256 = "{key_sha256(keys.ada_two_users)}"
 scopes = ["read", "write"]
 personalities = ["ada"]
 users = ["alice", "bob"]

@@ -9,7 +9,6 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -27,6 +26,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { MemoryClient, userProfile } from 'agent-memory';
 
+import { run as runCommand, type Ran } from './support/process.js';
 import { markdownConfig, startServer, type RunningServer } from './support/server.js';
 
 // Compiled to .test-build/test/: the package is two levels up.
@@ -38,27 +38,9 @@ const PACKAGE = JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8
 };
 const SDK_VERSION = PACKAGE.devDependencies['@anthropic-ai/sdk'] ?? '';
 
-interface Ran {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs a command to its end (asynchronously: the test's server keeps answering). */
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
-    child.once('error', reject);
-    child.once('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runCommand(command, args, { cwd, env, timeoutMs: 300_000 });
 }
 
 async function succeed(command: string, args: string[], cwd: string): Promise<Ran> {

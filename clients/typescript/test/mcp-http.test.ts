@@ -12,7 +12,6 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -23,6 +22,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryClient, globalMemory, personalityMemory, userProfile } from 'agent-memory';
 
 import { backends } from './support/backends.js';
+import { run, type Ran } from './support/process.js';
 import {
   callOk,
   callRefused,
@@ -603,34 +603,15 @@ ${grace.line}
   });
 });
 
-/** How the Inspector's CLI run ended. */
-interface InspectorRun {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /**
  * Runs the MCP Inspector's CLI from node_modules (never downloaded at test time), with a
  * scratch HOME (it keeps a catalog and stored OAuth there) and no TTY.
  */
-function inspector(args: string[], home: string): Promise<InspectorRun> {
+function inspector(args: string[], home: string): Promise<Ran> {
   const bin = join(PACKAGE_DIR, 'node_modules', '.bin', 'mcp-inspector');
-  return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
-    delete env['MCP_AUTO_OPEN_ENABLED'];
-    const child = spawn(bin, ['--cli', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+  delete env['MCP_AUTO_OPEN_ENABLED'];
+  return run(bin, ['--cli', ...args], { env, timeoutMs: 60_000 });
 }
 
 describe('the MCP Inspector CLI lists the tools of /mcp on a keyed server', () => {
@@ -659,7 +640,7 @@ ${reader.line}
     rmSync(home, { recursive: true, force: true });
   });
 
-  const list = (key: string): Promise<InspectorRun> =>
+  const list = (key: string): Promise<Ran> =>
     inspector(
       [
         `${server.baseUrl}/mcp`,

@@ -13,7 +13,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -24,6 +24,7 @@ import { after, before, describe, test } from 'node:test';
 import { MemoryClient, userProfile } from 'agent-memory';
 
 import { connect } from './support/mcp.js';
+import { run as runCommand, type Ran } from './support/process.js';
 import { markdownConfig, mintKey, startServer, type RunningServer } from './support/server.js';
 
 // Compiled to .test-build/test/: the package is two levels up, the repository two more.
@@ -77,27 +78,9 @@ function snippet(name: string, lang: string): string {
   return found.source;
 }
 
-interface Ran {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs a command to its end, asynchronously (the test's server keeps answering). */
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.once('error', reject);
-    child.once('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runCommand(command, args, { cwd, env, timeoutMs: 120_000 });
 }
 
 function succeeded(ran: Ran, what: string): string {

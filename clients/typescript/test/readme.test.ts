@@ -8,7 +8,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import {
   type FakeMessagesApi,
   type FakeModelScript,
 } from './support/fake-messages-api.js';
+import { run, type Ran } from './support/process.js';
 import { markdownConfig, startServer } from './support/server.js';
 
 // Compiled to .test-build/test/: the package is two levels up.
@@ -183,23 +184,8 @@ const BLOCKS = fencedBlocks(README);
 const RUN = BLOCKS.filter((block) => noRunReason(block) === undefined);
 
 /** Runs a script with node; resolves with how it ended and what it printed. */
-function runNode(
-  script: string,
-  env: NodeJS.ProcessEnv,
-): Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (status, signal) => {
-      clearTimeout(timer);
-      resolve({ status, signal, stdout, stderr });
-    });
-  });
+function runNode(script: string, env: NodeJS.ProcessEnv): Promise<Ran> {
+  return run(process.execPath, [script], { env, timeoutMs: 60_000 });
 }
 
 /** The compiled file a runnable block runs as. */
