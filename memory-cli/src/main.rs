@@ -200,14 +200,23 @@ enum Command {
     /// decides, never the clocks of two machines. Identity links already in the target are
     /// kept; one linked to another user there is reported (exit 3), never overwritten.
     ///
+    /// With --root-user, moves the USER.md of Ethos's first layout (~/.ethos/USER.md, at the
+    /// root, which this layout never reads) into users/<USER>/USER.md instead.
+    ///
     /// Example: memory migrate --from files --to shared
+    ///
+    /// Example: memory migrate --root-user grace
     Migrate {
         /// The provider to copy from.
-        #[arg(long)]
-        from: String,
+        #[arg(long, required_unless_present = "root_user", requires = "to")]
+        from: Option<String>,
         /// The provider to copy to.
-        #[arg(long)]
-        to: String,
+        #[arg(long, requires = "from")]
+        to: Option<String>,
+        /// Move the USER.md at the root (Ethos's first layout, ~/.ethos/USER.md, which is
+        /// never read) into users/<USER>/USER.md, verified by hash, and remove it.
+        #[arg(long, value_name = "USER", conflicts_with_all = ["from", "to"])]
+        root_user: Option<String>,
         /// Overwrite target documents that hold lines their source lacks.
         #[arg(long)]
         force: bool,
@@ -661,8 +670,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let token = token.filter(|token| !token.is_empty());
             serve(memory, SocketAddr::new(bind, port), token, access_log).await?
         }
-        Command::Migrate { from, to, force } => {
-            let migrated = migrate::run(&memory, &from, &to, force).await;
+        Command::Migrate {
+            from,
+            to,
+            root_user,
+            force,
+        } => {
+            let migrated = match (root_user, from, to) {
+                (Some(user), ..) => migrate::root_user(&memory, &user, force).await,
+                (None, Some(from), Some(to)) => migrate::run(&memory, &from, &to, force).await,
+                _ => unreachable!("clap requires --root-user, or --from with --to"),
+            };
             settle(&memory).await;
             migrated?
         }

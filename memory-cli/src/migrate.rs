@@ -1,14 +1,16 @@
 //! `memory migrate`: copy every document and identity link between two providers, verified
-//! by hash.
+//! by hash; or move Ethos's first-layout root `USER.md` into a user's profile.
 
 use std::collections::HashSet;
+use std::path::Path;
 
 use memory_core::raw::{apply_batch, sha256_hex};
 use memory_core::{
-    Caps, Document, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Surface,
+    Caps, Document, DocumentId, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
+    MemoryUpdate, Surface, UserId, Version,
 };
-use memory_wiring::Memory;
+use memory_markdown::LayoutName;
+use memory_wiring::{Memory, ProviderConfig};
 
 use crate::{Failure, count, progress_bar};
 
@@ -116,6 +118,93 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
             message: problems.join("; "),
         }),
         (false, false) => Err(Failure::other(problems.join("; "))),
+    }
+}
+
+/// `memory migrate --root-user <id>`: Ethos's first layout kept one `USER.md` at the root
+/// (`~/.ethos/USER.md`), which the layout never reads. Copies it into `users/<id>/USER.md`
+/// through the provider that keeps profiles, as [`run`] copies any document (verified by hash,
+/// a profile already there with other lines left alone unless `force`), then removes the root
+/// file, unless it changed meanwhile.
+pub async fn root_user(memory: &Memory, user: &str, force: bool) -> Result<(), Failure> {
+    let config = memory.config();
+    let home = &config.users_provider;
+    let Some(ProviderConfig::Markdown(markdown)) = config.providers.get(config.storage_of(home))
+    else {
+        return Err(Failure::invalid(format!(
+            "--root-user moves the USER.md at a markdown root, and the provider that keeps users' profiles ({home}) keeps no markdown files"
+        )));
+    };
+    if markdown.layout != LayoutName::Ethos {
+        return Err(Failure::invalid(format!(
+            "--root-user moves Ethos's first-layout USER.md, and {} is a Metis workspace, whose .metis/USER.md is read as it is",
+            markdown.root.display()
+        )));
+    }
+    let id = DocumentId::user(&UserId::new(user)?);
+    let path = markdown.root.join("USER.md");
+    let Some(text) = read_text(&path)? else {
+        return Err(Failure::invalid(format!(
+            "there is no USER.md at the root ({}): nothing to move",
+            path.display()
+        )));
+    };
+    let source = Document {
+        id: id.clone(),
+        version: Version::new(sha256_hex(&text)),
+        text,
+        location: path.display().to_string(),
+        modified: None,
+    };
+    let target = memory.provider(home).await?;
+    let outcome = copy(&source, target.as_ref(), force).await?;
+    if let Outcome::TargetHasMore = outcome {
+        return Err(Failure {
+            code: 3,
+            message: format!(
+                "{} already holds lines {} lacks; nothing was moved: merge them by hand, or pass --force to overwrite it",
+                id.relative_path(),
+                path.display()
+            ),
+        });
+    }
+    // Removed only as it was copied: a hand edit meanwhile stays, to be moved again.
+    if read_text(&path)?.map(|now| sha256_hex(&now)) != Some(source.version.as_str().to_owned()) {
+        return Err(Failure::other(format!(
+            "{} changed while it was moved; it is left in place: run the command again",
+            path.display()
+        )));
+    }
+    std::fs::remove_file(&path)
+        .map_err(|err| Failure::other(format!("cannot remove {}: {err}", path.display())))?;
+    let copied = match outcome {
+        Outcome::Identical => "already held the same text",
+        _ => "now holds it",
+    };
+    println!(
+        "moved {} to {}: {} {copied} (SHA-256 {}); the root file is removed",
+        path.display(),
+        id.relative_path(),
+        id.relative_path(),
+        sha256_hex(&target.read(&id).await?.text)
+    );
+    Ok(())
+}
+
+/// The text of the file at `path`; `None` when there is none.
+fn read_text(path: &Path) -> Result<Option<String>, MemoryError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|err| MemoryError::Corrupt {
+                location: path.display().to_string(),
+                reason: format!(
+                    "not valid UTF-8 (byte offset {}); fix or remove it by hand",
+                    err.utf8_error().valid_up_to()
+                ),
+            }),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(MemoryError::unavailable(path.display().to_string(), err)),
     }
 }
 

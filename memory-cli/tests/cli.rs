@@ -10,6 +10,7 @@ use memory_conformance::services::Service;
 use serde_json::{Value, json};
 
 mod common;
+mod seeds;
 
 /// `memory` with `--config config`, relative paths in it resolved against its directory.
 fn configured(root: &Path, config: &Path) -> Command {

@@ -212,6 +212,22 @@ pub enum MemoryError {
         personality: PersonalityId,
     },
 
+    /// A document the provider's layout has no place for: a Metis workspace holds one
+    /// personality's `MEMORY.md` and one user's `USER.md`, nothing else. Nothing was read or
+    /// written.
+    #[error(
+        "{} has no place in {location}: {holds}; nothing was read or written",
+        .document.relative_path()
+    )]
+    NotInLayout {
+        /// The document named.
+        document: DocumentId,
+        /// The provider's root.
+        location: String,
+        /// What the layout does hold, and how to reach it.
+        holds: String,
+    },
+
     /// A provider was configured wrongly.
     #[error("configuration error: {message}")]
     Config {
@@ -359,9 +375,9 @@ impl MemoryError {
             MemoryError::PartiallyApplied { .. } => ErrorKind::PartiallyApplied,
             MemoryError::Corrupt { .. } => ErrorKind::Corrupt,
             MemoryError::Config { .. } => ErrorKind::Config,
-            MemoryError::RevisionNotFound { .. } | MemoryError::Misrouted { .. } => {
-                ErrorKind::InvalidInput
-            }
+            MemoryError::RevisionNotFound { .. }
+            | MemoryError::Misrouted { .. }
+            | MemoryError::NotInLayout { .. } => ErrorKind::InvalidInput,
         }
     }
 
@@ -386,6 +402,7 @@ impl MemoryError {
             MemoryError::KeyReused { .. } => KEY_REUSED_CODE,
             MemoryError::RevisionNotFound { .. } => "revision-not-found",
             MemoryError::Misrouted { .. } => "misrouted",
+            MemoryError::NotInLayout { .. } => "not-in-layout",
             MemoryError::Config { .. } => "config",
         }
     }
@@ -542,6 +559,16 @@ mod tests {
                 400,
             ),
             (
+                MemoryError::NotInLayout {
+                    document: document.clone(),
+                    location: "/work/app".into(),
+                    holds: "x".into(),
+                },
+                ErrorKind::InvalidInput,
+                2,
+                400,
+            ),
+            (
                 MemoryError::OutcomeUnknown {
                     document: document.clone(),
                     message: "reset".into(),
@@ -567,7 +594,7 @@ mod tests {
         assert_eq!(codes.len(), cases.len(), "{codes:?}");
         assert_eq!(
             cases.len(),
-            16,
+            17,
             "a new MemoryError variant needs a case here"
         );
         for (err, kind, exit, status) in cases {

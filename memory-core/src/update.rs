@@ -150,7 +150,7 @@ impl MemoryUpdate {
 /// Soft and hard limits on a document's size, in UTF-8 bytes after a batch.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Caps {
     /// Over this the write lands, and the report and a `memory.eviction` event say so.
     pub soft: Option<usize>,
@@ -159,9 +159,24 @@ pub struct Caps {
     pub hard: Option<usize>,
 }
 
+impl Caps {
+    /// Each limit the smaller of the two, where either sets it.
+    pub fn tightest(self, other: Caps) -> Caps {
+        let least = |a: Option<usize>, b: Option<usize>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Caps {
+            soft: least(self.soft, other.soft),
+            hard: least(self.hard, other.hard),
+        }
+    }
+}
+
 /// Caps for both stores. No cap is on by default.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Budgets {
     /// Caps on `MEMORY.md`.
     pub memory: Caps,
@@ -181,6 +196,15 @@ impl Budgets {
             hard: Some(3072),
         },
     };
+
+    /// Each cap the smaller of the two, where either sets it: a caller's caps on top of a
+    /// personality's can tighten them, never loosen them.
+    pub fn tightest(self, other: Budgets) -> Budgets {
+        Budgets {
+            memory: self.memory.tightest(other.memory),
+            user: self.user.tightest(other.user),
+        }
+    }
 
     /// The caps of `store`.
     pub fn for_store(&self, store: Store) -> Caps {
@@ -337,6 +361,35 @@ mod tests {
         assert_eq!((b.memory.soft, b.memory.hard), (Some(2048), Some(4096)));
         assert_eq!((b.user.soft, b.user.hard), (Some(1536), Some(3072)));
         assert_eq!(Budgets::default().memory.hard, None, "no cap by default");
+    }
+
+    #[test]
+    fn a_callers_caps_only_tighten() {
+        let callers = Budgets {
+            memory: Caps {
+                soft: Some(100),
+                hard: Some(9000),
+            },
+            user: Caps::default(),
+        };
+        let tightest = Budgets::BOUNDED.tightest(callers);
+        assert_eq!(
+            tightest.memory,
+            Caps {
+                soft: Some(100),
+                hard: Some(4096)
+            }
+        );
+        assert_eq!(
+            tightest.user,
+            Budgets::BOUNDED.user,
+            "unset caps keep the personality's"
+        );
+        assert_eq!(
+            Budgets::default().tightest(callers),
+            callers,
+            "set where only one sets it"
+        );
     }
 
     fn doc() -> DocumentId {

@@ -17,18 +17,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use memory_core::raw::{Backoff, sha256_hex};
 use memory_core::{Document, DocumentId, IdKind, MemoryError, PersonalityId, UserId, Version};
 
-/// `root` joined with the document's layout path, one component at a time so that the `/` of
-/// [`DocumentId::relative_path`] becomes the platform's separator.
-pub(crate) fn document_path(root: &Path, document: &DocumentId) -> PathBuf {
-    document
-        .relative_path()
-        .split('/')
-        .fold(root.to_path_buf(), |path, part| path.join(part))
-}
+use crate::layout::{Layout, Tree};
 
 /// The document as stored now; a missing file is the empty document.
-pub(crate) fn read(root: &Path, id: DocumentId) -> Result<Document, MemoryError> {
-    read_at(document_path(root, &id), id)
+pub(crate) fn read(tree: &Tree, id: DocumentId) -> Result<Document, MemoryError> {
+    read_at(tree.file(&id)?, id)
 }
 
 pub(crate) fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {
@@ -273,7 +266,11 @@ pub(crate) fn private_file() -> OpenOptions {
 /// Refuses a write to a personality's or user's document when it has no directory under its
 /// exact id but one differs from it only in case (`ada` beside `Ada`): on a case-insensitive
 /// file system (macOS, Windows) the two ids would share one file.
-pub(crate) fn refuse_case_twin(root: &Path, document: &DocumentId) -> Result<(), MemoryError> {
+pub(crate) fn refuse_case_twin(tree: &Tree, document: &DocumentId) -> Result<(), MemoryError> {
+    if tree.layout != Layout::Ethos {
+        // One file per document, named by the layout rather than by an id.
+        return Ok(());
+    }
     let (kind, noun, dir, id) = match document {
         DocumentId::GlobalMemory => return Ok(()),
         DocumentId::PersonalityMemory { personality } => (
@@ -284,7 +281,7 @@ pub(crate) fn refuse_case_twin(root: &Path, document: &DocumentId) -> Result<(),
         ),
         DocumentId::UserProfile { user } => (IdKind::User, "user", "users", user.as_str()),
     };
-    let parent = root.join(dir);
+    let parent = tree.root.join(dir);
     // The directory listing is needed only when the id's directory is missing (a case-sensitive
     // file system may hold a twin) or when the file system finds it under another case too
     // (a case-insensitive one finds the twin under either name). Otherwise two stats do.
@@ -331,8 +328,18 @@ pub(crate) fn refuse_case_twin(root: &Path, document: &DocumentId) -> Result<(),
     }
 }
 
-/// Every document of the layout under `root`, sorted; stray files and bad ids are skipped.
-pub(crate) fn list(root: &Path) -> Result<Vec<DocumentId>, MemoryError> {
+/// Every document of the layout in `tree`, sorted; stray files and bad ids are skipped.
+pub(crate) fn list(tree: &Tree) -> Result<Vec<DocumentId>, MemoryError> {
+    if let Some(documents) = tree.metis_documents() {
+        let mut found = Vec::new();
+        for document in documents {
+            if is_file(&tree.file(&document)?)? {
+                found.push(document);
+            }
+        }
+        return Ok(found);
+    }
+    let root = &tree.root;
     type IdOf = fn(&str) -> Option<DocumentId>;
     let kinds: [(&str, &str, IdOf); 2] = [
         ("personalities", "MEMORY.md", |name| {
@@ -345,7 +352,7 @@ pub(crate) fn list(root: &Path) -> Result<Vec<DocumentId>, MemoryError> {
     ];
 
     let mut found = Vec::new();
-    if is_file(&document_path(root, &DocumentId::GlobalMemory))? {
+    if is_file(&tree.file(&DocumentId::GlobalMemory)?)? {
         found.push(DocumentId::GlobalMemory);
     }
     for (dir, file, id_of) in kinds {
@@ -552,12 +559,13 @@ mod tests {
     fn wrong_types_in_the_layout_are_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("personalities"), "stray").unwrap();
-        let doc = document_path(
-            dir.path(),
-            &DocumentId::PersonalityMemory {
-                personality: PersonalityId::new("ada").unwrap(),
-            },
-        );
+        let tree = Tree {
+            root: dir.path().to_path_buf(),
+            layout: Layout::Ethos,
+        };
+        let doc = tree.path(&DocumentId::PersonalityMemory {
+            personality: PersonalityId::new("ada").unwrap(),
+        });
         let err = lock_document(&doc).unwrap_err();
         assert!(
             matches!(&err, MemoryError::Corrupt { reason, .. } if reason.contains("personalities is a file")),

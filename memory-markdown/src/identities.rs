@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use memory_core::{Identity, MemoryError, UserId};
@@ -33,11 +33,6 @@ mod ethos_lock;
 
 /// Every link, in the order [`memory_core::IdentityMap::identities`] returns them.
 pub(crate) type Links = BTreeMap<Identity, UserId>;
-
-/// `<root>/users/identity-map.json`.
-pub(crate) fn path(root: &Path) -> PathBuf {
-    root.join("users").join("identity-map.json")
-}
 
 /// The map as stored now; a missing or empty file is the empty map. Needs no lock: the file is
 /// only ever replaced whole, by rename.

@@ -7,6 +7,7 @@ mod config;
 mod files;
 mod identities;
 mod journal;
+mod layout;
 mod receipts;
 mod store;
 
@@ -23,20 +24,24 @@ use memory_core::{
 
 use crate::journal::KnownTips;
 
-pub use config::MarkdownConfig;
+pub use config::{LayoutName, MarkdownConfig};
+pub use layout::{Layout, METIS_DIR, login_user, workspace_personality};
+
+use crate::layout::Tree;
 
 /// How long a write waits for another writer's lock on a document before giving up with
 /// [`MemoryError::Contention`], unless set with [`MarkdownProvider::with_lock_timeout`].
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Memory kept as plain markdown files in the Ethos layout under one root directory.
+/// Memory kept as plain markdown files under one root directory: in Ethos's layout, or in a
+/// Metis workspace's `.metis/` ([`Layout`]).
 ///
 /// Any number of providers, threads and processes on one host may share a root: each write
 /// holds an advisory lock on a file beside its document and replaces the document by an atomic
 /// rename, so writers never lose each other's updates and readers never see a torn file.
 #[derive(Debug)]
 pub struct MarkdownProvider {
-    root: PathBuf,
+    tree: Tree,
     lock_timeout: Duration,
     retention: Retention,
     events: EventBus,
@@ -56,13 +61,22 @@ impl MarkdownProvider {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         MarkdownProvider {
-            root: std::path::absolute(&root).unwrap_or(root),
+            tree: Tree {
+                root: std::path::absolute(&root).unwrap_or(root),
+                layout: Layout::Ethos,
+            },
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             retention: Retention::default(),
             events: EventBus::new(),
             local_queues: LocalQueues::default(),
             known_tips: KnownTips::default(),
         }
+    }
+
+    /// Lays the documents out as `layout` says (default [`Layout::Ethos`]).
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.tree.layout = layout;
+        self
     }
 
     /// Sets how long a write waits for a document locked by another writer before it fails
@@ -95,22 +109,32 @@ impl MarkdownProvider {
     /// # Errors
     /// `Unavailable` when the document's directory cannot be listed.
     pub fn history_files(&self, document: &DocumentId) -> Result<Vec<PathBuf>, MemoryError> {
-        journal::files(&self.path(document))
+        journal::files(&self.tree.file(document)?)
     }
 
     /// The root directory, as resolved by [`MarkdownProvider::new`].
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.tree.root
     }
 
-    /// The file that holds `document`: the root joined with [`DocumentId::relative_path`].
+    /// How the documents are laid out under the root.
+    pub fn layout(&self) -> &Layout {
+        &self.tree.layout
+    }
+
+    /// The file that holds `document`: in Ethos's layout the root joined with
+    /// [`DocumentId::relative_path`], in a Metis workspace `.metis/MEMORY.md` or
+    /// `.metis/USER.md`. A document the layout has no place for is never read or written (its
+    /// calls fail with [`MemoryError::NotInLayout`]); for it this is where Ethos's layout would
+    /// keep it.
     pub fn path(&self, document: &DocumentId) -> PathBuf {
-        files::document_path(&self.root, document)
+        self.tree.path(document)
     }
 
-    /// The file that holds the identity map: `<root>/users/identity-map.json`.
+    /// The file that holds the identity map: `<root>/users/identity-map.json`, or
+    /// `<root>/.metis/identity-map.json` in a Metis workspace.
     pub fn identity_map_path(&self) -> PathBuf {
-        identities::path(&self.root)
+        self.tree.identity_map()
     }
 }
 
@@ -129,11 +153,21 @@ async fn blocking<T: Send + 'static>(
 impl MemoryProvider for MarkdownProvider {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
         // No lock: writes are atomic renames, so each read sees one whole version.
-        let root = self.root.clone();
+        let tree = self.tree.clone();
         let ids = (ctx.document(Store::Memory), ctx.document(Store::User));
-        let (memory, user) =
-            blocking(move || Ok((files::read(&root, ids.0)?, files::read(&root, ids.1)?))).await?;
-        Ok(Prefetch::from_documents(ctx, &memory, &user))
+        let (memory, user, unread) = blocking(move || {
+            let documents = (files::read(&tree, ids.0)?, files::read(&tree, ids.1)?);
+            Ok((documents.0, documents.1, tree.unread_root_user()))
+        })
+        .await?;
+        let mut seen = Prefetch::from_documents(ctx, &memory, &user);
+        if let Some(path) = unread {
+            seen.warnings.push(format!(
+                "{} is not read: a USER.md at the root is Ethos's first layout (~/.ethos/USER.md), and this one keeps each user's profile in users/<id>/USER.md; move it there with `memory migrate --root-user <id>`",
+                path.display()
+            ));
+        }
+        Ok(seen)
     }
 
     async fn sync(
@@ -145,14 +179,14 @@ impl MemoryProvider for MarkdownProvider {
         let batches = plan_sync(ctx, updates, if_match)?;
         let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
         let _my_turn = self.local_queues.turn(&ids).await;
-        let (root, lock_timeout, retention) =
-            (self.root.clone(), self.lock_timeout, self.retention);
+        let (tree, lock_timeout, retention) =
+            (self.tree.clone(), self.lock_timeout, self.retention);
         // Published from the blocking task, under the locks, so that a write that lands is
         // announced even if the caller stops waiting for it.
         let (events, known_tips) = (self.events.clone(), self.known_tips.clone());
         blocking(move || {
             store::sync(
-                &root,
+                &tree,
                 &batches,
                 lock_timeout,
                 retention,
@@ -164,20 +198,20 @@ impl MemoryProvider for MarkdownProvider {
     }
 
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        let (root, document) = (self.root.clone(), document.clone());
-        blocking(move || files::read(&root, document)).await
+        let (tree, document) = (self.tree.clone(), document.clone());
+        blocking(move || files::read(&tree, document)).await
     }
 
     /// Read without the lock: a receipt its writer has not settled yet is judged against the
     /// document as read, as the next writer will judge it.
     async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
-        let (root, document) = (self.root.clone(), document.clone());
-        blocking(move || store::read_receipts(&root, document)).await
+        let (tree, document) = (self.tree.clone(), document.clone());
+        blocking(move || store::read_receipts(&tree, document)).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        let root = self.root.clone();
-        blocking(move || files::list(&root)).await
+        let tree = self.tree.clone();
+        blocking(move || files::list(&tree)).await
     }
 
     /// Read without the lock, like documents, unless writes keep changing the document while it
@@ -187,16 +221,16 @@ impl MemoryProvider for MarkdownProvider {
         document: &DocumentId,
         limit: usize,
     ) -> Result<Vec<Revision>, MemoryError> {
-        let (root, document) = (self.root.clone(), document.clone());
+        let (tree, document) = (self.tree.clone(), document.clone());
         let (retention, lock_timeout) = (self.retention, self.lock_timeout);
-        blocking(move || store::history(&root, document, retention, limit, lock_timeout)).await
+        blocking(move || store::history(&tree, document, retention, limit, lock_timeout)).await
     }
 
     /// Under the document's lock, so no write lands between the erasing and the tombstone.
     async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
-        let (root, document) = (self.root.clone(), document.clone());
+        let (tree, document) = (self.tree.clone(), document.clone());
         let (retention, lock_timeout) = (self.retention, self.lock_timeout);
-        blocking(move || store::purge(&root, &document, retention, surface, lock_timeout)).await
+        blocking(move || store::purge(&tree, &document, retention, surface, lock_timeout)).await
     }
 
     fn subscribe(&self) -> Subscription {

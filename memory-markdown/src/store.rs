@@ -6,7 +6,7 @@
 //! provider (the crate root) calls it.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use memory_core::raw::{
@@ -18,13 +18,14 @@ use memory_core::{
 };
 
 use crate::journal::{self, Journal, KnownTips};
+use crate::layout::Tree;
 use crate::{files, receipts};
 
 /// Applies one call's batches: lock every touched document, re-read them all under the locks,
 /// apply every batch, and only then write. The events are published before the locks are
 /// released on return, so subscribers see writes in the order they landed.
 pub(crate) fn sync(
-    root: &Path,
+    tree: &Tree,
     batches: &[DocumentBatch],
     lock_timeout: Duration,
     retention: Retention,
@@ -33,11 +34,11 @@ pub(crate) fn sync(
 ) -> Result<SyncReport, MemoryError> {
     let paths: Vec<PathBuf> = batches
         .iter()
-        .map(|batch| files::document_path(root, batch.document()))
-        .collect();
+        .map(|batch| tree.file(batch.document()))
+        .collect::<Result<_, _>>()?;
     // Before the locks, because taking a lock creates the document's directory.
     for batch in batches {
-        files::refuse_case_twin(root, batch.document())?;
+        files::refuse_case_twin(tree, batch.document())?;
     }
 
     // One fixed order for every caller, so two calls that touch the same two documents cannot
@@ -156,16 +157,16 @@ fn after_landed(err: MemoryError, report: &SyncReport) -> MemoryError {
     }
 }
 
-/// The receipts of `document` under `root`, each settled against the document as read now,
+/// The receipts of `document` in `tree`, each settled against the document as read now,
 /// as the next writer will settle it. Without the lock.
-pub(crate) fn read_receipts(root: &Path, document: DocumentId) -> Result<Receipts, MemoryError> {
-    let path = files::document_path(root, &document);
+pub(crate) fn read_receipts(tree: &Tree, document: DocumentId) -> Result<Receipts, MemoryError> {
+    let path = tree.file(&document)?;
     let mut log = receipts::read(&path)?;
-    log.settle(&files::read(root, document)?.version);
+    log.settle(&files::read_at(path, document)?.version);
     Ok(log)
 }
 
-/// The history of `id` under `root` as `MemoryProvider::history` gives it: the revisions
+/// The history of `id` in `tree` as `MemoryProvider::history` gives it: the revisions
 /// `retention` keeps, newest first, at most `limit`, headed by an unrecorded hand edit.
 ///
 /// Without the lock while it can: the journal is only appended to and replaced by rename, and
@@ -176,13 +177,13 @@ pub(crate) fn read_receipts(root: &Path, document: DocumentId) -> Result<Receipt
 /// is read under its lock, waiting at most `lock_timeout`: a history that mixes two moments
 /// would show a hand edit nobody made.
 pub(crate) fn history(
-    root: &Path,
+    tree: &Tree,
     id: DocumentId,
     retention: Retention,
     limit: usize,
     lock_timeout: Duration,
 ) -> Result<Vec<Revision>, MemoryError> {
-    let document = files::document_path(root, &id);
+    let document = tree.file(&id)?;
     let now = journal::now();
     if !retention.is_on() {
         // History off: nothing is recorded, whatever an earlier configuration left.
@@ -248,18 +249,18 @@ fn read_consistently<Stamp: PartialEq, Reading, Lock>(
 /// before it takes the lock: a few, so a reader waits for writers only when they outpace it.
 const OPTIMISTIC_READS: usize = 3;
 
-/// Erases the document `id` under `root`: its file, its receipts, its journal and the
+/// Erases the document `id` in `tree`: its file, its receipts, its journal and the
 /// temporary files writers killed mid-write left (each a copy of old text). With history on
 /// and something erased, the journal then holds only the tombstone, so numbers go on from it.
 /// The lock file stays: another writer may be waiting on it.
 pub(crate) fn purge(
-    root: &Path,
+    tree: &Tree,
     id: &DocumentId,
     retention: Retention,
     surface: Surface,
     lock_timeout: Duration,
 ) -> Result<Purged, MemoryError> {
-    let document = files::document_path(root, id);
+    let document = tree.file(id)?;
     let mut purged = Purged {
         document: id.clone(),
         location: document.display().to_string(),
@@ -272,7 +273,7 @@ pub(crate) fn purge(
     if !dir.is_dir() {
         return Ok(purged);
     }
-    files::refuse_case_twin(root, id)?;
+    files::refuse_case_twin(tree, id)?;
     let _lock = files::lock(&document, lock_timeout, |attempts| {
         files::contention(id, attempts)
     })?;
@@ -359,8 +360,12 @@ mod tests {
         );
         let updates = [MemoryUpdate::add(Store::Memory, "landed")];
         let batches = plan_sync(&ctx, &updates, &IfMatch::NONE).unwrap();
+        let tree = Tree {
+            root: dir.path().to_path_buf(),
+            layout: crate::Layout::Ethos,
+        };
         let report = sync(
-            dir.path(),
+            &tree,
             &batches,
             WAIT,
             Retention::default(),

@@ -411,6 +411,73 @@ async fn sync_is_the_agents_write_path_and_reports_as_memory_sync_does() {
 }
 
 #[tokio::test]
+async fn a_syncs_own_caps_tighten_the_personalitys_and_never_loosen_them() {
+    let (_dir, memory) = wiring();
+    let sync = |content: String, caps: Value| {
+        call("POST", "/v1/sync").json(json!({
+            "personality": "ada", "user": "grace",
+            "updates": [{"action": "add", "store": "memory", "content": content}],
+            "caps": caps
+        }))
+    };
+    // Tighter than ada's 40/80: refused at the call's 30, the document untouched.
+    let refused = sync("x".repeat(50), json!({"memory": {"hard": 30}}))
+        .send(&memory)
+        .await;
+    assert_eq!(
+        refused.body["code"], "hard-cap-exceeded",
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("hard cap of 30")
+    );
+    assert_eq!(text_of(&memory, ada_memory()).await, "");
+    // Looser than ada's: her 80 still refuses.
+    let loose = sync(
+        "x".repeat(90),
+        json!({"memory": {"soft": 1000, "hard": 1000}}),
+    )
+    .send(&memory)
+    .await;
+    assert_eq!(loose.body["code"], "hard-cap-exceeded", "{}", loose.body);
+    assert!(
+        loose.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("hard cap of 80")
+    );
+    // The call's soft cap is the report's: 20 bytes is over 10, under ada's 40.
+    let soft = sync("y".repeat(20), json!({"memory": {"soft": 10}}))
+        .send(&memory)
+        .await;
+    assert_eq!(soft.status, StatusCode::OK, "{}", soft.body);
+    assert_eq!(soft.body["documents"][0]["over_soft_cap"], true);
+    // Caps that say nothing sensible are the client's mistake, named.
+    for (caps, names) in [
+        (json!({"memory": {"soft": 50, "hard": 20}}), "caps.memory"),
+        (json!({"memory": {"sfot": 5}}), "sfot"),
+        (json!({"user": {"hard": -1}}), "hard"),
+    ] {
+        let bad = sync("z".into(), caps).send(&memory).await;
+        assert!(bad.status.is_client_error(), "{}", bad.body);
+        assert_eq!(bad.body["kind"], "invalid-input", "{}", bad.body);
+        assert!(
+            bad.body["detail"].as_str().unwrap().contains(names),
+            "{}",
+            bad.body
+        );
+    }
+    assert_eq!(
+        text_of(&memory, ada_memory()).await,
+        format!("{}\n", "y".repeat(20))
+    );
+}
+
+#[tokio::test]
 async fn documents_carry_their_version_as_etag_and_writes_are_guarded_by_if_match() {
     let (_dir, memory) = wiring();
     add(&memory, "ada", "grace", Store::User, "Name: Grace.").await;

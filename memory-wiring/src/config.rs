@@ -9,7 +9,7 @@ use memory_core::{
     Budgets, Caps, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId,
     Retention, UserId,
 };
-use memory_markdown::MarkdownConfig;
+use memory_markdown::{LayoutName, MarkdownConfig};
 #[cfg(feature = "recall")]
 use memory_vector::ModelConfig;
 use serde::Deserialize;
@@ -115,6 +115,9 @@ impl Config {
         let provider = ProviderConfig::Markdown(MarkdownConfig {
             root: root.into(),
             history: Retention::default(),
+            layout: LayoutName::Ethos,
+            personality: None,
+            user: None,
         });
         Config {
             origin: None,

@@ -373,7 +373,7 @@ impl Memory {
         let mut ctx = ctx.clone();
         if let Some(settings) = config.personalities.get(&ctx.personality) {
             ctx.scope = settings.memory_scope;
-            ctx.budgets = settings.budgets;
+            ctx.budgets = settings.budgets.tightest(ctx.budgets);
             ctx.max_chars = ctx.max_chars.min(settings.max_chars);
         }
         let through = |store| config.provider_for(&ctx.personality, &ctx.document(store));

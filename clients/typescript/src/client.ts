@@ -7,6 +7,7 @@
 import { InvalidInputError, clientProblem, errorFromProblem, isProblem } from './errors.js';
 import { Transport, type ApiResponse, type TransportOptions } from './transport.js';
 import type {
+  Budgets,
   DocumentId,
   DocumentReport,
   DocumentView,
@@ -97,6 +98,11 @@ export interface SyncArgs {
   updates: MemoryUpdate[];
   /** Versions the touched documents must still be at (from a prefetch); else 412. */
   ifMatch?: IfMatch | undefined;
+  /**
+   * Byte caps for this call on top of the personality's (the smaller of each applies): a
+   * bounded agent sends its own, and a write past the hard cap is refused (`hard-cap-exceeded`).
+   */
+  caps?: Budgets | undefined;
   /** The conversation id, recorded in the revisions. */
   session?: string | undefined;
   surface?: WriteSurface | undefined;
@@ -233,6 +239,7 @@ export class MemoryClient {
       updates: args.updates,
     };
     if (args.ifMatch !== undefined) body.if_match = args.ifMatch;
+    if (args.caps !== undefined) body.caps = args.caps;
     if (args.session !== undefined) body.session = args.session;
     if (args.surface !== undefined) body.surface = args.surface;
     return write<SyncReport>(this.transport, {

@@ -74,6 +74,12 @@ export interface Caps {
   soft?: number | null;
 }
 
+/** Caps for both documents of a `sync`. */
+export interface Budgets {
+  memory?: Caps;
+  user?: Caps;
+}
+
 /** One document as the API shows it: its text and what guards a write to it. */
 export interface DocumentView {
   /** Its path in the layout: `MEMORY.md`, `personalities/<id>/MEMORY.md` or `users/<id>/USER.md`. */
@@ -137,6 +143,8 @@ export interface SyncRequest {
   user: UserId;
   updates: MemoryUpdate[];
   if_match?: IfMatch | null;
+  /** Caps for this call on top of the personality's: the smaller of each applies. */
+  caps?: Budgets | null;
   /** The caller's session (a conversation id), recorded in the revisions. */
   session?: string | null;
   surface?: WriteSurface | null;
@@ -332,6 +340,7 @@ export type ProblemCode =
   | 'key-reused'
   | 'revision-not-found'
   | 'misrouted'
+  | 'not-in-layout'
   | 'config';
 
 /** An RFC 9457 problem document, as every error response of the API carries. */

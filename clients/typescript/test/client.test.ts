@@ -7,6 +7,7 @@ import {
   InvalidInputError,
   MemoryClient,
   NotFoundError,
+  RefusedError,
   globalMemory,
   personalityMemory,
   userProfile,
@@ -94,6 +95,26 @@ describe('MemoryClient against memory serve (markdown)', () => {
     const limited = await memory.prefetch({ personality: 'ada', user: 'grace', maxChars: 40 });
     assert.ok(limited.context?.startsWith('[...truncated '), limited.context ?? '');
     assert.ok((limited.context?.length ?? 0) <= 40);
+  });
+
+  test("a sync's own caps: over the soft cap it says so, past the hard cap nothing is written", async () => {
+    const caps = { memory: { soft: 10, hard: 30 } };
+    const add = (content: string) =>
+      memory.sync({
+        personality: 'lovelace',
+        user: 'grace',
+        updates: [{ action: 'add', store: 'memory', content }],
+        caps,
+      });
+    const over = await add('Twelve bytes');
+    assert.equal(over.documents[0]?.over_soft_cap, true);
+    await assert.rejects(add('x'.repeat(30)), (error: unknown) => {
+      assert.ok(error instanceof RefusedError, String(error));
+      assert.equal(error.problem.code, 'hard-cap-exceeded');
+      return true;
+    });
+    const document = await memory.documents.get(personalityMemory('lovelace'));
+    assert.equal(document.text, 'Twelve bytes\n');
   });
 
   test('a sync resent with its key answers the first response and writes nothing', async () => {

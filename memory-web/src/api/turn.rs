@@ -5,8 +5,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use memory_core::{
-    IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, SyncReport, UserId, is_blank,
-    sync_exactly_once,
+    Budgets, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, SyncReport, UserId,
+    is_blank, sync_exactly_once,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -119,6 +119,11 @@ pub(crate) struct SyncRequest {
     /// moved on refuses the whole call with 412.
     #[serde(default)]
     if_match: Option<IfMatch>,
+    /// Byte caps for this call on top of the personality's: each the smaller of the two
+    /// where both set it, so a caller can tighten the personality's caps, never loosen them.
+    /// A bounded agent (Metis's 2048/4096 and 1536/3072 bytes) sends its own.
+    #[serde(default)]
+    caps: Option<Budgets>,
     /// Where the write comes from, as its revisions record it (default `api`).
     #[serde(default)]
     surface: Option<WriteSurface>,
@@ -171,6 +176,18 @@ pub(crate) async fn sync(
     );
     if let Some(key) = idempotency_key(&headers)? {
         ctx = ctx.with_idempotency_key(key);
+    }
+    if let Some(caps) = request.caps {
+        for (store, caps) in [("memory", caps.memory), ("user", caps.user)] {
+            if let (Some(soft), Some(hard)) = (caps.soft, caps.hard)
+                && soft > hard
+            {
+                return Err(Problem::invalid(format!(
+                    "caps.{store}: the soft cap ({soft} bytes) is over the hard cap ({hard} bytes); a soft cap warns before the hard cap refuses, so it must not be larger; nothing was written"
+                )));
+            }
+        }
+        ctx.budgets = ctx.budgets.tightest(caps);
     }
     let if_match = request.if_match.unwrap_or_default();
     let report = sync_exactly_once(&app.memory, &ctx, &request.updates, &if_match).await?;

@@ -117,7 +117,7 @@ class AgentMemoryError(Exception):
         """Which error this is within its kind, stable to match on rather than ``detail``:
         ``no-match``, ``ambiguous-match``, ``hard-cap-exceeded`` or ``key-reused`` (refused);
         ``stale-version`` (precondition failed); ``identity-taken`` (conflict); ``invalid-id``,
-        ``invalid-update``, ``revision-not-found``, ``misrouted`` (invalid input);
+        ``invalid-update``, ``revision-not-found``, ``misrouted``, ``not-in-layout`` (invalid input);
         ``contention`` (busy); ``unavailable``, ``outcome-unknown``, ``corrupt``,
         ``partially-applied``, ``config``. ``None`` when the server sent none: problems only
         HTTP has (unauthorized, forbidden, a route not found, ...), or no problem document.

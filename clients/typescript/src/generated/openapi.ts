@@ -576,6 +576,25 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    /** @description Caps for both stores. No cap is on by default. */
+    Budgets: {
+      /**
+       * @description Caps on `MEMORY.md`.
+       * @default {
+       *       "soft": null,
+       *       "hard": null
+       *     }
+       */
+      memory?: components['schemas']['Caps'];
+      /**
+       * @description Caps on `USER.md`.
+       * @default {
+       *       "soft": null,
+       *       "hard": null
+       *     }
+       */
+      user?: components['schemas']['Caps'];
+    };
     /** @description Soft and hard limits on a document's size, in UTF-8 bytes after a batch. */
     Caps: {
       /**
@@ -1114,6 +1133,7 @@ export interface components {
     };
     /** @description A batch of updates after a turn. */
     SyncRequest: {
+      caps?: components['schemas']['Budgets'] | null;
       if_match?: components['schemas']['IfMatch'] | null;
       /** @description The personality speaking. */
       personality: components['schemas']['PersonalityId'];
