@@ -4,7 +4,7 @@
  * @module
  */
 
-import { InvalidInputError, clientProblem, errorFromProblem, isProblem } from './errors.js';
+import { errorFromProblem, invalidInput, isProblem } from './errors.js';
 import { Transport, type ApiResponse, type TransportOptions } from './transport.js';
 import type {
   Budgets,
@@ -671,11 +671,6 @@ function quoteTag(version: Version, method: string, option: string): string {
   }
   if (version === '*' || /^(W\/)?".*"$/.test(version)) return version;
   return `"${version}"`;
-}
-
-/** An {@link InvalidInputError} raised by the client itself: nothing was sent. */
-function invalidInput(detail: string): InvalidInputError {
-  return new InvalidInputError(clientProblem('invalid-input', 400, 'Invalid input', detail, false));
 }
 
 function describe(value: unknown): string {

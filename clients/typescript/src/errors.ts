@@ -223,6 +223,11 @@ export function clientProblem(
   };
 }
 
+/** An {@link InvalidInputError} raised by the client itself: nothing was sent. */
+export function invalidInput(detail: string): InvalidInputError {
+  return new InvalidInputError(clientProblem('invalid-input', 400, 'Invalid input', detail, false));
+}
+
 /** Whether a value looks like an RFC 9457 problem document of this API. */
 export function isProblem(value: unknown): value is Problem {
   if (typeof value !== 'object' || value === null) return false;

@@ -12,7 +12,7 @@
 
 import { MemoryClient, globalMemory, personalityMemory, userProfile } from './client.js';
 import type { DocumentRef, MemoryClientOptions } from './client.js';
-import { InvalidInputError, NotFoundError, clientProblem } from './errors.js';
+import { InvalidInputError, NotFoundError, invalidInput } from './errors.js';
 import type {
   DocumentView,
   MemoryScope,
@@ -393,7 +393,7 @@ function parseScope(scopeId: string): Scope {
     if (prefix === 'team') return { kind: 'team', team: id };
     if (prefix === 'user') return { kind: 'user', user: id };
   }
-  throw invalid(
+  throw invalidInput(
     `unrecognised memory scope: ${JSON.stringify(scopeId)}: use personality:<id>, team:<id> or ` +
       'user:<id>, the id 1 to 64 of A-Z, a-z, 0-9, _ and -',
   );
@@ -440,7 +440,7 @@ function toStoreUpdates(updates: readonly EthosKeyedMemoryUpdate[]): MemoryUpdat
         break;
       default: {
         const unknown: { action?: unknown } = update;
-        throw invalid(
+        throw invalidInput(
           `unknown memory update action ${JSON.stringify(unknown.action)}: use add, replace, ` +
             'remove or delete',
         );
@@ -465,20 +465,16 @@ function unknownKey(key: string, scope: Scope): InvalidInputError {
       : scope.kind === 'team'
         ? 'MEMORY.md (the notes shared by the team)'
         : 'USER.md (what is known about the user)';
-  return invalid(
+  return invalidInput(
     `no memory key ${JSON.stringify(key)} in scope ${scope.kind}: agent-memory keeps only ` +
       `${held} there; write into ${scope.kind === 'personality' ? 'one of them' : 'it'} instead`,
   );
 }
 
 function noUser(personality: PersonalityId): InvalidInputError {
-  return invalid(
+  return invalidInput(
     `no user is known for this conversation with ${personality}, so there is no USER.md to ` +
       'write: link the account (PUT /v1/identities/<platform>/<account>) or pass the ' +
       "provider's user option",
   );
-}
-
-function invalid(detail: string): InvalidInputError {
-  return new InvalidInputError(clientProblem('invalid-input', 400, 'Invalid input', detail, false));
 }

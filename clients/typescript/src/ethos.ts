@@ -16,7 +16,7 @@
  */
 
 import { MemoryClient, type MemoryClientOptions } from './client.js';
-import { InvalidInputError, clientProblem } from './errors.js';
+import { invalidInput } from './errors.js';
 import type { MemoryUpdate, PrefetchView } from './types.js';
 
 export {
@@ -33,13 +33,27 @@ export {
   type EthosSearchOpts,
 } from './ethos-keyed.js';
 
-/** Ethos's `MemoryLoadContext`: the turn a prefetch or sync is for. */
+/**
+ * Ethos's `MemoryLoadContext`: the turn a prefetch or sync is for.
+ *
+ * Ethos's agent loop fills it for `prefetch` with the session's id and key, its platform and
+ * working directory, the active personality's id and `memoryScope`, and the user's message as
+ * `query`; its `memory_write` tool passes the same to `sync`, without `query`. Neither sets
+ * `userId`, so {@link AgentMemoryProviderOptions.defaultUser} names the user.
+ */
 export interface EthosMemoryLoadContext {
+  /** Ethos's session id; recorded with each revision a sync writes (an empty one is not). */
   sessionId: string;
   sessionKey: string;
-  /** The user (already resolved through Ethos's identity map). */
+  /**
+   * The user, when a caller names one: it wins over `defaultUser`. Ethos declares it but its
+   * agent loop and memory tools never set it.
+   */
   userId?: string | undefined;
   platform: string;
+  /** Ignored: Ethos passes its working directory; the service does not read files there. */
+  workingDir?: string | undefined;
+  /** The active personality; Ethos's `ethos memory` and `/memory` commands pass none. */
   personalityId?: string | undefined;
   /** Ignored: the service's `memory.toml` sets each personality's `memory_scope`. */
   memoryScope?: 'global' | 'per-personality' | undefined;
@@ -79,9 +93,18 @@ export const ETHOS_MAX_CHARS = 20_000;
 export interface AgentMemoryProviderOptions {
   /** A client, or the options to make one (`baseUrl`, `apiKey`, ...). */
   client: MemoryClient | MemoryClientOptions;
-  /** The personality for a turn without `personalityId` (Ethos passes none under global scope). */
+  /**
+   * The personality for a call without `personalityId`: Ethos's agent loop and memory tools
+   * always pass one, its `ethos memory` and `/memory` commands none. Without either, the call
+   * throws.
+   */
   defaultPersonality?: string | undefined;
-  /** The user for a turn without `userId`. Without either, prefetch and sync throw. */
+  /**
+   * The user this agent talks to, whose `USER.md` every turn reads and writes. Ethos's agent
+   * loop passes no `userId`, so with Ethos this is needed: without it (and without
+   * `ctx.userId`), prefetch and any sync with something to write throw an
+   * `InvalidInputError` before sending anything.
+   */
   defaultUser?: string | undefined;
   /**
    * How `prefetch` renders the prompt text:
@@ -109,6 +132,7 @@ export interface AgentMemoryProviderOptions {
  * ```ts
  * const memory = new AgentMemoryProvider({
  *   client: { baseUrl: 'http://127.0.0.1:8700', apiKey: process.env.MEMORY_API_KEY },
+ *   defaultUser: 'grace', // Ethos's loop names no user: the person this agent talks to
  * });
  * const loop = new AgentLoop({ ...config, memory });
  * ```
@@ -170,15 +194,13 @@ export class AgentMemoryProvider implements EthosMemoryProvider {
 
   private personalityOf(ctx: EthosMemoryLoadContext): string {
     const personality = ctx.personalityId ?? this.options.defaultPersonality;
-    if (personality === undefined) {
-      throw missing('personality', 'ctx.personalityId', 'defaultPersonality');
-    }
+    if (personality === undefined) throw invalidInput(NO_PERSONALITY);
     return personality;
   }
 
   private userOf(ctx: EthosMemoryLoadContext): string {
     const user = ctx.userId ?? this.options.defaultUser;
-    if (user === undefined) throw missing('user', 'ctx.userId', 'defaultUser');
+    if (user === undefined) throw invalidInput(NO_USER);
     return user;
   }
 }
@@ -265,7 +287,7 @@ export class AgentMemoryLegacyProvider {
 
   private userFor(sessionId: string): string {
     const user = this.options.userForSession?.(sessionId) ?? this.options.defaultUser;
-    if (user === undefined) throw missing('user', 'userForSession(sessionId)', 'defaultUser');
+    if (user === undefined) throw invalidInput(NO_SESSION_USER);
     return user;
   }
 }
@@ -310,14 +332,8 @@ export function toServiceUpdates(updates: readonly EthosMemoryUpdate[]): MemoryU
         break;
       default: {
         const unknown: { action?: unknown } = update;
-        throw new InvalidInputError(
-          clientProblem(
-            'invalid-input',
-            400,
-            'Invalid input',
-            `unknown memory update action ${JSON.stringify(unknown.action)}: use add, replace or remove`,
-            false,
-          ),
+        throw invalidInput(
+          `unknown memory update action ${JSON.stringify(unknown.action)}: use add, replace or remove`,
         );
       }
     }
@@ -331,14 +347,14 @@ function isSession(sessionId: string): boolean {
   return SESSION.test(sessionId);
 }
 
-function missing(what: string, from: string, option: string): InvalidInputError {
-  return new InvalidInputError(
-    clientProblem(
-      'invalid-input',
-      400,
-      'Invalid input',
-      `no ${what} for this turn: pass ${from} or set the provider's ${option}`,
-      false,
-    ),
-  );
-}
+// What a call lacking an id is refused with, naming first the option that fixes it for Ethos as
+// it is (whose agent loop never sets `userId`), then the context field a caller may set instead.
+const NO_USER =
+  "no user for this turn: Ethos's agent loop passes no userId, so set the provider's " +
+  'defaultUser (the user this agent talks to), or pass ctx.userId';
+const NO_PERSONALITY =
+  "no personality for this call: Ethos's `ethos memory` and `/memory` commands pass no " +
+  "personalityId, so set the provider's defaultPersonality, or pass ctx.personalityId";
+const NO_SESSION_USER =
+  "no user for this session: set the provider's defaultUser (the user this agent talks to), " +
+  'or return one from userForSession(sessionId)';

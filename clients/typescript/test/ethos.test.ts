@@ -10,12 +10,16 @@
  * `content ? content.trimEnd() + "\n\n" + c.trim() + "\n" : c.trim() + "\n"`, replace is
  * `c.trim() + "\n"`, remove drops the lines containing the match then trimEnd() + "\n", and a
  * remove without a match does nothing.
+ *
+ * A turn is also driven with exactly the ctx Ethos's agent loop and `memory_write` tool build,
+ * which names no user: the provider's `defaultUser` is who the turn is for.
  */
 
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
-import { MemoryClient, personalityMemory } from 'agent-memory';
+import { InvalidInputError, MemoryClient, personalityMemory, userProfile } from 'agent-memory';
 import {
   AgentMemoryLegacyProvider,
   AgentMemoryProvider,
@@ -102,6 +106,58 @@ const LAST_UNTRUNCATED =
   '\n\nPrefers metric units.\n\nShips on the UNIVAC, which fills a room; the team keeps its punched' +
   ' cards in the east wing.';
 
+/**
+ * The ctx Ethos's `memory_write` tool passes to `sync`, field for field, in the era of the
+ * two-method `MemoryProvider` (extensions/tools-memory/src/index.ts, from the turn's tool
+ * context that packages/core/src/agent-loop.ts fills): the session's id (a UUID) and key, the
+ * platform, the working directory, the active personality and its `memoryScope`. No `userId`.
+ */
+function memoryWriteContext(personalityId: string): EthosMemoryLoadContext {
+  return {
+    sessionId: randomUUID(),
+    sessionKey: 'cli:analytical-engine',
+    platform: 'cli',
+    workingDir: '/home/marie/analytical-engine',
+    personalityId,
+    memoryScope: 'per-personality',
+  };
+}
+
+/** The ctx Ethos's agent loop passes to `prefetch` before a turn: the same, with the message. */
+function agentLoopContext(
+  toolContext: EthosMemoryLoadContext,
+  message: string,
+): EthosMemoryLoadContext {
+  return { ...toolContext, query: message };
+}
+
+/** The one update a `memory_write` call syncs, mapped from its arguments as the tool maps them. */
+function memoryWrite(args: {
+  store: EthosMemoryUpdate['store'];
+  action: EthosMemoryUpdate['action'];
+  content: string;
+  substring_match?: string;
+}): EthosMemoryUpdate[] {
+  return [
+    {
+      store: args.store,
+      action: args.action,
+      content: args.content,
+      substringMatch: args.substring_match,
+    },
+  ];
+}
+
+/** The refusal of a turn that names no user: an InvalidInputError that says to set defaultUser. */
+function namesDefaultUser(error: unknown): boolean {
+  assert.ok(error instanceof InvalidInputError, String(error));
+  assert.equal(error.kind, 'invalid-input');
+  assert.equal(error.code, undefined);
+  assert.match(error.detail, /^no user for this turn: .*set the provider's defaultUser/);
+  assert.ok(error.detail.indexOf('defaultUser') < error.detail.indexOf('ctx.userId'));
+  return true;
+}
+
 const PERSONALITIES = `
 [personalities.ada]
 
@@ -171,15 +227,66 @@ for (const backend of backends()) {
         assert.equal(last?.idempotency_key, 'session-1:turn-99');
       });
 
-      test('personalities keep their own MEMORY.md and share USER.md; a turn without ids is refused', async () => {
+      test("a turn with the ctx Ethos's agent loop builds: defaultUser is the user, and without it nothing is sent", async () => {
+        const client = new MemoryClient({ baseUrl: server.baseUrl });
+        const toolContext = memoryWriteContext('curie');
+        const turnContext = agentLoopContext(toolContext, 'What am I measuring?');
+        const ethos = new AgentMemoryProvider({ client, defaultUser: 'marie' });
+
+        assert.equal(await ethos.prefetch(turnContext), null);
+        await ethos.sync(
+          toolContext,
+          memoryWrite({ store: 'user', action: 'add', content: 'Name: Marie.' }),
+        );
+        await ethos.sync(
+          toolContext,
+          memoryWrite({ store: 'memory', action: 'add', content: 'Measuring radium.' }),
+        );
+        assert.deepEqual(await ethos.prefetch(turnContext), {
+          content: '## About You\n\nName: Marie.\n\n## Memory\n\nMeasuring radium.',
+          source: 'markdown',
+          truncated: false,
+        });
+        const [revision] = (await client.history.list(userProfile('marie'))).revisions;
+        assert.equal(revision?.session, toolContext.sessionId);
+
+        // Without defaultUser, the same turn is refused before any request.
+        let requests = 0;
+        const unnamed = new AgentMemoryProvider({
+          client: {
+            baseUrl: server.baseUrl,
+            fetch: (input, init) => {
+              requests += 1;
+              return fetch(input, init);
+            },
+          },
+        });
+        const elsewhere = memoryWriteContext('noether');
+        await assert.rejects(
+          unnamed.prefetch(agentLoopContext(elsewhere, 'What am I proving?')),
+          namesDefaultUser,
+        );
+        await assert.rejects(
+          unnamed.sync(
+            elsewhere,
+            memoryWrite({ store: 'memory', action: 'add', content: 'Symmetries conserve.' }),
+          ),
+          namesDefaultUser,
+        );
+        assert.equal(requests, 0);
+        assert.deepEqual((await client.history.list(personalityMemory('noether'))).revisions, []);
+      });
+
+      test('personalities keep their own MEMORY.md and share USER.md; a call without ids is refused', async () => {
         const ethos = new AgentMemoryProvider({
           client: { baseUrl: server.baseUrl },
           defaultPersonality: 'babbage',
           defaultUser: 'ada-lovelace',
         });
+        // What Ethos's `ethos memory` command passes: no personality, no user, no session.
         const global: EthosMemoryLoadContext = {
-          sessionId: 's2',
-          sessionKey: 'k',
+          sessionId: '',
+          sessionKey: 'cli',
           platform: 'cli',
         };
         await ethos.sync(global, [
@@ -198,7 +305,10 @@ for (const backend of backends()) {
         assert.equal(other?.content, '## About You\n\nName: Ada.');
 
         const bare = new AgentMemoryProvider({ client: { baseUrl: server.baseUrl } });
-        await assert.rejects(bare.prefetch(global), /personality/);
+        await assert.rejects(bare.prefetch(global), {
+          name: 'InvalidInputError',
+          message: /no personality for this call: .*set the provider's defaultPersonality/,
+        });
         // An empty batch writes nothing and sends nothing.
         await bare.sync(global, []);
       });
@@ -223,7 +333,10 @@ for (const backend of backends()) {
           projectMemory: '\nSpread spectrum.\n',
           userMemory: null,
         });
-        await assert.rejects(legacy.prefetch('unknown-session'), /user/);
+        await assert.rejects(legacy.prefetch('unknown-session'), {
+          name: 'InvalidInputError',
+          message: /no user for this session: set the provider's defaultUser/,
+        });
       });
     },
   );

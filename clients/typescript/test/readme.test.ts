@@ -144,8 +144,19 @@ const EXPECTATIONS: Expectation[] = [
   {
     marker: 'new AgentMemoryProvider({',
     check: async ({ client, stdout }) => {
+      // The ctx Ethos's loop and memory_write tool build, with no userId: defaultUser's USER.md.
+      assert.equal(
+        stdout,
+        '(no memory yet)\n## About You\n\nName: Grace.\n\n## Memory\n\nPlanning a trip to Lisbon.\n',
+      );
       assert.equal(await text(client, userProfile('grace')), 'Name: Grace.\n');
-      assert.match(stdout, /^## About You\n\nName: Grace\.$/m);
+      assert.equal(await text(client, personalityMemory('ada')), 'Planning a trip to Lisbon.\n');
+      const [revision] = (await client.history.list(userProfile('grace'))).revisions;
+      assert.equal(revision?.surface, 'tool');
+      assert.match(
+        revision?.session ?? '',
+        /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+      );
     },
   },
   {
