@@ -49,21 +49,42 @@ pub fn workspace_personality(workspace: &Path) -> PersonalityId {
 }
 
 /// The user a Metis workspace's `USER.md` belongs to unless configured: the login name, as
-/// Python's `getpass.getuser()` finds it (`LOGNAME`, `USER`, `LNAME`, `USERNAME`), each
-/// character outside `A-Za-z0-9_-` as `-`.
+/// Python's `getpass.getuser()` finds it (`LOGNAME`, `USER`, `LNAME`, `USERNAME`, else the
+/// password entry of the process's user), each character outside `A-Za-z0-9_-` as `-`, at
+/// most 64 of them.
 ///
 /// # Errors
-/// [`MemoryError::Config`] when none of those is set.
+/// [`MemoryError::Config`] when none of those names anyone.
 pub fn login_user() -> Result<UserId, MemoryError> {
     ["LOGNAME", "USER", "LNAME", "USERNAME"]
         .iter()
         .filter_map(|var| std::env::var(var).ok())
-        .map(|name| sanitized(&name, 64))
         .find(|name| !name.is_empty())
+        .or_else(password_entry_name)
+        .map(|name| sanitized(&name, 64))
         .and_then(|name| UserId::new(name).ok())
         .ok_or_else(|| MemoryError::Config {
-            message: "a Metis workspace's USER.md belongs to the login user by default, and none of LOGNAME, USER, LNAME and USERNAME is set; set `user` in the provider's table".into(),
+            message: "a Metis workspace's USER.md belongs to the login user by default, and none of LOGNAME, USER, LNAME and USERNAME is set, nor has this process's user a name in /etc/passwd; set `user` in the provider's table".into(),
         })
+}
+
+/// The name `/etc/passwd` gives the user this process runs as (whose uid owns `/proc/self`),
+/// as `getpwuid` finds it for local accounts.
+#[cfg(unix)]
+fn password_entry_name() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid).then(|| name.to_owned())
+    })
+}
+
+#[cfg(not(unix))]
+fn password_entry_name() -> Option<String> {
+    None
 }
 
 fn sanitized(name: &str, most: usize) -> String {
@@ -199,6 +220,14 @@ mod tests {
                 .as_str()
                 .starts_with("workspace-")
         );
+    }
+
+    #[test]
+    fn without_login_variables_the_user_is_the_password_entrys() {
+        // What Python's getpass.getuser() falls back to, and `id -un` prints.
+        let id = std::process::Command::new("id").arg("-un").output().unwrap();
+        let name = String::from_utf8(id.stdout).unwrap();
+        assert_eq!(password_entry_name().as_deref(), Some(name.trim()));
     }
 
     #[test]

@@ -47,6 +47,7 @@ type Assert<T extends true> = T;
 
 /** The hand-written type for each schema of the document. */
 interface HandWritten {
+  Budgets: Wire.Budgets;
   Caps: Wire.Caps;
   DocumentId: Wire.DocumentId;
   DocumentReport: Wire.DocumentReport;
@@ -120,6 +121,7 @@ export type UpdateVariantsAreTheDocuments = Assert<
 >;
 
 const COMPARED: Record<keyof HandWritten | BuiltInline, true> = {
+  Budgets: true,
   Caps: true,
   DocumentId: true,
   DocumentReport: true,
