@@ -3,15 +3,37 @@ afterwards where the server's command-line tool is at hand."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from conftest import service_url
+import pytest
 
 BACKENDS = ("markdown", "postgres", "redis")
+
+
+def service_url(variable: str) -> str | None:
+    """A backend server's URL from the environment; without one the test fails, or skips
+    (noted in ``$MEMORY_SKIPPED_LOG`` for scripts/test to list) when
+    ``MEMORY_SKIP_MISSING_SERVICES=1``."""
+    url = os.environ.get(variable)
+    if url:
+        return url
+    why = f"{variable} is not set"
+    if os.environ.get("MEMORY_SKIP_MISSING_SERVICES") != "1":
+        pytest.fail(
+            f"{why}: start the server (scripts/services.sh), or set "
+            "MEMORY_SKIP_MISSING_SERVICES=1 to skip its tests"
+        )
+    log = os.environ.get("MEMORY_SKIPPED_LOG")
+    if log:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(f"clients/python {test}: {why}\n")
+    pytest.skip(why)
 
 
 @contextmanager

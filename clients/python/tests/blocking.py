@@ -1,15 +1,18 @@
-"""Runs the asyncio client through the blocking client's surface, so one scenario exercises
-both: every coroutine the async client returns is awaited on one event loop, and every async
-iterator is drained into a list."""
+"""Runs the asyncio client through the blocking client's surface (and the asyncio Metis store
+through the blocking store's), so one scenario exercises both: every coroutine the async
+object returns is awaited on one event loop, and every async iterator is drained into a
+list."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
+from os import PathLike
 from typing import Any, cast
 
 from agent_memory import AsyncMemoryClient, MemoryClient
+from agent_memory.metis import AsyncMemoryStore, AsyncMemoryTools, MemoryStore, MemoryTools
 
 
 class _Blocking:
@@ -67,3 +70,40 @@ def make_client(flavour: str, base_url: str, **kwargs: Any) -> MemoryClient:
     if flavour == "sync":
         return MemoryClient(base_url, **kwargs)
     return cast(MemoryClient, BlockingAsyncClient(base_url, **kwargs))
+
+
+class BlockingAsyncStore(_Blocking):
+    """An :class:`AsyncMemoryStore` driven from blocking code; close it when done."""
+
+    def __init__(self, workspace: str | PathLike[str], **kwargs: Any) -> None:
+        runner = asyncio.Runner()
+        store = runner.run(_make_store(workspace, kwargs))
+        super().__init__(store, runner)
+        self._store = store
+
+    def tools(self) -> MemoryTools:
+        """The store's :class:`AsyncMemoryTools`, driven from blocking code."""
+        return cast(MemoryTools, _Blocking(AsyncMemoryTools(self._store), self._runner))
+
+    def close(self) -> None:
+        self._runner.run(self._store.aclose())
+        self._runner.close()
+
+
+async def _make_store(workspace: str | PathLike[str], kwargs: dict[str, Any]) -> AsyncMemoryStore:
+    return AsyncMemoryStore(workspace, **kwargs)
+
+
+def make_store(flavour: str, workspace: str | PathLike[str], **kwargs: Any) -> MemoryStore:
+    """A blocking Metis store (``sync``) or an asyncio one behind the same surface
+    (``async``)."""
+    if flavour == "sync":
+        return MemoryStore(workspace, **kwargs)
+    return cast(MemoryStore, BlockingAsyncStore(workspace, **kwargs))
+
+
+def memory_tools(store: MemoryStore) -> MemoryTools:
+    """The memory tools of a store from :func:`make_store`, of its flavour."""
+    if isinstance(store, BlockingAsyncStore):
+        return store.tools()
+    return MemoryTools(store)

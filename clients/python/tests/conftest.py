@@ -1,18 +1,21 @@
 """Fixtures: one real ``memory serve`` on markdown shared by the session (tests use ids of their
-own), and clients of it."""
+own), and clients of it; one on each storage backend, and Metis stores on it."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import pytest
 
 from agent_memory import MemoryClient
-from memory_server import Server, memory_serve, model_dir
+from agent_memory.metis import MemoryStore
+from backends import BACKENDS, backend_config
+from blocking import make_store
+from memory_server import Server, memory_serve, model_dir, unique
 
 # Caps small enough to hit in a test: past 128 bytes a write is refused.
 CAPPED_HARD = 128
@@ -52,6 +55,27 @@ def client(server: Server) -> Iterator[MemoryClient]:
     """A blocking client of the session's server."""
     with MemoryClient(server.url) as memory:
         yield memory
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def each_backend(request: pytest.FixtureRequest) -> Iterator[Server]:
+    """A server on each storage backend in turn (markdown, PostgreSQL, Redis), each shared by
+    the session: tests keep apart by ids of their own."""
+    with backend_config(request.param) as config, memory_serve(config) as running:
+        yield running
+
+
+@pytest.fixture(params=["sync", "async"])
+def metis_store(
+    request: pytest.FixtureRequest, each_backend: Server, tmp_path: Path
+) -> Iterator[MemoryStore]:
+    """A Metis store, blocking and then asyncio, on each backend: a workspace of its own (so
+    a personality of its own) and a user of its own, with Metis's caps."""
+    store = make_store(request.param, tmp_path, base_url=each_backend.url, user=unique("user"))
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def new_key() -> str:
@@ -187,24 +211,3 @@ users = ["alice", "bob"]
 """
     with memory_serve(config, env={"MEMORY_SERVE_TOKEN": keys.admin}) as running:
         yield McpKeyedServer(running, keys)
-
-
-def service_url(variable: str) -> str | None:
-    """A backend server's URL from the environment; without one the test fails, or skips
-    (noted in ``$MEMORY_SKIPPED_LOG`` for scripts/test to list) when
-    ``MEMORY_SKIP_MISSING_SERVICES=1``."""
-    url = os.environ.get(variable)
-    if url:
-        return url
-    why = f"{variable} is not set"
-    if os.environ.get("MEMORY_SKIP_MISSING_SERVICES") != "1":
-        pytest.fail(
-            f"{why}: start the server (scripts/services.sh), or set "
-            "MEMORY_SKIP_MISSING_SERVICES=1 to skip its tests"
-        )
-    log = os.environ.get("MEMORY_SKIPPED_LOG")
-    if log:
-        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
-        with open(log, "a", encoding="utf-8") as file:
-            file.write(f"clients/python {test}: {why}\n")
-    pytest.skip(why)

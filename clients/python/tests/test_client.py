@@ -11,17 +11,21 @@ import pytest
 from agent_memory import (
     GLOBAL_MEMORY,
     Add,
+    Budgets,
+    Caps,
     Edit,
     IfMatch,
     MemoryClient,
     NotFoundError,
     PreconditionFailedError,
+    RefusedError,
     Remove,
     Replace,
     personality_memory,
     user_profile,
 )
 from blocking import make_client
+from conftest import CAPPED_HARD
 from memory_server import Server, unique
 
 
@@ -262,3 +266,20 @@ def test_sync_guard_on_one_document_leaves_the_other_unchecked(memory: MemoryCli
         ada, grace, [Add("memory", "ok")], if_match=IfMatch(memory=seen.memory.version)
     )
     assert report.get("memory") is not None and report.get("user") is None
+
+
+def test_sync_caps_tighten_the_personalitys_for_the_call(memory: MemoryClient) -> None:
+    ada, grace = unique("ada"), unique("grace")
+    soft = memory.sync(ada, grace, [Add("memory", "x" * 99)], caps=Budgets(memory=Caps(50, None)))
+    assert soft.documents[0].over_soft_cap  # 100 bytes, over the call's soft cap
+    with pytest.raises(RefusedError) as hard:
+        memory.sync(ada, grace, [Add("memory", "y")], caps={"memory": {"hard": 101}})
+    assert hard.value.code == "hard-cap-exceeded" and "hard cap of 101" in hard.value.detail
+    # USER.md's caps do not touch MEMORY.md, and a call cannot loosen a personality's caps.
+    memory.sync(ada, grace, [Add("memory", "y")], caps=Budgets(user=Caps(1, 1)))
+    with pytest.raises(RefusedError) as configured:
+        memory.sync(
+            "capped", grace, [Add("memory", "z" * 200)], caps=Budgets(memory=Caps(None, 10_000))
+        )
+    assert f"hard cap of {CAPPED_HARD}" in configured.value.detail
+    assert memory.documents.get(personality_memory(ada)).text == "x" * 99 + "\n\ny\n"

@@ -18,6 +18,7 @@ from agent_memory.errors import Problem
 OPENAPI = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
 
 PARSED: dict[str, type[Any]] = {
+    "Budgets": models.Budgets,
     "Caps": models.Caps,
     "DocumentId": models.DocumentRef,
     "DocumentReport": models.DocumentReport,
@@ -43,7 +44,8 @@ PARSED: dict[str, type[Any]] = {
     "UserView": models.User,
     "UsersPage": models.UsersPage,
 }
-"""Each object schema the client reads, and the dataclass it reads it into."""
+"""Each object schema the client reads (or sends as a dataclass: ``Budgets``), and its
+dataclass."""
 
 BUILT_INLINE = {
     "LinkRequest",

@@ -19,6 +19,7 @@ import mypy.api
 import pytest
 
 from agent_memory import MemoryClient, NotFoundError, personality_memory, user_profile
+from agent_memory.metis import workspace_personality
 from fake_messages_api import FakeMessagesApi, fake_messages_api
 from memory_server import memory_serve
 
@@ -81,6 +82,8 @@ class Outcome:
     stdout: str
     memory: MemoryClient
     api: FakeMessagesApi
+    workdir: Path
+    """Where the block ran."""
 
 
 def _text(memory: MemoryClient, path: str) -> str:
@@ -152,6 +155,19 @@ def _one_tool_round(run: Outcome) -> None:
     assert FINAL_TEXT in run.stdout
 
 
+def _metis(run: Outcome) -> None:
+    workspace_memory = personality_memory(workspace_personality(run.workdir))
+    assert _text(run.memory, workspace_memory) == "Tests run with `make test`.\n"
+    assert _text(run.memory, user_profile("grace")) == "Prefers short answers.\n"
+    assert run.stdout == (
+        "23 False\n"
+        "You are a coding agent.\n\n"
+        "## User context (USER.md)\nPrefers short answers.\n\n"
+        "## Workspace memory (MEMORY.md)\nTests run with `make check`.\n"
+        "Replaced in MEMORY.md (29 → 28 bytes).\n"
+    )
+
+
 # One per block that runs, in README order, each found by a text only that block holds.
 EXPECTATIONS: list[tuple[str, Callable[[Outcome], None]]] = [
     ("# Before the turn: what the agent puts at the top of its prompt", _turn_cycle),
@@ -160,6 +176,7 @@ EXPECTATIONS: list[tuple[str, Callable[[Outcome], None]]] = [
     ("except RefusedError as error:", _errors),
     (".tool_runner(", _tool_runner),
     ("tool.run(block)", _own_loop),
+    ("MemoryTools(memory)", _metis),
 ]
 
 
@@ -170,7 +187,7 @@ def test_every_block_runs_or_says_why_not() -> None:
         if (reason := block.no_run_reason()) == "" or (reason is None and block.lang != "python")
     ]
     assert unmarked == [], 'a block the tests cannot run needs "no-run: <why>" in its info string'
-    assert len(RUN) >= 6
+    assert len(RUN) >= 7
 
 
 def test_each_block_to_run_has_its_check_in_order() -> None:
@@ -223,7 +240,7 @@ def test_the_block_runs_and_does_what_it_says(
         assert run.returncode == 0, (
             f"the block on line {block.line} exited {run.returncode}:\n{run.stdout}\n{run.stderr}"
         )
-        check(Outcome(stdout=run.stdout, memory=memory, api=api))
+        check(Outcome(stdout=run.stdout, memory=memory, api=api, workdir=tmp_path))
 
 
 def test_the_python_blocks_pass_mypy_strict(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from agent_memory import (
 )
 
 CALL = _core.health()
-WRITE = _core.sync("ada", "grace", [Add("memory", "x")], None, None, None, "key-1")
+WRITE = _core.sync("ada", "grace", [Add("memory", "x")], None, None, None, "key-1", None)
 
 
 def response(status: int, headers: dict[str, str] | None = None) -> httpx.Response:

@@ -47,6 +47,7 @@ from .errors import (
 from .models import (
     GLOBAL_MEMORY,
     Add,
+    Budgets,
     Caps,
     Document,
     DocumentRef,
@@ -90,6 +91,7 @@ __all__ = [
     "AsyncHistory",
     "AsyncIdentities",
     "AsyncMemoryClient",
+    "Budgets",
     "BusyError",
     "Caps",
     "ConfigError",

@@ -35,6 +35,7 @@ from .errors import (
     UnexpectedResponseError,
 )
 from .models import (
+    Budgets,
     Document,
     DocumentReport,
     Health,
@@ -383,6 +384,7 @@ def sync(
     session: str | None,
     surface: WriteSurface | None,
     idempotency_key: str | None,
+    caps: Budgets | Mapping[str, Any] | None,
 ) -> Call[SyncReport]:
     body: dict[str, Any] = {
         "personality": personality,
@@ -392,6 +394,8 @@ def sync(
     }
     if if_match is not None:
         body["if_match"] = if_match.to_json()
+    if caps is not None:
+        body["caps"] = caps.to_json() if isinstance(caps, Budgets) else dict(caps)
     return Call(
         "POST", "/v1/sync", _sync_report, body=body, idempotency_key=write_key(idempotency_key)
     )

@@ -18,6 +18,7 @@ import httpx
 from . import _core
 from ._core import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Call
 from .models import (
+    Budgets,
     Document,
     DocumentReport,
     Health,
@@ -156,13 +157,20 @@ class MemoryClient:
         session: str | None = None,
         surface: WriteSurface | None = None,
         idempotency_key: str | None = None,
+        caps: Budgets | Mapping[str, Any] | None = None,
     ) -> SyncReport:
         """Applies the updates the model emitted after a turn, all or nothing.
 
         ``if_match`` (e.g. ``prefetch.if_match``) refuses the call with
-        :class:`~agent_memory.PreconditionFailedError` when a document moved on since."""
+        :class:`~agent_memory.PreconditionFailedError` when a document moved on since.
+        ``caps`` (:class:`~agent_memory.Budgets`, or its JSON) caps the documents for this
+        call on top of the personality's caps (each limit the smaller of the two): a bounded
+        agent sends its own, and the server enforces them in the same atomic step as the
+        write, so a write over a hard cap is refused even among concurrent writers."""
         return self._send(
-            _core.sync(personality, user, updates, if_match, session, surface, idempotency_key)
+            _core.sync(
+                personality, user, updates, if_match, session, surface, idempotency_key, caps
+            )
         )
 
     def search(self, personality: str, query: str, *, limit: int | None = None) -> SearchResult:
@@ -467,10 +475,13 @@ class AsyncMemoryClient:
         session: str | None = None,
         surface: WriteSurface | None = None,
         idempotency_key: str | None = None,
+        caps: Budgets | Mapping[str, Any] | None = None,
     ) -> SyncReport:
         """See :meth:`MemoryClient.sync`."""
         return await self._send(
-            _core.sync(personality, user, updates, if_match, session, surface, idempotency_key)
+            _core.sync(
+                personality, user, updates, if_match, session, surface, idempotency_key, caps
+            )
         )
 
     async def search(

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 __all__ = [
     "GLOBAL_MEMORY",
     "Add",
+    "Budgets",
     "Caps",
     "Document",
     "DocumentRef",
@@ -111,6 +112,10 @@ class _Fields:
 
     def member(self, name: str) -> object:
         return self._get(name, Mapping, False)
+
+    def opt_member(self, name: str) -> object | None:
+        value: object | None = self._get(name, Mapping, True)
+        return value
 
     def array(self, name: str, optional: bool = False) -> list[Any]:
         value: list[Any] | None = self._get(name, list, optional)
@@ -237,6 +242,37 @@ class Caps:
     def from_json(cls, data: object) -> Caps:
         fields = _Fields(data, "caps")
         return cls(soft=fields.opt_number("soft"), hard=fields.opt_number("hard"))
+
+    def to_json(self) -> dict[str, int]:
+        """The JSON form, leaving out the limits that are not set."""
+        limits = {"soft": self.soft, "hard": self.hard}
+        return {name: limit for name, limit in limits.items() if limit is not None}
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Caps for both documents of a ``sync`` (its ``caps``): on top of the personality's
+    configured caps, each limit the smaller of the two, so a call can tighten them, never
+    loosen them. A store or limit left ``None`` keeps the personality's."""
+
+    memory: Caps | None = None
+    """Caps on MEMORY.md."""
+    user: Caps | None = None
+    """Caps on USER.md."""
+
+    @classmethod
+    def from_json(cls, data: object) -> Budgets:
+        fields = _Fields(data, "caps")
+        memory, user = fields.opt_member("memory"), fields.opt_member("user")
+        return cls(
+            memory=None if memory is None else Caps.from_json(memory),
+            user=None if user is None else Caps.from_json(user),
+        )
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        """The JSON form, leaving out the stores that are not capped."""
+        caps = {"memory": self.memory, "user": self.user}
+        return {store: limits.to_json() for store, limits in caps.items() if limits is not None}
 
 
 @dataclass(frozen=True)

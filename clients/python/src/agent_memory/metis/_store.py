@@ -1,0 +1,428 @@
+"""The Metis stores, blocking and asyncio: all but the sending is shared (:class:`_StoreBase`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, NoReturn
+
+from .._core import DEFAULT_BASE_URL
+from ..client import AsyncMemoryClient, MemoryClient
+from ..errors import RefusedError, UnexpectedResponseError
+from ..models import (
+    Add,
+    Budgets,
+    Caps,
+    Edit,
+    MemoryUpdate,
+    PairDocument,
+    Prefetch,
+    Replace,
+    SyncReport,
+)
+from ._files import (
+    METIS_CAPS,
+    STORE_OF,
+    WHITESPACE,
+    EventHandler,
+    MemoryFile,
+    MemoryHardCapExceeded,
+    MemoryReplaceError,
+    Operation,
+    WriteResult,
+    checked_id,
+    checked_text,
+    compose_system_prompt,
+    login_user,
+    memory_file,
+    workspace_personality,
+)
+
+_logger = logging.getLogger("agent_memory.metis")
+
+# The hard cap refusal's detail: "<document> would be <n> bytes, over its hard cap of <m>; ...".
+_HARD_CAP_DETAIL = re.compile(r"would be (\d+) bytes, over its hard cap of (\d+)")
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One write, checked and ready to send."""
+
+    file: MemoryFile
+    operation: Operation
+    update: MemoryUpdate
+    old_text: str = ""
+    """For a replace: the text to find, for its error."""
+
+
+class _StoreBase:
+    """What both stores share: whose documents, the caps, checking arguments, reading the
+    service's answers into results and events. Only sending differs."""
+
+    @staticmethod
+    def soft_cap(file: MemoryFile) -> int:
+        """Metis's soft cap: 2048 bytes for MEMORY.md, 1536 for USER.md."""
+        return METIS_CAPS[memory_file(file)][0]
+
+    @staticmethod
+    def hard_cap(file: MemoryFile) -> int:
+        """Metis's hard cap: 4096 bytes for MEMORY.md, 3072 for USER.md."""
+        return METIS_CAPS[memory_file(file)][1]
+
+    def __init__(
+        self,
+        workspace_path: str | os.PathLike[str],
+        *,
+        personality: str | None,
+        user: str | None,
+        caps: Mapping[MemoryFile, Caps] | None,
+        on_event: EventHandler | None,
+    ) -> None:
+        workspace = Path(workspace_path).expanduser()
+        self._workspace_path = str(workspace.resolve())
+        self._personality = checked_id(
+            workspace_personality(workspace) if personality is None else personality,
+            "personality",
+        )
+        self._user = checked_id(login_user() if user is None else user, "user")
+        overrides = {memory_file(file): limits for file, limits in (caps or {}).items()}
+        # Through type(self): a subclass overriding the static caps changes its stores' caps.
+        self._caps = {
+            file: overrides[file]
+            if file in overrides
+            else Caps(type(self).soft_cap(file), type(self).hard_cap(file))
+            for file in MemoryFile
+        }
+        self._on_event = on_event
+
+    @property
+    def workspace_path(self) -> str:
+        """The workspace, resolved (``~`` expanded)."""
+        return self._workspace_path
+
+    @property
+    def personality(self) -> str:
+        """The personality whose MEMORY.md is the workspace's."""
+        return self._personality
+
+    @property
+    def user(self) -> str:
+        """The user whose USER.md this store reads and writes."""
+        return self._user
+
+    def caps_of(self, file: MemoryFile | str) -> Caps:
+        """The caps this store sends for ``file`` (``caps=``, else the static ones)."""
+        return self._caps[memory_file(file)]
+
+    # Checking a write before it is sent -----------------------------------------------------
+
+    def _add(self, file: MemoryFile | str, entry: str) -> _Write:
+        target = memory_file(file)
+        if checked_text(entry, "entry").strip(WHITESPACE) == "":
+            raise ValueError("entry is blank: there is nothing to add")
+        return _Write(target, "add", Add(STORE_OF[target], entry))
+
+    def _replace(self, file: MemoryFile | str, old_text: str, new_text: str) -> _Write:
+        target = memory_file(file)
+        if checked_text(old_text, "old_text") == "":
+            raise ValueError("old_text is empty: pass the text to replace")
+        update = Edit(STORE_OF[target], old_text, checked_text(new_text, "new_text"))
+        return _Write(target, "replace", update, old_text)
+
+    def _consolidate(self, file: MemoryFile | str, new_content: str) -> _Write:
+        target = memory_file(file)
+        update = Replace(STORE_OF[target], checked_text(new_content, "new_content"))
+        return _Write(target, "consolidate", update)
+
+    def _budgets(self, write: _Write) -> Budgets:
+        caps = self._caps[write.file]
+        return Budgets(memory=caps) if write.file is MemoryFile.MEMORY else Budgets(user=caps)
+
+    # Reading the service's answers -----------------------------------------------------------
+
+    @staticmethod
+    def _document(seen: Prefetch, file: MemoryFile) -> PairDocument:
+        return seen.memory if file is MemoryFile.MEMORY else seen.user
+
+    def _refused(self, write: _Write, error: RefusedError) -> NoReturn:
+        """Raises the Metis error the service's refusal of ``write`` is: a hard cap, a replace
+        whose text is not there once; any other refusal as it came."""
+        problem, status, key = error.problem, error.status, error.idempotency_key
+        if error.code == "hard-cap-exceeded":
+            sizes = _HARD_CAP_DETAIL.search(error.detail)
+            attempted = int(sizes[1]) if sizes else None
+            cap = int(sizes[2]) if sizes else self._caps[write.file].hard
+            raise MemoryHardCapExceeded(
+                write.file, attempted, cap, problem=problem, status=status, idempotency_key=key
+            ) from error
+        if write.operation == "replace" and error.code in ("no-match", "ambiguous-match"):
+            reason: Literal["no-match", "ambiguous-match"] = (
+                "no-match" if error.code == "no-match" else "ambiguous-match"
+            )
+            raise MemoryReplaceError(
+                write.file,
+                write.old_text,
+                reason,
+                problem=problem,
+                status=status,
+                idempotency_key=key,
+            ) from error
+        raise error
+
+    def _landed(self, write: _Write, report: SyncReport) -> WriteResult:
+        """The result of a write that landed, after telling ``on_event``."""
+        document = report.get(STORE_OF[write.file])
+        if document is None:
+            raise UnexpectedResponseError(
+                f"POST /v1/sync: the report has no {STORE_OF[write.file]} document"
+            )
+        hard = self._caps[write.file].hard
+        result = WriteResult(
+            file=write.file,
+            before_hash=document.sha256_before,
+            after_hash=document.sha256_after,
+            before_size_bytes=document.bytes_before,
+            after_size_bytes=document.bytes_after,
+            over_soft_cap=document.over_soft_cap,
+            over_hard_cap=hard is not None and document.bytes_after > hard,
+        )
+        self._emit(
+            "memory.updated",
+            {
+                "file": result.file.value,
+                "operation": write.operation,
+                "before_hash": result.before_hash,
+                "after_hash": result.after_hash,
+                "before_size_bytes": result.before_size_bytes,
+                "after_size_bytes": result.after_size_bytes,
+            },
+        )
+        if result.over_soft_cap:
+            self._emit(
+                "memory.eviction",
+                {
+                    "file": result.file.value,
+                    "trigger": "size_cap_exceeded",
+                    "entries_evicted": 0,
+                    "size_before_bytes": result.before_size_bytes,
+                    "size_after_bytes": result.after_size_bytes,
+                },
+            )
+        return result
+
+    def _emit(self, name: str, payload: Mapping[str, object]) -> None:
+        # The write has landed: a failing subscriber is logged, never the write's error.
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(name, payload)
+        except Exception:
+            _logger.exception("on_event(%r) raised; the write it reports landed", name)
+
+
+def _client_settings(
+    client: object, base_url: str | None, api_key: str | None
+) -> tuple[str, str | None]:
+    """The server and key for a store that makes its own client."""
+    if client is not None and (base_url is not None or api_key is not None):
+        raise ValueError("pass either client= or base_url=/api_key=, not both")
+    url = base_url or os.environ.get("MEMORY_URL") or DEFAULT_BASE_URL
+    return url, api_key or os.environ.get("MEMORY_API_KEY") or None
+
+
+class MemoryStore(_StoreBase):
+    """Metis's ``MemoryStore`` for one workspace, over ``memory serve`` (blocking).
+
+    Args:
+        workspace_path: The workspace; its MEMORY.md is personality
+            :func:`workspace_personality`'s.
+        client: A client to send with (not closed by the store); else the store makes one
+            from ``base_url`` (default ``$MEMORY_URL``, else ``http://127.0.0.1:8700``) and
+            ``api_key`` (default ``$MEMORY_API_KEY``) and closes it in :meth:`close`.
+        personality: Whose MEMORY.md instead of the workspace's rule.
+        user: Whose USER.md (default :func:`login_user`).
+        caps: Caps per file instead of :meth:`soft_cap` / :meth:`hard_cap` (a ``Caps`` with
+            ``None`` sends no limit of that kind: only the personality's configured ones apply).
+        on_event: Told ``memory.updated`` after every write that landed, and
+            ``memory.eviction`` after one that left the file over its soft cap. An exception
+            it raises is logged, never raised: the write has landed.
+
+    Raises:
+        MemoryHardCapExceeded: From a write that would go over the hard cap.
+        MemoryReplaceError: From :meth:`replace` when ``old_text`` is not there exactly once.
+        ValueError: A ``file`` other than MEMORY.md and USER.md, a blank entry, an empty
+            ``old_text``, an invalid ``personality`` or ``user``.
+        TypeError: A text argument that is not a ``str``.
+        agent_memory.AgentMemoryError: What the service or the connection answered otherwise.
+    """
+
+    def __init__(
+        self,
+        workspace_path: str | os.PathLike[str],
+        *,
+        client: MemoryClient | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        personality: str | None = None,
+        user: str | None = None,
+        caps: Mapping[MemoryFile, Caps] | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        url, key = _client_settings(client, base_url, api_key)
+        super().__init__(
+            workspace_path, personality=personality, user=user, caps=caps, on_event=on_event
+        )
+        self._owns_client = client is None
+        self._client = client if client is not None else MemoryClient(url, api_key=key)
+
+    def close(self) -> None:
+        """Closes the client the store made (not one passed in)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _seen(self) -> Prefetch:
+        return self._client.prefetch(self._personality, self._user)
+
+    def read(self, file: MemoryFile | str) -> str:
+        """The file's text; ``""`` when it was never written or is empty."""
+        target = memory_file(file)
+        return self._document(self._seen(), target).text
+
+    def exists(self, file: MemoryFile | str) -> bool:
+        """Whether the file has been written (it may have been cleared since)."""
+        target = memory_file(file)
+        return self._document(self._seen(), target).modified is not None
+
+    def size_bytes(self, file: MemoryFile | str) -> int:
+        """The file's size in UTF-8 bytes."""
+        return len(self.read(file).encode())
+
+    def add_entry(self, file: MemoryFile | str, entry: str) -> WriteResult:
+        """Adds ``entry`` (trimmed) as a new paragraph: after a blank line, ending with one
+        newline. A blank entry is a ``ValueError``, nothing sent."""
+        return self._write(self._add(file, entry))
+
+    def replace(self, file: MemoryFile | str, old_text: str, new_text: str) -> WriteResult:
+        """Replaces the one occurrence of ``old_text`` (literal) with ``new_text``; zero or
+        several occurrences: :class:`MemoryReplaceError`."""
+        return self._write(self._replace(file, old_text, new_text))
+
+    def consolidate(self, file: MemoryFile | str, new_content: str) -> WriteResult:
+        """Replaces the whole file with ``new_content``, trimmed and ending with one newline;
+        blank clears it."""
+        return self._write(self._consolidate(file, new_content))
+
+    def assemble_system_prompt(self, base: str) -> str:
+        """``base`` with the USER.md and MEMORY.md sections (:func:`compose_system_prompt`),
+        read fresh."""
+        seen = self._seen()
+        return compose_system_prompt(base, seen.user.text, seen.memory.text)
+
+    def _write(self, write: _Write) -> WriteResult:
+        try:
+            report = self._client.sync(
+                self._personality, self._user, [write.update], caps=self._budgets(write)
+            )
+        except RefusedError as error:
+            self._refused(write, error)
+        return self._landed(write, report)
+
+
+class AsyncMemoryStore(_StoreBase):
+    """:class:`MemoryStore` for asyncio: the same arguments (``client`` an
+    :class:`~agent_memory.AsyncMemoryClient`), the reads, writes and
+    :meth:`assemble_system_prompt` awaited."""
+
+    def __init__(
+        self,
+        workspace_path: str | os.PathLike[str],
+        *,
+        client: AsyncMemoryClient | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        personality: str | None = None,
+        user: str | None = None,
+        caps: Mapping[MemoryFile, Caps] | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        url, key = _client_settings(client, base_url, api_key)
+        super().__init__(
+            workspace_path, personality=personality, user=user, caps=caps, on_event=on_event
+        )
+        self._owns_client = client is None
+        self._client = client if client is not None else AsyncMemoryClient(url, api_key=key)
+
+    async def aclose(self) -> None:
+        """Closes the client the store made (not one passed in)."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncMemoryStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _seen(self) -> Prefetch:
+        return await self._client.prefetch(self._personality, self._user)
+
+    async def read(self, file: MemoryFile | str) -> str:
+        """See :meth:`MemoryStore.read`."""
+        target = memory_file(file)
+        return self._document(await self._seen(), target).text
+
+    async def exists(self, file: MemoryFile | str) -> bool:
+        """See :meth:`MemoryStore.exists`."""
+        target = memory_file(file)
+        return self._document(await self._seen(), target).modified is not None
+
+    async def size_bytes(self, file: MemoryFile | str) -> int:
+        """See :meth:`MemoryStore.size_bytes`."""
+        return len((await self.read(file)).encode())
+
+    async def add_entry(self, file: MemoryFile | str, entry: str) -> WriteResult:
+        """See :meth:`MemoryStore.add_entry`."""
+        return await self._write(self._add(file, entry))
+
+    async def replace(self, file: MemoryFile | str, old_text: str, new_text: str) -> WriteResult:
+        """See :meth:`MemoryStore.replace`."""
+        return await self._write(self._replace(file, old_text, new_text))
+
+    async def consolidate(self, file: MemoryFile | str, new_content: str) -> WriteResult:
+        """See :meth:`MemoryStore.consolidate`."""
+        return await self._write(self._consolidate(file, new_content))
+
+    async def assemble_system_prompt(self, base: str) -> str:
+        """See :meth:`MemoryStore.assemble_system_prompt`."""
+        seen = await self._seen()
+        return compose_system_prompt(base, seen.user.text, seen.memory.text)
+
+    async def _write(self, write: _Write) -> WriteResult:
+        try:
+            report = await self._client.sync(
+                self._personality, self._user, [write.update], caps=self._budgets(write)
+            )
+        except RefusedError as error:
+            self._refused(write, error)
+        return self._landed(write, report)
