@@ -384,6 +384,26 @@ async fn the_config_names_who_is_served_and_without_one_mcp_says_what_is_missing
     );
 }
 
+/// On a Metis workspace the tools write the files Metis reads, and Metis's writes are what
+/// the next view shows.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tools_on_a_metis_workspace_write_its_dot_metis_files() {
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("memory.toml");
+    std::fs::write(
+        &config,
+        "[providers.workspace]\nkind = \"markdown\"\nroot = \"app\"\nlayout = \"metis\"\npersonality = \"coder\"\nuser = \"ada\"\n\n[mcp]\npersonality = \"coder\"\nuser = \"ada\"\n",
+    )
+    .unwrap();
+    let (client, _log) = connect(root.path(), &["--config", config.to_str().unwrap()]).await;
+    let metis = root.path().join("app/.metis");
+    add_lands_in(&client, &metis.join("USER.md")).await;
+    std::fs::write(metis.join("MEMORY.md"), "Run tests with cargo nextest.\n").unwrap();
+    let view = ok(&call(&client, "memory_view", json!({})).await);
+    assert!(view.contains("Run tests with cargo nextest."), "{view}");
+    client.cancel().await.unwrap();
+}
+
 /// On a recall provider the server adds `memory_search` and `memory_view`'s query; search
 /// finds what an editor added to the file; USER.md is the users provider's, as everywhere.
 #[tokio::test(flavor = "multi_thread")]

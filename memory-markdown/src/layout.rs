@@ -225,7 +225,10 @@ mod tests {
     #[test]
     fn without_login_variables_the_user_is_the_password_entrys() {
         // What Python's getpass.getuser() falls back to, and `id -un` prints.
-        let id = std::process::Command::new("id").arg("-un").output().unwrap();
+        let id = std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap();
         let name = String::from_utf8(id.stdout).unwrap();
         assert_eq!(password_entry_name().as_deref(), Some(name.trim()));
     }

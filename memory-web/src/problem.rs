@@ -122,12 +122,18 @@ pub struct ProblemDocument {
     /// Whether sending the same request again later can succeed (busy, unavailable); an
     /// `outcome-unknown` write may be repeated only with the same `Idempotency-Key`.
     pub retryable: bool,
-    /// For `precondition-failed`: the document's layout path.
+    /// For `precondition-failed` and `hard-cap-exceeded`: the document's layout path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub document: Option<String>,
     /// For `precondition-failed`: the document's version now (also its `ETag`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_version: Option<Version>,
+    /// For `hard-cap-exceeded`: the UTF-8 bytes the document would have had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<usize>,
+    /// For `hard-cap-exceeded`: the hard cap it would have gone over, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hard_cap: Option<usize>,
     #[serde(skip)]
     #[schema(ignore)]
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -150,6 +156,8 @@ impl Problem {
             retryable: false,
             document: None,
             current_version: None,
+            bytes: None,
+            hard_cap: None,
             headers: Vec::new(),
         };
         if let ProblemKind::Memory(kind) = kind
@@ -249,6 +257,17 @@ impl From<MemoryError> for Problem {
             if let Some(etag) = crate::conditional::etag(current) {
                 body.headers.push((header::ETAG, etag));
             }
+        }
+        if let MemoryError::HardCapExceeded {
+            document,
+            bytes,
+            hard_cap,
+        } = &err
+        {
+            let body = &mut problem.0;
+            body.document = Some(document.relative_path());
+            body.bytes = Some(*bytes);
+            body.hard_cap = Some(*hard_cap);
         }
         problem
     }

@@ -435,6 +435,19 @@ async fn a_syncs_own_caps_tighten_the_personalitys_and_never_loosen_them() {
             .unwrap()
             .contains("hard cap of 30")
     );
+    // The numbers as members, for code: never parsed out of `detail`.
+    assert_eq!(
+        (
+            &refused.body["document"],
+            &refused.body["bytes"],
+            &refused.body["hard_cap"]
+        ),
+        (
+            &json!("personalities/ada/MEMORY.md"),
+            &json!(51),
+            &json!(30)
+        )
+    );
     assert_eq!(text_of(&memory, ada_memory()).await, "");
     // Looser than ada's: her 80 still refuses.
     let loose = sync(

@@ -359,8 +359,12 @@ export interface Problem {
   code?: string | null;
   /** For `precondition-failed`: the document's version now (also its `ETag`). */
   current_version?: Version | null;
-  /** For `precondition-failed`: the document's layout path. */
+  /** For `precondition-failed` and `hard-cap-exceeded`: the document's layout path. */
   document?: string | null;
+  /** For `hard-cap-exceeded`: the UTF-8 bytes the document would have had. */
+  bytes?: number | null;
+  /** For `hard-cap-exceeded`: the hard cap it would have gone over, in bytes. */
+  hard_cap?: number | null;
   /** Extension members the server may add. */
   [member: string]: unknown;
 }

@@ -55,9 +55,13 @@ class Problem:
     """Which error this is within its kind, stable for code to match on (see
     :attr:`AgentMemoryError.code`); ``None`` for problems only HTTP has."""
     document: str | None = None
-    """For ``precondition-failed``: the document's layout path."""
+    """For ``precondition-failed`` and ``hard-cap-exceeded``: the document's layout path."""
     current_version: str | None = None
     """For ``precondition-failed``: the document's version now."""
+    bytes: int | None = None
+    """For ``hard-cap-exceeded``: the UTF-8 bytes the document would have had."""
+    hard_cap: int | None = None
+    """For ``hard-cap-exceeded``: the hard cap it would have gone over, in bytes."""
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The whole JSON object, extension members included."""
 
@@ -75,12 +79,19 @@ class Problem:
             code=_optional_str(data.get("code")),
             document=_optional_str(data.get("document")),
             current_version=_optional_str(data.get("current_version")),
+            bytes=_optional_int(data.get("bytes")),
+            hard_cap=_optional_int(data.get("hard_cap")),
             raw=dict(data),
         )
 
 
 def _optional_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _optional_int(value: object) -> int | None:
+    # A mangled member is dropped rather than failing the error that carries it.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class AgentMemoryError(Exception):
@@ -117,8 +128,8 @@ class AgentMemoryError(Exception):
         """Which error this is within its kind, stable to match on rather than ``detail``:
         ``no-match``, ``ambiguous-match``, ``hard-cap-exceeded`` or ``key-reused`` (refused);
         ``stale-version`` (precondition failed); ``identity-taken`` (conflict); ``invalid-id``,
-        ``invalid-update``, ``revision-not-found``, ``misrouted``, ``not-in-layout`` (invalid input);
-        ``contention`` (busy); ``unavailable``, ``outcome-unknown``, ``corrupt``,
+        ``invalid-update``, ``revision-not-found``, ``misrouted``, ``not-in-layout`` (invalid
+        input); ``contention`` (busy); ``unavailable``, ``outcome-unknown``, ``corrupt``,
         ``partially-applied``, ``config``. ``None`` when the server sent none: problems only
         HTTP has (unauthorized, forbidden, a route not found, ...), or no problem document.
         A newer server may send codes not listed here."""

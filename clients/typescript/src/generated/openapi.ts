@@ -882,6 +882,8 @@ export interface components {
      *     `kind` for code.
      */
     Problem: {
+      /** @description For `hard-cap-exceeded`: the UTF-8 bytes the document would have had. */
+      bytes?: number | null;
       /**
        * @description Which error this is within its kind, stable for code to match on: a memory error's
        *     code (`no-match`, `ambiguous-match`, `hard-cap-exceeded`, `stale-version`,
@@ -892,8 +894,10 @@ export interface components {
       current_version?: components['schemas']['Version'] | null;
       /** @description What went wrong and what to do, naming the document, update or field. */
       detail: string;
-      /** @description For `precondition-failed`: the document's layout path. */
+      /** @description For `precondition-failed` and `hard-cap-exceeded`: the document's layout path. */
       document?: string | null;
+      /** @description For `hard-cap-exceeded`: the hard cap it would have gone over, in bytes. */
+      hard_cap?: number | null;
       /**
        * @description The kind: one of the classification's (`invalid-input`, `refused`,
        *     `precondition-failed`, `conflict`, `busy`, `unavailable`, `outcome-unknown`,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +43,6 @@ from ._files import (
 )
 
 _logger = logging.getLogger("agent_memory.metis")
-
-# The hard cap refusal's detail: "<document> would be <n> bytes, over its hard cap of <m>; ...".
-_HARD_CAP_DETAIL = re.compile(r"would be (\d+) bytes, over its hard cap of (\d+)")
 
 
 @dataclass(frozen=True)
@@ -154,11 +150,16 @@ class _StoreBase:
         whose text is not there once; any other refusal as it came."""
         problem, status, key = error.problem, error.status, error.idempotency_key
         if error.code == "hard-cap-exceeded":
-            sizes = _HARD_CAP_DETAIL.search(error.detail)
-            attempted = int(sizes[1]) if sizes else None
-            cap = int(sizes[2]) if sizes else self._caps[write.file].hard
+            attempted = problem.bytes if problem else None
+            sent_cap = self._caps[write.file].hard
+            cap = problem.hard_cap if problem and problem.hard_cap is not None else sent_cap
             raise MemoryHardCapExceeded(
-                write.file, attempted, cap, problem=problem, status=status, idempotency_key=key
+                write.file,
+                attempted,
+                cap,
+                problem=problem,
+                status=status,
+                idempotency_key=key,
             ) from error
         if write.operation == "replace" and error.code in ("no-match", "ambiguous-match"):
             reason: Literal["no-match", "ambiguous-match"] = (
