@@ -17,28 +17,8 @@ pub use crate::history::{
     every_change_is_one_revision_newest_first, purge_leaves_only_a_tombstone,
     revert_restores_a_revision_as_a_new_one,
 };
-
-pub(crate) const M: Store = Store::Memory;
-pub(crate) const U: Store = Store::User;
-
-/// A per-personality context for two ids known to be valid.
-pub fn ctx(personality: &str, user: &str) -> MemoryContext {
-    MemoryContext::new(
-        PersonalityId::new(personality).expect("valid personality id"),
-        UserId::new(user).expect("valid user id"),
-    )
-}
-
-/// `p.sync` without a precondition, which must succeed.
-pub(crate) async fn sync<P: MemoryProvider + ?Sized>(
-    p: &P,
-    ctx: &MemoryContext,
-    updates: &[MemoryUpdate],
-) -> SyncReport {
-    p.sync(ctx, updates, &IfMatch::NONE)
-        .await
-        .unwrap_or_else(|e| panic!("sync {updates:?} should succeed: {e}"))
-}
+pub use crate::support::ctx;
+use crate::support::{M, U, sync};
 
 async fn refused<P: MemoryProvider + ?Sized>(
     p: &P,

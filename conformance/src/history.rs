@@ -16,7 +16,7 @@ use memory_core::{
     Revision, Surface,
 };
 
-use crate::cases::{M, U, ctx, sync};
+use crate::support::{M, U, ctx, sync};
 use crate::{Host, IntoFixture};
 
 /// How far a backend's clock (a server's) may be from this process's.

@@ -17,7 +17,7 @@ use memory_core::{
     MemoryProvider, MemoryUpdate, Store, SyncReport,
 };
 
-use crate::cases::ctx;
+use crate::support::ctx;
 
 /// Concurrent tasks per host in these tests.
 pub const TASKS_PER_HOST: usize = 16;

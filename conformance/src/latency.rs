@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use memory_core::{IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
 
-use crate::cases::ctx;
+use crate::support::ctx;
 
 /// Times `samples` one-add `sync`s and as many `prefetch`es on each of two providers of one
 /// backend, history on (`on`, the default retention) and off, their calls interleaved (and

@@ -43,6 +43,7 @@ pub mod sentinel;
 pub mod services;
 #[cfg(feature = "services")]
 pub mod standby;
+mod support;
 
 /// A future a fixture's hook returns.
 pub type HookFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

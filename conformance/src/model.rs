@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use crate::IntoFixture;
-use crate::cases::ctx;
+use crate::support::ctx;
 
 /// Which precondition a step sends.
 #[derive(Debug, Clone, Copy)]

@@ -1,9 +1,10 @@
 //! Versions as HTTP entity tags: a document's version is its strong `ETag`, and `If-Match`
 //! (RFC 9110) guards a write with it.
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use memory_core::Version;
 
+use crate::etag::is_etag_token;
 use crate::problem::Problem;
 
 /// What an `If-Match` header asks for.
@@ -23,23 +24,6 @@ impl IfMatch {
             IfMatch::Version(version) => Some(version.clone()),
         }
     }
-}
-
-/// Whether `token` may stand between an entity tag's quotes (RFC 9110 `etagc`, ASCII).
-fn is_etag_token(token: &str) -> bool {
-    !token.is_empty()
-        && token
-            .bytes()
-            .all(|b| b == b'!' || (b'#'..=b'~').contains(&b))
-}
-
-/// `"<version>"`, or `None` for a version an entity tag cannot carry (no backend makes one:
-/// they are hex hashes and counters).
-pub(crate) fn etag(version: &Version) -> Option<HeaderValue> {
-    let token = version.as_str();
-    is_etag_token(token)
-        .then(|| HeaderValue::from_str(&format!("\"{token}\"")).ok())
-        .flatten()
 }
 
 /// The `If-Match` header: absent, `*`, or one strong entity tag; a version without its quotes
@@ -109,6 +93,7 @@ pub(crate) fn none_match(headers: &HeaderMap, version: &Version) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::etag::etag;
 
     fn headers(name: header::HeaderName, values: &[&str]) -> HeaderMap {
         let mut headers = HeaderMap::new();

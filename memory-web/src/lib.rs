@@ -3,12 +3,15 @@
 mod api;
 mod auth;
 mod conditional;
+mod etag;
 mod mcp;
 mod openapi;
 mod ops;
 mod page;
 mod problem;
 mod replay;
+mod request;
+mod state;
 mod wire;
 
 use std::future::Future;
@@ -33,7 +36,7 @@ pub use ops::REQUEST_ID;
 pub use problem::{PROBLEM_JSON, Problem, ProblemDocument, ProblemKind};
 pub use replay::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
 
-use api::App;
+use state::App;
 use problem::Answered;
 
 /// The memory service: the `/v1` API, the Memory page, `/metrics`, over one [`Memory`].
@@ -62,7 +65,6 @@ impl Service {
             diffs: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(1, usize::from),
             )),
-            mcp: mcp::transport(settings.max_body_bytes),
             tasks: tasks.clone(),
         };
         let write_routes = Arc::new(openapi::writes(&document));
@@ -95,7 +97,7 @@ impl Service {
             .method_not_allowed_fallback(method_not_allowed)
             .layer(axum::middleware::from_fn(ops::never_cached));
         let mut router = page::routes()
-            .merge(mcp::routes())
+            .merge(mcp::routes(mcp::transport(settings.max_body_bytes)))
             .merge(api)
             .with_state(app)
             .layer(DefaultBodyLimit::max(settings.max_body_bytes))
@@ -103,7 +105,7 @@ impl Service {
             .route_layer(axum::middleware::from_fn_with_state(writes, replay::writes))
             .route_layer(axum::middleware::from_fn_with_state(
                 Arc::new(openapi::query_parameters(&document)),
-                api::known_query,
+                request::known_query,
             ))
             .layer(axum::middleware::from_fn_with_state(admission, ops::admit))
             // Before admission: a body sent slowly, or never, holds no place.

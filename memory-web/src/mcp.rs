@@ -29,7 +29,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 
-use crate::api::{App, path_param};
+use crate::request::path_param;
+use crate::state::App;
 use crate::auth::{Caller, Principal};
 use crate::ops::Metrics;
 use crate::problem::Problem;
@@ -347,10 +348,12 @@ pub(crate) const ROUTES: [&str; 3] = [
 ];
 
 /// The `/mcp` routes and the protected-resource metadata that points clients at bearer keys.
-pub(crate) fn routes() -> Router<App> {
+pub(crate) fn routes(transport: Arc<Transport>) -> Router<App> {
     ROUTES
         .into_iter()
-        .fold(Router::new(), |router, route| router.route(route, any(mcp)))
+        .fold(Router::new(), |router, route| {
+            router.route(route, any(mcp).layer(axum::Extension(Arc::clone(&transport))))
+        })
         .route(
             "/.well-known/oauth-protected-resource",
             get(protected_resource),
@@ -363,14 +366,17 @@ pub(crate) fn routes() -> Router<App> {
 
 /// `/mcp`: checks the request as every route of the service is checked (key, scope, whose
 /// memory, Origin), then hands it to the MCP transport with what it opened.
-async fn mcp(State(app): State<App>, request: Request) -> Response {
+async fn mcp(
+    State(app): State<App>,
+    axum::Extension(transport): axum::Extension<Arc<Transport>>,
+    request: Request,
+) -> Response {
     let request = match open(&app, request).await {
         Ok(request) => request,
         Err(problem) => return problem,
     };
     // On a task of its own, tracked for shutdown: a tool call that started runs to its end
     // even when its client goes away or its time is up, as every write of the service does.
-    let transport = Arc::clone(&app.mcp);
     let answer = app
         .tasks
         .spawn(async move { transport.handle(request).await.into_response() });
@@ -464,7 +470,7 @@ fn check_message(parts: &Parts, body: &[u8]) -> Result<(), Refusal> {
             "send the JSON-RPC message with Content-Type: application/json",
         )));
     }
-    crate::api::utf8_charset(&parts.headers).map_err(Refusal::Problem)?;
+    crate::request::utf8_charset(&parts.headers).map_err(Refusal::Problem)?;
     let accept = media(header::ACCEPT);
     let takes = |wanted: &str| accept.iter().any(|item| item == wanted);
     if !(takes("application/json") && takes("text/event-stream")) {

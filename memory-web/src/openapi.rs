@@ -272,8 +272,8 @@ pub(crate) fn keyless(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi
 }
 
 /// The query parameters each operation of `document` takes, by (method, route template).
-pub(crate) fn query_parameters(document: &utoipa::openapi::OpenApi) -> crate::api::QueryParameters {
-    let mut known = crate::api::QueryParameters::new();
+pub(crate) fn query_parameters(document: &utoipa::openapi::OpenApi) -> crate::request::QueryParameters {
+    let mut known = crate::request::QueryParameters::new();
     for (path, item) in &document.paths.paths {
         for (method, operation) in [
             (axum::http::Method::GET, &item.get),

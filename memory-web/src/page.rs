@@ -6,7 +6,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::App;
+use crate::state::App;
 
 /// Only our own files, only from this origin: nothing the page shows can run code.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \

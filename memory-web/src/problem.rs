@@ -254,7 +254,7 @@ impl From<MemoryError> for Problem {
             let body = &mut problem.0;
             body.document = Some(document.relative_path());
             body.current_version = Some(current.clone());
-            if let Some(etag) = crate::conditional::etag(current) {
+            if let Some(etag) = crate::etag::etag(current) {
                 body.headers.push((header::ETAG, etag));
             }
         }

@@ -371,7 +371,7 @@ async fn own_validity(
         return Ok(());
     }
     if shape.json_body {
-        crate::api::utf8_charset(headers)?;
+        crate::request::utf8_charset(headers)?;
         // The JSON extractor's own test of the Content-Type, on the headers alone: the body is
         // the first request's, which it took.
         let mut probe = Request::new(Body::empty());

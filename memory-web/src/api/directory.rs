@@ -10,7 +10,9 @@ use memory_core::{DocumentId, MemoryProvider, MemoryScope, PersonalityId, UserId
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{App, DEFAULT_PAGE, MAX_PAGE, Params, page_size, with_next_link};
+use super::{DEFAULT_PAGE, MAX_PAGE, with_next_link};
+use crate::request::{Params, page_size};
+use crate::state::App;
 use crate::auth::Reader;
 use crate::problem::Problem;
 

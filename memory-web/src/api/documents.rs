@@ -17,10 +17,9 @@ use memory_core::{
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{
-    App, Body, DocumentView, Params, Session, WriteSurface, origin, path_param, report_response,
-    with_etag, with_next_link,
-};
+use super::{DocumentView, Session, WriteSurface, origin, report_response, with_etag, with_next_link};
+use crate::request::{Body, Params, path_param};
+use crate::state::App;
 use crate::auth::{Admin, Principal, Reader, Writer};
 use crate::conditional;
 use crate::problem::{Problem, ProblemDocument};
@@ -292,7 +291,7 @@ async fn revisions(
     query: RevisionsQuery,
 ) -> Result<Response, Problem> {
     let document = allowed(&app, caller, document)?;
-    let limit = super::page_size(
+    let limit = crate::request::page_size(
         query.limit,
         DEFAULT_REVISIONS as usize,
         MAX_REVISIONS as usize,

@@ -10,7 +10,7 @@ use memory_core::{DocumentId, MemoryProvider};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::App;
+use crate::state::App;
 use crate::auth::Caller;
 use memory_wiring::Scope;
 

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::directory::Page;
-use super::{App, Body, DEFAULT_PAGE, MAX_PAGE, Params, page_size, path_param, with_next_link};
+use super::{DEFAULT_PAGE, MAX_PAGE, with_next_link};
+use crate::request::{Body, Params, page_size, path_param};
+use crate::state::App;
 use crate::auth::{Admin, Principal, Reader};
 use crate::problem::{Problem, ProblemDocument, ProblemKind};
 

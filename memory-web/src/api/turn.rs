@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::directory::PersonalityView;
-use super::{App, Body, DocumentView, Headers, PairDocument, Session, WriteSurface, origin};
+use super::{DocumentView, PairDocument, Session, WriteSurface, origin};
+use crate::request::{Body, Headers};
+use crate::state::App;
 use crate::auth::{Reader, Writer};
 use crate::problem::{Problem, ProblemDocument};
 use crate::replay::{IDEMPOTENT_REPLAYED, idempotency_key};
@@ -271,7 +273,7 @@ pub(crate) async fn search(
             "query is blank: give a question or a few words",
         ));
     }
-    let limit = super::page_size(request.limit, DEFAULT_SEARCH, MAX_SEARCH)?;
+    let limit = crate::request::page_size(request.limit, DEFAULT_SEARCH, MAX_SEARCH)?;
     let config = app.memory.config();
     let document = app
         .memory
