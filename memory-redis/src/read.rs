@@ -11,7 +11,7 @@ use memory_core::raw::{Fetched, RevisionTip};
 use memory_core::{Document, DocumentId, MemoryError, Version};
 use redis::{RedisError, Value};
 
-use crate::RedisStore;
+use crate::store::RedisStore;
 
 /// The hash fields read: the text, version and time, the receipts, the tip.
 const FIELDS: [&str; 8] = [
@@ -191,6 +191,63 @@ impl RedisStore {
             receipts,
             tip,
         }))
+    }
+
+    /// [`CompareAndSwap::fetch`](memory_core::raw::CompareAndSwap::fetch), reading each
+    /// document's newest revision only if `tips`: a read or prefetch needs none, and so neither
+    /// pays for it nor fails on a bad history. One script run: one round trip, one atomic
+    /// snapshot.
+    pub(crate) async fn fetch_with(
+        &self,
+        ids: &[DocumentId],
+        receipts: bool,
+        tips: bool,
+    ) -> Result<Vec<Fetched>, MemoryError> {
+        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let history_keys: Vec<String> = ids.iter().map(|id| self.history_key(id)).collect();
+        let mut invocation = self.read_script.prepare_invoke();
+        invocation
+            .key(&keys)
+            .key(&history_keys)
+            .arg(if receipts { "1" } else { "0" })
+            .arg(if tips { "1" } else { "0" });
+        let replies = self
+            .send_repeatable(|mut connection| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut connection).await }
+            })
+            .await;
+        // As bytes: the fields are whatever the key holds, and a field that is not UTF-8 is
+        // the key's fault (Corrupt, naming it), not the server's.
+        let replies: Vec<Vec<Vec<u8>>> = replies.map_err(|err| self.error(err))?;
+        self.parse_documents(ids, &keys, &history_keys, replies)
+    }
+
+    /// The documents `ids` (at `keys`, with histories at `history_keys`) from what
+    /// `read_document` answered for each.
+    fn parse_documents(
+        &self,
+        ids: &[DocumentId],
+        keys: &[String],
+        history_keys: &[String],
+        replies: Vec<Vec<Vec<u8>>>,
+    ) -> Result<Vec<Fetched>, MemoryError> {
+        if replies.len() != keys.len() {
+            return Err(MemoryError::Unavailable {
+                what: self.server.clone(),
+                message: format!(
+                    "the read script answered {} documents for {} keys",
+                    replies.len(),
+                    keys.len()
+                ),
+                source: None,
+            });
+        }
+        ids.iter()
+            .zip(keys.iter().zip(history_keys))
+            .zip(replies)
+            .map(|((id, (key, history_key)), reply)| self.fetched(id, key, history_key, &reply))
+            .collect()
     }
 }
 

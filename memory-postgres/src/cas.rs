@@ -1,0 +1,320 @@
+//! Compare-and-swap: the snapshot read, the conditional write, and the hold (a transaction that
+//! holds the documents' locks) with its turn.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::raw::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
+use memory_core::{DocumentId, MemoryError};
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryAs;
+use sqlx::{Executor, Postgres};
+
+use crate::lease::{Lease, finish};
+use crate::rows::{SelectedRow, WriteBinds};
+use crate::store::{PostgresStore, row_key};
+
+/// The two round trips [`CasWriter`](memory_core::raw::CasWriter) needs: one snapshot read, one conditional write.
+#[async_trait]
+impl CompareAndSwap for PostgresStore {
+    /// Reads `ids` in one statement, so they are one consistent snapshot, each with the tip of
+    /// its history.
+    async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
+        let rows = self
+            .single(async |connection| self.select_on(connection, ids, receipts, true).await)
+            .await?
+            .map_err(|err| self.db_error(err))?;
+        ids.iter()
+            .zip(rows)
+            .map(|(id, row)| self.fetched(id, row))
+            .collect()
+    }
+
+    /// One statement for all writes. It runs alone when the connections' `lock_timeout`
+    /// keeps its lock waits within `lock_wait`; otherwise (and for two documents, which commit
+    /// only if both rows landed) in a transaction, which first lowers `lock_timeout` to fit.
+    /// A row another session holds locked is not waited for: it is about to change, so the
+    /// write loses at once, and [`CasWriter`](memory_core::raw::CasWriter) holds the documents next (see `hold`).
+    async fn compare_and_swap(
+        &self,
+        writes: &[CasWrite<'_>],
+        lock_wait: Duration,
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        if writes.is_empty() {
+            return Ok(None);
+        }
+        // Each row may wait its own `lock_timeout`, so they share what is left.
+        let rows = u32::try_from(writes.len()).unwrap_or(u32::MAX);
+        // At least the shortest wait a `lock_timeout` takes (0 would be none): near the
+        // deadline the write still tries, and a lost race names the row that was held.
+        let per_row = (lock_wait / rows).max(SHORTEST_LOCK_WAIT);
+        let binds = WriteBinds::of(writes)?;
+        let query = binds.bound(self.query_as(&self.sql.write));
+        let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
+        let landed = if writes.len() == 1 && bounded {
+            self.single(async |connection| query.fetch_all(connection).await)
+                .await?
+        } else {
+            let lower_to = (!bounded).then_some(per_row);
+            self.leased(async |connection| {
+                let transaction = self.transaction(connection).await?;
+                write_in_transaction(
+                    transaction,
+                    query,
+                    writes.len(),
+                    lower_to,
+                    self.keeps_prepared(),
+                )
+                .await
+            })
+            .await?
+        };
+        let landed = match landed {
+            Ok(rows) => rows,
+            // A lock held past `lock_timeout`, two writers locking the same rows in a
+            // different order, or a revision number taken meanwhile: a lost race too.
+            Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
+            Err(err) => return Err(self.db_error(err)),
+        };
+        Ok(lost_on(writes, &landed))
+    }
+
+    /// The write statement compares the text too, where a write gives it.
+    fn checks_text(&self) -> bool {
+        true
+    }
+
+    /// A transaction on a connection of its own that takes, in key order, each document's
+    /// advisory lock (every holder takes it, so holders take turns also on a document with no
+    /// row yet) and its row's lock, then reads the documents: the migration's `memory_hold`,
+    /// one round trip after `BEGIN`. Each lock is waited for at most `lock_timeout` and at most
+    /// its share of `lock_wait`; past that the hold is `Busy`. The turn's write is the usual
+    /// statement (its version check stays as a guard) and `COMMIT`; its release `ROLLBACK`.
+    /// A turn dropped unused closes its connection, which ends the transaction (see
+    /// `Lease`): it never goes back to the pool with the locks held.
+    async fn hold(
+        &self,
+        ids: &[DocumentId],
+        receipts: bool,
+        lock_wait: Duration,
+    ) -> Result<Option<Hold<'_>>, MemoryError> {
+        let Some(first) = ids.first() else {
+            return Ok(None);
+        };
+        // Two locks per document, each waited for in turn.
+        let locks = u32::try_from(2 * ids.len()).unwrap_or(u32::MAX);
+        let mut per_lock = lock_wait / locks;
+        if let Some(timeout) = self.lock_timeout {
+            per_lock = per_lock.min(timeout);
+        }
+        // As in `compare_and_swap`: a hold near the deadline still tries, so that when it is
+        // busy it names the document another session holds.
+        let per_lock = per_lock.max(SHORTEST_LOCK_WAIT);
+        let mut lease = self.lease().await?;
+        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let lock_timeout = format!("{}ms", per_lock.as_millis());
+        let held = async {
+            (&mut *lease)
+                .execute(sqlx::raw_sql(&self.begin.write))
+                .await?;
+            self.query_as::<SelectedRow>(&self.sql.hold)
+                .bind(&kinds)
+                .bind(&owners)
+                .bind(receipts)
+                .bind(&lock_timeout)
+                .fetch_all(&mut *lease)
+                .await
+        }
+        .await;
+        let rows = match held {
+            Ok(rows) => rows,
+            Err(err) => {
+                // Answered with an error: the transaction, if begun, is rolled back and the
+                // connection goes back to the pool. Unanswered, the lease closes it.
+                let answered = matches!(err, sqlx::Error::Database(_));
+                // A lock held past the wait, or a deadlock: another writer has the documents.
+                let busy = matches!(&err, sqlx::Error::Database(db)
+                    if is_retryable(db.code().as_deref()));
+                let rolled_back = answered && finish(lease, "ROLLBACK").await.is_ok();
+                if rolled_back && busy {
+                    let busy_on = self.held_by_others(ids).await;
+                    return Ok(Some(Hold::Busy(busy_on.unwrap_or_else(|| first.clone()))));
+                }
+                return Err(self.db_error(err));
+            }
+        };
+        let fetched = ids
+            .iter()
+            .zip(rows)
+            .map(|(id, row)| self.fetched(id, row))
+            .collect::<Result<Vec<_>, _>>();
+        match fetched {
+            Ok(fetched) if fetched.len() == ids.len() => Ok(Some(Hold::Held(Held {
+                fetched,
+                turn: Box::new(PgTurn {
+                    provider: self,
+                    lease,
+                }),
+            }))),
+            Ok(_) => {
+                let _ = finish(lease, "ROLLBACK").await;
+                Err(self.unavailable(sqlx::Error::RowNotFound))
+            }
+            Err(err) => {
+                let _ = finish(lease, "ROLLBACK").await;
+                Err(err)
+            }
+        }
+    }
+}
+
+impl PostgresStore {
+    /// The first of `ids` that another session holds now, for the `Busy` of a hold that timed
+    /// out to name the document it waited for. `None` when there is one document (it is that
+    /// one), when none is held any more, or when the question got no answer.
+    async fn held_by_others(&self, ids: &[DocumentId]) -> Option<DocumentId> {
+        if ids.len() < 2 {
+            return None;
+        }
+        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let position: Option<i64> = self
+            .single(async |connection| {
+                self.query_scalar(&self.sql.held_by_others)
+                    .bind(&kinds)
+                    .bind(&owners)
+                    .fetch_optional(connection)
+                    .await
+            })
+            .await
+            .ok()?
+            .ok()?;
+        let index = usize::try_from(position?).ok()?.checked_sub(1)?;
+        ids.get(index).cloned()
+    }
+}
+
+/// Documents a writer holds: the transaction of [`CompareAndSwap::hold`] on its connection.
+struct PgTurn<'a> {
+    provider: &'a PostgresStore,
+    /// In the transaction that holds the locks; unanswered, so that dropping the turn unused
+    /// closes the connection rather than pool it with the transaction open.
+    lease: Lease,
+}
+
+#[async_trait]
+impl HeldTurn for PgTurn<'_> {
+    async fn write(
+        self: Box<Self>,
+        writes: &[CasWrite<'_>],
+    ) -> Result<Option<DocumentId>, MemoryError> {
+        let PgTurn {
+            provider,
+            mut lease,
+        } = *self;
+        let Some(first) = writes.first() else {
+            let _ = finish(lease, "ROLLBACK").await;
+            return Ok(None);
+        };
+        let binds = match WriteBinds::of(writes) {
+            Ok(binds) => binds,
+            Err(err) => {
+                let _ = finish(lease, "ROLLBACK").await;
+                return Err(err);
+            }
+        };
+        let landed = binds
+            .bound(provider.query_as(&provider.sql.write))
+            .fetch_all(&mut *lease)
+            .await;
+        match landed {
+            Ok(landed) => match lost_on(writes, &landed) {
+                None => {
+                    finish(lease, "COMMIT")
+                        .await
+                        .map_err(|err| provider.db_error(err))?;
+                    Ok(None)
+                }
+                // The hold was lost: a document without a row that another writer inserted
+                // meanwhile. Nothing of the others is committed either.
+                Some(lost) => {
+                    finish(lease, "ROLLBACK")
+                        .await
+                        .map_err(|err| provider.db_error(err))?;
+                    Ok(Some(lost))
+                }
+            },
+            Err(sqlx::Error::Database(err)) => {
+                let retryable = is_retryable(err.code().as_deref());
+                finish(lease, "ROLLBACK")
+                    .await
+                    .map_err(|err| provider.db_error(err))?;
+                if retryable {
+                    Ok(Some(first.id.clone()))
+                } else {
+                    Err(provider.db_error(sqlx::Error::Database(err)))
+                }
+            }
+            // No reply: the lease closes the connection, which rolls the transaction back.
+            Err(err) => Err(provider.db_error(err)),
+        }
+    }
+
+    async fn release(self: Box<Self>) {
+        // One that cannot be rolled back is closed: that ends the transaction as well.
+        let _ = finish(self.lease, "ROLLBACK").await;
+    }
+}
+
+/// The first of `writes` whose row is not among `landed` (the rows the write statement
+/// returned): the document another writer changed first.
+fn lost_on(writes: &[CasWrite<'_>], landed: &[(String, String)]) -> Option<DocumentId> {
+    writes
+        .iter()
+        .map(|write| write.id)
+        .find(|id| {
+            let key = row_key(id);
+            !landed
+                .iter()
+                .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
+        })
+        .cloned()
+}
+
+/// The upsert of `rows` rows in `transaction`, committed only if every row landed; with the
+/// transaction's `lock_timeout` lowered to `lower_to` first, if given.
+async fn write_in_transaction<'q>(
+    mut transaction: sqlx::Transaction<'_, Postgres>,
+    query: QueryAs<'q, Postgres, (String, String), PgArguments>,
+    rows: usize,
+    lower_to: Option<Duration>,
+    persistent: bool,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    if let Some(lock_wait) = lower_to {
+        // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
+        sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+            .persistent(persistent)
+            .bind(format!("{}ms", lock_wait.as_millis().max(1)))
+            .execute(&mut *transaction)
+            .await?;
+    }
+    let landed = query.fetch_all(&mut *transaction).await;
+    if landed.as_ref().is_ok_and(|landed| landed.len() == rows) {
+        transaction.commit().await?;
+    } else {
+        // Answered here, not when the connection next goes out. A rollback that fails leaves
+        // a broken connection, which the pool closes on return.
+        let _ = transaction.rollback().await;
+    }
+    landed
+}
+
+/// The shortest `lock_timeout` a write or a hold sets: whole milliseconds, and 0 would mean no
+/// bound at all.
+const SHORTEST_LOCK_WAIT: Duration = Duration::from_millis(1);
+
+/// Serialization failures, deadlocks, lock waits past `lock_timeout`, and unique violations
+/// (only a revision number can be one: a purge's tombstone took it after the writer read the
+/// tip): the statement was rolled back and may be retried on a fresh read.
+fn is_retryable(code: Option<&str>) -> bool {
+    matches!(code, Some("40001" | "40P01" | "55P03" | "23505"))
+}
