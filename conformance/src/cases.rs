@@ -9,7 +9,7 @@ use memory_core::raw::{EVENT_BUFFER, RECEIPTS_KEPT, sha256_hex};
 use memory_core::{
     Budgets, Caps, DocumentId, DocumentReport, ErrorKind, IdempotencyKey, IfMatch, MemoryContext,
     MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store,
-    SyncReport, UserId,
+    UserId,
 };
 
 pub use crate::history::{

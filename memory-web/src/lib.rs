@@ -36,8 +36,8 @@ pub use ops::REQUEST_ID;
 pub use problem::{PROBLEM_JSON, Problem, ProblemDocument, ProblemKind};
 pub use replay::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
 
-use state::App;
 use problem::Answered;
+use state::App;
 
 /// The memory service: the `/v1` API, the Memory page, `/metrics`, over one [`Memory`].
 pub struct Service {

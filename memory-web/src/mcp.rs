@@ -29,12 +29,12 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 
-use crate::request::path_param;
-use crate::state::App;
 use crate::auth::{Caller, Principal};
 use crate::ops::Metrics;
 use crate::problem::Problem;
 use crate::replay::idempotency_key;
+use crate::request::path_param;
+use crate::state::App;
 
 /// The `_meta` field of a `tools/call` that names the call for exactly-once delivery, as the
 /// `Idempotency-Key` header does for the whole request.
@@ -352,7 +352,10 @@ pub(crate) fn routes(transport: Arc<Transport>) -> Router<App> {
     ROUTES
         .into_iter()
         .fold(Router::new(), |router, route| {
-            router.route(route, any(mcp).layer(axum::Extension(Arc::clone(&transport))))
+            router.route(
+                route,
+                any(mcp).layer(axum::Extension(Arc::clone(&transport))),
+            )
         })
         .route(
             "/.well-known/oauth-protected-resource",

@@ -272,7 +272,9 @@ pub(crate) fn keyless(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi
 }
 
 /// The query parameters each operation of `document` takes, by (method, route template).
-pub(crate) fn query_parameters(document: &utoipa::openapi::OpenApi) -> crate::request::QueryParameters {
+pub(crate) fn query_parameters(
+    document: &utoipa::openapi::OpenApi,
+) -> crate::request::QueryParameters {
     let mut known = crate::request::QueryParameters::new();
     for (path, item) in &document.paths.paths {
         for (method, operation) in [

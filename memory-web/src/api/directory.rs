@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{DEFAULT_PAGE, MAX_PAGE, with_next_link};
-use crate::request::{Params, page_size};
-use crate::state::App;
 use crate::auth::Reader;
 use crate::problem::Problem;
+use crate::request::{Params, page_size};
+use crate::state::App;
 
 /// Which page of a listing.
 #[derive(Debug, Deserialize, IntoParams)]

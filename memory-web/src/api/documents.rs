@@ -17,13 +17,15 @@ use memory_core::{
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{DocumentView, Session, WriteSurface, origin, report_response, with_etag, with_next_link};
-use crate::request::{Body, Params, path_param};
-use crate::state::App;
+use super::{
+    DocumentView, Session, WriteSurface, origin, report_response, with_etag, with_next_link,
+};
 use crate::auth::{Admin, Principal, Reader, Writer};
 use crate::conditional;
 use crate::problem::{Problem, ProblemDocument};
 use crate::replay::idempotency_key;
+use crate::request::{Body, Params, path_param};
+use crate::state::App;
 
 /// The document a route's path names, its ids checked.
 pub(crate) struct LayoutPath(pub DocumentId);

@@ -10,8 +10,8 @@ use memory_core::{DocumentId, MemoryProvider};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::state::App;
 use crate::auth::Caller;
+use crate::state::App;
 use memory_wiring::Scope;
 
 /// How long a provider has to answer a readiness probe.

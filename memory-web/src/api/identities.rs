@@ -13,10 +13,10 @@ use utoipa::ToSchema;
 
 use super::directory::Page;
 use super::{DEFAULT_PAGE, MAX_PAGE, with_next_link};
-use crate::request::{Body, Params, page_size, path_param};
-use crate::state::App;
 use crate::auth::{Admin, Principal, Reader};
 use crate::problem::{Problem, ProblemDocument, ProblemKind};
+use crate::request::{Body, Params, page_size, path_param};
+use crate::state::App;
 
 /// The identity a route's path names, checked.
 pub(crate) struct IdentityPath(Identity);

@@ -314,4 +314,3 @@ pub(crate) mod whole {
 /// The default and largest page of a listing.
 pub(crate) const DEFAULT_PAGE: usize = 50;
 pub(crate) const MAX_PAGE: usize = 500;
-

@@ -13,11 +13,11 @@ use utoipa::ToSchema;
 
 use super::directory::PersonalityView;
 use super::{DocumentView, PairDocument, Session, WriteSurface, origin};
-use crate::request::{Body, Headers};
-use crate::state::App;
 use crate::auth::{Reader, Writer};
 use crate::problem::{Problem, ProblemDocument};
 use crate::replay::{IDEMPOTENT_REPLAYED, idempotency_key};
+use crate::request::{Body, Headers};
+use crate::state::App;
 
 /// What to prefetch: one conversation of a personality with a user.
 #[derive(Debug, Deserialize, ToSchema)]
