@@ -8,28 +8,36 @@
 //! lists. A backend that locks instead (files) plans with [`plan_sync`] and keeps history with
 //! [`history_view`] and [`RevisionTip`]. [`StoredRevision`] checks a stored revision's fields.
 
-pub use crate::backend::{BackendConfig, Opened, ResolveFields};
-pub use crate::backoff::Backoff;
-pub use crate::cas::{
-    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, Held, HeldTurn, Hold,
-    LONGEST_DEADLINE, LocalQueues,
-};
+pub(crate) mod backend;
+pub(crate) mod backoff;
+pub(crate) mod cas;
+pub(crate) mod history;
+pub(crate) mod plan;
+pub(crate) mod redact;
+pub(crate) mod versioned;
+
 pub use crate::document::{
     format_utc_millis, from_signed_unix_millis, sha256_hex, shown_unix_millis, signed_unix_millis,
     unix_millis,
 };
-pub use crate::history::{
+pub use crate::idempotency::{RECEIPTS_KEPT, Receipts, SYNC_SENDS};
+pub use crate::prefetch::{render, truncate_keeping_tail};
+pub use crate::provider::revert_by_replace;
+pub use crate::report::{EVENT_BUFFER, EventBus};
+pub use crate::update::{Applied, apply_batch};
+pub use backend::{BackendConfig, Opened, ResolveFields};
+pub use backoff::Backoff;
+pub use cas::{
+    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, Held, HeldTurn, Hold,
+    LONGEST_DEADLINE, LocalQueues,
+};
+pub use history::{
     CHECKPOINT_EVERY_MOST, RevisionTip, droppable, history_view, kept_revisions,
     revision_to_restore, text_after,
 };
-pub use crate::idempotency::{RECEIPTS_KEPT, Receipts, SYNC_SENDS};
-pub use crate::plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
-pub use crate::prefetch::{render, truncate_keeping_tail};
-pub use crate::provider::revert_by_replace;
-pub use crate::redact::{hide_password_of, redact_url};
-pub use crate::report::{EVENT_BUFFER, EventBus};
-pub use crate::update::{Applied, apply_batch};
-pub use crate::versioned::{
+pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
+pub use redact::{hide_password_of, redact_url};
+pub use versioned::{
     Connect, DEFAULT_MAX_ATTEMPTS, Settings, StoredHistory, StoredRevision, Versioned,
     VersionedStore,
 };
