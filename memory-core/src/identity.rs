@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::id::validate;
+use crate::id::validate::validate;
 use crate::{IdKind, MemoryError, UserId};
 
 /// The longest platform user id accepted, in bytes.

@@ -6,8 +6,6 @@ mod error;
 mod id;
 mod idempotency;
 mod identity;
-#[cfg(feature = "openapi")]
-mod openapi;
 mod prefetch;
 mod provider;
 mod recall;
@@ -23,14 +21,16 @@ pub use document::{
 };
 pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
-pub use idempotency::{IdempotencyKey, MAX_KEY_LEN, revert_exactly_once, sync_exactly_once};
+pub use idempotency::exactly_once::{revert_exactly_once, sync_exactly_once};
+pub use idempotency::key::{IdempotencyKey, MAX_KEY_LEN};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
 pub use prefetch::Prefetch;
 pub use provider::MemoryProvider;
-pub use raw::history::{
-    DEFAULT_KEEP, DIFF_TIME, Purged, Retention, Revision, RevisionDiff, RevisionEntry, Surface,
-    diff_deadline, unified_diff,
-};
+pub use raw::history::compare::RevisionDiff;
+pub use raw::history::diff::{DIFF_TIME, diff_deadline, unified_diff};
+pub use raw::history::entry::RevisionEntry;
+pub use raw::history::retention::{DEFAULT_KEEP, Retention};
+pub use raw::history::revision::{Purged, Revision, Surface};
 pub use recall::{Recall, Recalled};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};

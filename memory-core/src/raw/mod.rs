@@ -8,36 +8,43 @@
 //! lists. A backend that locks instead (files) plans with [`plan_sync`] and keeps history with
 //! [`history_view`] and [`RevisionTip`]. [`StoredRevision`] checks a stored revision's fields.
 
+pub(crate) mod apply;
 pub(crate) mod backend;
 pub(crate) mod backoff;
 pub(crate) mod cas;
+pub(crate) mod events;
 pub(crate) mod history;
 pub(crate) mod plan;
+pub(crate) mod receipts;
 pub(crate) mod redact;
+pub(crate) mod render;
+pub(crate) mod sha256;
+pub(crate) mod time;
 pub(crate) mod versioned;
 
-pub use crate::document::{
-    format_utc_millis, from_signed_unix_millis, sha256_hex, shown_unix_millis, signed_unix_millis,
-    unix_millis,
-};
-pub use crate::idempotency::{RECEIPTS_KEPT, Receipts, SYNC_SENDS};
-pub use crate::prefetch::{render, truncate_keeping_tail};
-pub use crate::provider::revert_by_replace;
-pub use crate::report::{EVENT_BUFFER, EventBus};
-pub use crate::update::{Applied, apply_batch};
+pub use apply::{Applied, apply_batch};
 pub use backend::{BackendConfig, Opened, ResolveFields};
 pub use backoff::Backoff;
-pub use cas::{
-    CasWrite, CasWriter, CompareAndSwap, DEFAULT_DEADLINE, Fetched, Held, HeldTurn, Hold,
-    LONGEST_DEADLINE, LocalQueues,
-};
-pub use history::{
-    CHECKPOINT_EVERY_MOST, RevisionTip, droppable, history_view, kept_revisions,
-    revision_to_restore, text_after,
-};
+pub use cas::queues::LocalQueues;
+pub use cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
+pub use cas::writer::{CasWriter, DEFAULT_DEADLINE, LONGEST_DEADLINE};
+pub use events::{EVENT_BUFFER, EventBus};
+pub use history::compare::{revision_to_restore, text_after};
+pub use history::kept::{droppable, history_view, kept_revisions};
+pub use history::retention::CHECKPOINT_EVERY_MOST;
+pub use history::revision::RevisionTip;
 pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
+pub use receipts::{RECEIPTS_KEPT, Receipts};
 pub use redact::{hide_password_of, redact_url};
-pub use versioned::{
-    Connect, DEFAULT_MAX_ATTEMPTS, Settings, StoredHistory, StoredRevision, Versioned,
-    VersionedStore,
+pub use render::{render, truncate_keeping_tail};
+pub use sha256::sha256_hex;
+pub use time::{
+    format_utc_millis, from_signed_unix_millis, shown_unix_millis, signed_unix_millis, unix_millis,
 };
+pub use versioned::provider::Versioned;
+pub use versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
+pub use versioned::store::{Connect, StoredHistory, VersionedStore};
+pub use versioned::stored_revision::StoredRevision;
+
+pub use crate::idempotency::exactly_once::SYNC_SENDS;
+pub use crate::provider::revert_by_replace;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::context::PLACEHOLDER;
-use crate::update::{Applied, apply_batch};
+use crate::raw::apply::{Applied, apply_batch};
 use crate::{
     Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
     MemoryError, MemoryUpdate, PersonalityId, Receipts, Retention, Revision, RevisionTip, Store,
