@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{PersonalityId, UserId};
+use crate::id::{PersonalityId, UserId};
 
 /// Which of the two documents of a conversation an update targets.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

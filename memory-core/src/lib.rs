@@ -35,6 +35,3 @@ pub use recall::{Recall, Recalled};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};
 pub use update::{Budgets, Caps, MemoryUpdate, is_blank};
-
-// The implementer kit, for the crate's own modules.
-use raw::*;

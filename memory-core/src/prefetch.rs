@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::MemoryContext;
+use crate::document::Document;
 use crate::raw::render::render;
-use crate::{Document, MemoryContext};
 
 /// The result of [`crate::MemoryProvider::prefetch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

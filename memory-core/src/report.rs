@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use crate::{DocumentId, Store, Version};
+use crate::document::{DocumentId, Store, Version};
 
 /// Versions a `sync` call requires the documents it touches to still be at.
 ///
@@ -185,7 +185,7 @@ impl Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Store, Version};
+    use crate::document::{Store, Version};
 
     #[test]
     fn only_guards_the_named_store() {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Store;
+use crate::document::Store;
 
 /// One change to one document, in exactly the JSON forms of the contract:
 ///

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use crate::MemoryError;
+use crate::error::MemoryError;
 use crate::id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 
 pub(crate) fn validate(kind: IdKind, value: &str) -> Result<(), MemoryError> {
@@ -72,6 +72,8 @@ validated!(UserId, IdKind::User);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::idempotency::key::IdempotencyKey;
+    use crate::identity::Identity;
 
     #[test]
     fn accepts_the_documented_alphabet() {
@@ -110,12 +112,12 @@ mod tests {
             user.ends_with("ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"),
             "{user}"
         );
-        let key = crate::IdempotencyKey::new("a b").unwrap_err().to_string();
+        let key = IdempotencyKey::new("a b").unwrap_err().to_string();
         assert!(
             key.ends_with("idempotency keys are 1 to 128 visible ASCII characters (no spaces)"),
             "{key}"
         );
-        let platform_user = "telegram: padded ".parse::<crate::Identity>();
+        let platform_user = "telegram: padded ".parse::<Identity>();
         let platform_user = platform_user.unwrap_err().to_string();
         assert!(
             platform_user.ends_with(

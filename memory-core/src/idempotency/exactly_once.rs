@@ -2,10 +2,13 @@
 
 use std::future::Future;
 
-use crate::{
-    DocumentId, ErrorKind, IdempotencyKey, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Store, SyncReport, Version,
-};
+use crate::context::MemoryContext;
+use crate::document::{DocumentId, Store, Version};
+use crate::error::{ErrorKind, MemoryError};
+use crate::idempotency::key::IdempotencyKey;
+use crate::provider::MemoryProvider;
+use crate::report::{IfMatch, SyncReport};
+use crate::update::MemoryUpdate;
 
 /// How many times [`sync_exactly_once`] sends one call at most.
 pub const SYNC_SENDS: u32 = 3;
@@ -135,7 +138,12 @@ fn resending_can_help(err: &MemoryError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Document, DocumentId, InMemoryProvider, Prefetch, Store, Subscription};
+    use crate::document::{Document, DocumentId, Store};
+    use crate::id::{PersonalityId, UserId};
+    use crate::prefetch::Prefetch;
+    use crate::raw::history::revision::{Purged, Revision, Surface};
+    use crate::reference::InMemoryProvider;
+    use crate::report::Subscription;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A provider that applies every call and then, for the first `lose` calls, loses the
@@ -194,15 +202,15 @@ mod tests {
             &self,
             document: &DocumentId,
             limit: usize,
-        ) -> Result<Vec<crate::Revision>, MemoryError> {
+        ) -> Result<Vec<Revision>, MemoryError> {
             self.inner.history(document, limit).await
         }
 
         async fn purge(
             &self,
             document: &DocumentId,
-            surface: crate::Surface,
-        ) -> Result<crate::Purged, MemoryError> {
+            surface: Surface,
+        ) -> Result<Purged, MemoryError> {
             self.inner.purge(document, surface).await
         }
 
@@ -219,7 +227,7 @@ mod tests {
     async fn lost_replies_are_resent_and_apply_once() {
         let provider = losing(SYNC_SENDS - 1);
         let ctx = ctx();
-        let add = [crate::MemoryUpdate::add(Store::Memory, "Paid.")];
+        let add = [MemoryUpdate::add(Store::Memory, "Paid.")];
         let started = tokio::time::Instant::now();
         let report = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
             .await
@@ -271,7 +279,7 @@ mod tests {
             deadline: Some(SECOND),
             ..losing(1)
         };
-        let add = [crate::MemoryUpdate::add(Store::Memory, "Paid.")];
+        let add = [MemoryUpdate::add(Store::Memory, "Paid.")];
         let started = tokio::time::Instant::now();
         let err = sync_exactly_once(&provider, &ctx(), &add, &IfMatch::NONE)
             .await
@@ -294,7 +302,7 @@ mod tests {
             ..losing(1)
         };
         let ctx = ctx();
-        let add = [crate::MemoryUpdate::add(Store::User, "Paid.")];
+        let add = [MemoryUpdate::add(Store::User, "Paid.")];
         let started = tokio::time::Instant::now();
         let err = sync_exactly_once(&provider, &ctx, &add, &IfMatch::NONE)
             .await
@@ -337,15 +345,15 @@ mod tests {
 
     fn ctx() -> MemoryContext {
         MemoryContext::new(
-            crate::PersonalityId::new("ada").unwrap(),
-            crate::UserId::new("u1").unwrap(),
+            PersonalityId::new("ada").unwrap(),
+            UserId::new("u1").unwrap(),
         )
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_refusal_is_sent_once() {
         let provider = losing(0);
-        let edit = [crate::MemoryUpdate::edit(Store::Memory, "absent", "x")];
+        let edit = [MemoryUpdate::edit(Store::Memory, "absent", "x")];
         let err = sync_exactly_once(&provider, &ctx(), &edit, &IfMatch::NONE)
             .await
             .unwrap_err();
@@ -358,7 +366,7 @@ mod tests {
         let provider = losing(0);
         let ctx = ctx();
         for text in ["first", "second"] {
-            let replace = [crate::MemoryUpdate::replace(Store::Memory, text)];
+            let replace = [MemoryUpdate::replace(Store::Memory, text)];
             provider.sync(&ctx, &replace, &IfMatch::NONE).await.unwrap();
         }
         provider.lose.store(1, Ordering::SeqCst);

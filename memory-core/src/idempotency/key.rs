@@ -7,7 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{IdKind, MemoryError};
+use crate::error::MemoryError;
+use crate::id::IdKind;
 
 /// The longest idempotency key, in bytes.
 pub const MAX_KEY_LEN: usize = 128;

@@ -1,7 +1,9 @@
 //! The contract's update table: a batch of updates applied to a document's text, then its caps
 //! checked. Pure: backends read, call [`apply_batch`], and write what it returns.
 
-use crate::{Caps, DocumentId, MemoryError, MemoryUpdate, is_blank};
+use crate::document::DocumentId;
+use crate::error::MemoryError;
+use crate::update::{Caps, MemoryUpdate, is_blank};
 
 /// What a batch did to one document's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +139,7 @@ fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::document::Store;
 
     fn doc() -> DocumentId {
         DocumentId::GlobalMemory

@@ -2,7 +2,7 @@
 
 use tokio::sync::broadcast;
 
-use crate::{MemoryEvent, Subscription, SyncReport};
+use crate::report::{MemoryEvent, Subscription, SyncReport};
 
 /// How many events a subscriber may fall behind before it misses the oldest ones.
 pub const EVENT_BUFFER: usize = 1024;
@@ -49,7 +49,8 @@ impl EventBus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DocumentId, DocumentReport, Store, Version};
+    use crate::document::{DocumentId, Store, Version};
+    use crate::report::DocumentReport;
 
     fn written(n: usize, over_soft_cap: bool) -> SyncReport {
         let v = Version::new(n.to_string());

@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{DocumentReport, IdempotencyKey, MemoryError, Version};
+use crate::document::{DocumentId, Version};
+use crate::error::MemoryError;
+use crate::idempotency::key::IdempotencyKey;
+use crate::report::DocumentReport;
 
 /// How many receipts a document keeps: the keys of its last 64 keyed writes. A retry comes
 /// seconds after its first try; 64 later keyed writes to the same document push a key out.
@@ -71,7 +74,7 @@ impl Receipts {
         &self,
         key: &IdempotencyKey,
         fingerprint: &str,
-        document: &crate::DocumentId,
+        document: &DocumentId,
     ) -> Result<Option<&DocumentReport>, MemoryError> {
         match self.entry(key) {
             Some(entry)
@@ -155,7 +158,9 @@ impl Receipts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DocumentId, ErrorKind, MAX_KEY_LEN, Store};
+    use crate::document::{DocumentId, Store};
+    use crate::error::ErrorKind;
+    use crate::idempotency::key::MAX_KEY_LEN;
 
     fn report(version_after: &str) -> DocumentReport {
         DocumentReport {

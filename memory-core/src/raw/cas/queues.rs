@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::DocumentId;
+use crate::document::DocumentId;
 
 /// How many queues [`CasWriter`] spreads documents over.
 pub(super) const LOCAL_QUEUES: usize = 64;

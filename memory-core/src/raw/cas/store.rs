@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{Document, DocumentId, MemoryError, Retention, Revision, RevisionTip};
+use crate::document::{Document, DocumentId};
+use crate::error::MemoryError;
+use crate::raw::history::retention::Retention;
+use crate::raw::history::revision::{Revision, RevisionTip};
 
 /// One document as [`CompareAndSwap::fetch`] read it.
 #[derive(Debug, Clone)]

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::document::{Document, DocumentId, Version};
 use crate::raw::cas::store::Fetched;
-use crate::{Document, DocumentId, Planned, Revision, RevisionTip, Version};
+use crate::raw::history::revision::{Revision, RevisionTip};
+use crate::raw::plan::Planned;
 
 /// One document's part of an attempt.
 pub(super) struct Step {

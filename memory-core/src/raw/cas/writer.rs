@@ -7,13 +7,19 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::context::MemoryContext;
+use crate::document::{DocumentId, Version};
+use crate::error::MemoryError;
+use crate::raw::backoff::Backoff;
 use crate::raw::cas::queues::LocalQueues;
 use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Hold};
 use crate::raw::cas::views::{Step, View, Views};
-use crate::{
-    Backoff, DocumentBatch, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError,
-    MemoryUpdate, Planned, Receipts, Retention, SyncReport, Version, plan_sync,
-};
+use crate::raw::events::EventBus;
+use crate::raw::history::retention::Retention;
+use crate::raw::plan::{DocumentBatch, Planned, plan_sync};
+use crate::raw::receipts::Receipts;
+use crate::report::{IfMatch, SyncReport};
+use crate::update::MemoryUpdate;
 
 /// The first pause after a lost race; pauses double from here up to [`BACKOFF_CEILING`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(1);

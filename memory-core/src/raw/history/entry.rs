@@ -2,8 +2,13 @@
 
 use serde::Serialize;
 
+use crate::document::Version;
+use crate::document::format_utc;
+use crate::id::{PersonalityId, UserId};
+use crate::idempotency::key::IdempotencyKey;
 use crate::raw::history::revision::{Revision, Surface};
-use crate::{IdempotencyKey, MemoryUpdate, PersonalityId, UserId, Version};
+use crate::raw::time::shown_unix_millis;
+use crate::update::MemoryUpdate;
 
 /// A revision as the `memory log --json` command and the HTTP API list it: its wire form with
 /// the document's layout `path`, `version` (the version after it, what `if_match` takes),
@@ -63,8 +68,8 @@ impl RevisionEntry {
             path: revision.document.relative_path(),
             version: revision.version_after.clone(),
             version_before: revision.version_before.clone(),
-            time: crate::shown_unix_millis(revision.time),
-            time_utc: crate::format_utc(revision.time),
+            time: shown_unix_millis(revision.time),
+            time_utc: format_utc(revision.time),
             surface: revision.surface,
             personality: revision.personality.clone(),
             user: revision.user.clone(),

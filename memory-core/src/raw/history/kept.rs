@@ -4,9 +4,13 @@
 
 use std::time::SystemTime;
 
+use crate::document::Document;
+use crate::error::MemoryError;
+use crate::raw::apply::apply_batch;
 use crate::raw::history::retention::Retention;
 use crate::raw::history::revision::{Revision, RevisionTip};
-use crate::{Document, MemoryError, sha256_hex};
+use crate::raw::sha256::sha256_hex;
+use crate::update::Caps;
 
 /// A document's kept revisions as a reader should see them: newest first, at most `limit`,
 /// headed by an external revision for a change made since the newest one was recorded
@@ -138,11 +142,11 @@ fn rebuild_texts(
                 ));
             }
         };
-        let applied = crate::apply_batch(
+        let applied = apply_batch(
             &revision.document,
             base,
             revision.updates.iter().enumerate(),
-            crate::Caps::default(),
+            Caps::default(),
         )
         .map_err(|err| corrupt(revision.number, format!("its updates do not apply: {err}")))?;
         if applied.text.len() != revision.bytes_after

@@ -5,10 +5,12 @@ use std::time::{Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::document::{Document, DocumentId, Version};
+use crate::id::{PersonalityId, UserId};
+use crate::idempotency::key::IdempotencyKey;
 use crate::raw::history::diff::unified_diff;
-use crate::{
-    Document, DocumentId, IdempotencyKey, MemoryUpdate, PersonalityId, UserId, Version, sha256_hex,
-};
+use crate::raw::sha256::sha256_hex;
+use crate::update::MemoryUpdate;
 
 /// Where a write came from, as its revision records it.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

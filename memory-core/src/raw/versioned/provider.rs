@@ -5,14 +5,23 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::context::MemoryContext;
+use crate::document::{Document, DocumentId, Store};
+use crate::error::MemoryError;
+use crate::id::UserId;
+use crate::identity::{Identity, IdentityMap};
+use crate::prefetch::Prefetch;
+use crate::provider::MemoryProvider;
+use crate::raw::cas::writer::{CasWriter, LONGEST_DEADLINE};
+use crate::raw::events::EventBus;
+use crate::raw::history::kept::{history_view, kept_revisions};
+use crate::raw::history::retention::Retention;
+use crate::raw::history::revision::{Purged, Revision, Surface};
+use crate::raw::receipts::Receipts;
 use crate::raw::versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
 use crate::raw::versioned::store::{Connect, StoredHistory, VersionedStore};
-use crate::{
-    CasWriter, Document, DocumentId, EventBus, Identity, IdentityMap, IfMatch, LONGEST_DEADLINE,
-    MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, Prefetch, Purged, Receipts,
-    Retention, Revision, Store, Subscription, Surface, SyncReport, UserId, history_view,
-    kept_revisions,
-};
+use crate::report::{IfMatch, Subscription, SyncReport};
+use crate::update::MemoryUpdate;
 
 /// The memory contract on a [`VersionedStore`]. Every call ends within the deadline (see
 /// [`Versioned::with_deadline`]); `sync` retries lost races through [`CasWriter`]; history is

@@ -4,11 +4,12 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 
+use crate::document::{Document, DocumentId};
+use crate::error::MemoryError;
+use crate::raw::cas::store::{CompareAndSwap, Fetched};
+use crate::raw::history::retention::Retention;
+use crate::raw::history::revision::{Purged, Revision, Surface};
 use crate::raw::versioned::settings::Settings;
-use crate::{
-    CompareAndSwap, Document, DocumentId, Fetched, MemoryError, Purged, Retention, Revision,
-    Surface,
-};
 
 /// A document's history as a store read it: what [`VersionedStore::history`] returns.
 #[derive(Debug, Clone)]

@@ -2,10 +2,13 @@
 
 use std::time::SystemTime;
 
-use crate::{
-    DocumentId, IdempotencyKey, MemoryError, MemoryUpdate, PersonalityId, Revision, Surface,
-    UserId, Version, sha256_hex,
-};
+use crate::document::{DocumentId, Version};
+use crate::error::MemoryError;
+use crate::id::{PersonalityId, UserId};
+use crate::idempotency::key::IdempotencyKey;
+use crate::raw::history::revision::{Revision, Surface};
+use crate::raw::sha256::sha256_hex;
+use crate::update::MemoryUpdate;
 
 /// A revision's fields as a store keeps them, each as plain text or a count, for
 /// [`StoredRevision::check`] to turn into a [`Revision`] or refuse as not ours.
@@ -141,7 +144,7 @@ impl StoredRevision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::document::Store;
 
     /// A revision 1 of "hello" as a store would keep it, every field ours.
     fn stored() -> StoredRevision {

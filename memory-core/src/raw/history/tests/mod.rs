@@ -8,15 +8,17 @@ mod revision;
 
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::document::{Document, DocumentId, Store, Version};
+use crate::error::MemoryError;
+use crate::id::{PersonalityId, UserId};
+use crate::raw::apply::apply_batch;
 use crate::raw::history::compare::{RevisionDiff, revision_to_restore, text_after};
 use crate::raw::history::diff::{diff_deadline, unified_diff};
 use crate::raw::history::kept::{droppable, history_view, kept_revisions};
 use crate::raw::history::retention::{CHECKPOINT_EVERY_MOST, Retention};
 use crate::raw::history::revision::{Revision, RevisionTip, Surface};
-use crate::{
-    Caps, Document, DocumentId, MemoryError, MemoryUpdate, PersonalityId, Store, UserId, Version,
-    apply_batch, sha256_hex,
-};
+use crate::raw::sha256::sha256_hex;
+use crate::update::{Caps, MemoryUpdate};
 
 fn doc(text: &str, version: &str) -> Document {
     Document {
