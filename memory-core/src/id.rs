@@ -15,7 +15,8 @@ pub(crate) mod validate;
 /// The longest id accepted, in bytes (all accepted characters are ASCII).
 pub const MAX_ID_LEN: usize = 64;
 
-/// Which kind of id failed validation; carried by [`MemoryError::InvalidId`](crate::MemoryError::InvalidId).
+/// Which kind of id failed validation; carried by
+/// [`MemoryError::InvalidId`](crate::MemoryError::InvalidId).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
     /// A [`PersonalityId`].

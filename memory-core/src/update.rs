@@ -1,7 +1,7 @@
 //! Updates as agents emit them, and the pure text rules every backend shares.
 //!
-//! [`apply_batch`](crate::raw::apply_batch) is the only place the contract's update table is implemented; backends read,
-//! call it, and write what it returns.
+//! [`apply_batch`](crate::raw::apply_batch) is the only place the contract's update table is
+//! implemented; backends read, call it, and write what it returns.
 
 use serde::{Deserialize, Serialize};
 

@@ -15,9 +15,9 @@ pub(crate) mod cas;
 pub(crate) mod events;
 pub(crate) mod history;
 pub(crate) mod plan;
+pub(crate) mod prompt;
 pub(crate) mod receipts;
 pub(crate) mod redact;
-pub(crate) mod render;
 pub(crate) mod sha256;
 pub(crate) mod time;
 pub(crate) mod versioned;
@@ -34,9 +34,9 @@ pub use history::kept::{droppable, history_view, kept_revisions};
 pub use history::retention::CHECKPOINT_EVERY_MOST;
 pub use history::revision::RevisionTip;
 pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
+pub use prompt::{render, truncate_keeping_tail};
 pub use receipts::{RECEIPTS_KEPT, Receipts};
 pub use redact::{hide_password_of, redact_url};
-pub use render::{render, truncate_keeping_tail};
 pub use sha256::sha256_hex;
 pub use time::{
     format_utc_millis, from_signed_unix_millis, shown_unix_millis, signed_unix_millis, unix_millis,

@@ -24,8 +24,9 @@ pub struct Receipts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Receipt {
     key: IdempotencyKey,
-    /// What the call asked of the document ([`crate::DocumentBatch::fingerprint`]), so the key
-    /// reused for another call is refused instead of replayed. Absent in receipts written
+    /// What the call asked of the document
+    /// ([`crate::DocumentBatch::fingerprint`](crate::raw::plan::DocumentBatch::fingerprint)), so
+    /// the key reused for another call is refused instead of replayed. Absent in receipts written
     /// before it was recorded, which match any call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fingerprint: Option<String>,

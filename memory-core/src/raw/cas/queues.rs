@@ -7,7 +7,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::document::DocumentId;
 
-/// How many queues [`CasWriter`] spreads documents over.
+/// How many queues [`CasWriter`](crate::raw::cas::writer::CasWriter) spreads documents over.
 pub(super) const LOCAL_QUEUES: usize = 64;
 
 /// Per-document FIFO queues for the writers of one provider value, so that they take turns

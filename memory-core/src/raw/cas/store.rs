@@ -17,8 +17,8 @@ pub struct Fetched {
     pub document: Document,
     /// Its version counter: 0 for a document never written.
     pub version: u64,
-    /// Its idempotency receipts as stored (see [`Receipts`](crate::raw::Receipts)), when they were asked for; `None`
-    /// when not asked for or never written.
+    /// Its idempotency receipts as stored (see [`Receipts`](crate::raw::Receipts)), when they were
+    /// asked for; `None` when not asked for or never written.
     pub receipts: Option<String>,
     /// Its newest recorded revision, read in the same snapshot ([`RevisionTip::empty`] at
     /// version `"0"` when none was ever recorded).
@@ -86,7 +86,8 @@ pub trait HeldTurn: Send {
     async fn release(self: Box<Self>);
 }
 
-/// The two round trips a versioned backend provides; [`CasWriter::sync`](crate::raw::CasWriter::sync) does the rest.
+/// The two round trips a versioned backend provides;
+/// [`CasWriter::sync`](crate::raw::CasWriter::sync) does the rest.
 ///
 /// The store keeps each document's history beside it ([`crate::MemoryProvider::history`]):
 /// `fetch` reads the newest revision's [`RevisionTip`] in its snapshot, `compare_and_swap`

@@ -138,9 +138,10 @@ impl Revision {
         self.text.is_none() && self.updates.is_empty()
     }
 
-    /// Whether it is stored as its change alone: no text, but the updates that make its text
-    /// from the revision before it (see [`crate::raw::kept_revisions`]). What a store reads back
-    /// for a revision that is no checkpoint ([`Retention::is_checkpoint`](crate::Retention::is_checkpoint)); never what
+    /// Whether it is stored as its change alone: no text, but the updates that make its text from
+    /// the revision before it (see [`crate::raw::kept_revisions`]). What a store reads back for a
+    /// revision that is no checkpoint
+    /// ([`Retention::is_checkpoint`](crate::Retention::is_checkpoint)); never what
     /// [`crate::MemoryProvider::history`] returns.
     pub fn is_change_only(&self) -> bool {
         self.text.is_none() && !self.updates.is_empty()

@@ -8,7 +8,8 @@ use crate::raw::history::retention::Retention;
 /// How a [`Versioned`](crate::raw::Versioned) provider runs: what a backend's configuration sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
-    /// Compare-and-swap attempts per call before [`MemoryError::Contention`](crate::MemoryError::Contention) (at least 1).
+    /// Compare-and-swap attempts per call before
+    /// [`MemoryError::Contention`](crate::MemoryError::Contention) (at least 1).
     pub max_attempts: u32,
     /// How long one call may take in all.
     pub deadline: Duration,

@@ -17,9 +17,9 @@ pub struct StoredHistory {
     /// The document as it is now, with its history's tip, read in the same snapshot as
     /// `recorded` (so a hand edit since the tip shows).
     pub current: Fetched,
-    /// The newest revisions stored, newest first: at least the `limit` asked for where there
-    /// are that many. Revisions a write has not pruned yet may be among them; [`Versioned`](crate::raw::Versioned)
-    /// leaves out what the retention no longer keeps.
+    /// The newest revisions stored, newest first: at least the `limit` asked for where there are
+    /// that many. Revisions a write has not pruned yet may be among them;
+    /// [`Versioned`](crate::raw::Versioned) leaves out what the retention no longer keeps.
     pub recorded: Vec<Revision>,
     /// The store's clock at the read (the server's, where there is one), for the age rule.
     pub now: SystemTime,
@@ -28,9 +28,10 @@ pub struct StoredHistory {
     pub location: String,
 }
 
-/// The calls that touch storage, for a store with a version counter per document. Together
-/// with [`CompareAndSwap`] (one snapshot read, one conditional write, and a hold where the
-/// store can), this is all a backend writes; [`Versioned`](crate::raw::Versioned) makes it a [`MemoryProvider`](crate::MemoryProvider).
+/// The calls that touch storage, for a store with a version counter per document. Together with
+/// [`CompareAndSwap`] (one snapshot read, one conditional write, and a hold where the store can),
+/// this is all a backend writes; [`Versioned`](crate::raw::Versioned) makes it a
+/// [`MemoryProvider`](crate::MemoryProvider).
 #[async_trait]
 pub trait VersionedStore: CompareAndSwap {
     /// Where the documents are, for messages: a URL without credentials, a key prefix.
@@ -51,9 +52,9 @@ pub trait VersionedStore: CompareAndSwap {
     /// Whatever stored is not a document of the layout is left out.
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError>;
 
-    /// `document` and its newest `limit` (at least 1) stored revisions, in one snapshot.
-    /// A stored revision that is not ours (a hand edit of the store) is
-    /// [`MemoryError::Corrupt`]; [`StoredRevision::check`](crate::raw::StoredRevision::check) checks the fields.
+    /// `document` and its newest `limit` (at least 1) stored revisions, in one snapshot. A stored
+    /// revision that is not ours (a hand edit of the store) is [`MemoryError::Corrupt`];
+    /// [`StoredRevision::check`](crate::raw::StoredRevision::check) checks the fields.
     async fn history(
         &self,
         document: &DocumentId,
@@ -73,7 +74,8 @@ pub trait VersionedStore: CompareAndSwap {
     ) -> Result<Purged, MemoryError>;
 }
 
-/// A store built from its configuration, for [`Versioned::connect`](crate::raw::Versioned::connect).
+/// A store built from its configuration, for
+/// [`Versioned::connect`](crate::raw::Versioned::connect).
 #[async_trait]
 pub trait Connect: VersionedStore + Sized {
     /// What the store is built from.

@@ -12,7 +12,6 @@ mod views;
 use std::collections::BTreeMap;
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-
 use std::time::Duration;
 
 use async_trait::async_trait;
