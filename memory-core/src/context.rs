@@ -2,9 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    Budgets, DocumentId, IdempotencyKey, MemoryScope, PersonalityId, Store, Surface, UserId,
-};
+use crate::document::{DocumentId, MemoryScope, Store};
+use crate::id::{PersonalityId, UserId};
+use crate::idempotency::key::IdempotencyKey;
+use crate::raw::history::revision::Surface;
+use crate::update::Budgets;
 
 /// The prefetch budget used when none is set, in chars of the rendered text.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;

@@ -3,18 +3,20 @@
 //! Ids become path segments and key parts in every backend, so they are checked once, at
 //! construction, against `^[A-Za-z0-9_-]{1,64}$`. A value of these types is always safe to use
 //! as a file name or key; there is no way to build one that is not.
+//!
+//! The types are here; [`validate`] holds the check and the constructors that run it.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::MemoryError;
+pub(crate) mod validate;
 
 /// The longest id accepted, in bytes (all accepted characters are ASCII).
 pub const MAX_ID_LEN: usize = 64;
 
-/// Which kind of id failed validation; carried by [`MemoryError::InvalidId`].
+/// Which kind of id failed validation; carried by
+/// [`MemoryError::InvalidId`](crate::MemoryError::InvalidId).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
     /// A [`PersonalityId`].
@@ -56,47 +58,14 @@ impl fmt::Display for IdKind {
     }
 }
 
-pub(crate) fn validate(kind: IdKind, value: &str) -> Result<(), MemoryError> {
-    let reason = if value.is_empty() {
-        "it is empty".to_owned()
-    } else if value.len() > MAX_ID_LEN {
-        format!(
-            "it is {} bytes long, the limit is {MAX_ID_LEN}",
-            value.len()
-        )
-    } else if let Some(bad) = value
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        format!("it contains {bad:?}")
-    } else {
-        return Ok(());
-    };
-    Err(MemoryError::InvalidId {
-        kind,
-        value: value.to_owned(),
-        reason,
-    })
-}
-
 macro_rules! id_type {
-    ($(#[$meta:meta])* $name:ident, $kind:expr) => {
+    ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 
         impl $name {
-            /// Validates `value` against `^[A-Za-z0-9_-]{1,64}$`.
-            ///
-            /// # Errors
-            /// [`MemoryError::InvalidId`] naming the value and what is wrong with it.
-            pub fn new(value: impl Into<String>) -> Result<Self, MemoryError> {
-                let value = value.into();
-                validate($kind, &value)?;
-                Ok(Self(value))
-            }
-
             /// The id as a string slice.
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -119,33 +88,12 @@ macro_rules! id_type {
         #[cfg(feature = "openapi")]
         impl utoipa::PartialSchema for $name {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                crate::openapi::id_schema()
+                id_schema()
             }
         }
 
         #[cfg(feature = "openapi")]
         impl utoipa::ToSchema for $name {}
-
-        impl FromStr for $name {
-            type Err = MemoryError;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::new(s)
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = MemoryError;
-            fn try_from(value: String) -> Result<Self, Self::Error> {
-                Self::new(value)
-            }
-        }
-
-        impl TryFrom<&str> for $name {
-            type Error = MemoryError;
-            fn try_from(value: &str) -> Result<Self, Self::Error> {
-                Self::new(value)
-            }
-        }
 
         impl From<$name> for String {
             fn from(id: $name) -> String {
@@ -158,69 +106,25 @@ macro_rules! id_type {
 id_type!(
     /// The id of an agent personality: selects `personalities/<id>/MEMORY.md` under the
     /// per-personality memory scope.
-    PersonalityId,
-    IdKind::Personality
+    PersonalityId
 );
 
 id_type!(
     /// The id of a user: selects `users/<id>/USER.md`, whatever the personality.
-    UserId,
-    IdKind::User
+    UserId
 );
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn accepts_the_documented_alphabet() {
-        for ok in ["a", "A-z_09", &"x".repeat(64)] {
-            assert_eq!(PersonalityId::new(ok).unwrap().as_str(), ok);
-            assert_eq!(UserId::new(ok).unwrap().as_str(), ok);
-        }
-    }
-
-    #[test]
-    fn refuses_everything_else_with_a_reason() {
-        let long = "x".repeat(65);
-        for bad in [
-            "", "../x", "a/b", "a b", "é", "a\0b", ".", "..", "a.md", &long,
-        ] {
-            let err = UserId::new(bad).unwrap_err();
-            assert!(
-                matches!(&err, MemoryError::InvalidId { kind: IdKind::User, value, .. } if value == bad),
-                "{bad:?}: {err}"
-            );
-        }
-    }
-
-    #[test]
-    fn deserialising_validates() {
-        let ok: UserId = serde_json::from_str("\"u-1\"").unwrap();
-        assert_eq!(ok.as_str(), "u-1");
-        let err = serde_json::from_str::<UserId>("\"../etc\"").unwrap_err();
-        assert!(err.to_string().contains("user id"), "{err}");
-    }
-
-    #[test]
-    fn errors_state_the_rule_of_their_kind() {
-        let user = UserId::new("a b").unwrap_err().to_string();
-        assert!(
-            user.ends_with("ids may use only A-Z, a-z, 0-9, '_' and '-', 1 to 64 of them"),
-            "{user}"
-        );
-        let key = crate::IdempotencyKey::new("a b").unwrap_err().to_string();
-        assert!(
-            key.ends_with("idempotency keys are 1 to 128 visible ASCII characters (no spaces)"),
-            "{key}"
-        );
-        let platform_user = "telegram: padded ".parse::<crate::Identity>();
-        let platform_user = platform_user.unwrap_err().to_string();
-        assert!(
-            platform_user.ends_with(
-                "platform user ids are 1 to 256 bytes, with no control characters and no leading or trailing whitespace"
-            ),
-            "{platform_user}"
-        );
-    }
+/// The JSON Schema of an id, for the `openapi` feature: what an HTTP API's OpenAPI document
+/// says of it, from the rule that checks it.
+#[cfg(feature = "openapi")]
+/// An id: personality, user or platform (`^[A-Za-z0-9_-]{1,64}$`).
+fn id_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(format!("^[A-Za-z0-9_-]{{1,{MAX_ID_LEN}}}$")))
+        .min_length(Some(1))
+        .max_length(Some(MAX_ID_LEN))
+        .description(Some("An id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-'."))
+        .into()
 }

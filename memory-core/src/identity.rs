@@ -11,8 +11,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::id::validate;
-use crate::{IdKind, MemoryError, UserId};
+use crate::error::MemoryError;
+use crate::id::validate::validate;
+use crate::id::{IdKind, UserId};
 
 /// The longest platform user id accepted, in bytes.
 pub const MAX_PLATFORM_USER_LEN: usize = 256;

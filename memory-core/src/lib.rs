@@ -1,47 +1,37 @@
 #![doc = include_str!("../README.md")]
 
-mod backend;
-mod backoff;
-mod cas;
 mod context;
 mod document;
 mod error;
-mod history;
 mod id;
 mod idempotency;
 mod identity;
-#[cfg(feature = "openapi")]
-mod openapi;
-mod plan;
 mod prefetch;
 mod provider;
 mod recall;
-mod redact;
 mod reference;
 mod report;
 mod update;
 
 pub mod raw;
-mod versioned;
 
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{
     Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, format_utc_seconds,
 };
 pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
-pub use history::{
-    DEFAULT_KEEP, DIFF_TIME, Purged, Retention, Revision, RevisionDiff, RevisionEntry, Surface,
-    diff_deadline, unified_diff,
-};
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
-pub use idempotency::{IdempotencyKey, MAX_KEY_LEN, revert_exactly_once, sync_exactly_once};
+pub use idempotency::exactly_once::{revert_exactly_once, sync_exactly_once};
+pub use idempotency::key::{IdempotencyKey, MAX_KEY_LEN};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
 pub use prefetch::Prefetch;
 pub use provider::MemoryProvider;
+pub use raw::history::compare::RevisionDiff;
+pub use raw::history::diff::{DIFF_TIME, diff_deadline, unified_diff};
+pub use raw::history::entry::RevisionEntry;
+pub use raw::history::retention::{DEFAULT_KEEP, Retention};
+pub use raw::history::revision::{Purged, Revision, Surface};
 pub use recall::{Recall, Recalled};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};
 pub use update::{Budgets, Caps, MemoryUpdate, is_blank};
-
-// The implementer kit, for the crate's own modules.
-use raw::*;

@@ -5,10 +5,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{
-    Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryUpdate, Prefetch, Purged,
-    Receipts, Revision, Store, Subscription, Surface, SyncReport, Version, revision_to_restore,
-};
+use crate::context::MemoryContext;
+use crate::document::{Document, DocumentId, Store, Version};
+use crate::error::MemoryError;
+use crate::prefetch::Prefetch;
+use crate::raw::history::compare::revision_to_restore;
+use crate::raw::history::revision::{Purged, Revision, Surface};
+use crate::raw::receipts::Receipts;
+use crate::report::{IfMatch, Subscription, SyncReport};
+use crate::update::MemoryUpdate;
 
 /// Durable memory for agents: two markdown documents per conversation, read before a turn
 /// and updated after it. Object safe: hold it as `Arc<dyn MemoryProvider>`.

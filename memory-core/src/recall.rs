@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 
-use crate::{DocumentId, MemoryError};
+use crate::document::DocumentId;
+use crate::error::MemoryError;
 
 /// A provider that can search a document's entries (its list items, paragraphs and
 /// `§`-separated notes, each as written) by relevance to a query: what an agent's

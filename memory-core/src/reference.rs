@@ -7,11 +7,19 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 
-use crate::{
-    Document, DocumentId, EventBus, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Planned, Prefetch, Purged, Receipts, Retention, Revision, RevisionTip, Store,
-    Subscription, Surface, SyncReport, Version, history_view, plan_sync,
-};
+use crate::context::MemoryContext;
+use crate::document::{Document, DocumentId, Store, Version};
+use crate::error::MemoryError;
+use crate::prefetch::Prefetch;
+use crate::provider::MemoryProvider;
+use crate::raw::events::EventBus;
+use crate::raw::history::kept::history_view;
+use crate::raw::history::retention::Retention;
+use crate::raw::history::revision::{Purged, Revision, RevisionTip, Surface};
+use crate::raw::plan::{Planned, plan_sync};
+use crate::raw::receipts::Receipts;
+use crate::report::{IfMatch, Subscription, SyncReport};
+use crate::update::MemoryUpdate;
 
 /// A document's text, version counter, write time and idempotency receipts.
 type Stored = (String, u64, SystemTime, Receipts);

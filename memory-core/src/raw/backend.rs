@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{IdentityMap, MemoryError, MemoryProvider};
+use crate::error::MemoryError;
+use crate::identity::IdentityMap;
+use crate::provider::MemoryProvider;
 
 /// A backend opened from its configuration: the provider, and its identity map (usually the
 /// same value).
@@ -73,6 +75,8 @@ pub trait BackendConfig: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::InMemoryIdentityMap;
+    use crate::reference::InMemoryProvider;
 
     /// A backend that says nothing of where a recall index goes.
     struct Silent;
@@ -85,8 +89,8 @@ mod tests {
 
         async fn open(&self) -> Result<Opened, MemoryError> {
             Ok(Opened {
-                provider: Arc::new(crate::InMemoryProvider::new()),
-                identities: Arc::new(crate::InMemoryIdentityMap::default()),
+                provider: Arc::new(InMemoryProvider::new()),
+                identities: Arc::new(InMemoryIdentityMap::default()),
             })
         }
     }

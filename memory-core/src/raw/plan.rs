@@ -26,13 +26,19 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::context::MemoryContext;
 use crate::context::PLACEHOLDER;
-use crate::update::{Applied, apply_batch};
-use crate::{
-    Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
-    MemoryError, MemoryUpdate, PersonalityId, Receipts, Retention, Revision, RevisionTip, Store,
-    Surface, UserId, Version, sha256_hex,
-};
+use crate::document::{Document, DocumentId, Store, Version};
+use crate::error::MemoryError;
+use crate::id::{PersonalityId, UserId};
+use crate::idempotency::key::IdempotencyKey;
+use crate::raw::apply::{Applied, apply_batch};
+use crate::raw::history::retention::Retention;
+use crate::raw::history::revision::{Revision, RevisionTip, Surface};
+use crate::raw::receipts::Receipts;
+use crate::raw::sha256::sha256_hex;
+use crate::report::{DocumentReport, IfMatch};
+use crate::update::{Caps, MemoryUpdate};
 
 /// The updates of one call that target one document, with the call's precondition and caps.
 #[derive(Debug, Clone)]
@@ -152,7 +158,7 @@ impl DocumentBatch {
     ///
     /// # Errors
     /// [`MemoryError::Conflict`] when `current` is not at the required version, else any
-    /// refusal of [`crate::apply_batch`].
+    /// refusal of [`crate::apply_batch`](crate::raw::apply_batch).
     pub fn apply(&self, current: Document) -> Result<PlannedWrite, MemoryError> {
         if let Some(expected) = &self.if_match
             && *expected != current.version

@@ -1,0 +1,322 @@
+//! [`Versioned`]: the memory contract on a [`VersionedStore`].
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::context::MemoryContext;
+use crate::document::{Document, DocumentId, Store};
+use crate::error::MemoryError;
+use crate::id::UserId;
+use crate::identity::{Identity, IdentityMap};
+use crate::prefetch::Prefetch;
+use crate::provider::MemoryProvider;
+use crate::raw::cas::writer::{CasWriter, LONGEST_DEADLINE};
+use crate::raw::events::EventBus;
+use crate::raw::history::kept::{history_view, kept_revisions};
+use crate::raw::history::retention::Retention;
+use crate::raw::history::revision::{Purged, Revision, Surface};
+use crate::raw::receipts::Receipts;
+use crate::raw::versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
+use crate::raw::versioned::store::{Connect, StoredHistory, VersionedStore};
+use crate::report::{IfMatch, Subscription, SyncReport};
+use crate::update::MemoryUpdate;
+
+/// The memory contract on a [`VersionedStore`]. Every call ends within the deadline (see
+/// [`Versioned::with_deadline`]); `sync` retries lost races through [`CasWriter`]; history is
+/// what the retention keeps, with a hand edit not yet recorded at its head.
+pub struct Versioned<S> {
+    store: S,
+    writer: CasWriter,
+    events: EventBus,
+    settings: Settings,
+}
+
+impl<S> std::fmt::Debug for Versioned<S>
+where
+    S: VersionedStore,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Versioned")
+            .field("location", &self.store.location())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: VersionedStore> Versioned<S> {
+    /// A provider on `store` with the default [`Settings`].
+    pub fn new(store: S) -> Self {
+        Versioned {
+            store,
+            writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
+            events: EventBus::new(),
+            settings: Settings::default(),
+        }
+    }
+
+    /// Connects a store with `config` (see [`Connect`]) and runs it with the settings the
+    /// configuration gives.
+    ///
+    /// # Errors
+    /// Whatever the store's `connect` fails with.
+    pub async fn connect(config: &S::Config) -> Result<Self, MemoryError>
+    where
+        S: Connect,
+    {
+        let (store, settings) = S::connect(config).await?;
+        Ok(Versioned::new(store).with_settings(settings))
+    }
+
+    /// Sets every setting at once.
+    pub fn with_settings(self, settings: Settings) -> Self {
+        self.with_max_attempts(settings.max_attempts)
+            .with_deadline(settings.deadline)
+            .with_retention(settings.retention)
+    }
+
+    /// Sets how many compare-and-swap attempts a `sync` makes before `Contention` (at least 1).
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.writer = self.writer.with_max_attempts(max_attempts);
+        self.settings.max_attempts = self.writer.max_attempts();
+        self
+    }
+
+    /// Sets how long one call may take in all: reads, lock waits, retries and writes; kept
+    /// between 1 ms and [`LONGEST_DEADLINE`].
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        let deadline = deadline.clamp(Duration::from_millis(1), LONGEST_DEADLINE);
+        self.writer = self.writer.with_deadline(deadline);
+        self.settings.deadline = deadline;
+        self
+    }
+
+    /// Sets how much of each document's history writes keep; [`Retention::OFF`] records none.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.writer = self.writer.with_retention(retention);
+        self.settings.retention = retention;
+        self
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// The store, for what only it offers (its pool, its keys).
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// `call` bounded by the deadline: past it, `Unavailable` naming `what`, and `after` (what
+    /// the caller should know of a write that may have landed) at the end of the message.
+    async fn within_deadline<T>(
+        &self,
+        what: impl FnOnce() -> String,
+        after: &str,
+        call: impl Future<Output = Result<T, MemoryError>>,
+    ) -> Result<T, MemoryError> {
+        match tokio::time::timeout(self.settings.deadline, call).await {
+            Ok(result) => result,
+            Err(_) => Err(MemoryError::Unavailable {
+                what: what(),
+                message: format!(
+                    "no reply within the call's deadline of {} ms{after}",
+                    self.settings.deadline.as_millis()
+                ),
+                source: None,
+            }),
+        }
+    }
+
+    /// `ids` read in one step, exactly one document each.
+    async fn read_all(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
+        let documents = self.store.read(ids).await?;
+        if documents.len() == ids.len() {
+            Ok(documents)
+        } else {
+            Err(MemoryError::Unavailable {
+                what: self.store.location(),
+                message: format!(
+                    "asked for {} documents, the store answered with {}",
+                    ids.len(),
+                    documents.len()
+                ),
+                source: None,
+            })
+        }
+    }
+}
+
+#[async_trait]
+impl<S: VersionedStore> MemoryProvider for Versioned<S> {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+        let documents = self
+            .within_deadline(
+                || format!("{} and {}", ids[0], ids[1]),
+                "",
+                self.read_all(&ids),
+            )
+            .await?;
+        Ok(Prefetch::from_documents(ctx, &documents[0], &documents[1]))
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        self.writer
+            .sync(&self.store, &self.events, ctx, updates, if_match)
+            .await
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        let ids = std::slice::from_ref(document);
+        let mut documents = self
+            .within_deadline(|| document.to_string(), "", self.read_all(ids))
+            .await?;
+        Ok(documents.remove(0))
+    }
+
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        let fetched = self.within_deadline(
+            || document.to_string(),
+            "",
+            self.store.fetch(std::slice::from_ref(document), true),
+        );
+        let fetched = fetched.await?;
+        let fetched = fetched.first().ok_or_else(|| MemoryError::Unavailable {
+            what: document.to_string(),
+            message: "the store answered with no document".to_owned(),
+            source: None,
+        })?;
+        Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let mut ids = self
+            .within_deadline(|| self.store.location(), "", self.store.list())
+            .await?;
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let read = |limit| {
+            self.within_deadline(
+                || document.to_string(),
+                "",
+                self.store.history(document, limit),
+            )
+        };
+        let mut stored = read(limit).await?;
+        // The oldest read is a change whose base is older still: read back to it.
+        if limit != usize::MAX
+            && stored
+                .recorded
+                .last()
+                .is_some_and(|oldest| !oldest.stands_alone())
+        {
+            stored = read(usize::MAX).await?;
+        }
+        let StoredHistory {
+            current,
+            recorded,
+            now,
+            location,
+        } = stored;
+        if let Some(pair) = recorded
+            .windows(2)
+            .find(|pair| pair[0].number <= pair[1].number)
+        {
+            return Err(MemoryError::Corrupt {
+                location: location.clone(),
+                reason: format!(
+                    "its history has revision {} after revision {}: numbers must fall, newest first",
+                    pair[1].number, pair[0].number
+                ),
+            });
+        }
+        let retention = self.settings.retention;
+        let kept = kept_revisions(recorded, current.tip.number, now, &retention, &location)?;
+        Ok(history_view(
+            kept,
+            &current.tip,
+            &current.document,
+            limit,
+            now,
+            &retention,
+        ))
+    }
+
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        self.within_deadline(
+            || document.to_string(),
+            "; the purge may or may not have landed, and purging again is safe",
+            self.store
+                .purge(document, surface, &self.settings.retention),
+        )
+        .await
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.settings.deadline)
+    }
+}
+
+/// The identity map of a store that keeps one, each call within the deadline, and the list in
+/// the contract's order (the store's own collation need not compare bytes).
+#[async_trait]
+impl<S: VersionedStore + IdentityMap> IdentityMap for Versioned<S> {
+    async fn resolve(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        self.within_deadline(|| identity.to_string(), "", self.store.resolve(identity))
+            .await
+    }
+
+    async fn link(
+        &self,
+        identity: &Identity,
+        user: &UserId,
+        relink: bool,
+    ) -> Result<Option<UserId>, MemoryError> {
+        self.within_deadline(
+            || identity.to_string(),
+            "; the link may or may not have landed, and linking again is safe",
+            self.store.link(identity, user, relink),
+        )
+        .await
+    }
+
+    async fn unlink(&self, identity: &Identity) -> Result<Option<UserId>, MemoryError> {
+        self.within_deadline(
+            || identity.to_string(),
+            "; the unlink may or may not have landed, and unlinking again is safe",
+            self.store.unlink(identity),
+        )
+        .await
+    }
+
+    async fn identities(&self) -> Result<Vec<(Identity, UserId)>, MemoryError> {
+        let mut links = self
+            .within_deadline(|| self.store.location(), "", self.store.identities())
+            .await?;
+        links.sort();
+        Ok(links)
+    }
+}
