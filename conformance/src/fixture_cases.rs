@@ -1,11 +1,12 @@
 //! The cases that need more of a [`Fixture`] than its provider: other hosts on its namespace,
-//! hand edits, documents held from outside. [`crate::conformance_suite!`] stamps them by group.
+//! hand edits, documents held from outside, the stored bytes of history. [`crate::conformance_suite!`] stamps them by group.
 
 use std::sync::Arc;
 
 use memory_core::raw::{Versioned, VersionedStore};
-use memory_core::{MemoryProvider, Retention};
+use memory_core::{MemoryError, MemoryProvider, MemoryUpdate, Retention, Surface};
 
+use crate::support::{M, ctx, sync};
 use crate::{Fixture, Host, history, hosts};
 
 /// How many hosts the many-host cases run.
@@ -92,4 +93,77 @@ pub async fn a_held_document_gives_up_at_once<P: MemoryProvider + ?Sized + 'stat
         async |release| release().await,
     )
     .await;
+}
+
+/// A host keeping `keep` revisions, `ctx("ada", "u1")`'s MEMORY.md, and four adds of `entries`
+/// to it: the history the `stored_history` cases start from.
+async fn four_revisions<P: MemoryProvider + ?Sized + 'static>(
+    f: &Fixture<P>,
+    keep: usize,
+    entries: [&str; 4],
+) -> (Arc<P>, memory_core::DocumentId) {
+    let p = f
+        .host(Host {
+            retention: Some(Retention::keep(keep)),
+            ..Host::default()
+        })
+        .await;
+    let c = ctx("ada", "u1");
+    for entry in entries {
+        sync(p.as_ref(), &c, &[MemoryUpdate::add(M, entry)]).await;
+    }
+    (p, c.document(M))
+}
+
+/// A purge erases the checkpoints and the changes alike: kept as a checkpoint (its whole
+/// text) or as a change (its updates), no revision's text is left anywhere the backend
+/// stores, only the tombstone, numbered after the last revision.
+pub async fn purge_erases_checkpoints_and_changes_alike<P: MemoryProvider + ?Sized + 'static>(
+    f: &Fixture<P>,
+) {
+    let secrets = [
+        "Secret one.",
+        "Secret two.",
+        "Secret three.",
+        "Secret four.",
+    ];
+    let (p, document) = four_revisions(f, 3, secrets).await;
+    let before = f.stored(document.clone()).await;
+    assert!(before.contains("Secret four."), "stored: {before}");
+    let purged = p.purge(&document, Surface::Cli).await.expect("purge");
+    assert_eq!(purged.revisions, 3, "the kept ones are erased");
+    let after = f.stored(document.clone()).await;
+    assert!(!after.contains("Secret"), "a purge leaves no text: {after}");
+    let left = p.history(&document, 10).await.expect("history");
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].is_tombstone() && left[0].number == 5, "{left:?}");
+}
+
+/// A chain of changes damaged by hand reads as `Corrupt` naming the revision that can no
+/// longer be rebuilt (and reverting to a revision past it too), while the document reads and
+/// the write path, which reads only the history's tip, goes on.
+pub async fn a_damaged_chain_is_corrupt_naming_the_revision<P>(f: &Fixture<P>)
+where
+    P: MemoryProvider + ?Sized + 'static,
+{
+    let (p, document) = four_revisions(f, 5, ["One.", "Two.", "Three.", "Four."]).await;
+    let named = f.damage_history(document.clone(), 3).await;
+    match p.history(&document, 10).await {
+        Err(MemoryError::Corrupt { location, .. }) => assert!(
+            location.ends_with(&format!("#{named}")),
+            "names revision {named}: {location}"
+        ),
+        other => panic!("a damaged chain reads as Corrupt, not {other:?}"),
+    }
+    let c = ctx("ada", "u1");
+    sync(p.as_ref(), &c, &[MemoryUpdate::add(M, "Five.")]).await;
+    assert_eq!(
+        p.read(&document).await.expect("read").text,
+        "One.\n\nTwo.\n\nThree.\n\nFour.\n\nFive.\n"
+    );
+    let revert = p.revert(&c, M, 2, None).await;
+    assert!(
+        matches!(revert, Err(MemoryError::Corrupt { .. })),
+        "{revert:?}"
+    );
 }

@@ -64,6 +64,8 @@ pub struct Host {
 type HostHook<P> = Box<dyn Fn(Host) -> HookFuture<Arc<P>> + Send + Sync>;
 type HandEditHook = Box<dyn Fn(DocumentId, String) -> HookFuture<()> + Send + Sync>;
 type HoldHook = Box<dyn Fn(DocumentId) -> HookFuture<Release> + Send + Sync>;
+type StoredHook = Box<dyn Fn(DocumentId) -> HookFuture<String> + Send + Sync>;
+type DamageHook = Box<dyn Fn(DocumentId, u64) -> HookFuture<u64> + Send + Sync>;
 
 /// A provider under test, with whatever keeps its namespace alive (a temp dir, a schema guard),
 /// and the hooks the cases of several hosts, hand edits and outside holds need (see
@@ -74,6 +76,8 @@ pub struct Fixture<P: MemoryProvider + ?Sized> {
     host: Option<HostHook<P>>,
     hand_edit: Option<HandEditHook>,
     hold: Option<HoldHook>,
+    stored: Option<StoredHook>,
+    damage: Option<DamageHook>,
 }
 
 impl<P: MemoryProvider + ?Sized> Fixture<P> {
@@ -85,6 +89,8 @@ impl<P: MemoryProvider + ?Sized> Fixture<P> {
             host: None,
             hand_edit: None,
             hold: None,
+            stored: None,
+            damage: None,
         }
     }
 
@@ -124,6 +130,56 @@ impl<P: MemoryProvider + ?Sized> Fixture<P> {
     {
         self.hold = Some(Box::new(move |document| Box::pin(hold(document))));
         self
+    }
+
+    /// Reads what the backend stores for a document, by hand: `stored(document)` is every byte
+    /// it keeps for it (the text, its history's changes and checkpoints, receipts), as one
+    /// text to search. For the `stored_history` group.
+    pub fn with_stored_history<F, Fut>(mut self, stored: F) -> Self
+    where
+        F: Fn(DocumentId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = String> + Send + 'static,
+    {
+        self.stored = Some(Box::new(move |document| Box::pin(stored(document))));
+        self
+    }
+
+    /// Damages a document's history by hand: `damage(document, number)` alters or deletes
+    /// the stored change of revision `number`, as a person editing the stored bytes would, and
+    /// returns the revision history must then name as `Corrupt` (that one, or the next when
+    /// the backend can only delete it). For the `stored_history` group.
+    pub fn with_history_damage<F, Fut>(mut self, damage: F) -> Self
+    where
+        F: Fn(DocumentId, u64) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = u64> + Send + 'static,
+    {
+        self.damage = Some(Box::new(move |document, number| {
+            Box::pin(damage(document, number))
+        }));
+        self
+    }
+
+    /// Everything the backend stores for `document`, as one text.
+    ///
+    /// # Panics
+    /// When the fixture has no [`Fixture::with_stored_history`].
+    pub async fn stored(&self, document: DocumentId) -> String {
+        let stored = self.stored.as_ref().expect(
+            "the fixture reads no stored bytes: give setup() a Fixture::with_stored_history",
+        );
+        stored(document).await
+    }
+
+    /// Damages revision `number` of `document`'s history; returns the revision to be named.
+    ///
+    /// # Panics
+    /// When the fixture has no [`Fixture::with_history_damage`].
+    pub async fn damage_history(&self, document: DocumentId, number: u64) -> u64 {
+        let damage = self
+            .damage
+            .as_ref()
+            .expect("the fixture damages nothing: give setup() a Fixture::with_history_damage");
+        damage(document, number).await
     }
 
     /// Another host on the namespace, configured as `settings` says.
@@ -239,7 +295,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 ///   ([`history::kept_revisions_rebuild_to_the_texts_written`]);
 /// - `versioned` (hosts of a [`memory_core::raw::Versioned`] store): contention reported
 ///   (one version step per entry), the retry engine beaten by another host;
-/// - `outside_holds` ([`Fixture::with_outside_holds`]): a document another writer holds.
+/// - `outside_holds` ([`Fixture::with_outside_holds`]): a document another writer holds;
+/// - `stored_history` ([`Fixture::with_stored_history`], [`Fixture::with_history_damage`] and
+///   [`Fixture::with_hosts`]): a purge leaves no text of the document anywhere, checkpoints
+///   and changes alike; a damaged chain of changes is `Corrupt` naming the revision, while the
+///   document reads and writes go on.
 ///
 /// ```ignore
 /// memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
@@ -287,6 +347,13 @@ macro_rules! __stamp_group {
     };
     (outside_holds, $setup:path) => {
         $crate::__stamp_fixture_cases!($setup; a_held_document_gives_up_at_once);
+    };
+    (stored_history, $setup:path) => {
+        $crate::__stamp_fixture_cases!(
+            $setup;
+            purge_erases_checkpoints_and_changes_alike,
+            a_damaged_chain_is_corrupt_naming_the_revision,
+        );
     };
 }
 

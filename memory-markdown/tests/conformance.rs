@@ -11,6 +11,7 @@ async fn setup() -> Fixture<MarkdownProvider> {
     let root = tempfile::tempdir().expect("a temp dir for the memory root");
     let path = root.path().to_path_buf();
     let (hosts, edits) = (path.clone(), path.clone());
+    let (stored, damaged) = (path.clone(), path.clone());
     Fixture::new(MarkdownProvider::new(&path))
         .with_hosts(move |host| {
             let mut provider = MarkdownProvider::new(&hosts);
@@ -26,10 +27,60 @@ async fn setup() -> Fixture<MarkdownProvider> {
                 std::fs::write(&file, text).unwrap();
             }
         })
+        .with_stored_history(move |document| {
+            // Every file in the document's folder: it, its journal's segments and checkpoint
+            // texts, its receipts.
+            let folder = MarkdownProvider::new(&stored).path(&document);
+            let folder = folder.parent().unwrap().to_path_buf();
+            async move {
+                let mut files: Vec<_> = std::fs::read_dir(&folder)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path())
+                    .collect();
+                files.sort();
+                files
+                    .iter()
+                    .map(|file| {
+                        format!(
+                            "{}: {}\n",
+                            file.display(),
+                            std::fs::read_to_string(file).unwrap()
+                        )
+                    })
+                    .collect::<String>()
+            }
+        })
+        .with_history_damage(move |document, number| {
+            // Revision `number`'s line in the journal, its updates' content altered.
+            let journal = MarkdownProvider::new(&damaged).history_path(&document);
+            async move {
+                let text = std::fs::read_to_string(&journal).unwrap();
+                let number_field = format!("\"number\":{number},");
+                let damaged: String = text
+                    .lines()
+                    .map(|line| {
+                        let line = if line.contains(&number_field) {
+                            line.replace("\"content\":\"", "\"content\":\"damaged ")
+                        } else {
+                            line.to_owned()
+                        };
+                        line + "\n"
+                    })
+                    .collect();
+                assert_ne!(
+                    damaged,
+                    text,
+                    "revision {number} is in {}",
+                    journal.display()
+                );
+                std::fs::write(&journal, damaged).unwrap();
+                number
+            }
+        })
         .with_guard(root)
 }
 
-memory_conformance::conformance_suite!(setup; hosts, hand_edits);
+memory_conformance::conformance_suite!(setup; hosts, hand_edits, stored_history);
 
 /// The identity-map cases through two provider values on one root, as two processes would
 /// share it.

@@ -9,7 +9,7 @@ async fn setup() -> Option<Fixture<PostgresProvider>> {
     common::fixture(PoolMode::Session).await
 }
 
-memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
+memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds, stored_history);
 
 /// The identity-map cases through two providers on one schema, each with its own pool, as two
 /// hosts would have.

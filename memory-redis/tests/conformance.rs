@@ -17,6 +17,7 @@ async fn fixture(topology: Topology) -> Option<Fixture<RedisProvider>> {
     let (provider, keys) = common::provider_on(topology, |config| config).await?;
     let keys = Arc::new(keys);
     let (hosts, edits, holds) = (keys.clone(), keys.clone(), keys.clone());
+    let (stored, damaged) = (keys.clone(), keys.clone());
     Some(
         Fixture::new(provider)
             .with_hosts(move |host| {
@@ -31,11 +32,19 @@ async fn fixture(topology: Topology) -> Option<Fixture<RedisProvider>> {
                 let keys = holds.clone();
                 async move { common::hold_lock(&keys, document).await }
             })
+            .with_stored_history(move |_| {
+                let keys = stored.clone();
+                async move { common::stored_keys(&keys).await }
+            })
+            .with_history_damage(move |document, number| {
+                let keys = damaged.clone();
+                async move { common::delete_change(&keys, document, number).await }
+            })
             .with_guard(keys),
     )
 }
 
-memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
+memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds, stored_history);
 
 /// The identity-map cases through two clients under one prefix, each with its own connection,
 /// as two processes would have.

@@ -100,6 +100,7 @@ pub async fn fixture(mode: PoolMode) -> Option<memory_conformance::Fixture<Postg
     let (provider, schema) = provider_on(mode).await?;
     let schema = Arc::new(schema);
     let (hosts, edits, holds) = (schema.clone(), schema.clone(), schema.clone());
+    let (stored, damaged) = (schema.clone(), schema.clone());
     Some(
         memory_conformance::Fixture::new(provider)
             .with_hosts(move |host| {
@@ -117,6 +118,14 @@ pub async fn fixture(mode: PoolMode) -> Option<memory_conformance::Fixture<Postg
             .with_outside_holds(move |document| {
                 let schema = holds.clone();
                 async move { hold_row(&schema.guard, document).await }
+            })
+            .with_stored_history(move |_| {
+                let schema = stored.clone();
+                async move { stored_rows(&schema.guard).await }
+            })
+            .with_history_damage(move |document, number| {
+                let schema = damaged.clone();
+                async move { damage_change(&schema.guard, document, number).await }
             })
             .with_guard(schema),
     )
@@ -186,6 +195,62 @@ pub async fn edit_by_hand(schema: &SchemaGuard, document: memory_core::DocumentI
         .await
         .unwrap();
     }
+}
+
+/// Every row of every table in the schema, as psql prints a row's text: what the backend
+/// stores, for a search of it.
+pub async fn stored_rows(schema: &SchemaGuard) -> String {
+    use sqlx::{Connection, PgConnection};
+    let mut psql = PgConnection::connect(&schema.url).await.unwrap();
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+    )
+    .bind(&schema.schema)
+    .fetch_all(&mut psql)
+    .await
+    .unwrap();
+    let mut stored = String::new();
+    for table in tables {
+        let rows: Vec<String> = sqlx::query_scalar(
+            format!("SELECT t::text FROM \"{}\".\"{table}\" t", schema.schema).as_str(),
+        )
+        .fetch_all(&mut psql)
+        .await
+        .unwrap();
+        stored.push_str(&format!("{table}: {}\n", rows.join("\n")));
+    }
+    stored
+}
+
+/// Alters revision `number`'s stored change by hand (its updates' content), so that it no
+/// longer makes the text its hash records; history names that revision.
+pub async fn damage_change(
+    schema: &SchemaGuard,
+    document: memory_core::DocumentId,
+    number: u64,
+) -> u64 {
+    use sqlx::{Connection, PgConnection};
+    let mut psql = PgConnection::connect(&schema.url).await.unwrap();
+    let (kind, owner) = row_key(&document);
+    let altered = sqlx::query(
+        format!(
+            "UPDATE \"{}\".memory_history SET updates = replace(updates, '\"content\":\"',              '\"content\":\"damaged ') WHERE kind = $1 AND owner = $2 AND number = $3",
+            schema.schema
+        )
+        .as_str(),
+    )
+    .bind(kind)
+    .bind(&owner)
+    .bind(i64::try_from(number).unwrap())
+    .execute(&mut psql)
+    .await
+    .unwrap();
+    assert_eq!(
+        altered.rows_affected(),
+        1,
+        "revision {number} of {document} is stored"
+    );
+    number
 }
 
 /// Holds `document`'s row as another session would (`SELECT ... FOR UPDATE`, then idle in its

@@ -143,6 +143,68 @@ pub async fn edit_by_hand(keys: &PrefixGuard, document: memory_core::DocumentId,
         .unwrap();
 }
 
+/// Every key under the prefix with what it holds (hashes' fields, streams' entries, strings,
+/// sets), as one text: what the backend stores, for a search of it.
+pub async fn stored_keys(keys: &PrefixGuard) -> String {
+    use redis::AsyncCommands;
+    let mut connection = admin(keys).await;
+    let names: Vec<String> = connection
+        .keys(format!("{{{}}}*", keys.prefix))
+        .await
+        .unwrap();
+    let mut stored = String::new();
+    for name in names {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&name)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let command = match kind.as_str() {
+            "hash" => redis::cmd("HGETALL").arg(&name).clone(),
+            "stream" => redis::cmd("XRANGE").arg(&name).arg("-").arg("+").clone(),
+            "string" => redis::cmd("GET").arg(&name).clone(),
+            "set" => redis::cmd("SMEMBERS").arg(&name).clone(),
+            "zset" => redis::cmd("ZRANGE").arg(&name).arg(0).arg(-1).clone(),
+            "list" => redis::cmd("LRANGE").arg(&name).arg(0).arg(-1).clone(),
+            other => panic!("{name} is a {other}, which the backend never stores"),
+        };
+        let value: redis::Value = command.query_async(&mut connection).await.unwrap();
+        stored.push_str(&format!("{name}: {value:?}\n"));
+    }
+    stored
+}
+
+/// Deletes revision `number`'s entry from `document`'s history stream by hand (a stream's
+/// entries cannot be altered): the change after it can no longer be rebuilt, so history names
+/// that one, `number + 1`.
+pub async fn delete_change(
+    keys: &PrefixGuard,
+    document: memory_core::DocumentId,
+    number: u64,
+) -> u64 {
+    use redis::AsyncCommands;
+    let stream = format!("{{{}}}:history:{}", keys.prefix, document.relative_path());
+    let mut connection = admin(keys).await;
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(&stream)
+        .arg("-")
+        .arg("+")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let (id, _) = entries
+        .iter()
+        .find(|(_, fields)| {
+            fields
+                .iter()
+                .any(|(name, value)| name == "number" && value == &number.to_string())
+        })
+        .unwrap_or_else(|| panic!("revision {number} of {document} is stored: {entries:?}"));
+    let deleted: usize = connection.xdel(&stream, &[id]).await.unwrap();
+    assert_eq!(deleted, 1);
+    number + 1
+}
+
 /// Holds `document` as another writer's lock script leaves it (its lock key set to a token,
 /// with an expiry), until the release deletes the key.
 pub async fn hold_lock(
