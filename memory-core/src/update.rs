@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::document::Store;
+#[cfg(doc)]
+use crate::error::MemoryError;
 
 /// One change to one document, in exactly the JSON forms of the contract:
 ///
@@ -155,7 +157,7 @@ pub struct Caps {
     /// Over this the write lands, and the report and a `memory.eviction` event say so.
     pub soft: Option<usize>,
     /// A batch that would leave the document larger than this, and larger than it was, is
-    /// refused with [`MemoryError::HardCapExceeded`](crate::MemoryError::HardCapExceeded).
+    /// refused with [`MemoryError::HardCapExceeded`].
     pub hard: Option<usize>,
 }
 

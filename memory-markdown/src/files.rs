@@ -1,8 +1,8 @@
 //! The bottom layer: the blocking file work behind the provider, knowing nothing of journals,
 //! receipts or what a write does with them. Document paths, reading, locking, atomic
-//! replacement, removal, listing, and the mapping of I/O errors to `MemoryError`s. It uses no
-//! other module of this crate; the journal, the receipts, the identity map (the middle layer)
-//! and `store` (the top) are built on it.
+//! replacement, removal, listing, and the mapping of I/O errors to `MemoryError`s. It uses only
+//! `layout` (which file holds which document); the journal, the receipts, the identity map
+//! (the middle layer) and `store` (the top) are built on it.
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions, TryLockError};

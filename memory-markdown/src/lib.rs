@@ -1,7 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
-// In layers, each using only the ones below it: `files` (the file primitives) at the bottom;
+// In layers, each using only the ones below it: `layout` (which file holds which document)
+// and `files` (the file primitives) at the bottom;
 // `journal`, `receipts` and `identities` (the sidecar files and the identity map) in the
 // middle; `store` (what a write, a history read and a purge do with them) on top.
 mod files;
