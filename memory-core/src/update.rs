@@ -208,6 +208,19 @@ impl Budgets {
         }
     }
 
+    /// The first store whose soft cap is over its hard cap, with the two: a soft cap warns
+    /// before the hard cap refuses, so such caps are a mistake wherever they are set (a
+    /// personality's in `memory.toml`, a sync's own).
+    pub fn soft_over_hard(&self) -> Option<(Store, usize, usize)> {
+        [Store::Memory, Store::User].into_iter().find_map(|store| {
+            let caps = self.for_store(store);
+            match (caps.soft, caps.hard) {
+                (Some(soft), Some(hard)) if soft > hard => Some((store, soft, hard)),
+                _ => None,
+            }
+        })
+    }
+
     /// The caps of `store`.
     pub fn for_store(&self, store: Store) -> Caps {
         match store {
@@ -260,6 +273,23 @@ mod tests {
             Budgets::default().tightest(callers),
             callers,
             "set where only one sets it"
+        );
+    }
+
+    #[test]
+    fn a_soft_cap_over_its_hard_cap_is_found_in_either_store() {
+        assert_eq!(Budgets::BOUNDED.soft_over_hard(), None);
+        let mut budgets = Budgets::BOUNDED;
+        budgets.user.soft = Some(5000);
+        assert_eq!(budgets.soft_over_hard(), Some((Store::User, 5000, 3072)));
+        budgets.memory = Caps {
+            soft: Some(10),
+            hard: None,
+        };
+        assert_eq!(
+            budgets.soft_over_hard(),
+            Some((Store::User, 5000, 3072)),
+            "no hard cap, no bound"
         );
     }
 

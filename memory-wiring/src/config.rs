@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use memory_core::raw::ResolveFields;
 use memory_core::{
-    Budgets, Caps, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId,
-    Retention, UserId,
+    Budgets, DEFAULT_MAX_CHARS, DocumentId, MemoryError, MemoryScope, PersonalityId, Retention,
+    UserId,
 };
 use memory_markdown::{LayoutName, MarkdownConfig};
 #[cfg(feature = "recall")]
@@ -309,17 +309,13 @@ impl Config {
                 .caps
                 .map(Spanned::into_inner)
                 .unwrap_or_default();
-            for (store, cap) in [("memory", caps.memory), ("user", caps.user)] {
-                if let (Some(soft), Some(hard)) = (cap.soft, cap.hard)
-                    && soft > hard
-                {
-                    return Err(at.error(
-                        caps_span,
-                        &format!(
-                            "personalities.{id}.caps.{store}: soft cap {soft} is over hard cap {hard}"
-                        ),
-                    ));
-                }
+            if let Some((store, soft, hard)) = caps.soft_over_hard() {
+                return Err(at.error(
+                    caps_span,
+                    &format!(
+                        "personalities.{id}.caps.{store}: soft cap {soft} is over hard cap {hard}"
+                    ),
+                ));
             }
             // The global MEMORY.md has one home, shared by every global-scope personality: a
             // personality that names a provider storing documents elsewhere would silently
@@ -339,10 +335,7 @@ impl Config {
             let config = PersonalityConfig {
                 provider: personality.provider.map(Spanned::into_inner),
                 memory_scope: personality.memory_scope,
-                budgets: Budgets {
-                    memory: caps.memory.into(),
-                    user: caps.user.into(),
-                },
+                budgets: caps,
                 max_chars: personality.max_chars.unwrap_or(DEFAULT_MAX_CHARS),
             };
             personalities.insert(id, config);
@@ -673,29 +666,6 @@ struct RawPersonality {
     provider: Option<Spanned<String>>,
     #[serde(default)]
     memory_scope: MemoryScope,
-    caps: Option<Spanned<RawCaps>>,
+    caps: Option<Spanned<Budgets>>,
     max_chars: Option<usize>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(deny_unknown_fields, default)]
-struct RawCaps {
-    memory: RawCap,
-    user: RawCap,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(deny_unknown_fields, default)]
-struct RawCap {
-    soft: Option<usize>,
-    hard: Option<usize>,
-}
-
-impl From<RawCap> for Caps {
-    fn from(cap: RawCap) -> Caps {
-        Caps {
-            soft: cap.soft,
-            hard: cap.hard,
-        }
-    }
 }

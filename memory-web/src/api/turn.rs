@@ -180,14 +180,10 @@ pub(crate) async fn sync(
         ctx = ctx.with_idempotency_key(key);
     }
     if let Some(caps) = request.caps {
-        for (store, caps) in [("memory", caps.memory), ("user", caps.user)] {
-            if let (Some(soft), Some(hard)) = (caps.soft, caps.hard)
-                && soft > hard
-            {
-                return Err(Problem::invalid(format!(
-                    "caps.{store}: the soft cap ({soft} bytes) is over the hard cap ({hard} bytes); a soft cap warns before the hard cap refuses, so it must not be larger; nothing was written"
-                )));
-            }
+        if let Some((store, soft, hard)) = caps.soft_over_hard() {
+            return Err(Problem::invalid(format!(
+                "caps.{store}: the soft cap ({soft} bytes) is over the hard cap ({hard} bytes); a soft cap warns before the hard cap refuses, so it must not be larger; nothing was written"
+            )));
         }
         ctx.budgets = ctx.budgets.tightest(caps);
     }
