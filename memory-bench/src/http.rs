@@ -4,6 +4,7 @@
 //! process too, on the same 2 cores, so the figures include the client's own cost.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use memory_core::{
     DocumentId, IdempotencyKey, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store,
     sync_exactly_once,
 };
-use memory_web::{Access, Service};
+use memory_web::{Access, Service, Settings};
 use memory_wiring::{Config, Memory};
 use serde_json::json;
 
@@ -220,7 +221,12 @@ pub async fn measure(
     clients: &[usize],
 ) -> Result<HttpMeasured, BoxError> {
     let memory = wiring(backend, dir)?;
-    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let service = Service::new(
+        Arc::new(memory.clone()),
+        &Settings::default(),
+        Access::loopback(),
+        false,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

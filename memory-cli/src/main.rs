@@ -29,6 +29,7 @@ use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use memory_core::{
@@ -335,7 +336,7 @@ enum KeyCommand {
         name: String,
         /// What it may do: read, write, admin, metrics (repeat for several).
         #[arg(long = "scope", required = true, value_name = "SCOPE")]
-        scopes: Vec<memory_wiring::Scope>,
+        scopes: Vec<memory_web::Scope>,
         /// Only this user's USER.md (repeat for several; default: every user).
         #[arg(long = "user", value_name = "USER")]
         users: Vec<String>,
@@ -512,7 +513,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         _ => {}
     }
-    let memory = Memory::new(Config::load(cli.config.as_deref())?);
+    let config = Config::load(cli.config.as_deref())?;
+    // Checked by every command, as the rest of the file is: a mistake in it is found before
+    // the service is started.
+    let settings = memory_web::Settings::from_config(&config)?;
+    let memory = Memory::new(config);
     match cli.command {
         Command::Show {
             personality,
@@ -668,7 +673,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             // An empty MEMORY_SERVE_TOKEN is no token, as an unset one.
             let token = token.filter(|token| !token.is_empty());
-            serve(memory, SocketAddr::new(bind, port), token, access_log).await?
+            let address = SocketAddr::new(bind, port);
+            serve(memory, &settings, address, token, access_log).await?
         }
         Command::Migrate {
             from,
@@ -841,11 +847,12 @@ fn read_updates(file: Option<PathBuf>) -> Result<Vec<MemoryUpdate>, Failure> {
 
 async fn serve(
     memory: Memory,
+    settings: &memory_web::Settings,
     address: SocketAddr,
     token: Option<String>,
     access_log: bool,
 ) -> Result<(), Failure> {
-    let access = memory_web::Access::new(address, &memory.config().serve, token.as_deref())?;
+    let access = memory_web::Access::new(address, settings, token.as_deref())?;
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|err| Failure::other(format!("cannot listen on {address}: {err}")))?;
@@ -861,7 +868,7 @@ async fn serve(
             "The API needs a key (Authorization: Bearer <key>); the page asks for it once, or open it with #token=<key> appended."
         );
     }
-    let service = memory_web::Service::new(memory.clone(), access, access_log);
+    let service = memory_web::Service::new(Arc::new(memory.clone()), settings, access, access_log);
     service
         .serve(listener, stop_signal())
         .await
@@ -889,11 +896,11 @@ async fn stop_signal() {
 /// `memory key new`: a fresh key, and the line configuring it by its hash.
 fn new_key(
     name: &str,
-    scopes: &[memory_wiring::Scope],
+    scopes: &[memory_web::Scope],
     users: Vec<String>,
     personalities: Vec<String>,
 ) -> Result<(), Failure> {
-    memory_wiring::check_key_name(name).map_err(Failure::invalid)?;
+    memory_web::check_key_name(name).map_err(Failure::invalid)?;
     let users = users
         .into_iter()
         .map(UserId::new)
@@ -907,7 +914,7 @@ fn new_key(
         let items: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
         format!("[{}]", items.join(", "))
     };
-    let mut scopes: Vec<memory_wiring::Scope> = scopes.to_vec();
+    let mut scopes: Vec<memory_web::Scope> = scopes.to_vec();
     scopes.sort_unstable();
     scopes.dedup();
     let mut line = format!(

@@ -5,6 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::deployment::Deployment;
+use crate::settings::{Scope, Settings};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
@@ -12,7 +14,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use memory_core::raw::sha256_hex;
 use memory_core::{DocumentId, MemoryError, MemoryScope, PersonalityId, UserId};
-use memory_wiring::{Config, Scope, ServeConfig};
 
 use crate::problem::Problem;
 
@@ -94,14 +95,14 @@ impl Principal {
 
     /// Whether it may read and write `document`: a profile of one of its users, the memory
     /// of one of its personalities, or the global `MEMORY.md` when it is unrestricted or one
-    /// of its personalities is configured to use it.
-    pub fn may_document(&self, document: &DocumentId, config: &Config) -> bool {
+    /// of its personalities has global scope in `deployment`.
+    pub fn may_document(&self, document: &DocumentId, deployment: &dyn Deployment) -> bool {
         match document {
             DocumentId::UserProfile { user } => self.may_user(user),
             DocumentId::PersonalityMemory { personality } => self.may_personality(personality),
             DocumentId::GlobalMemory => self.personalities.as_ref().is_none_or(|mine| {
                 mine.iter().any(|personality| {
-                    config.personality(personality).memory_scope == MemoryScope::Global
+                    deployment.placement(personality).scope == MemoryScope::Global
                 })
             }),
         }
@@ -112,9 +113,9 @@ impl Principal {
     pub(crate) fn check_document(
         &self,
         document: &DocumentId,
-        config: &Config,
+        deployment: &dyn Deployment,
     ) -> Result<(), Problem> {
-        if self.may_document(document, config) {
+        if self.may_document(document, deployment) {
             return Ok(());
         }
         Err(Problem::forbidden(format!(
@@ -187,7 +188,7 @@ impl std::fmt::Debug for Access {
 }
 
 impl Access {
-    /// The rules for a server bound to `address` with the keys of `serve` and, if given, the
+    /// The rules for a server bound to `address` with the keys of `settings` and, if given, the
     /// admin `token` (`--token`) as one more key.
     ///
     /// Memory is personal, so a server on an address other machines can reach refuses to
@@ -198,11 +199,11 @@ impl Access {
     /// [`MIN_TOKEN_CHARS`] or equal to a configured key.
     pub fn new(
         address: SocketAddr,
-        serve: &ServeConfig,
+        settings: &Settings,
         token: Option<&str>,
     ) -> Result<Access, MemoryError> {
         let refuse = |message: String| Err(MemoryError::Config { message });
-        let mut keys: HashMap<String, Arc<Principal>> = serve
+        let mut keys: HashMap<String, Arc<Principal>> = settings
             .keys
             .iter()
             .map(|(name, key)| {
@@ -476,7 +477,7 @@ fn is_loopback_host(host: &str) -> bool {
 mod tests {
     use std::collections::BTreeMap;
 
-    use memory_wiring::ApiKey;
+    use crate::settings::ApiKey;
 
     use super::*;
 
@@ -487,7 +488,7 @@ mod tests {
     /// A key for [`serve_with`]: name, key, scopes, users it is restricted to.
     type TestKey<'a> = (&'a str, &'a str, &'a [Scope], Option<&'a [&'a str]>);
 
-    fn serve_with(keys: &[TestKey<'_>]) -> ServeConfig {
+    fn serve_with(keys: &[TestKey<'_>]) -> Settings {
         let keys: BTreeMap<String, ApiKey> = keys
             .iter()
             .map(|(name, key, scopes, users)| {
@@ -501,9 +502,9 @@ mod tests {
                 ((*name).to_owned(), key)
             })
             .collect();
-        ServeConfig {
+        Settings {
             keys,
-            ..ServeConfig::default()
+            ..Settings::default()
         }
     }
 
@@ -518,7 +519,7 @@ mod tests {
 
     #[test]
     fn reachable_addresses_need_keys_and_loopback_without_keys_is_local() {
-        let none = ServeConfig::default();
+        let none = Settings::default();
         let err = Access::new(address("0.0.0.0:1"), &none, None).unwrap_err();
         assert!(err.to_string().contains("[serve.keys]"), "{err}");
         assert!(err.to_string().contains(TOKEN_ENV), "{err}");

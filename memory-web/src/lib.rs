@@ -3,7 +3,9 @@
 mod api;
 mod auth;
 mod conditional;
+mod deployment;
 mod etag;
+mod headers;
 mod mcp;
 mod openapi;
 mod ops;
@@ -11,6 +13,7 @@ mod page;
 mod problem;
 mod replay;
 mod request;
+mod settings;
 mod state;
 mod wire;
 
@@ -23,7 +26,6 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use memory_wiring::Memory;
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -31,15 +33,20 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::{Access, MIN_TOKEN_CHARS, Principal, TOKEN_ENV, key_sha256, mint_key};
+pub use deployment::{Deployment, Placement, ProviderInfo, Standalone, tools};
+pub use headers::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, REQUEST_ID};
 pub use mcp::{MCP_IDEMPOTENCY_META, McpServer, resource_uri};
-pub use ops::REQUEST_ID;
 pub use problem::{PROBLEM_JSON, Problem, ProblemDocument, ProblemKind};
-pub use replay::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
+pub use settings::{
+    ApiKey, MAX_CONCURRENT_REQUESTS, MAX_READ_TIMEOUT, RESERVED_KEY_NAMES, Scope, Settings,
+    check_key_name,
+};
 
 use problem::Answered;
 use state::App;
 
-/// The memory service: the `/v1` API, the Memory page, `/metrics`, over one [`Memory`].
+/// The memory service: the `/v1` API, `/mcp`, the Memory page and `/metrics`, over one
+/// [`Deployment`].
 pub struct Service {
     router: Router,
     tasks: TaskTracker,
@@ -49,17 +56,23 @@ pub struct Service {
 }
 
 impl Service {
-    /// The service over `memory`, guarded by `access`, with the limits of the config's
-    /// `[serve]` table; `access_log` writes one JSON line per request on stderr.
-    pub fn new(memory: Memory, access: Access, access_log: bool) -> Service {
-        let settings = memory.config().serve.clone();
+    /// The service over `deployment`, guarded by `access`, within the limits of `settings`;
+    /// `access_log` writes one JSON line per request on stderr.
+    pub fn new(
+        deployment: Arc<dyn Deployment>,
+        settings: &Settings,
+        access: Access,
+        access_log: bool,
+    ) -> Service {
         let (api, document) = documented();
         // True to this server's access: without keys, no operation declares security.
         let openapi_json = openapi::served_json(&document, access.has_keys());
         let metrics = Arc::new(ops::Metrics::new());
         let tasks = TaskTracker::new();
         let app = App {
-            memory,
+            memory: deployment.memory(),
+            deployment,
+            cors_origins: Arc::new(settings.cors_origins.clone()),
             metrics: Arc::clone(&metrics),
             openapi: Arc::new(openapi_json),
             diffs: Arc::new(Semaphore::new(

@@ -114,7 +114,7 @@ fn shared_problems(method: &HttpMethod, operation: &Operation) -> Vec<(&'static 
 }
 
 /// The scope `operation` needs, if any (`security: [{}]` operations are public).
-fn needed_scope(operation: &Operation) -> Option<memory_wiring::Scope> {
+fn needed_scope(operation: &Operation) -> Option<crate::settings::Scope> {
     let needs = serde_json::to_value(&operation.security).unwrap_or_default();
     let needed: Vec<String> = needs
         .as_array()
@@ -126,20 +126,20 @@ fn needed_scope(operation: &Operation) -> Option<memory_wiring::Scope> {
         .collect();
     // The widest scope named: admin holds the others.
     [
-        memory_wiring::Scope::Admin,
-        memory_wiring::Scope::Write,
-        memory_wiring::Scope::Metrics,
-        memory_wiring::Scope::Read,
+        crate::settings::Scope::Admin,
+        crate::settings::Scope::Write,
+        crate::settings::Scope::Metrics,
+        crate::settings::Scope::Read,
     ]
     .into_iter()
     .find(|scope| needed.iter().any(|needed| needed == scope.name()))
 }
 
 /// Whether `scope` is one a write needs: `write`, or `admin` (purge, identity links).
-fn is_write_scope(scope: memory_wiring::Scope) -> bool {
+fn is_write_scope(scope: crate::settings::Scope) -> bool {
     matches!(
         scope,
-        memory_wiring::Scope::Write | memory_wiring::Scope::Admin
+        crate::settings::Scope::Write | crate::settings::Scope::Admin
     )
 }
 
@@ -316,7 +316,7 @@ pub(crate) fn writes(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WriteShape {
     /// The scope the operation needs (`write` or `admin`).
-    pub scope: memory_wiring::Scope,
+    pub scope: crate::settings::Scope,
     /// Whether it reads `If-Match`, and if so whether it requires one: `Some(true)` required,
     /// `Some(false)` optional, `None` not read.
     pub if_match: Option<bool>,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -19,11 +19,8 @@ use prometheus_client::registry::Registry;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::KeyName;
+use crate::headers::{IDEMPOTENCY_KEY, REQUEST_ID};
 use crate::problem::{Answered, Problem};
-
-/// The request id header: taken from the request when it carries a sensible one, else made
-/// here; sent back on the response and written in the access log.
-pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The media type of `/metrics`.
 pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -343,7 +340,7 @@ pub(crate) async fn admit(
         .extensions()
         .get::<MatchedPath>()
         .map(|route| route.as_str().to_owned());
-    let keyed = request.headers().contains_key(crate::IDEMPOTENCY_KEY);
+    let keyed = request.headers().contains_key(IDEMPOTENCY_KEY);
     let place = Place(Arc::new(std::sync::Mutex::new(Some(permit))));
     request.extensions_mut().insert(place.clone());
     let answered = tokio::time::timeout(admission.request_timeout, next.run(request)).await;

@@ -28,14 +28,9 @@ use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{Caller, Principal};
+use crate::headers::{IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED};
 use crate::openapi::WriteShape;
 use crate::problem::{Problem, ProblemKind};
-
-/// The request header naming a write.
-pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
-
-/// The response header marking a replay of a keyed write's first response.
-pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// How long a response is remembered for its key.
 const KEPT_FOR: Duration = Duration::from_secs(24 * 60 * 60);

@@ -1,15 +1,24 @@
-//! What every handler of the service shares: the memory, the metrics, the rendered OpenAPI
-//! document, the places for diffs and the tasks the service waits for when it stops.
+//! What every handler of the service shares: the memory and its deployment, the metrics, the
+//! rendered OpenAPI document, the places for diffs and the tasks the service waits for when it
+//! stops.
 
-use memory_wiring::Memory;
+use std::sync::Arc;
 
+use memory_core::MemoryProvider;
+
+use crate::deployment::Deployment;
 use crate::ops::Metrics;
 use crate::problem::Problem;
 
 /// What every handler shares.
 #[derive(Clone)]
 pub(crate) struct App {
-    pub memory: Memory,
+    /// The memory every document operation goes through: the deployment's.
+    pub memory: Arc<dyn MemoryProvider>,
+    /// What the deployment says about it: contexts, placements, recall, the identity map.
+    pub deployment: Arc<dyn Deployment>,
+    /// The web origins that may call the service (`[serve] cors_origins`).
+    pub cors_origins: Arc<Vec<String>>,
     pub metrics: std::sync::Arc<Metrics>,
     /// The OpenAPI document, rendered once.
     pub openapi: std::sync::Arc<String>,

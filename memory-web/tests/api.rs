@@ -3,13 +3,15 @@
 //! and the committed OpenAPI document. (`memory-cli/tests/service.rs` calls a real
 //! `memory serve` over real HTTP.)
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use memory_core::{
     DocumentId, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
 };
-use memory_web::{Access, Service, key_sha256};
+use memory_web::{Access, Service, Settings, key_sha256};
 use memory_wiring::{Config, Memory};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -48,6 +50,12 @@ fn wiring_with(extra: &str) -> (TempDir, Memory) {
 
 fn wiring() -> (TempDir, Memory) {
     wiring_with("")
+}
+
+/// The service over `memory`, with its config's `[serve]` settings.
+fn service_over(memory: &Memory, access: Access) -> Service {
+    let settings = Settings::from_config(memory.config()).unwrap();
+    Service::new(Arc::new(memory.clone()), &settings, access, false)
 }
 
 async fn add(memory: &Memory, personality: &str, user: &str, store: Store, text: &str) {
@@ -118,7 +126,7 @@ impl Call {
     }
 
     async fn send_to(self, memory: &Memory, access: Access) -> Answer {
-        let service = Service::new(memory.clone(), access, false);
+        let service = service_over(memory, access);
         self.send_via(&service).await
     }
 
@@ -174,7 +182,7 @@ fn etag(answer: &Answer) -> String {
 #[tokio::test]
 async fn the_page_and_its_assets_are_embedded_and_call_v1() {
     let (_dir, memory) = wiring();
-    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let service = service_over(&memory, Access::loopback());
     for (uri, content_type, marker) in [
         (
             "/",
@@ -667,7 +675,7 @@ async fn updates_by_path_name_their_store_and_a_misrouted_write_is_refused() {
 #[tokio::test]
 async fn a_keyed_write_lands_once_and_its_repeat_gets_the_first_answer() {
     let (_dir, memory) = wiring();
-    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let service = service_over(&memory, Access::loopback());
     let sync = |content: &str| {
         call("POST", "/v1/sync")
             .header("idempotency-key", "turn-1")
@@ -695,7 +703,7 @@ async fn a_keyed_write_lands_once_and_its_repeat_gets_the_first_answer() {
 
     // Another server of the deployment (no shared cache): the receipts stored with the
     // document replay the first call, and refuse the key with other updates.
-    let elsewhere = Service::new(memory.clone(), Access::loopback(), false);
+    let elsewhere = service_over(&memory, Access::loopback());
     let repeat = sync("Booked the train.").send_via(&elsewhere).await;
     assert_eq!(repeat.status, StatusCode::OK, "{}", repeat.body);
     assert_eq!(repeat.headers["idempotent-replayed"], "true");
@@ -1084,7 +1092,7 @@ async fn a_keyless_loopback_server_answers_only_to_loopback_host_names() {
 #[tokio::test]
 async fn a_keyed_repeat_is_checked_as_a_request_before_it_is_replayed() {
     let (_dir, memory) = wiring();
-    let service = Service::new(memory.clone(), Access::loopback(), false);
+    let service = service_over(&memory, Access::loopback());
     let updates_path = "/v1/documents/personalities/ada/MEMORY.md/updates";
     let updates = |key: Option<&str>| {
         let call = call("POST", updates_path)
@@ -1249,9 +1257,9 @@ fn keyed(memory: &Memory) -> Service {
         key_sha256("scraper-key"),
         key_sha256("alice-admin-key"),
     ));
-    let serve = with_keys.config().serve.clone();
-    let access = Access::new("0.0.0.0:8700".parse().unwrap(), &serve, None).unwrap();
-    Service::new(memory.clone(), access, false)
+    let settings = Settings::from_config(with_keys.config()).unwrap();
+    let access = Access::new("0.0.0.0:8700".parse().unwrap(), &settings, None).unwrap();
+    service_over(memory, access)
 }
 
 fn as_key(call: Call, key: &str) -> Call {

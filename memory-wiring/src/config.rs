@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memory_core::raw::ResolveFields;
 use memory_core::{
@@ -13,13 +14,13 @@ use memory_markdown::{LayoutName, MarkdownConfig};
 #[cfg(feature = "recall")]
 use memory_vector::ModelConfig;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use toml::Spanned;
 
 pub use crate::backends::ProviderConfig;
 #[cfg(feature = "recall")]
 use crate::backends::STORAGE_KINDS;
 use crate::backends::{RawProvider, feature_lacking};
-use crate::serve::{RawServe, ServeConfig};
 
 /// The environment variable naming the config file when no `--config` is given.
 pub const CONFIG_ENV: &str = "MEMORY_CONFIG";
@@ -46,8 +47,9 @@ pub struct Config {
     pub personalities: BTreeMap<PersonalityId, PersonalityConfig>,
     /// Who `memory mcp` serves when its command line does not say.
     pub mcp: McpConfig,
-    /// How `memory serve` runs the HTTP service: its API keys and limits.
-    pub serve: ServeConfig,
+    /// How `memory serve` runs the HTTP service (its API keys and limits), as the file writes
+    /// it: memory-web reads it.
+    pub serve: ServeTable,
 }
 
 /// The `[mcp]` table: the conversation `memory mcp` serves by default.
@@ -126,7 +128,7 @@ impl Config {
             users_provider: DEFAULT_PROVIDER.to_owned(),
             personalities: BTreeMap::new(),
             mcp: McpConfig::default(),
-            serve: ServeConfig::default(),
+            serve: ServeTable::default(),
         }
     }
 
@@ -341,16 +343,12 @@ impl Config {
             personalities.insert(id, config);
         }
 
-        let serve = match raw.serve {
-            Some(table) => {
-                let span = table.span();
-                // A key's mistake names its own line; a setting's, the table's.
-                table
-                    .into_inner()
-                    .check()
-                    .map_err(|err| at.error(Some(err.span.unwrap_or(span)), &err.message))?
-            }
-            None => ServeConfig::default(),
+        let serve = ServeTable {
+            written: raw.serve.map(|table| WrittenTable {
+                text: Arc::from(text),
+                origin: origin.to_path_buf(),
+                span: table.span(),
+            }),
         };
 
         Ok(Config {
@@ -556,6 +554,85 @@ fn in_provider_field(text: &str, err: &toml::de::Error) -> Option<(Range<usize>,
     })
 }
 
+/// The `[serve]` table as the file writes it: the HTTP service's settings, which memory-web
+/// reads and checks (`memory_web::Settings::from_config`). It keeps the file's text, so a
+/// mistake in it is named at its line as every other mistake in the file is.
+#[derive(Clone, Default)]
+pub struct ServeTable {
+    /// `None` when the file has no `[serve]` table (or there is no file).
+    written: Option<WrittenTable>,
+}
+
+#[derive(Clone)]
+struct WrittenTable {
+    /// The whole file: spans are byte offsets into it.
+    text: Arc<str>,
+    origin: PathBuf,
+    /// Where the table is.
+    span: Range<usize>,
+}
+
+impl ServeTable {
+    /// The table read as `T`, or `T::default()` when the file has none. The spans of `T`'s
+    /// [`Spanned`] fields are byte offsets into the file, for [`ServeTable::error`].
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] starting `<file>:<line>:` when the table is not a `T`: an
+    /// unknown key, a wrong type.
+    pub fn parse<T: DeserializeOwned + Default>(&self) -> Result<T, MemoryError> {
+        #[derive(Deserialize)]
+        #[serde(bound = "T: DeserializeOwned")]
+        struct Only<T> {
+            serve: T,
+        }
+        let Some(written) = &self.written else {
+            return Ok(T::default());
+        };
+        toml::from_str::<Only<T>>(&written.text)
+            .map(|only| only.serve)
+            .map_err(|err| {
+                written
+                    .locator()
+                    .error(err.span(), &urls_hidden(err.message()))
+            })
+    }
+
+    /// `message` about the value at `span` of the file, or about the table itself when
+    /// `None`, as a [`MemoryError::Config`] starting `<file>:<line>:`.
+    pub fn error(&self, span: Option<Range<usize>>, message: &str) -> MemoryError {
+        match &self.written {
+            Some(written) => written
+                .locator()
+                .error(Some(span.unwrap_or_else(|| written.span.clone())), message),
+            None => MemoryError::Config {
+                message: message.to_owned(),
+            },
+        }
+    }
+}
+
+/// Where the table is, never the file's text: that may hold a password in a URL.
+impl std::fmt::Debug for ServeTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut table = f.debug_struct("ServeTable");
+        if let Some(written) = &self.written {
+            table
+                .field("origin", &written.origin)
+                .field("span", &written.span);
+        }
+        table.finish()
+    }
+}
+
+impl WrittenTable {
+    fn locator(&self) -> Locator<'_> {
+        Locator {
+            text: &self.text,
+            origin: &self.origin,
+        }
+    }
+}
+
 /// Turns byte spans of the file into `<file>:<line>:` messages.
 struct Locator<'a> {
     text: &'a str,
@@ -642,7 +719,7 @@ struct RawConfig {
     personalities: BTreeMap<PersonalityId, RawPersonality>,
     #[serde(default)]
     mcp: McpConfig,
-    serve: Option<Spanned<RawServe>>,
+    serve: Option<Spanned<toml::Table>>,
 }
 
 /// Where the fields of each provider table are written in the file (what else it holds is

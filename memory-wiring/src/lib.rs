@@ -38,7 +38,6 @@
 
 mod backends;
 mod config;
-mod serve;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,11 +58,7 @@ use tokio::sync::OnceCell;
 pub use backends::FEATURES;
 pub use config::{
     CONFIG_ENV, Config, DEFAULT_PROVIDER, McpConfig, PersonalityConfig, ProviderConfig, ROOT_ENV,
-    default_root,
-};
-pub use serve::{
-    ApiKey, MAX_CONCURRENT_REQUESTS, MAX_READ_TIMEOUT, RESERVED_KEY_NAMES, Scope, ServeConfig,
-    check_key_name,
+    ServeTable, default_root,
 };
 
 /// What to do to get a build with `feature`, for messages that refuse what this build lacks.
@@ -251,15 +246,30 @@ impl Memory {
         personality: PersonalityId,
         user: UserId,
     ) -> Result<MemoryTools, MemoryError> {
-        let ctx = self.context(personality, user);
-        let memory = ctx.document(Store::Memory);
-        let through = self.inner.config.provider_for(&ctx.personality, &memory);
-        let recall = self.backend(through).await?.recall();
-        let tools = MemoryTools::new(Arc::new(self.clone()), ctx);
+        let recall = self.recall_of(&personality).await?;
+        let tools = MemoryTools::new(Arc::new(self.clone()), self.context(personality, user));
         Ok(match recall {
             Some(recall) => tools.with_recall(recall),
             None => tools,
         })
+    }
+
+    /// What `personality`'s `MEMORY.md` is recalled with: the recall of the provider it is
+    /// read through, connected only when that is a vector provider; else `None`.
+    ///
+    /// # Errors
+    /// Whatever connecting that provider fails with.
+    pub async fn recall_of(
+        &self,
+        personality: &PersonalityId,
+    ) -> Result<Option<Arc<dyn Recall>>, MemoryError> {
+        let config = &self.inner.config;
+        let memory = DocumentId::memory(personality, config.personality(personality).memory_scope);
+        let through = config.provider_for(personality, &memory);
+        if !config.providers[through].recalls() {
+            return Ok(None);
+        }
+        self.recall(through).await
     }
 
     /// The identity map, kept in the users provider beside every `USER.md` (with its source,

@@ -7,11 +7,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use memory_core::{DocumentId, MemoryProvider, MemoryScope, PersonalityId, UserId};
+
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{DEFAULT_PAGE, MAX_PAGE, with_next_link};
 use crate::auth::Reader;
+use crate::deployment::Deployment;
 use crate::problem::Problem;
 use crate::request::{Params, page_size};
 use crate::state::App;
@@ -36,8 +38,9 @@ pub(crate) struct PersonalityView {
     id: PersonalityId,
     /// The provider its `MEMORY.md` is read and written through, by name.
     provider: String,
-    /// That provider's kind: `markdown`, `postgres`, `redis` or `vector`.
-    kind: &'static str,
+    /// That provider's kind: `markdown`, `postgres`, `redis` or `vector` (or what a program
+    /// serving its own provider calls it).
+    kind: String,
     /// Its own `MEMORY.md` (`per-personality`) or the global one (`global`).
     scope: MemoryScope,
     /// Whether its `MEMORY.md` is read through a provider that recalls (prefetch with a
@@ -46,17 +49,14 @@ pub(crate) struct PersonalityView {
 }
 
 impl PersonalityView {
-    /// `id` as `config` wires it.
-    pub(crate) fn new(config: &memory_wiring::Config, id: PersonalityId) -> PersonalityView {
-        let provider = config.provider_of(&id).to_owned();
-        let scope = config.personality(&id).memory_scope;
-        let document = DocumentId::memory(&id, scope);
-        let through = config.provider_for(&id, &document);
+    /// `id` as `deployment` places it.
+    pub(crate) fn new(deployment: &dyn Deployment, id: PersonalityId) -> PersonalityView {
+        let placement = deployment.placement(&id);
         PersonalityView {
-            kind: config.providers[&provider].kind(),
-            recall: config.providers[through].recalls(),
-            scope,
-            provider,
+            provider: placement.provider.name,
+            kind: placement.provider.kind,
+            scope: placement.scope,
+            recall: placement.memory_through.recalls,
             id,
         }
     }
@@ -93,11 +93,11 @@ pub(crate) struct UsersPage {
 
 /// Every personality and user: configured, `[mcp]`'s, and everyone with a document.
 async fn known(app: &App) -> Result<(BTreeSet<PersonalityId>, BTreeSet<UserId>), Problem> {
-    let config = app.memory.config();
-    let mut personalities: BTreeSet<PersonalityId> = config.personalities.keys().cloned().collect();
-    let mut users = BTreeSet::new();
-    personalities.extend(config.mcp.personality.clone());
-    users.extend(config.mcp.user.clone());
+    let mut personalities: BTreeSet<PersonalityId> =
+        app.deployment.personalities().into_iter().collect();
+    let (default_personality, default_user) = app.deployment.defaults();
+    personalities.extend(default_personality);
+    let mut users: BTreeSet<UserId> = default_user.into_iter().collect();
     for document in app.memory.list().await? {
         match document {
             DocumentId::PersonalityMemory { personality } => {
@@ -162,20 +162,15 @@ pub(crate) async fn personalities(
         .into_iter()
         .filter(|personality| caller.may_personality(personality));
     let (listed, next_after) = page_of(visible, &page)?;
-    let config = app.memory.config();
     let items = listed
         .into_iter()
-        .map(|id| PersonalityView::new(config, id))
+        .map(|id| PersonalityView::new(&*app.deployment, id))
         .collect();
     let next = next_link("/v1/personalities", &page, &next_after);
     let listing = PersonalitiesPage {
         items,
         next_after,
-        default: config
-            .mcp
-            .personality
-            .clone()
-            .filter(|id| caller.may_personality(id)),
+        default: (app.deployment.defaults().0).filter(|id| caller.may_personality(id)),
     };
     Ok(with_next_link(Json(listing).into_response(), next))
 }
@@ -203,13 +198,7 @@ pub(crate) async fn users(
     let listing = UsersPage {
         items: listed.into_iter().map(|id| UserView { id }).collect(),
         next_after,
-        default: app
-            .memory
-            .config()
-            .mcp
-            .user
-            .clone()
-            .filter(|id| caller.may_user(id)),
+        default: (app.deployment.defaults().1).filter(|id| caller.may_user(id)),
     };
     Ok(with_next_link(Json(listing).into_response(), next))
 }

@@ -6,13 +6,12 @@ use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use memory_core::{DocumentId, MemoryProvider};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
+use crate::settings::Scope;
 use crate::state::App;
-use memory_wiring::Scope;
 
 /// How long a provider has to answer a readiness probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -42,8 +41,9 @@ pub(crate) enum HealthStatus {
 pub(crate) struct ProviderHealth {
     /// Its name in the config.
     name: String,
-    /// Its kind: `markdown`, `postgres`, `redis` or `vector`.
-    kind: &'static str,
+    /// Its kind: `markdown`, `postgres`, `redis` or `vector` (or what a program serving its
+    /// own provider calls it).
+    kind: String,
     /// Whether it answered a read within 2 s (a vector provider: its source).
     ready: bool,
     /// Why not, when it did not: shown to a key with the `metrics` scope (or on a server
@@ -55,29 +55,25 @@ pub(crate) struct ProviderHealth {
 /// Reads one document from each provider's storage, all at once; each failure's text when
 /// `detailed`.
 async fn probe(app: &App, detailed: bool) -> Health {
-    let config = app.memory.config();
-    let probes = config.providers.iter().map(|(name, provider)| async move {
-        let storage = config.storage_of(name);
-        let answered = tokio::time::timeout(PROBE_TIMEOUT, async {
-            app.memory
-                .provider(storage)
-                .await?
-                .read(&DocumentId::GlobalMemory)
-                .await
-        })
-        .await;
-        let error = match answered {
-            Ok(Ok(_)) => None,
-            Ok(Err(err)) => Some(err.to_string()),
-            Err(_) => Some(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
-        };
-        ProviderHealth {
-            name: name.clone(),
-            kind: provider.kind(),
-            ready: error.is_none(),
-            error: error.filter(|_| detailed),
-        }
-    });
+    let probes = app
+        .deployment
+        .providers()
+        .into_iter()
+        .map(|provider| async move {
+            let answered =
+                tokio::time::timeout(PROBE_TIMEOUT, app.deployment.probe(&provider.name)).await;
+            let error = match answered {
+                Ok(Ok(_)) => None,
+                Ok(Err(err)) => Some(err.to_string()),
+                Err(_) => Some(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
+            };
+            ProviderHealth {
+                name: provider.name,
+                kind: provider.kind,
+                ready: error.is_none(),
+                error: error.filter(|_| detailed),
+            }
+        });
     let providers = futures::future::join_all(probes).await;
     let status = if providers.iter().all(|provider| provider.ready) {
         HealthStatus::Ok

@@ -101,7 +101,7 @@ async fn visible_link(
     caller: &Principal,
     identity: &Identity,
 ) -> Result<Option<UserId>, Problem> {
-    let user = app.memory.resolve(identity).await?;
+    let user = app.deployment.identities().await?.resolve(identity).await?;
     Ok(user.filter(|user| caller.may_user(user)))
 }
 
@@ -183,7 +183,7 @@ pub(crate) async fn link(
             caller.name
         )));
     }
-    let map = app.memory.identities().await?;
+    let map = app.deployment.identities().await?;
     let previous = match map.link(&identity, &user, request.relink).await {
         Err(MemoryError::IdentityTaken { linked_to, .. }) if !caller.may_user(&linked_to) => {
             return Err(Problem::new(
@@ -231,7 +231,7 @@ pub(crate) async fn unlink(
             caller.name
         )));
     }
-    let previous = app.memory.identities().await?.unlink(&identity).await?;
+    let previous = app.deployment.identities().await?.unlink(&identity).await?;
     Ok(Json(LinkChange {
         identity: identity.to_string(),
         platform: identity.platform().to_owned(),
@@ -265,7 +265,7 @@ pub(crate) async fn list(
         .as_deref()
         .map(|after| after.split_once(':').unwrap_or((after, "")));
     let mut items: Vec<IdentityView> = app
-        .memory
+        .deployment
         .identities()
         .await?
         .identities()

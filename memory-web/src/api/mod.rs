@@ -14,7 +14,7 @@ use memory_core::{Caps, Document, DocumentReport, MemoryContext, Store, Surface,
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::replay::IDEMPOTENT_REPLAYED;
+use crate::headers::IDEMPOTENT_REPLAYED;
 
 /// Where a write comes from, as its revisions record it: `api` unless the caller says it is
 /// an agent's tool call, the Memory page or a command line.

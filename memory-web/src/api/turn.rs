@@ -5,8 +5,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use memory_core::{
-    Budgets, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, SyncReport, UserId,
-    is_blank, sync_exactly_once,
+    Budgets, DocumentId, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, SyncReport,
+    UserId, is_blank, sync_exactly_once,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -14,8 +14,9 @@ use utoipa::ToSchema;
 use super::directory::PersonalityView;
 use super::{DocumentView, PairDocument, Session, WriteSurface, origin};
 use crate::auth::{Reader, Writer};
+use crate::headers::IDEMPOTENT_REPLAYED;
 use crate::problem::{Problem, ProblemDocument};
-use crate::replay::{IDEMPOTENT_REPLAYED, idempotency_key};
+use crate::replay::idempotency_key;
 use crate::request::{Body, Headers};
 use crate::state::App;
 
@@ -83,7 +84,7 @@ pub(crate) async fn prefetch(
         UserId::new(request.user)?,
     );
     caller.check_pair(&personality, &user)?;
-    let mut ctx = app.memory.context(personality, user);
+    let mut ctx = app.deployment.context(personality, user);
     if let Some(query) = request.query {
         ctx = ctx.with_query(query);
     }
@@ -91,7 +92,7 @@ pub(crate) async fn prefetch(
         ctx = ctx.with_max_chars(usize::try_from(max_chars).unwrap_or(usize::MAX));
     }
     let seen = app.memory.prefetch(&ctx).await?;
-    let personality = PersonalityView::new(app.memory.config(), ctx.personality.clone());
+    let personality = PersonalityView::new(&*app.deployment, ctx.personality.clone());
     let pair = |document, store| PairDocument {
         document: DocumentView::from(document),
         caps: ctx.budgets.for_store(store),
@@ -172,7 +173,7 @@ pub(crate) async fn sync(
     );
     caller.check_pair(&personality, &user)?;
     let mut ctx = origin(
-        app.memory.context(personality, user),
+        app.deployment.context(personality, user),
         request.surface,
         request.session,
     );
@@ -270,25 +271,18 @@ pub(crate) async fn search(
         ));
     }
     let limit = crate::request::page_size(request.limit, DEFAULT_SEARCH, MAX_SEARCH)?;
-    let config = app.memory.config();
-    let document = app
-        .memory
-        .context(personality.clone(), UserId::new("_")?)
-        .document(Store::Memory);
-    let through = config.provider_for(&personality, &document);
+    let placement = app.deployment.placement(&personality);
+    let document = DocumentId::memory(&personality, placement.scope);
     // Connected only when it can recall: a refusal names the caller's mistake, not a server
     // that is down.
-    let recall = match config.providers[through].recalls() {
-        true => app.memory.recall(through).await?,
-        false => None,
-    };
-    let Some(recall) = recall else {
+    let Some(recall) = app.deployment.recall(&personality).await? else {
+        let through = placement.memory_through;
         return Err(Problem::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
             crate::problem::ProblemKind::Memory(memory_core::ErrorKind::Refused),
             format!(
-                "personality '{personality}' keeps its memory in provider {through:?} ({}), which cannot search: search needs a vector provider (kind = \"vector\") for it",
-                config.providers[through].kind()
+                "personality '{personality}' keeps its memory in provider {:?} ({}), which cannot search: search needs a vector provider (kind = \"vector\") for it",
+                through.name, through.kind
             ),
         ));
     };

@@ -825,7 +825,10 @@ export interface components {
     PersonalityView: {
       /** @description Its id. */
       id: components['schemas']['PersonalityId'];
-      /** @description That provider's kind: `markdown`, `postgres`, `redis` or `vector`. */
+      /**
+       * @description That provider's kind: `markdown`, `postgres`, `redis` or `vector` (or what a program
+       *     serving its own provider calls it).
+       */
       kind: string;
       /** @description The provider its `MEMORY.md` is read and written through, by name. */
       provider: string;
@@ -942,7 +945,10 @@ export interface components {
        *     without keys) only, since an error may name hosts and paths.
        */
       error?: string | null;
-      /** @description Its kind: `markdown`, `postgres`, `redis` or `vector`. */
+      /**
+       * @description Its kind: `markdown`, `postgres`, `redis` or `vector` (or what a program serving its
+       *     own provider calls it).
+       */
       kind: string;
       /** @description Its name in the config. */
       name: string;

@@ -1,14 +1,16 @@
-//! The `[serve]` table: how `memory serve` runs the HTTP service, and who may call it.
+//! The service's settings: its limits, and who may call it (the `[serve]` table of
+//! `memory.toml`, or built in code).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::time::Duration;
 
-use memory_core::{PersonalityId, UserId};
+use memory_core::{MemoryError, PersonalityId, UserId};
 use serde::Deserialize;
 use toml::Spanned;
 
-/// The `[serve]` table of `memory.toml`: the HTTP service's API keys and limits.
+/// The HTTP service's API keys and limits: [`Settings::default`] and its fields in code, or
+/// the `[serve]` table of `memory.toml` ([`Settings::from_config`]).
 ///
 /// ```toml
 /// [serve]
@@ -28,7 +30,7 @@ use toml::Spanned;
 /// ops = { sha256 = "…", scopes = ["admin"] }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServeConfig {
+pub struct Settings {
     /// The API keys by name. None: only a loopback server without keys may start.
     pub keys: BTreeMap<String, ApiKey>,
     /// Origins (`https://host[:port]`) whose pages may call the API from a browser.
@@ -52,9 +54,24 @@ pub struct ServeConfig {
     pub shutdown_timeout: Duration,
 }
 
-impl Default for ServeConfig {
+impl Settings {
+    /// The `[serve]` table of `config`, checked; the defaults when it has none.
+    ///
+    /// # Errors
+    /// [`MemoryError::Config`] starting `<file>:<line>:` naming the setting at fault: a key's
+    /// mistake at the key's own line, a limit's at the table's.
+    pub fn from_config(config: &memory_wiring::Config) -> Result<Settings, MemoryError> {
+        config
+            .serve
+            .parse::<RawServe>()?
+            .check()
+            .map_err(|err| config.serve.error(err.span, &err.message))
+    }
+}
+
+impl Default for Settings {
     fn default() -> Self {
-        ServeConfig {
+        Settings {
             keys: BTreeMap::new(),
             cors_origins: Vec::new(),
             request_timeout: Duration::from_secs(30),
@@ -131,7 +148,7 @@ impl std::str::FromStr for Scope {
 /// `[serve]` as the file writes it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawServe {
+struct RawServe {
     /// Spanned, so a mistake in a key names the key's line, not the table's.
     #[serde(default)]
     keys: BTreeMap<Spanned<String>, Spanned<RawKey>>,
@@ -158,11 +175,11 @@ struct RawKey {
 /// A mistake in `[serve]`: its message, and where in the file it is when the setting knows
 /// (a key's fields); without a place, the caller names the `[serve]` table's line.
 #[derive(Debug)]
-pub(crate) struct ServeError {
+struct ServeError {
     /// The byte span of the value at fault, if known.
-    pub span: Option<Range<usize>>,
+    span: Option<Range<usize>>,
     /// What is wrong, naming the setting.
-    pub message: String,
+    message: String,
 }
 
 impl From<String> for ServeError {
@@ -187,8 +204,8 @@ impl RawServe {
     /// The table checked: key names are ids, hashes are SHA-256 hex and unique, every key has
     /// a scope, origins are origins, limits are positive. Errors name the key or setting, and
     /// a key's mistake carries the span of the name or field at fault.
-    pub(crate) fn check(self) -> Result<ServeConfig, ServeError> {
-        let defaults = ServeConfig::default();
+    fn check(self) -> Result<Settings, ServeError> {
+        let defaults = Settings::default();
         let mut keys = BTreeMap::new();
         let mut hashes = BTreeMap::new();
         for (name, key) in self.keys {
@@ -238,7 +255,7 @@ impl RawServe {
                 .into());
             }
         }
-        Ok(ServeConfig {
+        Ok(Settings {
             keys,
             cors_origins: self.cors_origins,
             request_timeout: Duration::from_millis(at_least_one(
@@ -364,7 +381,7 @@ fn is_origin(text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<ServeConfig, String> {
+    fn parse(text: &str) -> Result<Settings, String> {
         toml::from_str::<RawServe>(text)
             .map_err(|err| err.to_string())?
             .check()
@@ -374,7 +391,7 @@ mod tests {
     #[test]
     fn defaults_and_keys() {
         let config = parse("").unwrap();
-        assert_eq!(config, ServeConfig::default());
+        assert_eq!(config, Settings::default());
         let hash = "a".repeat(64);
         let config = parse(&format!(
             "max_concurrent_requests = 8\n[keys]\nalice-app = {{ sha256 = \"{hash}\", scopes = [\"read\", \"write\"], users = [\"alice\"] }}"
