@@ -3,7 +3,8 @@
 //! directory from PyPI.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use fastembed::{
     InitOptionsUserDefined, Pooling, QuantizationMode, TextEmbedding, TokenizerFiles,
@@ -66,8 +67,13 @@ impl ModelConfig {
 
 /// The embedding model, loaded. Embedding is CPU-bound and blocking: call it from a blocking
 /// thread.
+///
+/// One text at a time uses the model: a query's text goes before a catch-up's next batch, so
+/// a query waits for at most one batch of [`BATCH`] entries, never for a whole catch-up.
 pub struct Embedder {
     model: Mutex<TextEmbedding>,
+    /// Queries waiting for the model: a catch-up lets them go first between its batches.
+    queries_waiting: AtomicUsize,
     id: String,
 }
 
@@ -126,6 +132,7 @@ impl Embedder {
         })?;
         Ok(Embedder {
             model: Mutex::new(model),
+            queries_waiting: AtomicUsize::new(0),
             id,
         })
     }
@@ -142,28 +149,62 @@ impl Embedder {
         self
     }
 
-    /// One L2-normalised vector of [`DIMENSIONS`] per text, in order. Blocking.
+    /// One L2-normalised vector of [`DIMENSIONS`] per text, in order, for entries to index.
+    /// Blocking. Between batches it lets any query waiting for the model go first.
+    ///
+    /// # Errors
+    /// [`MemoryError::Unavailable`] when the model fails.
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, MemoryError> {
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            let mut model = self.after_queries();
+            vectors.extend(self.run(&mut model, batch)?);
+        }
+        Ok(vectors)
+    }
+
+    /// The vector of one query. Blocking, but ahead of any catch-up: it waits at most for the
+    /// batch the model is embedding now.
+    ///
+    /// # Errors
+    /// [`MemoryError::Unavailable`] when the model fails.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, MemoryError> {
+        self.queries_waiting.fetch_add(1, Ordering::SeqCst);
+        let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+        self.queries_waiting.fetch_sub(1, Ordering::SeqCst);
+        let mut vectors = self.run(&mut model, &[query.to_owned()])?;
+        Ok(vectors.remove(0))
+    }
+
+    /// The model, once no query is waiting for it: a query that arrives while this waits goes
+    /// first, as does one that took the model meanwhile.
+    fn after_queries(&self) -> MutexGuard<'_, TextEmbedding> {
+        loop {
+            let model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.queries_waiting.load(Ordering::SeqCst) == 0 {
+                return model;
+            }
+            drop(model);
+            // The waiting query takes the model now; this thread asks again after it.
+            std::thread::yield_now();
+        }
+    }
+
+    fn run(
+        &self,
+        model: &mut TextEmbedding,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, MemoryError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut model = self
-            .model
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut vectors = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(BATCH) {
-            let embedded =
-                model
-                    .embed(batch, Some(BATCH))
-                    .map_err(|err| MemoryError::Unavailable {
-                        what: format!("the embedding model {}", self.id),
-                        message: err.to_string(),
-                        source: None,
-                    })?;
-            vectors.extend(embedded);
-        }
-        Ok(vectors)
+        model
+            .embed(texts, Some(BATCH))
+            .map_err(|err| MemoryError::Unavailable {
+                what: format!("the embedding model {}", self.id),
+                message: err.to_string(),
+                source: None,
+            })
     }
 }
 

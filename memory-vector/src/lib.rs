@@ -748,12 +748,11 @@ impl Indexer {
         self.coverage.write(&record)
     }
 
-    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The vector of `query`, made on the blocking pool ahead of any catch-up's next batch.
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>, MemoryError> {
         let embedder = Arc::clone(&self.embedder);
-        tokio::task::spawn_blocking(move || embedder.embed(&texts))
+        let query = query.to_owned();
+        tokio::task::spawn_blocking(move || embedder.embed_query(&query))
             .await
             .map_err(|err| MemoryError::unavailable("the embedding task", err))?
     }
@@ -775,7 +774,7 @@ impl Indexer {
             match ranking {
                 Ranking::FullText => Ok(Vec::new()),
                 _ => {
-                    let vector = self.embed(vec![query.to_owned()]).await?.remove(0);
+                    let vector = self.embed_query(query).await?;
                     self.table.nearest(&scope, &vector, candidates).await
                 }
             }

@@ -426,6 +426,100 @@ async fn a_query_past_its_budget_shows_what_the_index_has_not_covered() {
     assert!(p.settle().await.is_empty());
 }
 
+/// A query's embedding does not wait for a catch-up's: while a long one runs, a query is
+/// embedded between two of its batches and returns before it ends.
+#[test]
+fn a_query_is_embedded_ahead_of_a_long_catch_up() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let model = embedder();
+    let texts: Vec<String> = (0..2000)
+        .map(|i| {
+            format!(
+                "Entry {i}: the delivery for order {} arrives on day {}.",
+                i * 13,
+                i % 28
+            )
+        })
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let catching_up = {
+        let (model, done) = (Arc::clone(&model), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let vectors = model.embed(&texts).unwrap();
+            done.store(true, Ordering::SeqCst);
+            vectors.len()
+        })
+    };
+    // Once the catch-up holds the model: the query then arrives while it embeds.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let query = model.embed_query("when does my order arrive?").unwrap();
+    assert!(
+        !done.load(Ordering::SeqCst),
+        "the query waited for the whole catch-up"
+    );
+    assert_eq!(query.len(), memory_vector::DIMENSIONS);
+    assert_eq!(catching_up.join().unwrap(), 2000);
+}
+
+/// The first queries right after a large sync answer within their catch-up budget plus their
+/// own work: the catch-up the sync started goes on embedding in the background, and lets each
+/// query's embedding go before its next batch. They rank what is indexed and list the rest, so
+/// the entry asked for is there either way.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_query_after_a_large_sync_never_waits_on_the_catch_up() {
+    use memory_core::Recall;
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let budget = RecallConfig {
+        k: 5,
+        catch_up_ms: 300,
+        ..RecallConfig::default()
+    };
+    let p = open_with(dir.path(), embedder(), budget).await;
+    let mut notes: Vec<String> = (0..508)
+        .map(|i| {
+            format!(
+                "Meeting note {i}: the quarterly review of project {} moved to room {}.",
+                i * 7,
+                i % 40
+            )
+        })
+        .collect();
+    notes.push("Allergic to shellfish: no shrimp, crab or lobster.".to_owned());
+    let updates: Vec<_> = notes
+        .iter()
+        .map(|note| MemoryUpdate::add(Store::Memory, note.as_str()))
+        .collect();
+    p.sync(&c, &updates, &IfMatch::NONE).await.unwrap();
+
+    let doc = c.document(Store::Memory);
+    for _ in 0..2 {
+        let started = std::time::Instant::now();
+        let found = p.search(&doc, "shellfish allergy", 5).await.unwrap();
+        let took = started.elapsed();
+        // The budget, the query's own embedding and one batch of the catch-up's, and the
+        // index's reads: seconds at most, where waiting for the catch-up took 17.
+        assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+        let shown: Vec<&String> = found.ranked.iter().chain(&found.unranked).collect();
+        assert!(
+            shown
+                .iter()
+                .any(|entry| entry.contains("Allergic to shellfish")),
+            "{found:?}"
+        );
+    }
+    assert!(p.settle().await.is_empty());
+    let found = p.search(&doc, "shellfish allergy", 5).await.unwrap();
+    assert!(
+        found.behind.is_none() && found.unranked.is_empty(),
+        "{found:?}"
+    );
+    assert!(
+        found.ranked[0].contains("Allergic to shellfish"),
+        "{found:?}"
+    );
+}
+
 /// The index lock as another process would hold it while it writes the index.
 fn hold_index_lock(dir: &Path) -> std::fs::File {
     let lock = std::fs::File::options()
