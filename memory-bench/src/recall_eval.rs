@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use memory_core::{MemoryContext, PersonalityId, Recall, Recalled, Store, UserId};
 use memory_markdown::MarkdownProvider;
-use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider};
+use memory_vector::{Embedder, ModelConfig, ModelName, Ranking, RecallConfig, VectorProvider};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -57,6 +57,9 @@ pub struct EvalArgs {
     /// provider's default. For tuning: sweep it here, on these conversations, not on the rest.
     #[arg(long)]
     pub vector_weight: Option<f32>,
+    /// The embedding model: `all-MiniLM-L6-v2` or `multilingual-e5-small`.
+    #[arg(long, default_value_t = ModelName::default())]
+    pub model: ModelName,
 }
 
 /// A ranking `recall-eval` can measure.
@@ -374,7 +377,7 @@ pub async fn evaluate(
 
     let embedder = match embedder {
         Some(embedder) => embedder,
-        None => Arc::new(Embedder::load(&ModelConfig::from_env())?),
+        None => Arc::new(Embedder::load(&ModelConfig::of(args.model))?),
     };
     let ctx = MemoryContext::new(PersonalityId::new("eval")?, UserId::new("eval")?);
     let document = ctx.document(Store::Memory);

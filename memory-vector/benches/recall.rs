@@ -168,7 +168,7 @@ async fn print_query_latency(
 /// held-out half and all) for each vector weight of the sweep.
 async fn print_recall(embedder: Arc<Embedder>) {
     let config = RecallConfig::default();
-    let evaluation = labelled::evaluate(embedder.clone(), config).await;
+    let evaluation = labelled::evaluate(labelled::english(), embedder.clone(), config).await;
     println!("labelled set indexed in {:.1?}", evaluation.indexing);
     labelled::print_table(&evaluation, &config);
     println!("vector weight sweep, hybrid, mean of recall@5 and @10:");
@@ -179,7 +179,7 @@ async fn print_recall(embedder: Arc<Embedder>) {
             vector_weight,
             ..RecallConfig::default()
         };
-        let evaluation = labelled::evaluate(embedder.clone(), config).await;
+        let evaluation = labelled::evaluate(labelled::english(), embedder.clone(), config).await;
         let mean = |split| evaluation.table(split)[2].1.mean();
         println!(
             "| {vector_weight} | {:.3} | {:.3} |",

@@ -257,11 +257,13 @@ impl EntryTable {
         self.delete_where(scope_filter(scope)).await
     }
 
-    /// The hashes of the `limit` entries of `scope` nearest to `vector`, best first, with their
-    /// cosine similarity to it.
+    /// The hashes of the `limit` entries of `scope` embedded by `model` nearest to `vector`,
+    /// best first, with their cosine similarity to it. Rows of another model are never ranked:
+    /// their vectors do not compare with this model's.
     pub async fn nearest(
         &self,
         scope: &str,
+        model: &str,
         vector: &[f32],
         limit: usize,
     ) -> Result<Vec<(String, f32)>, MemoryError> {
@@ -272,7 +274,11 @@ impl EntryTable {
                     .nearest_to(vector)
                     .map_err(|err| self.failed(err))?
                     .distance_type(DistanceType::Cosine)
-                    .only_if(scope_filter(scope))
+                    .only_if(format!(
+                        "{} AND model = {}",
+                        scope_filter(scope),
+                        sql_string(model)
+                    ))
                     .select(Select::columns(&["hash"]))
                     .limit(limit),
             )

@@ -22,7 +22,8 @@ use memory_core::{
 use serde::Deserialize;
 
 pub use embed::{
-    DIMENSIONS, Embedder, MODEL_DIR_ENV, ModelConfig, ORT_LIBRARY_ENV, PROVISION_COMMAND,
+    DIMENSIONS, E5_MODEL_DIR_ENV, Embedder, MODEL_DIR_ENV, ModelConfig, ModelName, ORT_LIBRARY_ENV,
+    PROVISION_COMMAND,
 };
 pub use entries::{Entry, entries};
 
@@ -775,7 +776,9 @@ impl Indexer {
                 Ranking::FullText => Ok(Vec::new()),
                 _ => {
                     let vector = self.embed_query(query).await?;
-                    self.table.nearest(&scope, &vector, candidates).await
+                    self.table
+                        .nearest(&scope, self.model(), &vector, candidates)
+                        .await
                 }
             }
         };

@@ -11,7 +11,9 @@ use memory_core::{
     Store, Surface, UserId,
 };
 use memory_markdown::MarkdownProvider;
-use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider, entries};
+use memory_vector::{
+    Embedder, ModelConfig, ModelName, Ranking, RecallConfig, VectorProvider, entries,
+};
 use tempfile::TempDir;
 
 fn embedder() -> Arc<Embedder> {
@@ -652,18 +654,25 @@ async fn a_broken_index_fails_neither_writes_nor_queries() {
     );
 }
 
-/// Without the model: a clear error that names the command fetching it.
+/// Without the model, either of them: a clear error that names the command fetching it.
 #[test]
 fn a_missing_model_names_the_command_that_fetches_it() {
-    let config = ModelConfig {
-        model_dir: "/nonexistent/model".into(),
-        ort_library: None,
-    };
-    let err = Embedder::load(&config).unwrap_err();
-    assert!(
-        matches!(&err, MemoryError::Config { message } if message.contains("./scripts/provision-model") && message.contains("/nonexistent/model/model.onnx")),
-        "{err}"
-    );
+    for (name, file) in [
+        (ModelName::MiniLm, "model.onnx"),
+        (ModelName::E5Small, "e5-small-q4.bin"),
+    ] {
+        let config = ModelConfig {
+            name,
+            model_dir: "/nonexistent/model".into(),
+            ort_library: None,
+        };
+        let err = Embedder::load(&config).unwrap_err();
+        let missing = format!("/nonexistent/model/{file}");
+        assert!(
+            matches!(&err, MemoryError::Config { message } if message.contains("./scripts/provision-model") && message.contains(&missing)),
+            "{err}"
+        );
+    }
 }
 
 /// The vectors come from the real model: similar sentences are near, unrelated ones far.

@@ -9,7 +9,7 @@ use memory_postgres::PostgresConfig;
 #[cfg(feature = "redis")]
 use memory_redis::RedisConfig;
 #[cfg(feature = "recall")]
-use memory_vector::{ModelConfig, RecallConfig};
+use memory_vector::{ModelConfig, ModelName, RecallConfig};
 use serde::Deserialize;
 
 /// Generates, from one list of `Variant(Config) = "kind"` lines (each but markdown built only
@@ -141,6 +141,8 @@ storage_backends! {
 pub(crate) struct RawVector {
     pub(crate) source: String,
     pub(crate) index_dir: Option<String>,
+    #[serde(default)]
+    pub(crate) model: ModelName,
     pub(crate) model_dir: Option<String>,
     pub(crate) ort_library: Option<String>,
     #[serde(default)]

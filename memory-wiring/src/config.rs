@@ -236,7 +236,7 @@ impl Config {
                             ));
                         }
                     };
-                    let mut model = ModelConfig::from_env();
+                    let mut model = ModelConfig::of(vector.model);
                     if let Some(dir) = &vector.model_dir {
                         model.model_dir = path("model_dir", dir)?;
                     }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use memory_core::{Budgets, Caps, MemoryError, MemoryScope, PersonalityId};
+use memory_vector::ModelName;
 use memory_wiring::{Config, McpConfig, PersonalityConfig, ProviderConfig};
 
 fn parse(text: &str) -> Result<Config, MemoryError> {
@@ -79,6 +80,8 @@ fn a_full_config_parses_with_paths_and_secrets_resolved() {
     assert_eq!(source, "files");
     assert_eq!(index_dir, Path::new("/etc/agent/memory/.recall-index"));
     assert!(model.model_dir.ends_with("models/minilm") && model.model_dir.is_absolute());
+    // No `model`: the default one.
+    assert_eq!(model.name, ModelName::MiniLm);
     assert_eq!(recall.k, 4);
 
     let ada = PersonalityId::new("ada").unwrap();
@@ -177,6 +180,10 @@ fn a_mistake_in_a_provider_field_names_its_line() {
         (
             "[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\nmodel_dir = 3\n",
             "/etc/agent/memory.toml:7: providers.recall.model_dir: invalid type: integer `3`",
+        ),
+        (
+            "[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\nmodel = \"e5\"\n",
+            "/etc/agent/memory.toml:7: providers.recall.model: unknown variant `e5`, expected `all-MiniLM-L6-v2` or `multilingual-e5-small`",
         ),
         (
             "[providers.pg]\nkind = \"postgres\"\nschema = \"s\"\n",
@@ -501,4 +508,31 @@ fn the_debug_of_a_config_with_a_serve_table_shows_no_password() {
     let shown = format!("{config:?}");
     assert!(!shown.contains("hunter2"), "{shown}");
     assert!(shown.contains("ServeTable"), "{shown}");
+}
+
+/// `model` picks the embedding model; its directory defaults to where the provisioning script
+/// puts that model (or its environment variable says), `model_dir` overrides it.
+#[test]
+fn a_vector_provider_names_its_model() {
+    let base = "default_provider = \"recall\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\n";
+    let model_of = |text: String| {
+        let config = parse(&text).unwrap();
+        let ProviderConfig::Vector { model, .. } = &config.providers["recall"] else {
+            panic!("recall is vector")
+        };
+        model.clone()
+    };
+    let e5 = model_of(format!("{base}model = \"multilingual-e5-small\"\n"));
+    assert_eq!(e5.name, ModelName::E5Small);
+    assert_eq!(
+        e5.model_dir,
+        memory_vector::ModelConfig::of(ModelName::E5Small).model_dir
+    );
+    let moved = model_of(format!(
+        "{base}model = \"multilingual-e5-small\"\nmodel_dir = \"/opt/e5\"\n"
+    ));
+    assert_eq!(
+        (moved.name, moved.model_dir),
+        (ModelName::E5Small, "/opt/e5".into())
+    );
 }

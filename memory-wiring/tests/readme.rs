@@ -1,11 +1,10 @@
-//! The README's example `memory.toml`, run as written (servers, root and model pointed at this
+//! The README's example `memory.toml`, run as written (servers and root pointed at this
 //! machine's): every personality of it reads one USER.md per user and one global MEMORY.md.
 
 use memory_conformance::services::{SchemaGuard, Service, unique_name};
 use memory_core::{
     DocumentId, IfMatch, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
 };
-use memory_vector::ModelConfig;
 use memory_wiring::{Config, Memory};
 
 /// The first ```toml block of the README's wiring section.
@@ -44,12 +43,7 @@ async fn the_readme_example_shares_profiles_and_the_global_memory_across_provide
     // No personality of the example is on Redis, so nothing is written there; pointed at the
     // test server all the same.
     text = set(text, "redis://127.0.0.1:6379", &redis);
-    let model_dir = ModelConfig::from_env().model_dir;
-    text = set(
-        text,
-        "\"~/.cache/agent-memory/models/all-MiniLM-L6-v2\"",
-        &format!("{:?}", model_dir.display().to_string()),
-    );
+    // The model is found where the environment or the provisioning script put it.
     let config = Config::parse(&text, &dir.path().join("memory.toml")).unwrap();
     let memory = Memory::new(config);
 

@@ -1,5 +1,6 @@
-//! The labelled recall set in `tests/data/recall.json`, indexed and scored. Shared by the
-//! recall test (which asserts) and the benchmark (which prints).
+//! The labelled recall sets, indexed and scored: `tests/data/recall.json` (English) and
+//! `tests/data/recall-multilingual.json` (German, Portuguese, Japanese and Spanish). Shared by
+//! the recall tests (which assert) and the benchmark (which prints).
 //!
 //! Each query's vector, full-text and hybrid rankings are fetched through
 //! [`VectorProvider::recall`] under one configuration; a sweep evaluates the set once per
@@ -40,6 +41,8 @@ pub struct LabelledQuery {
     pub personality: String,
     pub text: String,
     pub relevant: Vec<String>,
+    /// What the query tests: `keyword`, `paraphrase`, `mixed`, `cross-lingual`.
+    pub kind: String,
     /// An entry of another personality worded like the query: it must never be returned.
     #[serde(default)]
     pub trap: Option<String>,
@@ -106,8 +109,16 @@ pub struct Evaluation {
     pub indexing: std::time::Duration,
 }
 
-pub fn load() -> LabelledSet {
+/// The English set: four assistants' notes, keyword, paraphrase and mixed queries.
+pub fn english() -> LabelledSet {
     serde_json::from_str(include_str!("../data/recall.json")).expect("the labelled set parses")
+}
+
+/// The set kept in other languages: four assistants each writing in one of German, Portuguese,
+/// Japanese and Spanish; paraphrase, mixed and cross-lingual (asked in English) queries.
+pub fn multilingual() -> LabelledSet {
+    serde_json::from_str(include_str!("../data/recall-multilingual.json"))
+        .expect("the multilingual labelled set parses")
 }
 
 fn ctx(personality: &str) -> MemoryContext {
@@ -117,9 +128,12 @@ fn ctx(personality: &str) -> MemoryContext {
     )
 }
 
-/// Indexes the set (each personality's entries in its own MEMORY.md) and ranks every query.
-pub async fn evaluate(embedder: Arc<Embedder>, config: RecallConfig) -> Evaluation {
-    let set = load();
+/// Indexes `set` (each personality's entries in its own MEMORY.md) and ranks every query.
+pub async fn evaluate(
+    set: LabelledSet,
+    embedder: Arc<Embedder>,
+    config: RecallConfig,
+) -> Evaluation {
     let dir = tempfile::tempdir().unwrap();
     let source = Arc::new(MarkdownProvider::new(dir.path().join("memory")));
     let provider = VectorProvider::open(source, &dir.path().join("index"), embedder, config)
