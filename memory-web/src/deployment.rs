@@ -61,7 +61,8 @@ pub trait Deployment: Send + Sync {
         Ok(MemoryContext::writing(document))
     }
 
-    /// The personalities the deployment names, listed even before they hold a document.
+    /// The personalities the deployment configures, listed even before they hold a document
+    /// (as are [`Deployment::defaults`]).
     fn personalities(&self) -> Vec<PersonalityId> {
         Vec::new()
     }
@@ -191,6 +192,7 @@ impl Deployment for Standalone {
         }
     }
 
+    /// Its one provider, whatever the name.
     async fn probe(&self, _name: &str) -> Result<(), MemoryError> {
         self.memory.read(&DocumentId::GlobalMemory).await.map(drop)
     }
@@ -224,10 +226,7 @@ impl Deployment for memory_wiring::Memory {
     }
 
     fn personalities(&self) -> Vec<PersonalityId> {
-        let config = self.config();
-        let mut named: Vec<PersonalityId> = config.personalities.keys().cloned().collect();
-        named.extend(config.mcp.personality.clone());
-        named
+        self.config().personalities.keys().cloned().collect()
     }
 
     fn defaults(&self) -> (Option<PersonalityId>, Option<UserId>) {

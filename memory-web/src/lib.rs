@@ -17,6 +17,7 @@ mod settings;
 mod state;
 mod wire;
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -80,14 +81,14 @@ impl Service {
             )),
             tasks: tasks.clone(),
         };
-        let write_routes = Arc::new(openapi::writes(&document));
+        let shapes = openapi::write_shapes(&document);
         // A tool call past the request timeout may have written: answered as a write's is.
-        let mut timed_writes = (*write_routes).clone();
+        let mut timed_writes: HashSet<(Method, String)> = shapes.keys().cloned().collect();
         timed_writes.extend(mcp::ROUTES.map(|route| (Method::POST, route.to_owned())));
         let writes = replay::Writes {
             replays: replay::Replays::default(),
             tasks: tasks.clone(),
-            operations: Arc::clone(&write_routes),
+            shapes: Arc::new(shapes),
         };
         let operations = ops::Operations {
             metrics,

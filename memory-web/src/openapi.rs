@@ -302,14 +302,6 @@ pub(crate) fn query_parameters(
     known
 }
 
-/// The writes of `document` (the operations that need the `write` or `admin` scope), as
-/// (method, route template).
-pub(crate) fn writes(
-    document: &utoipa::openapi::OpenApi,
-) -> std::collections::HashSet<(axum::http::Method, String)> {
-    write_shapes(document).into_keys().collect()
-}
-
 /// What a write's request must be whatever memory holds, as its operation in the document
 /// says: the replay of a keyed write checks it before answering from what it remembers, so a
 /// repeat that is itself invalid gets the answer it would get without the key.

@@ -12,8 +12,8 @@
 //! Every write runs to its end once started, even when its client goes away: a lost reply is
 //! then only a lost reply, and its repeat finds the outcome.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -196,9 +196,10 @@ impl Kept {
 pub(crate) struct Writes {
     pub replays: Replays,
     pub tasks: TaskTracker,
-    /// The writes the API takes, as (method, route template): any other request is passed on
-    /// untouched, to be answered (405, 404) before a key is looked at.
-    pub operations: Arc<HashSet<(Method, String)>>,
+    /// The writes the API takes, as (method, route template), each with what its request must
+    /// be: any other request is passed on untouched, to be answered (405, 404) before a key is
+    /// looked at.
+    pub shapes: Arc<HashMap<(Method, String), WriteShape>>,
 }
 
 /// Runs every write the API takes on a task of its own, tracked for a graceful stop, so it
@@ -208,7 +209,7 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
         .extensions()
         .get::<MatchedPath>()
         .map(|route| (request.method().clone(), route.as_str().to_owned()));
-    let Some(route) = route.filter(|route| writes.operations.contains(route)) else {
+    let Some(shape) = route.and_then(|route| writes.shapes.get(&route)) else {
         return next.run(request).await;
     };
     let key = match idempotency_key(request.headers()) {
@@ -248,13 +249,13 @@ pub(crate) async fn writes(State(writes): State<Writes>, request: Request, next:
             // empty If-Match, or a body sent as another charset, gets the answer it gets
             // without the key, not the first request's.
             Found::Replay(response) => {
-                return match own_validity(&route, &parts.headers, principal.as_deref()).await {
+                return match own_validity(shape, &parts.headers, principal.as_deref()).await {
                     Ok(()) => response,
                     Err(problem) => problem.into_response(),
                 };
             }
             Found::Refused(problem) => {
-                return own_validity(&route, &parts.headers, principal.as_deref())
+                return own_validity(shape, &parts.headers, principal.as_deref())
                     .await
                     .err()
                     .unwrap_or(problem)
@@ -346,22 +347,15 @@ where
     }
 }
 
-/// What every write's request must be, read once from the OpenAPI document.
-static SHAPES: LazyLock<HashMap<(Method, String), WriteShape>> =
-    LazyLock::new(|| crate::openapi::write_shapes(&crate::documented().1));
-
-/// Whether a keyed write at `route` (method, route template) is valid in itself, as its handler
+/// Whether a keyed write of `shape` is valid in itself, as its handler
 /// would find before touching memory: a JSON body in UTF-8 where it takes one, and a
 /// well-formed `If-Match` (present, where required). A caller without the operation's scope
 /// is left to the handler's 403, which comes first there.
 async fn own_validity(
-    route: &(Method, String),
+    shape: &WriteShape,
     headers: &HeaderMap,
     principal: Option<&Principal>,
 ) -> Result<(), Problem> {
-    let Some(shape) = SHAPES.get(route) else {
-        return Ok(());
-    };
     if !principal.is_some_and(|principal| principal.has(shape.scope)) {
         return Ok(());
     }

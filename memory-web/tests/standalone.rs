@@ -1,6 +1,6 @@
 //! The service over a provider built in code, with no `memory.toml`: the turn cycle, the
-//! directory, health, the identity map, search with and without recall, and the memory tools
-//! of `/mcp`'s conversations, all through the one provider given.
+//! directory, health, the identity map, search with and without recall, and the memory tools,
+//! on their own and over `/mcp`, all through the one provider given.
 
 use std::sync::Arc;
 
@@ -41,7 +41,9 @@ async fn send(
     let request = Request::builder()
         .method(method)
         .uri(uri)
-        .header(header::HOST, "127.0.0.1:8700");
+        .header(header::HOST, "127.0.0.1:8700")
+        // What an MCP client sends; the /v1 routes answer JSON either way.
+        .header(header::ACCEPT, "application/json, text/event-stream");
     let request = match body {
         Some(body) => request
             .header(header::CONTENT_TYPE, "application/json")

@@ -136,7 +136,9 @@ impl Config {
     /// against its directory).
     ///
     /// `${VAR}` in a URL or path is replaced by that environment variable, so secrets stay out
-    /// of the file; `~/` at the start of a path is the home directory.
+    /// of the file; `~/` at the start of a path is the home directory. The `[serve]` table is
+    /// kept as written ([`ServeTable`]): the service reads and checks it
+    /// (`memory_web::Settings::from_config`, which the `memory` command runs for every command).
     ///
     /// # Errors
     /// [`MemoryError::Config`] whose message starts `<file>:<line>:` for unknown keys, wrong

@@ -240,7 +240,8 @@ impl Memory {
     /// with `memory_search` when its `MEMORY.md` is read through a vector provider.
     ///
     /// # Errors
-    /// Whatever connecting the provider of its `MEMORY.md` fails with.
+    /// Whatever connecting that vector provider fails with; any other provider is connected
+    /// by the tools' first call that needs it.
     pub async fn tools(
         &self,
         personality: PersonalityId,
