@@ -245,12 +245,10 @@ impl Deployment for memory_wiring::Memory {
 
     fn placement(&self, personality: &PersonalityId) -> Placement {
         let config = self.config();
-        let scope = config.personality(personality).memory_scope;
-        let document = DocumentId::memory(personality, scope);
         Placement {
-            scope,
+            scope: config.personality(personality).memory_scope,
             provider: info(config, config.provider_of(personality)),
-            memory_through: info(config, config.provider_for(personality, &document)),
+            memory_through: info(config, config.memory_provider_of(personality)),
         }
     }
 

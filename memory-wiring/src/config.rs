@@ -402,6 +402,13 @@ impl Config {
         }
     }
 
+    /// The provider `personality` reads and writes its `MEMORY.md` through: its own, or the
+    /// global one's under a global scope ([`Config::provider_for`] of that document).
+    pub fn memory_provider_of(&self, personality: &PersonalityId) -> &str {
+        let scope = self.personality(personality).memory_scope;
+        self.provider_for(personality, &DocumentId::memory(personality, scope))
+    }
+
     /// The provider that stores the bytes of `name`'s documents: `name` itself, or the source
     /// of a vector provider.
     pub fn storage_of<'a>(&'a self, name: &'a str) -> &'a str {

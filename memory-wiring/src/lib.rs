@@ -265,8 +265,7 @@ impl Memory {
         personality: &PersonalityId,
     ) -> Result<Option<Arc<dyn Recall>>, MemoryError> {
         let config = &self.inner.config;
-        let memory = DocumentId::memory(personality, config.personality(personality).memory_scope);
-        let through = config.provider_for(personality, &memory);
+        let through = config.memory_provider_of(personality);
         if !config.providers[through].recalls() {
             return Ok(None);
         }
