@@ -121,8 +121,14 @@ impl MemoryTools {
 
     /// Adds `memory_search` and `memory_view`'s query, answered by `recall` (normally the same
     /// provider, e.g. a `memory_vector::VectorProvider`).
-    pub fn with_recall(mut self, recall: Arc<dyn Recall>) -> Self {
-        self.recall = Some(recall);
+    pub fn with_recall(self, recall: Arc<dyn Recall>) -> Self {
+        self.maybe_with_recall(Some(recall))
+    }
+
+    /// [`MemoryTools::with_recall`] when there is a recall; without, the tools as they are (no
+    /// `memory_search`): for wiring where only some personalities recall.
+    pub fn maybe_with_recall(mut self, recall: Option<Arc<dyn Recall>>) -> Self {
+        self.recall = recall;
         self
     }
 

@@ -122,6 +122,10 @@ fn definitions_are_strict_json_schemas_and_search_needs_recall() {
     let recalling = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
     let definitions = recalling.definitions();
     assert_eq!(definitions.last().unwrap().name, "memory_search");
+    let maybe = |recall| tools_over(&provider, ctx()).maybe_with_recall(recall);
+    assert_eq!(maybe(None).definitions().len(), names.len());
+    let some = maybe(Some(WordOverlap::new(&provider) as Arc<dyn Recall>));
+    assert_eq!(some.definitions().last().unwrap().name, "memory_search");
     for definition in definitions.iter().chain(plain.definitions().iter()) {
         let schema = &definition.input_schema;
         assert_eq!(schema["type"], "object", "{}", definition.name);

@@ -114,11 +114,10 @@ pub async fn tools(
     user: UserId,
 ) -> Result<MemoryTools, MemoryError> {
     let recall = deployment.recall(&personality).await?;
-    let tools = MemoryTools::new(deployment.memory(), deployment.context(personality, user));
-    Ok(match recall {
-        Some(recall) => tools.with_recall(recall),
-        None => tools,
-    })
+    Ok(
+        MemoryTools::new(deployment.memory(), deployment.context(personality, user))
+            .maybe_with_recall(recall),
+    )
 }
 
 /// A deployment of one provider built in code: every personality with the contract's default

@@ -248,11 +248,10 @@ impl Memory {
         user: UserId,
     ) -> Result<MemoryTools, MemoryError> {
         let recall = self.recall_of(&personality).await?;
-        let tools = MemoryTools::new(Arc::new(self.clone()), self.context(personality, user));
-        Ok(match recall {
-            Some(recall) => tools.with_recall(recall),
-            None => tools,
-        })
+        Ok(
+            MemoryTools::new(Arc::new(self.clone()), self.context(personality, user))
+                .maybe_with_recall(recall),
+        )
     }
 
     /// What `personality`'s `MEMORY.md` is recalled with: the recall of the provider it is
