@@ -9,7 +9,9 @@
 //! - what parses holds together: every provider name it uses names a provider, soft caps are
 //!   not over hard caps, no `${VAR}` is left in a URL;
 //! - a password written in a URL's user info (`postgres://agent:<password>@...`) never shows,
-//!   neither in an error nor in the `Debug` of what parsed.
+//!   neither in an error nor in the `Debug` of what parsed;
+//! - `[serve]`, which `memory` checks on every command with memory-web's `Settings::from_config`,
+//!   is refused the same way: a `Config` error naming the file and a line or a key.
 
 #![no_main]
 
@@ -18,6 +20,12 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use memory_core::MemoryError;
 use memory_wiring::{Config, ProviderConfig};
+
+/// memory-web's settings, compiled here from its source: memory-web itself brings the HTTP
+/// stack, which the target does not need to reach these checks.
+#[allow(dead_code)]
+#[path = "../../memory-web/src/settings.rs"]
+mod settings;
 
 const ORIGIN: &str = "/etc/agent/memory.toml";
 
@@ -43,7 +51,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let secret = password_only_in_urls(text);
     match Config::parse(text, Path::new(ORIGIN)) {
-        Ok(config) => check_config(text, &config, secret),
+        Ok(config) => {
+            check_config(text, &config, secret);
+            if let Err(err) = settings::Settings::from_config(&config) {
+                check_error(text, &err, secret);
+            }
+        }
         Err(err) => check_error(text, &err, secret),
     }
 });
