@@ -165,3 +165,18 @@ async fn an_index_of_another_model_is_rebuilt_for_e5() {
         "{found:?}"
     );
 }
+
+/// A model dropped after embedding leaves the process running: the engine's library stays
+/// loaded under OpenMP's idle worker threads (unloading it crashed one-shot `memory sync`s as
+/// they exited). Loading it again afterwards works as the first time.
+#[test]
+fn dropping_the_model_leaves_the_process_running() {
+    let texts: Vec<String> = (0..64).map(|i| format!("note {i} about a trip")).collect();
+    for _ in 0..2 {
+        let embedder = Embedder::load(&ModelConfig::of(ModelName::E5Small)).unwrap();
+        assert_eq!(embedder.embed(&texts).unwrap().len(), texts.len());
+        drop(embedder);
+        // Time for the idle workers to run again, wherever their code is.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}

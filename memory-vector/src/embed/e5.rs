@@ -12,7 +12,7 @@ use memory_core::MemoryError;
 use super::{DIMENSIONS, Engine, ModelConfig, Role, missing, unloadable};
 
 /// The 4-bit weights' file name in the model directory, as provisioned.
-const WEIGHTS_FILE: &str = "e5-small-q4.bin";
+pub(super) const WEIGHTS_FILE: &str = "e5-small-q4.bin";
 /// The engine's file name in the model directory, as provisioned.
 const LIBRARY_FILE: &str = "libe5.so";
 /// How much of each end of the weights names them (with their length): reading all 72 MB to
@@ -30,8 +30,6 @@ struct E5 {
     model: NonNull<c_void>,
     embed_batch: EmbedBatch,
     free: Free,
-    /// Kept loaded while the model's functions may be called: dropped last.
-    _library: Library,
 }
 
 // SAFETY: the model is an immutable mmap of the weights plus per-call buffers the engine
@@ -95,6 +93,11 @@ pub(super) fn load(config: &ModelConfig) -> Result<(Box<dyn Engine>, Vec<u8>), M
     // initialisers do nothing but OpenMP's own.
     #[allow(unsafe_code)]
     let library = unsafe { Library::new(&library) }.map_err(|err| unloadable(config, err))?;
+    // Never unloaded: OpenMP's worker threads outlive every call, idle inside libgomp, which
+    // only this library brought in; unloading it under them crashed the process (a one-shot
+    // `memory sync` segfaulted about once in 30 runs, dropping its model at exit). Loading the
+    // same file again returns the same handle, so each load leaks a pointer, no more.
+    let library: &'static Library = Box::leak(Box::new(library));
     // SAFETY: each symbol is read with the signature `e5.h` declares for it.
     #[allow(unsafe_code)]
     let (load, free, dim, embed_batch) = unsafe {
@@ -119,7 +122,6 @@ pub(super) fn load(config: &ModelConfig) -> Result<(Box<dyn Engine>, Vec<u8>), M
         model,
         embed_batch,
         free,
-        _library: library,
     };
     // SAFETY: the model was just loaded and is live.
     #[allow(unsafe_code)]
