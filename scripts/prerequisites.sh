@@ -26,6 +26,6 @@ if ! command -v protoc >/dev/null 2>&1 || [[ ! -e /usr/include/google/protobuf/a
 fi
 
 provisioned="$(scripts/provision-model | tail -n 2)"
-MEMORY_E5_MODEL_DIR="$(head -n 1 <<<"$provisioned")"
-MEMORY_MODEL_DIR="$(tail -n 1 <<<"$provisioned")"
+MEMORY_MODEL_DIR="$(head -n 1 <<<"$provisioned")"
+MEMORY_E5_MODEL_DIR="$(tail -n 1 <<<"$provisioned")"
 export MEMORY_MODEL_DIR MEMORY_E5_MODEL_DIR

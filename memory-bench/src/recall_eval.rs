@@ -54,7 +54,7 @@ pub struct EvalArgs {
     #[arg(long, value_enum, default_value_t = Measured::Hybrid)]
     pub ranking: Measured,
     /// The hybrid ranking's `vector_weight` (see memory-vector's `RecallConfig`); default: the
-    /// provider's default. For tuning: sweep it here, on these conversations, not on the rest.
+    /// model's own. For tuning: sweep it here, on these conversations, not on the rest.
     #[arg(long)]
     pub vector_weight: Option<f32>,
     /// The embedding model: `all-MiniLM-L6-v2` or `multilingual-e5-small`.
@@ -382,10 +382,9 @@ pub async fn evaluate(
     let ctx = MemoryContext::new(PersonalityId::new("eval")?, UserId::new("eval")?);
     let document = ctx.document(Store::Memory);
     let at = cutoffs(args.k);
-    let defaults = RecallConfig::default();
     let recall = RecallConfig {
-        vector_weight: args.vector_weight.unwrap_or(defaults.vector_weight),
-        ..defaults
+        vector_weight: args.vector_weight,
+        ..RecallConfig::default()
     };
 
     let mut scored = Vec::new();
@@ -508,7 +507,10 @@ pub async fn evaluate(
         args.unit.name(),
         args.ranking.name(),
         match args.ranking {
-            Measured::Hybrid => format!(" (vector weight {})", recall.vector_weight),
+            Measured::Hybrid => format!(
+                " (vector weight {})",
+                recall.vector_weight_for(embedder.model())
+            ),
             Measured::Vector | Measured::FullText => String::new(),
         },
         conversations.join(", "),

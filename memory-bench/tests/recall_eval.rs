@@ -77,7 +77,10 @@ fn a_tiny_conversation_is_scored_per_category_for_both_units_and_each_ranking() 
         let run = recall_eval(&args);
         let weight = match (ranking, vector_weight) {
             ("hybrid", Some(w)) => format!(" (vector weight {w})"),
-            ("hybrid", None) => " (vector weight 0.7)".to_owned(),
+            ("hybrid", None) => format!(
+                " (vector weight {})",
+                memory_vector::ModelName::default().vector_weight()
+            ),
             _ => String::new(),
         };
         let (stdout, stderr) = (

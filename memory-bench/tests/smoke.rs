@@ -104,14 +104,21 @@ fn a_small_vector_run_reports_recall_at_each_size() {
         out.path(),
     );
     assert!(report.contains("## Recall (vector)"), "{report}");
+    assert!(
+        report.contains("3 queries each, embedded by multilingual-e5-small."),
+        "{report}"
+    );
     assert!(!report.contains("was not measured"), "{report}");
     assert!(report.contains("## Recall quality (LoCoMo)"), "{report}");
     for unit in ["turn", "observation"] {
         for ranking in ["hybrid", "full-text", "vector"] {
             let weight = if ranking == "hybrid" {
-                " (vector weight 0.7)"
+                format!(
+                    " (vector weight {})",
+                    memory_vector::ModelName::default().vector_weight()
+                )
             } else {
-                ""
+                String::new()
             };
             let summary = format!("unit {unit}, ranking {ranking}{weight}, conversations c,");
             assert!(report.contains(&summary), "{summary}\n{report}");

@@ -74,9 +74,8 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
     let root = std::path::absolute(&root).unwrap_or(root);
     println!("Memory root: {}", root.display());
     match &recall {
-        Ok(model_dir) => println!(
-            "Recall: on for 'ada' (all-MiniLM-L6-v2 from {}): each turn's message picks the {RECALLED_ENTRIES} most relevant entries of her MEMORY.md",
-            model_dir.display()
+        Ok(model) => println!(
+            "Recall: on for 'ada' ({model}): each turn's message picks the {RECALLED_ENTRIES} most relevant entries of her MEMORY.md"
         ),
         Err(why) => println!("Recall: off ({why})"),
     }
@@ -231,7 +230,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
 /// The demo's wiring: markdown at `root`, 'concierge' on the global memory, and 'ada' on a
 /// recall index over the markdown when the model loads. The second value says which model, or
 /// why recall is off and how to turn it on.
-async fn wire(root: &std::path::Path) -> (Memory, Result<PathBuf, String>) {
+async fn wire(root: &std::path::Path) -> (Memory, Result<String, String>) {
     let mut config = Config::markdown(root);
     config.personalities.insert(
         PersonalityId::new("concierge").expect("a valid id"),
@@ -244,7 +243,7 @@ async fn wire(root: &std::path::Path) -> (Memory, Result<PathBuf, String>) {
 }
 
 #[cfg(not(feature = "recall"))]
-async fn with_recall(config: Config, _root: &std::path::Path) -> (Memory, Result<PathBuf, String>) {
+async fn with_recall(config: Config, _root: &std::path::Path) -> (Memory, Result<String, String>) {
     let why = format!(
         "this build of memory has no recall; {}",
         memory_wiring::rebuild_with("recall")
@@ -257,12 +256,13 @@ async fn with_recall(config: Config, _root: &std::path::Path) -> (Memory, Result
 async fn with_recall(
     mut config: Config,
     root: &std::path::Path,
-) -> (Memory, Result<PathBuf, String>) {
+) -> (Memory, Result<String, String>) {
     let model = ModelConfig::from_env();
-    if !model.model_dir.join("model.onnx").is_file() {
+    if !model.is_provisioned() {
         let why = format!(
-            "no model in {}; to enable it run {PROVISION_COMMAND} and set MEMORY_MODEL_DIR to the directory it prints",
-            model.model_dir.display()
+            "no model in {}; to enable it run {PROVISION_COMMAND} and set {} to the directory it prints last",
+            model.model_dir.display(),
+            model.name.dir_env()
         );
         return (Memory::new(config), Err(why));
     }
@@ -288,7 +288,10 @@ async fn with_recall(
     );
     let with_recall = Memory::new(config);
     match with_recall.vector("recall").await {
-        Ok(_) => (with_recall, Ok(model.model_dir)),
+        Ok(_) => (
+            with_recall,
+            Ok(format!("{} from {}", model.name, model.model_dir.display())),
+        ),
         Err(err) => (plain, Err(format!("the model did not load: {err}"))),
     }
 }

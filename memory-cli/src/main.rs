@@ -310,7 +310,7 @@ enum Command {
     },
     /// The main job: a scripted multi-turn agent session on the markdown default.
     ///
-    /// Uses semantic recall when the embedding model is provisioned (MEMORY_MODEL_DIR).
+    /// Uses semantic recall when the embedding model is provisioned (MEMORY_E5_MODEL_DIR).
     ///
     /// Example: memory demo --root /tmp/demo-memory
     Demo {

@@ -931,7 +931,7 @@ fn demo_runs_the_scripted_session() {
         "Identity: telegram:4242 resolves to user 'grace'",
         "refused (Conflict), nothing lost",
         "consolidated from the fresh view",
-        "Recall: on",
+        "Recall: on for 'ada' (multilingual-e5-small from ",
         "undo it with: memory revert personalities/ada/MEMORY.md ",
     ] {
         assert!(stdout.contains(expected), "{expected:?} not in {stdout}");
@@ -963,7 +963,7 @@ fn demo_runs_the_scripted_session() {
 fn demo_says_how_to_enable_recall_without_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let (code, stdout, _) = run(memory(dir.path())
-        .env("MEMORY_MODEL_DIR", dir.path().join("no-model"))
+        .env("MEMORY_E5_MODEL_DIR", dir.path().join("no-model"))
         .args(["demo", "--root"])
         .arg(dir.path().join("demo")));
     assert_eq!(code, 0);
@@ -971,6 +971,21 @@ fn demo_says_how_to_enable_recall_without_the_model() {
     assert!(stdout.contains("./scripts/provision-model"), "{stdout}");
     assert!(
         stdout.contains("consolidated from the fresh view"),
+        "{stdout}"
+    );
+
+    // An empty variable is unset: the model is looked for where the provisioning script puts it.
+    let (code, stdout, _) = run(memory(dir.path())
+        .env("MEMORY_E5_MODEL_DIR", "")
+        .env("HOME", dir.path())
+        .args(["demo", "--root"])
+        .arg(dir.path().join("demo-2")));
+    assert_eq!(code, 0);
+    let default_dir = dir
+        .path()
+        .join(".cache/agent-memory/models/multilingual-e5-small");
+    assert!(
+        stdout.contains(&format!("no model in {}", default_dir.display())),
         "{stdout}"
     );
 }

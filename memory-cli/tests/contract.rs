@@ -24,9 +24,11 @@ fn workspace() -> PathBuf {
 
 /// Why the contract test cannot run here, if it cannot.
 fn missing() -> Option<String> {
-    let model = std::env::var_os("MEMORY_MODEL_DIR").map(PathBuf::from);
-    if !model.is_some_and(|dir| dir.join("model.onnx").exists()) {
-        return Some("no embedding model: set MEMORY_MODEL_DIR (scripts/provision-model)".into());
+    let model = std::env::var_os("MEMORY_E5_MODEL_DIR").map(PathBuf::from);
+    if !model.is_some_and(|dir| dir.join("e5-small-q4.bin").exists()) {
+        return Some(
+            "no embedding model: set MEMORY_E5_MODEL_DIR (scripts/provision-model)".into(),
+        );
     }
     if Command::new("python3").arg("--version").output().is_err() {
         return Some("no python3 on PATH".into());

@@ -2,7 +2,7 @@
 //! add through the index, recall on the labelled set with the fusion sweep that chose the
 //! defaults, and query latency at 1k, 10k and 100k entries, before and after the ANN index.
 //! `cargo bench -p agent-memory-vector` (release; `BENCH_SIZES=1000,10000` to skip the largest,
-//! which embeds 100k entries first).
+//! which embeds 100k entries first; `BENCH_MODEL=all-MiniLM-L6-v2` for the other model).
 
 #[path = "../tests/support/labelled.rs"]
 mod labelled;
@@ -14,7 +14,7 @@ use memory_core::{
     IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
-use memory_vector::{Embedder, ModelConfig, Ranking, RecallConfig, VectorProvider};
+use memory_vector::{Embedder, ModelConfig, ModelName, Ranking, RecallConfig, VectorProvider};
 
 const TOPICS: [&str; 12] = [
     "flight to Lisbon",
@@ -53,14 +53,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .split(',')
         .map(|s| s.trim().parse())
         .collect::<Result<_, _>>()?;
-    let embedder = Arc::new(Embedder::load(&ModelConfig::from_env())?);
+    let model: ModelName = match std::env::var("BENCH_MODEL") {
+        Ok(name) => name.parse()?,
+        Err(_) => ModelName::default(),
+    };
+    let embedder = Arc::new(Embedder::load(&ModelConfig::of(model))?);
 
     let texts: Vec<String> = (0..2_000).map(note).collect();
     let started = Instant::now();
     embedder.embed(&texts)?;
     let rate = texts.len() as f64 / started.elapsed().as_secs_f64();
     println!(
-        "embedding: {rate:.0} entries/s (batches of 32, {} threads)",
+        "{model}: embedding {rate:.0} entries/s (batches of 32, {} threads)",
         std::thread::available_parallelism()?
     );
 
@@ -170,13 +174,13 @@ async fn print_recall(embedder: Arc<Embedder>) {
     let config = RecallConfig::default();
     let evaluation = labelled::evaluate(labelled::english(), embedder.clone(), config).await;
     println!("labelled set indexed in {:.1?}", evaluation.indexing);
-    labelled::print_table(&evaluation, &config);
+    labelled::print_table(&evaluation);
     println!("vector weight sweep, hybrid, mean of recall@5 and @10:");
     println!("| vector weight | held-out | all |");
     println!("| --- | --- | --- |");
     for vector_weight in labelled::SWEEP_VECTOR_WEIGHT {
         let config = RecallConfig {
-            vector_weight,
+            vector_weight: Some(vector_weight),
             ..RecallConfig::default()
         };
         let evaluation = labelled::evaluate(labelled::english(), embedder.clone(), config).await;

@@ -47,11 +47,9 @@ pub struct RecallConfig {
     /// How many candidates each ranking (nearest vectors, BM25) contributes; default 50.
     pub candidates: usize,
     /// The share of an entry's score that is its similarity to the query, from 0 to 1; the
-    /// rest is its coverage of the query's words. Default 0.7, chosen on real conversations
-    /// (the LoCoMo dev conversations, `memory-bench recall-eval`; the crate README has the
-    /// sweep), where it was best or within 0.01 of best at recall@5 and @10 for both dialog
-    /// turns and third-person notes.
-    pub vector_weight: f32,
+    /// rest is its coverage of the query's words. Default: the model's own
+    /// ([`ModelName::vector_weight`]), since each model's similarities spread differently.
+    pub vector_weight: Option<f32>,
     /// Indexed entries from which vector search uses an approximate (IVF-HNSW) index, built
     /// by [`VectorProvider::optimize`]; below it, exact brute force is fast enough. Default
     /// 10,000.
@@ -68,7 +66,7 @@ impl Default for RecallConfig {
         RecallConfig {
             k: 8,
             candidates: 50,
-            vector_weight: 0.7,
+            vector_weight: None,
             ann_index_rows: 10_000,
             catch_up_ms: 2_000,
         }
@@ -85,57 +83,62 @@ impl RecallConfig {
                     .to_owned(),
             );
         }
-        if !(0.0..=1.0).contains(&self.vector_weight) {
-            return Some(format!(
-                "recall.vector_weight is {}; it is the share of an entry's score that is its \
-                 similarity to the query, from 0 to 1",
-                self.vector_weight
-            ));
+        match self.vector_weight {
+            Some(weight) if !(0.0..=1.0).contains(&weight) => Some(format!(
+                "recall.vector_weight is {weight}; it is the share of an entry's score that is \
+                 its similarity to the query, from 0 to 1"
+            )),
+            _ => None,
         }
-        None
     }
 
-    /// Fuses the nearest entries (hashes with their cosine similarity, best first) and the
-    /// BM25 ranking (hashes, best first); either may be empty. Each entry found by either is
-    /// scored `vector_weight × similarity + (1 − vector_weight) × coverage(hash)`, where an
-    /// entry BM25 found but the vector search did not is given the lowest similarity the
-    /// vector search returned (its own is at most that). Returns at most `limit` hashes, best
-    /// first; ties go to the smaller hash, so the result is deterministic.
-    pub fn fuse(
-        &self,
-        nearest: &[(String, f32)],
-        text: &[String],
-        coverage: impl Fn(&str) -> f32,
-        limit: usize,
-    ) -> Vec<String> {
-        let floor = nearest
-            .iter()
-            .map(|(_, similarity)| *similarity)
-            .fold(None, |low: Option<f32>, s| {
-                Some(low.map_or(s, |low| low.min(s)))
-            })
-            .unwrap_or(0.0);
-        let mut similarity: HashMap<&str, f32> = HashMap::new();
-        for (hash, s) in nearest {
-            similarity.entry(hash).or_insert(*s);
-        }
-        for hash in text {
-            similarity.entry(hash).or_insert(floor);
-        }
-        let mut ranked: Vec<(&str, f32)> = similarity
-            .into_iter()
-            .map(|(hash, s)| {
-                let score = self.vector_weight * s + (1.0 - self.vector_weight) * coverage(hash);
-                (hash, score)
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        ranked
-            .into_iter()
-            .take(limit)
-            .map(|(hash, _)| hash.to_owned())
-            .collect()
+    /// The share of an entry's score that is its similarity, when `model` embeds: the one set,
+    /// else the model's own.
+    pub fn vector_weight_for(&self, model: ModelName) -> f32 {
+        self.vector_weight.unwrap_or_else(|| model.vector_weight())
     }
+}
+
+/// Fuses the nearest entries (hashes with their cosine similarity, best first) and the
+/// BM25 ranking (hashes, best first); either may be empty. Each entry found by either is
+/// scored `vector_weight × similarity + (1 − vector_weight) × coverage(hash)`, where an
+/// entry BM25 found but the vector search did not is given the lowest similarity the
+/// vector search returned (its own is at most that). Returns at most `limit` hashes, best
+/// first; ties go to the smaller hash, so the result is deterministic.
+fn fuse(
+    vector_weight: f32,
+    nearest: &[(String, f32)],
+    text: &[String],
+    coverage: impl Fn(&str) -> f32,
+    limit: usize,
+) -> Vec<String> {
+    let floor = nearest
+        .iter()
+        .map(|(_, similarity)| *similarity)
+        .fold(None, |low: Option<f32>, s| {
+            Some(low.map_or(s, |low| low.min(s)))
+        })
+        .unwrap_or(0.0);
+    let mut similarity: HashMap<&str, f32> = HashMap::new();
+    for (hash, s) in nearest {
+        similarity.entry(hash).or_insert(*s);
+    }
+    for hash in text {
+        similarity.entry(hash).or_insert(floor);
+    }
+    let mut ranked: Vec<(&str, f32)> = similarity
+        .into_iter()
+        .map(|(hash, s)| {
+            let score = vector_weight * s + (1.0 - vector_weight) * coverage(hash);
+            (hash, score)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ranked
+        .into_iter()
+        .take(limit)
+        .map(|(hash, _)| hash.to_owned())
+        .collect()
 }
 
 /// Which rankings a recall uses; [`Ranking::Hybrid`] is what `prefetch` uses.
@@ -800,7 +803,13 @@ impl Indexer {
                         stats.coverage(&query, &terms::terms(&entry.indexed()))
                     })
                 };
-                self.recall.fuse(&nearest, &text, coverage, limit)
+                fuse(
+                    self.recall.vector_weight_for(self.embedder.model()),
+                    &nearest,
+                    &text,
+                    coverage,
+                    limit,
+                )
             }
         };
         ranked.truncate(limit);
@@ -1059,54 +1068,61 @@ mod tests {
 
     #[test]
     fn fusion_adds_similarity_and_coverage_by_the_weight() {
-        let config = RecallConfig {
-            vector_weight: 0.5,
-            ..RecallConfig::default()
-        };
         let nearest = near(&[("close", 0.8), ("paraphrase", 0.7), ("far", 0.2)]);
         let text = hashes(&["names-it", "paraphrase"]);
         // close .4, paraphrase .35 + .15, far .1, names-it (similarity floor .2) .1 + .5.
         let coverage = covering(&[("paraphrase", 0.3), ("names-it", 1.0)]);
         assert_eq!(
-            config.fuse(&nearest, &text, &coverage, 10),
+            fuse(0.5, &nearest, &text, &coverage, 10),
             hashes(&["names-it", "paraphrase", "close", "far"])
         );
         assert_eq!(
-            config.fuse(&nearest, &text, &coverage, 2),
+            fuse(0.5, &nearest, &text, &coverage, 2),
             hashes(&["names-it", "paraphrase"])
         );
-        let similarity_only = RecallConfig {
-            vector_weight: 1.0,
-            ..config
-        };
         assert_eq!(
-            similarity_only.fuse(&nearest, &text, &coverage, 3),
+            fuse(1.0, &nearest, &text, &coverage, 3),
             hashes(&["close", "paraphrase", "far"])
         );
-        let coverage_only = RecallConfig {
-            vector_weight: 0.0,
-            ..config
-        };
         assert_eq!(
-            coverage_only.fuse(&nearest, &text, &coverage, 2),
+            fuse(0.0, &nearest, &text, &coverage, 2),
             hashes(&["names-it", "paraphrase"])
         );
     }
 
     #[test]
     fn fusion_counts_a_repeated_hash_once_and_breaks_ties_by_hash() {
-        let config = RecallConfig::default();
         let none = covering(&[]);
         assert_eq!(
-            config.fuse(&near(&[("x", 0.9), ("x", 0.1), ("y", 0.5)]), &[], &none, 10),
+            fuse(
+                0.7,
+                &near(&[("x", 0.9), ("x", 0.1), ("y", 0.5)]),
+                &[],
+                &none,
+                10
+            ),
             hashes(&["x", "y"])
         );
         assert_eq!(
-            config.fuse(&[], &hashes(&["q", "p", "p"]), &none, 10),
+            fuse(0.7, &[], &hashes(&["q", "p", "p"]), &none, 10),
             hashes(&["p", "q"]),
             "without similarities or coverage every entry ties"
         );
-        assert!(config.fuse(&[], &[], &none, 10).is_empty());
+        assert!(fuse(0.7, &[], &[], &none, 10).is_empty());
+    }
+
+    #[test]
+    fn the_vector_weight_is_the_models_own_unless_set() {
+        let default = RecallConfig::default();
+        assert_eq!(default.vector_weight_for(ModelName::E5Small), 0.8);
+        assert_eq!(default.vector_weight_for(ModelName::MiniLm), 0.7);
+        let set = RecallConfig {
+            vector_weight: Some(0.5),
+            ..default
+        };
+        for model in ModelName::ALL {
+            assert_eq!(set.vector_weight_for(model), 0.5);
+        }
     }
 
     #[test]
@@ -1114,7 +1130,7 @@ mod tests {
         assert_eq!(RecallConfig::default().invalid(), None);
         for vector_weight in [-0.1, 1.5, f32::NAN] {
             let config = RecallConfig {
-                vector_weight,
+                vector_weight: Some(vector_weight),
                 ..RecallConfig::default()
             };
             assert!(config.invalid().unwrap().contains("vector_weight"));

@@ -692,8 +692,10 @@ fn embeddings_come_from_the_real_model() {
             .iter()
             .all(|v| v.len() == 384 && (cos(v, v) - 1.0).abs() < 1e-3)
     );
+    // e5's cosines crowd together (0.87 against 0.76 here; MiniLM's 0.62 against 0.05): the
+    // order is what a real model gives.
     let (near, far) = (cos(&vectors[0], &vectors[1]), cos(&vectors[0], &vectors[2]));
-    assert!(near > 0.5 && far < 0.2, "near {near}, far {far}");
+    assert!(near > far + 0.05, "near {near}, far {far}");
 }
 
 /// Past `ann_index_rows` entries, `optimize` builds the approximate index, and recall still

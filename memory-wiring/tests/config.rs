@@ -38,7 +38,7 @@ url = "redis://127.0.0.1:6379"
 [providers.recall]
 kind = "vector"
 source = "files"
-model_dir = "~/models/minilm"
+model_dir = "~/models/e5"
 recall = { k = 4 }
 
 [personalities.ada]
@@ -79,9 +79,9 @@ fn a_full_config_parses_with_paths_and_secrets_resolved() {
     };
     assert_eq!(source, "files");
     assert_eq!(index_dir, Path::new("/etc/agent/memory/.recall-index"));
-    assert!(model.model_dir.ends_with("models/minilm") && model.model_dir.is_absolute());
+    assert!(model.model_dir.ends_with("models/e5") && model.model_dir.is_absolute());
     // No `model`: the default one.
-    assert_eq!(model.name, ModelName::MiniLm);
+    assert_eq!(model.name, ModelName::E5Small);
     assert_eq!(recall.k, 4);
 
     let ada = PersonalityId::new("ada").unwrap();
@@ -183,7 +183,7 @@ fn a_mistake_in_a_provider_field_names_its_line() {
         ),
         (
             "[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\nmodel = \"e5\"\n",
-            "/etc/agent/memory.toml:7: providers.recall.model: unknown variant `e5`, expected `all-MiniLM-L6-v2` or `multilingual-e5-small`",
+            "/etc/agent/memory.toml:7: providers.recall.model: unknown variant `e5`, expected `multilingual-e5-small` or `all-MiniLM-L6-v2`",
         ),
         (
             "[providers.pg]\nkind = \"postgres\"\nschema = \"s\"\n",
@@ -510,7 +510,7 @@ fn the_debug_of_a_config_with_a_serve_table_shows_no_password() {
     assert!(shown.contains("ServeTable"), "{shown}");
 }
 
-/// `model` picks the embedding model; its directory defaults to where the provisioning script
+/// `model` picks the embedding model (multilingual-e5-small when none is named); its directory defaults to where the provisioning script
 /// puts that model (or its environment variable says), `model_dir` overrides it.
 #[test]
 fn a_vector_provider_names_its_model() {
@@ -522,12 +522,18 @@ fn a_vector_provider_names_its_model() {
         };
         model.clone()
     };
-    let e5 = model_of(format!("{base}model = \"multilingual-e5-small\"\n"));
-    assert_eq!(e5.name, ModelName::E5Small);
-    assert_eq!(
-        e5.model_dir,
-        memory_vector::ModelConfig::of(ModelName::E5Small).model_dir
-    );
+    for (line, name) in [
+        ("", ModelName::E5Small),
+        ("model = \"multilingual-e5-small\"\n", ModelName::E5Small),
+        ("model = \"all-MiniLM-L6-v2\"\n", ModelName::MiniLm),
+    ] {
+        let model = model_of(format!("{base}{line}"));
+        assert_eq!(model.name, name, "{line:?}");
+        assert_eq!(
+            model.model_dir,
+            memory_vector::ModelConfig::of(name).model_dir
+        );
+    }
     let moved = model_of(format!(
         "{base}model = \"multilingual-e5-small\"\nmodel_dir = \"/opt/e5\"\n"
     ));

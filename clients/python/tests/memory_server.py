@@ -33,10 +33,10 @@ def memory_bin() -> str:
 
 
 def model_dir() -> str:
-    """The embedding model for recall: ``$MEMORY_MODEL_DIR``, else where
-    ``scripts/provision-model`` puts it."""
-    return os.environ.get("MEMORY_MODEL_DIR") or str(
-        Path.home() / ".cache" / "agent-memory" / "models" / "all-MiniLM-L6-v2"
+    """The default embedding model for recall (multilingual-e5-small):
+    ``$MEMORY_E5_MODEL_DIR``, else where ``scripts/provision-model`` puts it."""
+    return os.environ.get("MEMORY_E5_MODEL_DIR") or str(
+        Path.home() / ".cache" / "agent-memory" / "models" / "multilingual-e5-small"
     )
 
 

@@ -10,6 +10,8 @@ use memory_core::MemoryError;
 
 use super::{BATCH, Engine, ModelConfig, Role, missing, read_provisioned, unloadable};
 
+/// The int8 weights' file name in the model directory, as provisioned.
+pub(super) const WEIGHTS_FILE: &str = "model.onnx";
 /// onnxruntime's file name in the model directory, as provisioned.
 const ORT_LIBRARY_FILE: &str = "libonnxruntime.so.1.24.4";
 /// Longest input in tokens; longer entries are cut (MiniLM was trained on 256).
@@ -33,7 +35,7 @@ pub(super) fn load(config: &ModelConfig) -> Result<(Box<dyn Engine>, Vec<u8>), M
         .clone()
         .unwrap_or_else(|| config.model_dir.join(ORT_LIBRARY_FILE));
     let read = |name: &str| read_provisioned(&config.model_dir.join(name));
-    let onnx = read("model.onnx")?;
+    let onnx = read(WEIGHTS_FILE)?;
     let tokenizer = TokenizerFiles {
         tokenizer_file: read("tokenizer.json")?,
         config_file: read("config.json")?,

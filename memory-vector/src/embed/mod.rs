@@ -34,21 +34,24 @@ pub const DIMENSIONS: usize = 384;
 /// call ends, so one call over a whole reindex of 100,000 entries would hold ~3.6 GB.)
 const BATCH: usize = 32;
 
-/// Which embedding model.
+/// Which embedding model. The default, multilingual-e5-small, ranked best on real English
+/// conversations (LoCoMo's dev set, hybrid, each model at its own weight) and is the only one
+/// that recalls memory kept in other languages; all-MiniLM-L6-v2 embeds about three times
+/// faster.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
 pub enum ModelName {
-    /// all-MiniLM-L6-v2, English, int8: the faster.
-    #[default]
-    #[serde(rename = "all-MiniLM-L6-v2")]
-    MiniLm,
     /// multilingual-e5-small, about 100 languages, 4-bit: the better ranker.
+    #[default]
     #[serde(rename = "multilingual-e5-small")]
     E5Small,
+    /// all-MiniLM-L6-v2, English, int8: the faster.
+    #[serde(rename = "all-MiniLM-L6-v2")]
+    MiniLm,
 }
 
 impl ModelName {
     /// Every model, the default first.
-    pub const ALL: [ModelName; 2] = [ModelName::MiniLm, ModelName::E5Small];
+    pub const ALL: [ModelName; 2] = [ModelName::E5Small, ModelName::MiniLm];
 
     /// The model's name, as `model = "..."` in `memory.toml` writes it, and its directory's
     /// name where the provisioning script puts it.
@@ -56,6 +59,26 @@ impl ModelName {
         match self {
             ModelName::MiniLm => "all-MiniLM-L6-v2",
             ModelName::E5Small => "multilingual-e5-small",
+        }
+    }
+
+    /// The hybrid ranking's share of an entry's score that is its similarity to the query
+    /// when this model embeds (the rest is its coverage of the query's words), unless
+    /// `recall.vector_weight` sets it. Chosen for each model by a sweep on the LoCoMo dev
+    /// conversations (`memory-bench recall-eval`; the crate README has it): the weight with
+    /// the best mean of recall@5 and @10 over dialog turns and third-person notes.
+    pub fn vector_weight(self) -> f32 {
+        match self {
+            ModelName::E5Small => 0.8,
+            ModelName::MiniLm => 0.7,
+        }
+    }
+
+    /// The file of the model's weights in its directory, as provisioned.
+    pub fn weights_file(self) -> &'static str {
+        match self {
+            ModelName::E5Small => e5::WEIGHTS_FILE,
+            ModelName::MiniLm => minilm::WEIGHTS_FILE,
         }
     }
 
@@ -110,18 +133,22 @@ impl ModelConfig {
     /// `name` where the environment says ([`ModelName::dir_env`], `ORT_DYLIB_PATH`), else
     /// where the provisioning script puts it: `~/.cache/agent-memory/models/<name>`.
     pub fn of(name: ModelName) -> Self {
-        let model_dir = std::env::var_os(name.dir_env())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let home =
-                    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-                home.join(".cache/agent-memory/models").join(name.name())
-            });
+        // An empty variable is unset, as a shell's `VAR= command` means it.
+        let set = |var: &str| std::env::var_os(var).filter(|value| !value.is_empty());
+        let model_dir = set(name.dir_env()).map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+            home.join(".cache/agent-memory/models").join(name.name())
+        });
         ModelConfig {
             name,
             model_dir,
-            ort_library: std::env::var_os(ORT_LIBRARY_ENV).map(PathBuf::from),
+            ort_library: set(ORT_LIBRARY_ENV).map(PathBuf::from),
         }
+    }
+
+    /// Whether the model's weights are where this says (the loader checks the rest).
+    pub fn is_provisioned(&self) -> bool {
+        self.model_dir.join(self.name.weights_file()).is_file()
     }
 }
 
@@ -148,6 +175,7 @@ pub struct Embedder {
     engine: Mutex<Box<dyn Engine>>,
     /// Queries waiting for the model: a catch-up lets them go first between its batches.
     queries_waiting: AtomicUsize,
+    model: ModelName,
     id: String,
 }
 
@@ -183,8 +211,14 @@ impl Embedder {
         Ok(Embedder {
             engine: Mutex::new(engine),
             queries_waiting: AtomicUsize::new(0),
+            model: config.name,
             id,
         })
+    }
+
+    /// The model.
+    pub fn model(&self) -> ModelName {
+        self.model
     }
 
     /// Names the model and its weights; stored with every vector.

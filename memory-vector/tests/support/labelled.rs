@@ -107,6 +107,8 @@ pub struct Evaluation {
     pub id_of_hash: HashMap<String, String>,
     /// How long indexing the whole set took (embedding included).
     pub indexing: std::time::Duration,
+    /// The hybrid ranking's vector weight: the configured one, else the model's own.
+    pub vector_weight: f32,
 }
 
 /// The English set: four assistants' notes, keyword, paraphrase and mixed queries.
@@ -134,6 +136,7 @@ pub async fn evaluate(
     embedder: Arc<Embedder>,
     config: RecallConfig,
 ) -> Evaluation {
+    let vector_weight = config.vector_weight_for(embedder.model());
     let dir = tempfile::tempdir().unwrap();
     let source = Arc::new(MarkdownProvider::new(dir.path().join("memory")));
     let provider = VectorProvider::open(source, &dir.path().join("index"), embedder, config)
@@ -185,6 +188,7 @@ pub async fn evaluate(
         personality_of,
         id_of_hash,
         indexing,
+        vector_weight,
     }
 }
 
@@ -243,7 +247,7 @@ impl Evaluation {
 
 /// Prints a recall table: one row per ranking, recall@5 and @10 on the held-out half and on
 /// every query.
-pub fn print_table(evaluation: &Evaluation, config: &RecallConfig) {
+pub fn print_table(evaluation: &Evaluation) {
     let held_out = evaluation.table(Split::HeldOut);
     let all = evaluation.table(Split::All);
     let count = |split: Split| {
@@ -259,7 +263,7 @@ pub fn print_table(evaluation: &Evaluation, config: &RecallConfig) {
         evaluation.set.entries.len(),
         count(Split::HeldOut),
         count(Split::All),
-        config.vector_weight,
+        evaluation.vector_weight,
     );
     println!("| ranking | held-out recall@5 | held-out recall@10 | all recall@5 | all recall@10 |");
     println!("| --- | --- | --- | --- | --- |");

@@ -153,12 +153,12 @@ export function serviceUrl(
   return skipOrFail(`${variable} is not set`, 'start the service (scripts/services.sh)');
 }
 
-/** The embedding model directory, when provisioned (scripts/provision-model). */
+/** The default embedding model's directory (multilingual-e5-small), when provisioned (scripts/provision-model). */
 export function modelDir(): string | undefined {
   const dir =
-    process.env['MEMORY_MODEL_DIR'] ??
-    join(homedir(), '.cache', 'agent-memory', 'models', 'all-MiniLM-L6-v2');
-  if (existsSync(join(dir, 'model.onnx'))) return dir;
+    process.env['MEMORY_E5_MODEL_DIR'] ??
+    join(homedir(), '.cache', 'agent-memory', 'models', 'multilingual-e5-small');
+  if (existsSync(join(dir, 'e5-small-q4.bin'))) return dir;
   return skipOrFail(`no embedding model in ${dir}`, 'run scripts/provision-model');
 }
 
