@@ -324,7 +324,14 @@ async fn memory_written_by_a_plain_provider_is_recalled() {
         .collect();
     plain.sync(&c, &updates, &IfMatch::NONE).await.unwrap();
 
-    let p = open(dir.path(), embedder(), 3).await;
+    // A budget no loaded machine runs out of: the subject here is what the index has never
+    // seen, not how long catching up may take (past the budget every entry is shown).
+    let patient = RecallConfig {
+        k: 3,
+        catch_up_ms: 60_000,
+        ..RecallConfig::default()
+    };
+    let p = open_with(dir.path(), embedder(), patient).await;
     let (memory, warnings) = recalled(&p, &c, "trains").await;
     assert!(memory.contains(trains), "{memory}");
     assert_eq!(entries(&memory).len(), 3);
@@ -398,7 +405,10 @@ async fn a_query_past_its_budget_shows_what_the_index_has_not_covered() {
 
     let started = std::time::Instant::now();
     let (memory, warnings) = recalled(&p, &c, "shellfish allergy").await;
-    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // The lock is held until the end of the test, so answering at all shows the query did not
+    // wait for it; the bound leaves room for the query's own work on a loaded machine (a full
+    // test run once took over 2 s here with e5).
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert_eq!(entries(&memory).len(), NOTES.len(), "every entry: {memory}");
     assert!(
         warnings.len() == 1 && warnings[0].contains("still catching up"),
