@@ -3,6 +3,7 @@ the client's own: a server that cannot be reached, a malformed document path."""
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import uuid
 from collections.abc import Iterator
@@ -278,9 +279,15 @@ provider = "recall"
             assert busy.value.status == 503 and busy.value.kind == "busy"
 
             # A write that runs out of time goes on without its reply: outcome unknown...
+            # The document's lock is held meanwhile, as another writer would: a markdown write
+            # alone can finish within the 1 ms.
             ada = unique("ada")
-            with pytest.raises(OutcomeUnknownError) as unknown:
-                impatient.sync(ada, "grace", [Add("memory", "Landed once.")])
+            lock = running.root / "root" / "personalities" / ada / ".MEMORY.md.lock"
+            lock.parent.mkdir(parents=True)
+            with lock.open("a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)
+                with pytest.raises(OutcomeUnknownError) as unknown:
+                    impatient.sync(ada, "grace", [Add("memory", "Landed once.")])
             key = unknown.value.idempotency_key
             assert unknown.value.status == 504 and key is not None
             # ...and repeating it with its key learns that it landed, without a second copy.
