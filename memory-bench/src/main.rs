@@ -144,13 +144,20 @@ struct Measured {
     growth: Vec<(usize, Duration, Duration)>,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    // First, while the process has one thread, as `memory` does: the figures are what it gets.
+    memory_vector::spin_briefly_when_idle();
     let mut args = Args::parse();
-    let result = match args.command.take() {
-        Some(Command::RecallEval(eval)) => recall_eval::run(eval).await,
-        None => run(args).await,
-    };
+    let result = tokio::runtime::Runtime::new()
+        .map_err(BoxError::from)
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                match args.command.take() {
+                    Some(Command::RecallEval(eval)) => recall_eval::run(eval).await,
+                    None => run(args).await,
+                }
+            })
+        });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

@@ -440,6 +440,9 @@ fn one_line(err: &clap::Error) -> String {
 }
 
 fn main() -> ExitCode {
+    // First, while the process has one thread: the e5 engine's OpenMP reads it when it loads.
+    #[cfg(feature = "recall")]
+    memory_vector::spin_briefly_when_idle();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {

@@ -920,6 +920,37 @@ fn one_shot_syncs_leave_the_index_current_and_small() {
     );
 }
 
+/// The e5 engine's idle OpenMP threads sleep after 1,000 spins, not libgomp's 300,000, so that
+/// on cores other work shares a query does not wait on a barrier whose partner is descheduled;
+/// a setting the environment already makes is kept. libgomp prints what it read when asked.
+#[test]
+fn the_engine_threads_spin_briefly_unless_the_environment_says_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = root.join("memory.toml");
+    let text = "default_provider = \"files\"\n[providers.files]\nkind = \"markdown\"\nroot = \"m\"\n[providers.recall]\nkind = \"vector\"\nsource = \"files\"\n[personalities.ada]\nprovider = \"recall\"\n";
+    std::fs::write(&config, text).unwrap();
+    for (given, read) in [(None, "1000"), (Some("5000"), "5000")] {
+        let mut command = configured(root, &config);
+        command
+            .env("OMP_DISPLAY_ENV", "verbose")
+            .env_remove("OMP_WAIT_POLICY");
+        match given {
+            Some(spins) => command.env("GOMP_SPINCOUNT", spins),
+            None => command.env_remove("GOMP_SPINCOUNT"),
+        };
+        let note = r#"[{"action":"add","store":"memory","content":"Spins are counted."}]"#;
+        let (code, _, stderr) = run(command
+            .args(["sync", "--personality", "ada", "--user", "grace"])
+            .write_stdin(note));
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stderr.contains(&format!("GOMP_SPINCOUNT = '{read}'")),
+            "{given:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn demo_runs_the_scripted_session() {
     let dir = tempfile::tempdir().unwrap();

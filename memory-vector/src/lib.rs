@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 pub use embed::{
     DIMENSIONS, E5_MODEL_DIR_ENV, Embedder, MODEL_DIR_ENV, ModelConfig, ModelName, ORT_LIBRARY_ENV,
-    PROVISION_COMMAND,
+    PROVISION_COMMAND, spin_briefly_when_idle,
 };
 pub use entries::{Entry, entries};
 

@@ -11,6 +11,8 @@
 mod e5;
 mod minilm;
 
+pub use e5::spin_briefly_when_idle;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
