@@ -24,11 +24,13 @@ fn workspace() -> PathBuf {
 
 /// Why the contract test cannot run here, if it cannot.
 fn missing() -> Option<String> {
-    let model = std::env::var_os("MEMORY_E5_MODEL_DIR").map(PathBuf::from);
-    if !model.is_some_and(|dir| dir.join("e5-small-q4.bin").exists()) {
-        return Some(
-            "no embedding model: set MEMORY_E5_MODEL_DIR (scripts/provision-model)".into(),
-        );
+    // Where the server will look for the default model.
+    let model = memory_vector::ModelConfig::from_env();
+    if !model.is_provisioned() {
+        return Some(format!(
+            "no embedding model in {} (scripts/provision-model)",
+            model.model_dir.display()
+        ));
     }
     if Command::new("python3").arg("--version").output().is_err() {
         return Some("no python3 on PATH".into());
