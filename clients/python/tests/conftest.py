@@ -31,6 +31,8 @@ root = "root"
 kind = "vector"
 source = "files"
 model_dir = "{model_dir()}"
+# These tests rank: a query waits for the index however loaded the machine is.
+recall = {{ catch_up_ms = 60000 }}
 
 [personalities.capped]
 caps.memory = {{ soft = 64, hard = {CAPPED_HARD} }}

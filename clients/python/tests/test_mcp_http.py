@@ -43,6 +43,8 @@ def _with_recall(config: str, backend: str) -> str:
     return (
         config
         + f'\n[providers.recall]\nkind = "vector"\nsource = "main"\nmodel_dir = "{model_dir()}"\n'
+        + "# These tests rank: a query waits for the index however loaded the machine is.\n"
+        + "recall = { catch_up_ms = 60000 }\n"
         + index
         + '\n[personalities.recaller]\nprovider = "recall"\n'
     )

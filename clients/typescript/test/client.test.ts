@@ -388,6 +388,8 @@ describe('MemoryClient.search against a recall personality', () => {
 kind = "vector"
 source = "files"
 model_dir = ${JSON.stringify(dir)}
+# These tests rank: a query waits for the index however loaded the machine is.
+recall = { catch_up_ms = 60000 }
 
 [personalities.ada]
 provider = "recall"

@@ -68,6 +68,8 @@ function personalities(model: string | undefined): string {
 kind = "vector"
 source = "db"
 model_dir = ${JSON.stringify(model)}
+# These tests rank: a query waits for the index however loaded the machine is.
+recall = { catch_up_ms = 60000 }
 index_dir = "{{dir}}/recall-index"
 
 [personalities.sage]
