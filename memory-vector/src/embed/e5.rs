@@ -25,7 +25,8 @@ const OPENMP_WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
 /// a parallel loop per matrix product, each ending at a barrier. With other work on the cores,
 /// a worker spinning at that barrier keeps its partner descheduled: on 2 cores beside two
 /// compilers a query's embedding took 250-690 ms at p90 and up to 1.5 s, against 80 ms and
-/// 100 ms with 1,000 spins. Idle, both embed a query in about 20 ms and 40 passages/s.
+/// 100 ms with 1,000 spins. Idle, the two were within about 3 ms a query (18.5-30 ms, the
+/// 1,000 spins the slower in the last measurement) and level at 40 passages/s.
 const OPENMP_SPINS: &str = "1000";
 /// How much of each end of the weights names them (with their length): reading all 72 MB to
 /// hash them would slow every load for nothing the provisioning check does not already do.
