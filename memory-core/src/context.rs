@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::document::{DocumentId, MemoryScope, Store};
+use crate::history::revision::Surface;
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
-use crate::raw::history::revision::Surface;
 use crate::update::Budgets;
 
 /// The prefetch budget used when none is set, in chars of the rendered text.

@@ -160,7 +160,7 @@ pub struct DocumentMeta {
     pub location: String,
     /// When its content was last written, if it ever was (milliseconds since the Unix epoch on
     /// the wire).
-    #[serde(default, with = "crate::raw::time::unix_millis")]
+    #[serde(default, with = "crate::time::unix_millis")]
     pub modified: Option<SystemTime>,
 }
 
@@ -178,7 +178,7 @@ pub struct Document {
     /// When its content was last written, by the backend's clock (a file's mtime, Postgres's
     /// `now()`, the writing Redis client's clock); `None` for a document never written. Compare it only between documents of one
     /// backend or hosts with synchronised clocks.
-    #[serde(default, with = "crate::raw::time::unix_millis")]
+    #[serde(default, with = "crate::time::unix_millis")]
     pub modified: Option<SystemTime>,
 }
 
@@ -221,7 +221,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::raw::time::shown_unix_millis;
+    use crate::time::shown_unix_millis;
 
     #[test]
     fn relative_paths_round_trip_and_nothing_else_parses() {

@@ -3,14 +3,18 @@
 mod context;
 mod document;
 mod error;
+mod history;
 mod id;
 mod idempotency;
 mod identity;
 mod prefetch;
+mod prompt;
 mod provider;
 mod recall;
 mod reference;
 mod report;
+mod sha256;
+mod time;
 mod update;
 
 pub mod raw;
@@ -20,17 +24,17 @@ pub use document::{
     Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, format_utc_seconds,
 };
 pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
+pub use history::compare::RevisionDiff;
+pub use history::diff::{DIFF_TIME, diff_deadline, unified_diff};
+pub use history::entry::RevisionEntry;
+pub use history::retention::{DEFAULT_KEEP, Retention};
+pub use history::revision::{Purged, Revision, Surface};
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::exactly_once::{revert_exactly_once, sync_exactly_once};
 pub use idempotency::key::{IdempotencyKey, MAX_KEY_LEN};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
 pub use prefetch::Prefetch;
 pub use provider::MemoryProvider;
-pub use raw::history::compare::RevisionDiff;
-pub use raw::history::diff::{DIFF_TIME, diff_deadline, unified_diff};
-pub use raw::history::entry::RevisionEntry;
-pub use raw::history::retention::{DEFAULT_KEEP, Retention};
-pub use raw::history::revision::{Purged, Revision, Surface};
 pub use recall::{Recall, Recalled};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::MemoryContext;
 use crate::document::Document;
-use crate::raw::prompt::render;
+use crate::prompt::render;
 
 /// The result of [`crate::MemoryProvider::prefetch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,10 +8,10 @@ use async_trait::async_trait;
 use crate::context::MemoryContext;
 use crate::document::{Document, DocumentId, Store, Version};
 use crate::error::MemoryError;
+use crate::history::compare::revision_to_restore;
+use crate::history::revision::{Purged, Revision, Surface};
+use crate::idempotency::receipts::Receipts;
 use crate::prefetch::Prefetch;
-use crate::raw::history::compare::revision_to_restore;
-use crate::raw::history::revision::{Purged, Revision, Surface};
-use crate::raw::receipts::Receipts;
 use crate::report::{IfMatch, Subscription, SyncReport};
 use crate::update::MemoryUpdate;
 

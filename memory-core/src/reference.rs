@@ -10,14 +10,14 @@ use async_trait::async_trait;
 use crate::context::MemoryContext;
 use crate::document::{Document, DocumentId, Store, Version};
 use crate::error::MemoryError;
+use crate::history::retention::Retention;
+use crate::history::revision::{Purged, Revision, RevisionTip, Surface};
+use crate::idempotency::receipts::Receipts;
 use crate::prefetch::Prefetch;
 use crate::provider::MemoryProvider;
 use crate::raw::events::EventBus;
-use crate::raw::history::kept::history_view;
-use crate::raw::history::retention::Retention;
-use crate::raw::history::revision::{Purged, Revision, RevisionTip, Surface};
+use crate::raw::kept::history_view;
 use crate::raw::plan::{Planned, plan_sync};
-use crate::raw::receipts::Receipts;
 use crate::report::{IfMatch, Subscription, SyncReport};
 use crate::update::MemoryUpdate;
 

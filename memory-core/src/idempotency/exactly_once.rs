@@ -139,9 +139,9 @@ fn resending_can_help(err: &MemoryError) -> bool {
 mod tests {
     use super::*;
     use crate::document::{Document, DocumentId, Store};
+    use crate::history::revision::{Purged, Revision, Surface};
     use crate::id::{PersonalityId, UserId};
     use crate::prefetch::Prefetch;
-    use crate::raw::history::revision::{Purged, Revision, Surface};
     use crate::reference::InMemoryProvider;
     use crate::report::Subscription;
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -13,13 +13,9 @@ pub(crate) mod backend;
 pub(crate) mod backoff;
 pub(crate) mod cas;
 pub(crate) mod events;
-pub(crate) mod history;
+pub(crate) mod kept;
 pub(crate) mod plan;
-pub(crate) mod prompt;
-pub(crate) mod receipts;
 pub(crate) mod redact;
-pub(crate) mod sha256;
-pub(crate) mod time;
 pub(crate) mod versioned;
 
 pub use apply::{Applied, apply_batch};
@@ -29,22 +25,23 @@ pub use cas::queues::LocalQueues;
 pub use cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
 pub use cas::writer::{CasWriter, DEFAULT_DEADLINE, LONGEST_DEADLINE};
 pub use events::{EVENT_BUFFER, EventBus};
-pub use history::compare::{revision_to_restore, text_after};
-pub use history::kept::{droppable, history_view, kept_revisions};
-pub use history::retention::CHECKPOINT_EVERY_MOST;
-pub use history::revision::RevisionTip;
+pub use kept::{droppable, history_view, kept_revisions};
 pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
-pub use prompt::{render, truncate_keeping_tail};
-pub use receipts::{RECEIPTS_KEPT, Receipts};
-pub use redact::{hide_password_of, redact_url};
-pub use sha256::sha256_hex;
-pub use time::{
-    format_utc_millis, from_signed_unix_millis, shown_unix_millis, signed_unix_millis, unix_millis,
-};
+pub use redact::{hide_password_of, redact_url, redact_urls_in};
 pub use versioned::provider::Versioned;
 pub use versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
 pub use versioned::store::{Connect, StoredHistory, VersionedStore};
 pub use versioned::stored_revision::StoredRevision;
 
+// The contract's own items a backend builds with, named here too so the kit is one import.
+pub use crate::history::compare::{revision_to_restore, text_after};
+pub use crate::history::retention::CHECKPOINT_EVERY_MOST;
+pub use crate::history::revision::RevisionTip;
 pub use crate::idempotency::exactly_once::SYNC_SENDS;
+pub use crate::idempotency::receipts::{RECEIPTS_KEPT, Receipts};
+pub use crate::prompt::{render, truncate_keeping_tail};
 pub use crate::provider::revert_by_replace;
+pub use crate::sha256::sha256_hex;
+pub use crate::time::{
+    format_utc_millis, from_signed_unix_millis, shown_unix_millis, signed_unix_millis, unix_millis,
+};

@@ -30,14 +30,14 @@ use crate::context::MemoryContext;
 use crate::context::PLACEHOLDER;
 use crate::document::{Document, DocumentId, Store, Version};
 use crate::error::MemoryError;
+use crate::history::retention::Retention;
+use crate::history::revision::{Revision, RevisionTip, Surface};
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
+use crate::idempotency::receipts::Receipts;
 use crate::raw::apply::{Applied, apply_batch};
-use crate::raw::history::retention::Retention;
-use crate::raw::history::revision::{Revision, RevisionTip, Surface};
-use crate::raw::receipts::Receipts;
-use crate::raw::sha256::sha256_hex;
 use crate::report::{DocumentReport, IfMatch};
+use crate::sha256::sha256_hex;
 use crate::update::{Caps, MemoryUpdate};
 
 /// The updates of one call that target one document, with the call's precondition and caps.

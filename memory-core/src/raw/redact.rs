@@ -24,6 +24,25 @@ pub fn redact_url(url: &str) -> String {
     parsed.to_string()
 }
 
+/// A parser's message with the password of any URL it quotes (a URL written where a `kind`
+/// belongs: "unknown variant `postgres://user:pw@...`") replaced by `***`, for messages about
+/// a configuration file that may hold a URL with its password.
+pub fn redact_urls_in(message: &str) -> String {
+    message
+        .split_inclusive(['`', '"'])
+        .map(|part| match part.find("://") {
+            Some(_) => {
+                let (quoted, end) = part.split_at(part.len() - 1);
+                let closed = matches!(end, "`" | "\"");
+                let url = if closed { quoted } else { part };
+                let shown = redact_url(url);
+                if closed { shown + end } else { shown }
+            }
+            None => part.to_owned(),
+        })
+        .collect()
+}
+
 /// `text` (a driver's error message about `url`, say) with anything in it that may be one of
 /// `url`'s passwords replaced by `***`: the user info after the first `:` up to the last `@`,
 /// and every `password=` and `pass=` value, as written and percent-decoded.
@@ -91,5 +110,21 @@ mod tests {
             "could not use ***, ***, *** or ***"
         );
         assert_eq!(hide_password_of("redis://cache", "fine"), "fine");
+    }
+
+    #[test]
+    fn a_parsers_message_loses_the_password_of_every_url_it_quotes() {
+        assert_eq!(
+            redact_urls_in(
+                "unknown variant `postgres://agent:hunter2@db/m`, expected `markdown` or \"redis://u:pw@c\""
+            ),
+            "unknown variant `postgres://agent:***@db/m`, expected `markdown` or \"redis://u:***@c\""
+        );
+        // Quoted to the end of the message, or not quoted at all: shown only when it parses.
+        assert_eq!(
+            redact_urls_in("invalid value `redis://u:pw@c"),
+            "invalid value `redis://u:***@c"
+        );
+        assert_eq!(redact_urls_in("no url here"), "no url here");
     }
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 
 use crate::document::{Document, DocumentId};
 use crate::error::MemoryError;
-use crate::raw::history::retention::Retention;
-use crate::raw::history::revision::{Revision, RevisionTip};
+use crate::history::retention::Retention;
+use crate::history::revision::{Revision, RevisionTip};
 
 /// One document as [`CompareAndSwap::fetch`] read it.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::document::{Document, DocumentId, Version};
+use crate::history::revision::{Revision, RevisionTip};
 use crate::raw::cas::store::Fetched;
-use crate::raw::history::revision::{Revision, RevisionTip};
 use crate::raw::plan::Planned;
 
 /// One document's part of an attempt.

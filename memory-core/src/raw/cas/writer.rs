@@ -10,14 +10,14 @@ use tokio::time::Instant;
 use crate::context::MemoryContext;
 use crate::document::{DocumentId, Version};
 use crate::error::MemoryError;
+use crate::history::retention::Retention;
+use crate::idempotency::receipts::Receipts;
 use crate::raw::backoff::Backoff;
 use crate::raw::cas::queues::LocalQueues;
 use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Hold};
 use crate::raw::cas::views::{Step, View, Views};
 use crate::raw::events::EventBus;
-use crate::raw::history::retention::Retention;
 use crate::raw::plan::{DocumentBatch, Planned, plan_sync};
-use crate::raw::receipts::Receipts;
 use crate::report::{IfMatch, SyncReport};
 use crate::update::MemoryUpdate;
 

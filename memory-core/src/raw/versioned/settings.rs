@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::history::retention::Retention;
 use crate::raw::cas::writer::DEFAULT_DEADLINE;
-use crate::raw::history::retention::Retention;
 
 /// How a [`Versioned`](crate::raw::Versioned) provider runs: what a backend's configuration sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 
 use crate::document::{Document, DocumentId};
 use crate::error::MemoryError;
+use crate::history::retention::Retention;
+use crate::history::revision::{Purged, Revision, Surface};
 use crate::raw::cas::store::{CompareAndSwap, Fetched};
-use crate::raw::history::retention::Retention;
-use crate::raw::history::revision::{Purged, Revision, Surface};
 use crate::raw::versioned::settings::Settings;
 
 /// A document's history as a store read it: what [`VersionedStore::history`] returns.

@@ -4,10 +4,10 @@ use std::time::SystemTime;
 
 use crate::document::{DocumentId, Version};
 use crate::error::MemoryError;
+use crate::history::revision::{Revision, Surface};
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
-use crate::raw::history::revision::{Revision, Surface};
-use crate::raw::sha256::sha256_hex;
+use crate::sha256::sha256_hex;
 use crate::update::MemoryUpdate;
 
 /// A revision's fields as a store keeps them, each as plain text or a count, for

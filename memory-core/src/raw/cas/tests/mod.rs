@@ -20,19 +20,19 @@ use tokio::time::Instant;
 use crate::context::MemoryContext;
 use crate::document::{Document, DocumentId, Store, Version};
 use crate::error::MemoryError;
+use crate::history::retention::Retention;
+use crate::history::revision::{Revision, RevisionTip};
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
+use crate::idempotency::receipts::Receipts;
 use crate::raw::cas::queues::{LOCAL_QUEUES, queue_of};
 use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
 use crate::raw::cas::views::{CONTENDED_FOR, VIEWS_KEPT, Views};
 use crate::raw::cas::writer::{CasWriter, DEFAULT_DEADLINE, ends_before};
 use crate::raw::events::EventBus;
-use crate::raw::history::retention::Retention;
-use crate::raw::history::revision::{Revision, RevisionTip};
 use crate::raw::plan::plan_sync;
-use crate::raw::receipts::Receipts;
-use crate::raw::sha256::sha256_hex;
 use crate::report::{DocumentReport, IfMatch};
+use crate::sha256::sha256_hex;
 use crate::update::MemoryUpdate;
 
 /// A document's text, version and receipts.

@@ -6,10 +6,10 @@ use std::time::SystemTime;
 
 use crate::document::Document;
 use crate::error::MemoryError;
+use crate::history::retention::Retention;
+use crate::history::revision::{Revision, RevisionTip};
 use crate::raw::apply::apply_batch;
-use crate::raw::history::retention::Retention;
-use crate::raw::history::revision::{Revision, RevisionTip};
-use crate::raw::sha256::sha256_hex;
+use crate::sha256::sha256_hex;
 use crate::update::Caps;
 
 /// A document's kept revisions as a reader should see them: newest first, at most `limit`,
@@ -166,3 +166,6 @@ fn rebuild_texts(
     rebuilt.reverse();
     Ok((rebuilt, unreachable))
 }
+
+#[cfg(test)]
+mod tests;

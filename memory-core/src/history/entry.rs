@@ -4,10 +4,10 @@ use serde::Serialize;
 
 use crate::document::Version;
 use crate::document::format_utc;
+use crate::history::revision::{Revision, Surface};
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
-use crate::raw::history::revision::{Revision, Surface};
-use crate::raw::time::shown_unix_millis;
+use crate::time::shown_unix_millis;
 use crate::update::MemoryUpdate;
 
 /// A revision as the `memory log --json` command and the HTTP API list it: its wire form with

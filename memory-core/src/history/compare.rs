@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::document::DocumentId;
 use crate::error::MemoryError;
-use crate::raw::history::diff::unified_diff;
-use crate::raw::history::revision::Revision;
+use crate::history::diff::unified_diff;
+use crate::history::revision::Revision;
 
 /// The revision numbered `number` among `history` (newest first, as
 /// [`crate::MemoryProvider::history`] gives it), with text to revert to.

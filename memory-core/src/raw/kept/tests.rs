@@ -1,6 +1,12 @@
 //! What a store drops, rebuilds and shows.
 
+use std::time::{Duration, SystemTime};
+
 use super::*;
+use crate::document::Store;
+use crate::history::revision::Surface;
+use crate::history::tests::{change, doc, revision};
+use crate::update::MemoryUpdate;
 
 #[test]
 fn a_store_drops_only_what_no_kept_revision_is_rebuilt_from() {

@@ -6,10 +6,10 @@ use std::time::{Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::document::{Document, DocumentId, Version};
+use crate::history::diff::unified_diff;
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
-use crate::raw::history::diff::unified_diff;
-use crate::raw::sha256::sha256_hex;
+use crate::sha256::sha256_hex;
 use crate::update::MemoryUpdate;
 
 /// Where a write came from, as its revision records it.
@@ -88,7 +88,7 @@ pub struct Revision {
     /// When it was recorded, by the backend's clock (the server's where there is one;
     /// milliseconds since the Unix epoch on the wire). For an external change: when it was
     /// made, where the backend can tell (a file's mtime), else when it was noticed.
-    #[serde(with = "crate::raw::time::unix_millis_required")]
+    #[serde(with = "crate::time::unix_millis_required")]
     #[cfg_attr(feature = "openapi", schema(value_type = u64))]
     pub time: SystemTime,
     /// Where the change came from.

@@ -2,7 +2,6 @@
 
 mod compare;
 mod diff;
-mod kept;
 mod retention;
 mod revision;
 
@@ -10,17 +9,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::document::{Document, DocumentId, Store, Version};
 use crate::error::MemoryError;
+use crate::history::compare::{RevisionDiff, revision_to_restore, text_after};
+use crate::history::diff::{diff_deadline, unified_diff};
+use crate::history::retention::{CHECKPOINT_EVERY_MOST, Retention};
+use crate::history::revision::{Revision, RevisionTip, Surface};
 use crate::id::{PersonalityId, UserId};
 use crate::raw::apply::apply_batch;
-use crate::raw::history::compare::{RevisionDiff, revision_to_restore, text_after};
-use crate::raw::history::diff::{diff_deadline, unified_diff};
-use crate::raw::history::kept::{droppable, history_view, kept_revisions};
-use crate::raw::history::retention::{CHECKPOINT_EVERY_MOST, Retention};
-use crate::raw::history::revision::{Revision, RevisionTip, Surface};
-use crate::raw::sha256::sha256_hex;
+use crate::sha256::sha256_hex;
 use crate::update::{Caps, MemoryUpdate};
 
-fn doc(text: &str, version: &str) -> Document {
+pub(crate) fn doc(text: &str, version: &str) -> Document {
     Document {
         id: DocumentId::GlobalMemory,
         text: text.to_owned(),
@@ -30,7 +28,7 @@ fn doc(text: &str, version: &str) -> Document {
     }
 }
 
-fn revision(number: u64, text: Option<&str>) -> Revision {
+pub(crate) fn revision(number: u64, text: Option<&str>) -> Revision {
     Revision {
         number,
         document: DocumentId::GlobalMemory,
@@ -53,7 +51,7 @@ fn revision(number: u64, text: Option<&str>) -> Revision {
 
 /// Revision `number` made by `updates` from `before`, stored as its change alone (text
 /// None), with the size and SHA-256 of the text they make.
-fn change(number: u64, before: &str, updates: Vec<MemoryUpdate>) -> (Revision, String) {
+pub(crate) fn change(number: u64, before: &str, updates: Vec<MemoryUpdate>) -> (Revision, String) {
     let applied = apply_batch(
         &DocumentId::GlobalMemory,
         before,
