@@ -10,7 +10,8 @@
 //!   not over hard caps, no `${VAR}` is left in a URL;
 //! - a password written in a URL's user info (`postgres://agent:<password>@...`) never shows,
 //!   neither in an error nor in the `Debug` of what parsed;
-//! - `[serve]`, which `memory` checks on every command with memory-web's `Settings::from_config`,
+//! - `[serve]`, which `memory` checks on every command with `ServeTable::settings` (memory-web's
+//!   `Settings::from_toml`, through the wiring's `serve` feature),
 //!   is refused the same way: a `Config` error naming the file and a line or a key.
 
 #![no_main]
@@ -21,11 +22,6 @@ use libfuzzer_sys::fuzz_target;
 use memory_core::MemoryError;
 use memory_wiring::{Config, ProviderConfig};
 
-/// memory-web's settings, compiled here from its source: memory-web itself brings the HTTP
-/// stack, which the target does not need to reach these checks.
-#[allow(dead_code)]
-#[path = "../../memory-web/src/settings.rs"]
-mod settings;
 
 const ORIGIN: &str = "/etc/agent/memory.toml";
 
@@ -53,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
     match Config::parse(text, Path::new(ORIGIN)) {
         Ok(config) => {
             check_config(text, &config, secret);
-            if let Err(err) = settings::Settings::from_config(&config) {
+            if let Err(err) = config.serve.settings() {
                 check_error(text, &err, secret);
             }
         }

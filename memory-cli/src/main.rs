@@ -519,7 +519,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let config = Config::load(cli.config.as_deref())?;
     // Checked by every command, as the rest of the file is: a mistake in it is found before
     // the service is started.
-    let settings = memory_web::Settings::from_config(&config)?;
+    let settings = config.serve.settings()?;
     let memory = Memory::new(config);
     match cli.command {
         Command::Show {

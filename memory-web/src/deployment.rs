@@ -38,8 +38,8 @@ pub struct Placement {
 
 /// What [`Service`](crate::Service) serves: the memory, and what the deployment says about it.
 ///
-/// [`memory_wiring::Memory`] is one (a deployment read from `memory.toml`); [`Standalone`] is
-/// one for any provider built in code. The methods with defaults are what a deployment that
+/// The wiring of `memory.toml` (`memory_wiring::Memory`, with its `serve` feature) is one;
+/// [`Standalone`] is one for any provider built in code. The methods with defaults are what a deployment that
 /// configures nothing answers: every personality with the contract's default context, none
 /// listed before it holds a document, no default conversation.
 #[async_trait]
@@ -205,79 +205,5 @@ impl Deployment for Standalone {
 
     async fn identities(&self) -> Result<Arc<dyn IdentityMap>, MemoryError> {
         Ok(Arc::clone(&self.identities))
-    }
-}
-
-/// The wiring of `memory.toml`: each personality with its configured settings, each document
-/// in its home, recall through vector providers.
-#[async_trait]
-impl Deployment for memory_wiring::Memory {
-    fn memory(&self) -> Arc<dyn MemoryProvider> {
-        Arc::new(self.clone())
-    }
-
-    fn context(&self, personality: PersonalityId, user: UserId) -> MemoryContext {
-        memory_wiring::Memory::context(self, personality, user)
-    }
-
-    fn writing(&self, document: &DocumentId) -> Result<(MemoryContext, Store), MemoryError> {
-        memory_wiring::Memory::writing(self, document)
-    }
-
-    fn personalities(&self) -> Vec<PersonalityId> {
-        self.config().personalities.keys().cloned().collect()
-    }
-
-    fn defaults(&self) -> (Option<PersonalityId>, Option<UserId>) {
-        let mcp = &self.config().mcp;
-        (mcp.personality.clone(), mcp.user.clone())
-    }
-
-    fn providers(&self) -> Vec<ProviderInfo> {
-        let config = self.config();
-        config
-            .providers
-            .keys()
-            .map(|name| info(config, name))
-            .collect()
-    }
-
-    fn placement(&self, personality: &PersonalityId) -> Placement {
-        let config = self.config();
-        Placement {
-            scope: config.personality(personality).memory_scope,
-            provider: info(config, config.provider_of(personality)),
-            memory_through: info(config, config.memory_provider_of(personality)),
-        }
-    }
-
-    async fn probe(&self, name: &str) -> Result<(), MemoryError> {
-        let storage = self.config().storage_of(name);
-        self.provider(storage)
-            .await?
-            .read(&DocumentId::GlobalMemory)
-            .await
-            .map(drop)
-    }
-
-    async fn recall(
-        &self,
-        personality: &PersonalityId,
-    ) -> Result<Option<Arc<dyn Recall>>, MemoryError> {
-        self.recall_of(personality).await
-    }
-
-    async fn identities(&self) -> Result<Arc<dyn IdentityMap>, MemoryError> {
-        memory_wiring::Memory::identities(self).await
-    }
-}
-
-/// The provider named `name` in `config`.
-fn info(config: &memory_wiring::Config, name: &str) -> ProviderInfo {
-    let provider = &config.providers[name];
-    ProviderInfo {
-        name: name.to_owned(),
-        kind: provider.kind().to_owned(),
-        recalls: provider.recalls(),
     }
 }

@@ -12,7 +12,7 @@ use utoipa::openapi::{RefOr, Required};
 
 use crate::problem::{PROBLEM_JSON, ProblemDocument, ProblemKind};
 
-/// The document's fixed parts; the operations come from the router (`crate::routes`).
+/// The document's fixed parts; the operations come from the router (`crate::api::routes`).
 #[derive(OpenApi)]
 #[openapi(
     info(

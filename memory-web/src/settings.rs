@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::time::Duration;
 
+use memory_core::raw::redact_urls_in;
 use memory_core::{MemoryError, PersonalityId, UserId};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// The HTTP service's API keys and limits: [`Settings::default`] and its fields in code, or
-/// the `[serve]` table of `memory.toml` ([`Settings::from_config`]).
+/// the `[serve]` table of a TOML document such as `memory.toml` ([`Settings::from_toml`]).
 ///
 /// ```toml
 /// [serve]
@@ -55,17 +56,62 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The `[serve]` table of `config`, checked; the defaults when it has none.
+    /// The `[serve]` table of the TOML document `document`, checked; the defaults when it has
+    /// none. Only that table is read: the document may hold anything else (`memory.toml`'s
+    /// providers and personalities).
     ///
     /// # Errors
-    /// [`MemoryError::Config`] starting `<file>:<line>:` naming the setting at fault: a key's
-    /// mistake at the key's own line, a limit's at the table's.
-    pub fn from_config(config: &memory_wiring::Config) -> Result<Settings, MemoryError> {
-        config
-            .serve
-            .parse::<RawServe>()?
-            .check()
-            .map_err(|err| config.serve.error(err.span, &err.message))
+    /// [`SettingsError`] naming the setting at fault, with the byte span in `document` of the
+    /// mistake: a key's at the key's own name or field, a limit's at the table, a value of the
+    /// wrong shape at the value.
+    pub fn from_toml(document: &str) -> Result<Settings, SettingsError> {
+        /// The one table read; serde passes over the others.
+        #[derive(Deserialize)]
+        struct Only {
+            serve: Option<Spanned<RawServe>>,
+        }
+        // The parser may quote a value; the document may hold a URL with its password.
+        let only: Only = toml::from_str(document).map_err(|err| SettingsError {
+            message: redact_urls_in(err.message()),
+            span: err.span(),
+        })?;
+        let Some(table) = only.serve else {
+            return Ok(Settings::default());
+        };
+        let span = table.span();
+        table.into_inner().check().map_err(|err| SettingsError {
+            span: err.span.or(Some(span)),
+            ..err
+        })
+    }
+}
+
+/// A mistake in the `[serve]` table: what is wrong, naming the setting, and where in the
+/// document ([`Settings::from_toml`]) it is, for the caller to name the line of its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError {
+    /// What is wrong, naming the setting (`serve.keys.ops.scopes is empty: ...`).
+    pub message: String,
+    /// The byte span in the document of the value at fault, or of the table; `None` when the
+    /// document is not TOML at all and the parser could not say where.
+    pub span: Option<Range<usize>>,
+}
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// A [`MemoryError::Config`] with the message alone: a caller with the document's file names
+/// the line instead (the wiring of `memory.toml` does).
+impl From<SettingsError> for MemoryError {
+    fn from(err: SettingsError) -> MemoryError {
+        MemoryError::Config {
+            message: err.message,
+        }
     }
 }
 
@@ -172,30 +218,23 @@ struct RawKey {
     personalities: Option<Vec<PersonalityId>>,
 }
 
-/// A mistake in `[serve]`: its message, and where in the file it is when the setting knows
-/// (a key's fields); without a place, the caller names the `[serve]` table's line.
-#[derive(Debug)]
-struct ServeError {
-    /// The byte span of the value at fault, if known.
-    span: Option<Range<usize>>,
-    /// What is wrong, naming the setting.
-    message: String,
-}
-
-impl From<String> for ServeError {
-    fn from(message: String) -> ServeError {
-        ServeError {
-            span: None,
+/// A mistake of a setting that has no place of its own (a limit): the table is blamed
+/// ([`Settings::from_toml`] gives it the table's span).
+impl From<String> for SettingsError {
+    fn from(message: String) -> SettingsError {
+        SettingsError {
             message,
+            span: None,
         }
     }
 }
 
-impl ServeError {
-    fn at<T>(span: &Spanned<T>, message: String) -> ServeError {
-        ServeError {
-            span: Some(span.span()),
+impl SettingsError {
+    /// A mistake of the value written at `span`.
+    fn at<T>(span: &Spanned<T>, message: String) -> SettingsError {
+        SettingsError {
             message,
+            span: Some(span.span()),
         }
     }
 }
@@ -204,19 +243,19 @@ impl RawServe {
     /// The table checked: key names are ids, hashes are SHA-256 hex and unique, every key has
     /// a scope, origins are origins, limits are positive. Errors name the key or setting, and
     /// a key's mistake carries the span of the name or field at fault.
-    fn check(self) -> Result<Settings, ServeError> {
+    fn check(self) -> Result<Settings, SettingsError> {
         let defaults = Settings::default();
         let mut keys = BTreeMap::new();
         let mut hashes = BTreeMap::new();
         for (name, key) in self.keys {
             check_key_name(name.get_ref())
-                .map_err(|reason| ServeError::at(&name, format!("serve.keys: {reason}")))?;
+                .map_err(|reason| SettingsError::at(&name, format!("serve.keys: {reason}")))?;
             let name = name.into_inner();
             let at = format!("serve.keys.{name}");
             let key = key.into_inner();
             let sha256 = key.sha256.get_ref().to_ascii_lowercase();
             if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(ServeError::at(
+                return Err(SettingsError::at(
                     &key.sha256,
                     format!(
                         "{at}.sha256 is not a SHA-256 in hex (64 hex digits); `memory key new` prints one"
@@ -224,13 +263,13 @@ impl RawServe {
                 ));
             }
             if let Some(other) = hashes.insert(sha256.clone(), name.clone()) {
-                return Err(ServeError::at(
+                return Err(SettingsError::at(
                     &key.sha256,
                     format!("{at}.sha256 is the hash of key {other:?} too: each key needs its own"),
                 ));
             }
             if key.scopes.get_ref().is_empty() {
-                return Err(ServeError::at(
+                return Err(SettingsError::at(
                     &key.scopes,
                     format!("{at}.scopes is empty: give it read, write, admin or metrics"),
                 ));

@@ -149,6 +149,13 @@ pub(crate) struct RawVector {
     pub(crate) recall: RecallConfig,
 }
 
+/// What to do to get a build with `feature`, for messages that refuse what this build lacks.
+pub fn rebuild_with(feature: &str) -> String {
+    format!(
+        "rebuild with the cargo feature {feature:?} (the memory command, in a checkout of agent-memory: cargo install --locked --path memory-cli --features {feature})"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -1,56 +1,14 @@
 //! `memory.toml` parsing: what it accepts, and errors that name the line.
 
+mod common;
+
 use std::path::Path;
 
 use memory_core::{Budgets, Caps, MemoryError, MemoryScope, PersonalityId};
 use memory_vector::ModelName;
 use memory_wiring::{Config, McpConfig, PersonalityConfig, ProviderConfig};
 
-fn parse(text: &str) -> Result<Config, MemoryError> {
-    Config::parse(text, Path::new("/etc/agent/memory.toml"))
-}
-
-/// The message of the config error `text` gives; panics if it parses.
-fn error(text: &str) -> String {
-    match parse(text) {
-        Err(MemoryError::Config { message }) => message,
-        other => panic!("expected a config error, got {other:?}"),
-    }
-}
-
-const FULL: &str = r#"
-default_provider = "files"
-users_provider = "shared"
-
-[providers.files]
-kind = "markdown"
-root = "memory"
-
-[providers.shared]
-kind = "postgres"
-url = "postgres://agent:${HOME}@db:5432/agents"
-schema = "team_a"
-
-[providers.fast]
-kind = "redis"
-url = "redis://127.0.0.1:6379"
-
-[providers.recall]
-kind = "vector"
-source = "files"
-model_dir = "~/models/e5"
-recall = { k = 4 }
-
-[personalities.ada]
-provider = "recall"
-max_chars = 4000
-caps.memory = { soft = 2048, hard = 4096 }
-
-[personalities.concierge]
-provider = "shared"
-memory_scope = "global"
-caps.user = { hard = 3072 }
-"#;
+use common::{FULL, config_error as error, parse};
 
 #[test]
 fn a_full_config_parses_with_paths_and_secrets_resolved() {

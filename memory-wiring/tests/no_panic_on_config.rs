@@ -6,7 +6,7 @@
 //! panic, every error is a `Config` error whose message names the file and a line or a key, and
 //! what parses holds together. A URL's password never shows in an error or a `Debug`.
 
-use std::path::Path;
+mod common;
 
 use memory_core::MemoryError;
 use memory_wiring::{Config, ProviderConfig};
@@ -14,14 +14,10 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::{Config as RunConfig, RngSeed, TestCaseError, TestRunner};
 
-const ORIGIN: &str = "/etc/agent/memory.toml";
+use common::{FULL, ORIGIN, parse};
 
 /// A variable no environment sets.
 const UNSET: &str = "AGENT_MEMORY_FUZZ_SURELY_UNSET";
-
-fn parse(text: &str) -> Result<Config, MemoryError> {
-    Config::parse(text, Path::new(ORIGIN))
-}
 
 /// A fixed seed per test: the same cases on every run, so a failure reproduces.
 fn run<S: Strategy>(
@@ -53,44 +49,6 @@ fn readme_configs() -> Vec<String> {
         .filter_map(|block| block.find("```").map(|end| block[..end].to_owned()))
         .collect()
 }
-
-const FULL: &str = r#"
-default_provider = "files"
-users_provider = "shared"
-
-[providers.files]
-kind = "markdown"
-root = "memory"
-
-[providers.shared]
-kind = "postgres"
-url = "postgres://agent:${HOME}@db:5432/agents"
-schema = "team_a"
-
-[providers.fast]
-kind = "redis"
-url = "redis://127.0.0.1:6379"
-
-[providers.recall]
-kind = "vector"
-source = "files"
-model_dir = "~/models/minilm"
-recall = { k = 4 }
-
-[personalities.ada]
-provider = "recall"
-max_chars = 4000
-caps.memory = { soft = 2048, hard = 4096 }
-
-[personalities.concierge]
-provider = "shared"
-memory_scope = "global"
-caps.user = { hard = 3072 }
-
-[mcp]
-personality = "ada"
-user = "grace"
-"#;
 
 const SMALL: &[&str] = &[
     "",

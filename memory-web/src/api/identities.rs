@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::directory::Page;
+use super::write_params::Keyed;
 use super::{DEFAULT_PAGE, MAX_PAGE, with_next_link};
 use crate::auth::{Admin, Principal, Reader};
 use crate::problem::{Problem, ProblemDocument, ProblemKind};
@@ -148,7 +149,7 @@ pub(crate) async fn resolve(
     params(
         ("platform" = memory_core::PersonalityId, Path, description = "The platform"),
         ("platform_user" = String, Path, description = "The platform's id for the account, percent-encoded", min_length = 1, max_length = 256, pattern = r"^[^\x00-\x1f\x7f-\x9f\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000](?:[^\x00-\x1f\x7f-\x9f]*[^\x00-\x1f\x7f-\x9f\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])?$"),
-        ("Idempotency-Key" = Option<memory_core::IdempotencyKey>, Header, description = "Names this write: a repeat is answered with the first response"),
+        Keyed,
     ),
     request_body = LinkRequest,
     responses(
@@ -213,7 +214,7 @@ pub(crate) async fn link(
     params(
         ("platform" = memory_core::PersonalityId, Path, description = "The platform"),
         ("platform_user" = String, Path, description = "The platform's id for the account, percent-encoded", min_length = 1, max_length = 256, pattern = r"^[^\x00-\x1f\x7f-\x9f\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000](?:[^\x00-\x1f\x7f-\x9f]*[^\x00-\x1f\x7f-\x9f\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])?$"),
-        ("Idempotency-Key" = Option<memory_core::IdempotencyKey>, Header, description = "Names this write: a repeat is answered with the first response"),
+        Keyed,
     ),
     responses((status = 200, description = "What the unlink changed", body = LinkChange)),
     security(("api_key" = ["admin"]))

@@ -1,20 +1,57 @@
 //! The `/v1` API: the turn cycle, documents by their layout path, history, search, identities,
-//! the directory and health. Every handler reads and writes through `Memory`, the agent's
-//! own path: one home per document, the personality's scope and caps, one write path.
+//! the directory and health, and the OpenAPI document their annotations make. Every handler
+//! reads and writes through the deployment's memory, the agent's own path: one home per
+//! document, the personality's scope and caps, one write path.
 
 pub(crate) mod directory;
 pub(crate) mod documents;
 pub(crate) mod health;
 pub(crate) mod identities;
 pub(crate) mod turn;
+mod write_params;
 
+use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use memory_core::{Caps, Document, DocumentReport, MemoryContext, Store, Surface, Version};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::headers::IDEMPOTENT_REPLAYED;
+use crate::openapi::{ApiDoc, finish};
+use crate::state::App;
+
+/// The OpenAPI document of the `/v1` API, as `/v1/openapi.json` serves it.
+pub fn openapi_json() -> String {
+    documented().1.to_pretty_json().unwrap_or_default()
+}
+
+/// The `/v1` routes and their finished OpenAPI document.
+pub(crate) fn documented() -> (Router<App>, utoipa::openapi::OpenApi) {
+    let (api, document) = routes().split_for_parts();
+    (api, finish(document))
+}
+
+/// Every `/v1` operation, with its OpenAPI annotations.
+fn routes() -> OpenApiRouter<App> {
+    OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
+        .routes(routes!(turn::prefetch))
+        .routes(routes!(turn::sync))
+        .routes(routes!(turn::search))
+        .merge(documents::routes())
+        .routes(routes!(identities::list))
+        .routes(routes!(
+            identities::resolve,
+            identities::link,
+            identities::unlink
+        ))
+        .routes(routes!(directory::personalities))
+        .routes(routes!(directory::users))
+        .routes(routes!(health::health))
+        .routes(routes!(health::ready))
+}
 
 /// Where a write comes from, as its revisions record it: `api` unless the caller says it is
 /// an agent's tool call, the Memory page or a command line.

@@ -16,6 +16,7 @@ use axum::response::Response;
 use memory_core::{DocumentId, DocumentReport, PersonalityId, RevisionDiff, RevisionEntry, UserId};
 
 use super::DocumentView;
+use super::write_params::{Guarded, Keyed, Replacing};
 use crate::auth::{Admin, Principal, Reader, Writer};
 use crate::problem::{Problem, ProblemDocument};
 use crate::request::{Body, Params, path_param};
@@ -118,8 +119,7 @@ macro_rules! document_routes {
                 operation_id = concat!("replace_", stringify!($name)),
                 request_body = ReplaceRequest,
                 params($(($pname = $ptype, Path, description = $pdesc),)*
-                    ("If-Match" = String, Header, description = "The ETag of the version the new text was made from, or *", pattern = r#"^(\*|"[!#-~]+"|[!#-~]+)$"#),
-                    ("Idempotency-Key" = Option<memory_core::IdempotencyKey>, Header, description = "Names this write: a repeat is answered with the first response")),
+                    Replacing),
                 responses(
                     (status = 200, description = "What the write did", body = DocumentReport,
                         headers(("ETag" = String, description = "The version after the write"))),
@@ -146,7 +146,7 @@ macro_rules! document_routes {
                 tag = "documents",
                 operation_id = concat!("purge_", stringify!($name)),
                 params($(($pname = $ptype, Path, description = $pdesc),)*
-                    ("Idempotency-Key" = Option<memory_core::IdempotencyKey>, Header, description = "Names this write: a repeat is answered with the first response")),
+                    Keyed),
                 responses((status = 200, description = "What was erased", body = PurgedView)),
                 security(("api_key" = ["admin"]))
             )]
@@ -170,8 +170,7 @@ macro_rules! document_routes {
                 operation_id = concat!("update_", stringify!($name)),
                 request_body = UpdatesRequest,
                 params($(($pname = $ptype, Path, description = $pdesc),)*
-                    ("If-Match" = Option<String>, Header, description = "The ETag the document must still be at, or *", pattern = r#"^(\*|"[!#-~]+"|[!#-~]+)$"#),
-                    ("Idempotency-Key" = Option<memory_core::IdempotencyKey>, Header, description = "Names this write: a repeat is answered with the first response")),
+                    Guarded),
                 responses(
                     (status = 200, description = "What the batch did", body = DocumentReport,
                         headers(("ETag" = String, description = "The version after the batch"))),
@@ -268,8 +267,7 @@ macro_rules! document_routes {
                 operation_id = concat!("revert_", stringify!($name)),
                 request_body = RevertRequest,
                 params($(($pname = $ptype, Path, description = $pdesc),)*
-                    ("If-Match" = Option<String>, Header, description = "The ETag the document must still be at, or *", pattern = r#"^(\*|"[!#-~]+"|[!#-~]+)$"#),
-                    ("Idempotency-Key" = Option<memory_core::IdempotencyKey>, Header, description = "Names this write: a repeat is answered with the first response")),
+                    Guarded),
                 responses(
                     (status = 200, description = "What the revert did", body = DocumentReport,
                         headers(("ETag" = String, description = "The version after the revert"))),

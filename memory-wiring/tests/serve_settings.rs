@@ -1,17 +1,19 @@
 //! The service's settings read from `memory.toml`'s `[serve]` table: what it accepts, and
 //! mistakes named at their line, as every other mistake in the file is.
 
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
 use memory_core::MemoryError;
 use memory_web::{Scope, Settings};
 use memory_wiring::Config;
 
+use common::parse;
+
 /// The settings of the file `text`, or the message of its config error.
 fn settings(text: &str) -> Result<Settings, String> {
-    let read = Config::parse(text, Path::new("/etc/agent/memory.toml"))
-        .and_then(|config| Settings::from_config(&config));
+    let read = parse(text).and_then(|config| config.serve.settings());
     match read {
         Ok(settings) => Ok(settings),
         Err(MemoryError::Config { message }) => Err(message),
@@ -29,7 +31,7 @@ fn a_file_without_a_serve_table_has_the_defaults() {
     let read = settings("[providers.files]\nkind = \"markdown\"\nroot = \"/m\"\n").unwrap();
     assert_eq!(read, Settings::default());
     assert_eq!(
-        Settings::from_config(&Config::markdown("/m")).unwrap(),
+        Config::markdown("/m").serve.settings().unwrap(),
         Settings::default()
     );
 }
