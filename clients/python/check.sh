@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the Python client (clients/python): installs its locked dev dependencies into a venv
-# (idempotent), then runs `ruff format --check`, `ruff check`, `mypy --strict` over src and
-# tests, and pytest against a real `memory serve`. Exits non-zero on any failure.
+# (idempotent), checks that the blocking modules are what scripts/unasync.py generates from the
+# asyncio ones, then runs `ruff format --check`, `ruff check`, `mypy --strict` over src, tests
+# and scripts, and pytest against a real `memory serve`. Exits non-zero on any failure.
 #
 #   clients/python/check.sh [pytest args...]
 #
@@ -42,11 +43,13 @@ export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$HOME/.cache/agent-memory/mypy-python-c
 export PYTHONDONTWRITEBYTECODE=1
 
 cd "$here"
+echo "== the blocking modules are generated from the asyncio ones (scripts/unasync.py --check)"
+"$venv/bin/python" scripts/unasync.py --check
 echo "== ruff format --check"
-"$venv/bin/ruff" format --check src tests
+"$venv/bin/ruff" format --check src tests scripts
 echo "== ruff check"
-"$venv/bin/ruff" check src tests
+"$venv/bin/ruff" check src tests scripts
 echo "== mypy --strict"
-"$venv/bin/mypy" --strict src tests
+"$venv/bin/mypy" --strict src tests scripts
 echo "== pytest"
 "$venv/bin/python" -m pytest -p no:cacheprovider "$@"

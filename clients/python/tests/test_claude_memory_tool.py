@@ -44,10 +44,10 @@ from agent_memory import (
     personality_memory,
     user_profile,
 )
+from agent_memory._memory_tool import _Write
 from agent_memory.claude_memory_tool import (
     AgentMemoryTool,
     AsyncAgentMemoryTool,
-    _Write,
     idempotency_key_for_tool_use,
 )
 from conftest import CAPPED_HARD, KeyedServer

@@ -63,7 +63,8 @@ from ._files import (
     login_user,
     workspace_personality,
 )
-from ._store import AsyncMemoryStore, MemoryStore
+from ._store_async import AsyncMemoryStore
+from ._store_sync import MemoryStore
 from ._tools import (
     MEMORY_TOOLS,
     SOFT_CAP_HINT,

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from ._files import MemoryFile, Operation, WriteResult
-from ._store import AsyncMemoryStore, MemoryStore
+from ._store_async import AsyncMemoryStore
+from ._store_sync import MemoryStore
 
 _R = TypeVar("_R")
 _R_co = TypeVar("_R_co", covariant=True)

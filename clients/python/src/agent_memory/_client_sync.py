@@ -1,0 +1,389 @@
+# Generated from _client_async.py by scripts/unasync.py: edit that file, not this one.
+"""The client of the ``/v1`` API of ``memory serve``: :class:`MemoryClient` and its parts.
+
+``_client_async.py`` is written by hand; scripts/unasync.py generates ``_client_sync.py`` (the
+blocking :class:`MemoryClient`) from it. Every request is built, resent and read in ``_core``:
+what is here is the surface, how a request is sent, and how the client waits before sending it
+again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from . import _core
+from ._core import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Call
+from .models import (
+    Budgets,
+    Document,
+    DocumentReport,
+    Health,
+    IdentitiesPage,
+    Identity,
+    IfMatch,
+    LinkChange,
+    MemoryUpdate,
+    PersonalitiesPage,
+    Personality,
+    Prefetch,
+    Purged,
+    Revision,
+    RevisionDiff,
+    RevisionItem,
+    RevisionsPage,
+    SearchResult,
+    SyncReport,
+    User,
+    UsersPage,
+    WriteSurface,
+)
+
+__all__ = [
+    "Directory",
+    "Documents",
+    "History",
+    "Identities",
+    "MemoryClient",
+]
+
+T = TypeVar("T")
+UpdateLike = MemoryUpdate | Mapping[str, Any]
+
+
+class MemoryClient:
+    """A blocking client of ``memory serve``.
+
+    ::
+
+        with MemoryClient("http://127.0.0.1:8700", api_key=key) as memory:
+            seen = memory.prefetch("ada", "grace")
+            memory.sync("ada", "grace", [Add("user", "Name: Grace.")], if_match=seen.if_match)
+
+    Every write carries an ``Idempotency-Key`` (``idempotency_key=``, else a fresh UUID per
+    call) and is sent again with the same key when its reply is lost (connection reset,
+    timeout, 502/503/504, honouring ``Retry-After``), up to ``max_retries`` more times, so it
+    lands once. Reads are resent the same way. A client is safe to share between threads.
+
+    Args:
+        base_url: The server, e.g. ``http://127.0.0.1:8700`` (the API is under ``/v1``).
+        api_key: An API key, sent as ``Authorization: Bearer``; none for a loopback server
+            without keys.
+        timeout: Seconds per request phase (connect, read, write, pool), an
+            ``httpx.Timeout``, or ``None`` to wait forever.
+        max_retries: How many times a request is sent again after a lost reply or a busy or
+            unavailable server.
+        http_client: An ``httpx.Client`` to send with (proxies, TLS settings); the client
+            does not close one it was given.
+    """
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self._settings = _core.make_settings(base_url, api_key, max_retries)
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=_core.make_timeout(timeout))
+        self.documents = Documents(self)
+        """Documents by layout path: get, replace, update, purge."""
+        self.history = History(self)
+        """Revisions of a document: list, get, diff, revert."""
+        self.identities = Identities(self)
+        """Platform accounts linked to users."""
+        self.directory = Directory(self)
+        """The personalities and users the server knows."""
+
+    def close(self) -> None:
+        """Closes the connections (not those of an ``http_client`` passed in)."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(self, call: Call[T]) -> T:
+        settings = self._settings
+        attempt = 0
+        while True:
+            outcome: _core.Outcome
+            try:
+                outcome = self._http.request(
+                    call.method,
+                    settings.url(call.path),
+                    params=call.params,
+                    headers=settings.headers(call),
+                    content=settings.content(call),
+                )
+            except httpx.TransportError as error:
+                outcome = error
+            delay = _core.resend_delay(call, attempt, settings.max_retries, outcome)
+            if delay is None:
+                return _core.finish(call, outcome)
+            time.sleep(delay)
+            attempt += 1
+
+    def prefetch(
+        self,
+        personality: str,
+        user: str,
+        *,
+        query: str | None = None,
+        max_chars: int | None = None,
+    ) -> Prefetch:
+        """What the agent sees before its turn: the rendered context and both documents whole,
+        with their versions (pass :attr:`Prefetch.if_match` to the :meth:`sync` after it).
+
+        ``query`` is the user's message, for a personality that recalls; ``max_chars`` caps the
+        rendered context (the tail is kept)."""
+        return self._send(_core.prefetch(personality, user, query, max_chars))
+
+    def sync(
+        self,
+        personality: str,
+        user: str,
+        updates: Sequence[UpdateLike],
+        *,
+        if_match: IfMatch | None = None,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+        caps: Budgets | Mapping[str, Any] | None = None,
+    ) -> SyncReport:
+        """Applies the updates the model emitted after a turn, all or nothing.
+
+        ``if_match`` (e.g. ``prefetch.if_match``) refuses the call with
+        :class:`~agent_memory.PreconditionFailedError` when a document moved on since.
+        ``caps`` (:class:`~agent_memory.Budgets`, or its JSON) caps the documents for this
+        call on top of the personality's caps (each limit the smaller of the two): a bounded
+        agent sends its own, and the server enforces them in the same atomic step as the
+        write, so a write over a hard cap is refused even among concurrent writers."""
+        return self._send(
+            _core.sync(
+                personality, user, updates, if_match, session, surface, idempotency_key, caps
+            )
+        )
+
+    def search(self, personality: str, query: str, *, limit: int | None = None) -> SearchResult:
+        """The entries of a recall personality's MEMORY.md most relevant to ``query``."""
+        return self._send(_core.search(personality, query, limit))
+
+    def health(self) -> Health:
+        """Liveness, with each provider's readiness."""
+        return self._send(_core.health())
+
+    def ready(self) -> Health:
+        """Readiness: the same document as :meth:`health`, ``status == "degraded"`` when a
+        provider does not answer (the server's 503 is returned, not raised)."""
+        return self._send(_core.ready())
+
+
+class Documents:
+    """Documents by layout path (``MEMORY.md``, ``personalities/<id>/MEMORY.md``,
+    ``users/<id>/USER.md``; see :func:`~agent_memory.personality_memory` and
+    :func:`~agent_memory.user_profile`)."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        self._client = client
+
+    def get(self, path: str) -> Document:
+        """The document's text and version."""
+        return self._client._send(_core.get_document(path))
+
+    def replace(
+        self,
+        path: str,
+        text: str,
+        *,
+        if_match: str,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Replaces the whole text, if the document is still at ``if_match`` (a version read
+        before, e.g. ``doc.version``; ``"*"`` overwrites whatever is there)."""
+        return self._client._send(
+            _core.replace_document(path, text, if_match, session, surface, idempotency_key)
+        )
+
+    def update(
+        self,
+        path: str,
+        updates: Sequence[UpdateLike],
+        *,
+        if_match: str | None = None,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Applies a batch of updates to this one document (each naming its store), all or
+        nothing, guarded by ``if_match`` when given."""
+        return self._client._send(
+            _core.update_document(path, updates, if_match, session, surface, idempotency_key)
+        )
+
+    def purge(self, path: str, *, idempotency_key: str | None = None) -> Purged:
+        """Erases the document with its history, receipts and index rows (admin scope)."""
+        return self._client._send(_core.purge_document(path, idempotency_key))
+
+
+class History:
+    """A document's revisions: every write is one."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        self._client = client
+
+    def list(
+        self,
+        path: str,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        text: bool = False,
+        diff: bool = False,
+    ) -> RevisionsPage:
+        """One page of revisions, newest first; pass ``page.next_before`` as ``before`` for
+        the next. ``text`` adds each revision's whole text, ``diff`` its change."""
+        return self._client._send(_core.list_revisions(path, limit, before, text, diff))
+
+    def iterate(
+        self, path: str, *, limit: int | None = None, text: bool = False, diff: bool = False
+    ) -> Iterator[RevisionItem]:
+        """Every kept revision, newest first, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
+        before: int | None = None
+        while True:
+            page = self.list(path, limit=limit, before=before, text=text, diff=diff)
+            yield from page.revisions
+            if page.next_before is None:
+                return
+            before = page.next_before
+
+    def get(self, path: str, number: int) -> Revision:
+        """One revision, with its whole text."""
+        return self._client._send(_core.get_revision(path, number))
+
+    def diff(
+        self, path: str, from_revision: int | None = None, to_revision: int | None = None
+    ) -> RevisionDiff:
+        """A unified diff: by default the newest revision against the one before; with
+        ``from_revision`` only, that revision against now."""
+        return self._client._send(_core.diff(path, from_revision, to_revision))
+
+    def revert(
+        self,
+        path: str,
+        number: int,
+        *,
+        if_match: str | None = None,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Gives the document revision ``number``'s text back (itself a new revision),
+        guarded by ``if_match`` when given."""
+        return self._client._send(
+            _core.revert(path, number, if_match, session, surface, idempotency_key)
+        )
+
+
+class Identities:
+    """Platform accounts (``telegram 12345``) linked to users."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        self._client = client
+
+    def link(
+        self,
+        platform: str,
+        platform_user: str,
+        user: str,
+        *,
+        relink: bool = False,
+        idempotency_key: str | None = None,
+    ) -> LinkChange:
+        """Links the account to ``user``; one linked to another user is a
+        :class:`~agent_memory.ConflictError` unless ``relink``."""
+        return self._client._send(
+            _core.link_identity(platform, platform_user, user, relink, idempotency_key)
+        )
+
+    def resolve(self, platform: str, platform_user: str) -> Identity:
+        """The user an account is; :class:`~agent_memory.NotFoundError` when not linked."""
+        return self._client._send(_core.resolve_identity(platform, platform_user))
+
+    def unlink(
+        self, platform: str, platform_user: str, *, idempotency_key: str | None = None
+    ) -> LinkChange:
+        """Removes the account's link (``previous`` says whom it named)."""
+        return self._client._send(_core.unlink_identity(platform, platform_user, idempotency_key))
+
+    def list(self, *, limit: int | None = None, after: str | None = None) -> IdentitiesPage:
+        """One page of links; pass ``page.next_after`` as ``after`` for the next."""
+        return self._client._send(_core.list_identities(limit, after))
+
+    def iterate(self, *, limit: int | None = None) -> Iterator[Identity]:
+        """Every link, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
+        after: str | None = None
+        while True:
+            page = self.list(limit=limit, after=after)
+            yield from page.items
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+
+class Directory:
+    """The personalities and users the server knows."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        self._client = client
+
+    def personalities(
+        self, *, limit: int | None = None, after: str | None = None
+    ) -> PersonalitiesPage:
+        """One page of personalities; pass ``page.next_after`` as ``after`` for the next."""
+        return self._client._send(_core.list_personalities(limit, after))
+
+    def iterate_personalities(self, *, limit: int | None = None) -> Iterator[Personality]:
+        """Every personality, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
+        after: str | None = None
+        while True:
+            page = self.personalities(limit=limit, after=after)
+            yield from page.items
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    def users(self, *, limit: int | None = None, after: str | None = None) -> UsersPage:
+        """One page of users; pass ``page.next_after`` as ``after`` for the next."""
+        return self._client._send(_core.list_users(limit, after))
+
+    def iterate_users(self, *, limit: int | None = None) -> Iterator[User]:
+        """Every user, fetching pages (of ``limit``, the
+        API's page size; the server's default when ``None``) as it goes."""
+        after: str | None = None
+        while True:
+            page = self.users(limit=limit, after=after)
+            yield from page.items
+            if page.next_after is None:
+                return
+            after = page.next_after

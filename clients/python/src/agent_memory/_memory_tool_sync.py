@@ -1,0 +1,180 @@
+# Generated from _memory_tool_async.py by scripts/unasync.py: edit that file, not this one.
+"""Claude's memory tool on an :class:`~agent_memory.MemoryClient`:
+:class:`AgentMemoryTool`, re-exported by :mod:`agent_memory.claude_memory_tool`.
+
+``_memory_tool_async.py`` is written by hand; scripts/unasync.py generates
+``_memory_tool_sync.py`` (the blocking :class:`AgentMemoryTool`) from it. The commands' logic
+is ``_memory_tool``'s: what is here is how a plan's reads and writes are carried out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from anthropic.lib.tools import (
+    BetaAbstractMemoryTool,
+    BetaFunctionToolResultType,
+    ToolError,
+)
+from anthropic.types.beta import (
+    BetaCacheControlEphemeralParam,
+    BetaMemoryTool20250818Command,
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+    BetaToolResultBlockParam,
+)
+
+from ._memory_tool import (
+    _TOOL_USE_ID,
+    _already_done_text,
+    _AlreadyDone,
+    _Commands,
+    _error_text,
+    _if_match,
+    _Plan,
+    _result,
+    _tool_use_parts,
+    _Write,
+)
+from .client import MemoryClient
+from .errors import AgentMemoryError
+
+__all__ = ["AgentMemoryTool"]
+
+
+class AgentMemoryTool(BetaAbstractMemoryTool):
+    """Claude's memory tool on agent-memory, for one conversation (a personality and a user).
+
+    ::
+
+        tool = AgentMemoryTool(MemoryClient(url), personality="ada", user="grace")
+        runner = anthropic.Anthropic().beta.messages.tool_runner(
+            model=..., max_tokens=..., messages=..., tools=[tool]
+        )
+
+    Keep one per conversation: it remembers the version of each document it viewed, and
+    guards its writes with it.
+
+    Args:
+        client: The client of the memory service.
+        personality: The personality speaking (its MEMORY.md is ``/memories/MEMORY.md``).
+        user: The user spoken to (their USER.md is ``/memories/USER.md``).
+        session: The conversation's id, recorded in the revisions the tool writes.
+        cache_control: Passed to the tool's definition, as the SDK's own tools take it.
+    """
+
+    def __init__(
+        self,
+        client: MemoryClient,
+        personality: str,
+        user: str,
+        *,
+        session: str | None = None,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self._client = client
+        self._session = session
+        self._commands = _Commands(personality, user)
+
+    def run(self, tool_use: object) -> BetaToolResultBlockParam:
+        """Runs a ``tool_use`` block (``BetaToolUseBlock`` or its dict) and returns the
+        ``tool_result`` to send back, the model's errors flagged ``is_error``; the developer's
+        (see the module) are raised.
+
+        Its write's ``Idempotency-Key`` comes from the block's id, so running the same block
+        again lands nothing twice and answers (not as an error) that the call was already
+        carried out: from this backend's record, or from the server (which answers a resent
+        write with its first outcome, and refuses the key reused for another request, as when
+        a restarted agent runs the block again)."""
+        tool_use_id, tool_input = _tool_use_parts(tool_use)
+        finished = self._commands.finished.get(tool_use_id)
+        if finished is not None:
+            return _result(tool_use_id, _already_done_text(finished), False)
+        token = _TOOL_USE_ID.set(tool_use_id)
+        try:
+            content = self.call(tool_input)
+            text = content if isinstance(content, str) else str(content)
+            return _result(tool_use_id, text, False)
+        except ToolError as error:
+            return _result(tool_use_id, _error_text(error), True)
+        finally:
+            _TOOL_USE_ID.reset(token)
+
+    def call(self, input: object) -> BetaFunctionToolResultType:
+        """Runs one command given as the tool's JSON input (what the SDK's runner calls)."""
+        if not isinstance(input, Mapping):
+            raise ToolError("The memory tool's input must be an object with a `command`.")
+        return super().call(input)
+
+    def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
+        """Runs one command (the SDK's command model)."""
+        return super().execute(self._commands.checked(command))
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        """``/memories``: the two files and their sizes; a file: its numbered lines."""
+        return self._drive(self._commands.view(command))
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        """Replaces the whole file with ``file_text``."""
+        return self._drive(self._commands.create(command))
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        """Replaces the one occurrence of ``old_str`` with ``new_str``."""
+        return self._drive(self._commands.str_replace(command))
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        """Inserts ``insert_text`` after line ``insert_line`` (0: at the top)."""
+        return self._drive(self._commands.insert(command))
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        """Clears the file (revertible from its history); the file itself stays."""
+        return self._drive(self._commands.delete(command))
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        """Refused: the two files have fixed names."""
+        return self._drive(self._commands.rename(command))
+
+    def clear_all_memory(self) -> str:
+        """Refused: clearing is per file (``delete``), and erasing history is an admin's
+        purge."""
+        raise ToolError(
+            "Clearing all memory is not offered: delete each file to clear it (its history "
+            "keeps the text); erasing history is an administrator's purge."
+        )
+
+    def _drive(self, plan: _Plan) -> str:
+        commands = self._commands
+        try:
+            step = next(plan)
+            while True:
+                try:
+                    if isinstance(step, _Write):
+                        answer: object = self._client.sync(
+                            commands.personality,
+                            commands.user,
+                            [step.update],
+                            if_match=_if_match(step),
+                            session=self._session,
+                            surface="tool",
+                            idempotency_key=commands.key(),
+                        )
+                    else:
+                        answer = self._client.prefetch(commands.personality, commands.user)
+                except AgentMemoryError as error:
+                    mapped = commands.failure(error, step)
+                    if mapped is error:
+                        raise
+                    raise mapped from error
+                step = plan.send(answer)
+        except StopIteration as done:
+            result: str = done.value
+            return result
+        except _AlreadyDone as already:
+            return already.text
+        finally:
+            plan.close()
