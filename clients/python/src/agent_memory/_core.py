@@ -54,12 +54,14 @@ from .models import (
     SyncReport,
     UsersPage,
     WriteSurface,
+    _Wire,
     updates_to_json,
 )
 
 __version__ = "0.1.0"
 
 T = TypeVar("T")
+_WireT = TypeVar("_WireT", bound=_Wire)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8700"
 DEFAULT_TIMEOUT = 30.0
@@ -301,6 +303,11 @@ def _json(response: httpx.Response) -> object:
     return data
 
 
+def _reads(cls: type[_WireT]) -> Callable[[httpx.Response], _WireT]:
+    """Reads an answer's JSON as ``cls``."""
+    return lambda response: cls.from_json(_json(response))
+
+
 def _replayed(response: httpx.Response) -> bool:
     value: str = response.headers.get(IDEMPOTENT_REPLAYED, "")
     return value.strip().lower() == "true"
@@ -373,7 +380,7 @@ def prefetch(
         body["query"] = query
     if max_chars is not None:
         body["max_chars"] = max_chars
-    return Call("POST", "/v1/prefetch", lambda r: Prefetch.from_json(_json(r)), body=body)
+    return Call("POST", "/v1/prefetch", _reads(Prefetch), body=body)
 
 
 def sync(
@@ -402,7 +409,7 @@ def sync(
 
 
 def get_document(path: str) -> Call[Document]:
-    return Call("GET", document_route(path), lambda r: Document.from_json(_json(r)))
+    return Call("GET", document_route(path), _reads(Document))
 
 
 def replace_document(
@@ -445,7 +452,7 @@ def purge_document(path: str, idempotency_key: str | None) -> Call[Purged]:
     return Call(
         "DELETE",
         document_route(path),
-        lambda r: Purged.from_json(_json(r)),
+        _reads(Purged),
         idempotency_key=write_key(idempotency_key),
     )
 
@@ -454,7 +461,7 @@ def search(personality: str, query: str, limit: int | None) -> Call[SearchResult
     body: dict[str, Any] = {"personality": personality, "query": query}
     if limit is not None:
         body["limit"] = limit
-    return Call("POST", "/v1/search", lambda r: SearchResult.from_json(_json(r)), body=body)
+    return Call("POST", "/v1/search", _reads(SearchResult), body=body)
 
 
 def list_revisions(
@@ -463,7 +470,7 @@ def list_revisions(
     return Call(
         "GET",
         document_route(path) + "/revisions",
-        lambda r: RevisionsPage.from_json(_json(r)),
+        _reads(RevisionsPage),
         params=_params(
             limit=limit, before=before, text=True if text else None, diff=True if diff else None
         ),
@@ -474,7 +481,7 @@ def get_revision(path: str, number: int) -> Call[Revision]:
     return Call(
         "GET",
         f"{document_route(path)}/revisions/{int(number)}",
-        lambda r: Revision.from_json(_json(r)),
+        _reads(Revision),
     )
 
 
@@ -482,7 +489,7 @@ def diff(path: str, from_revision: int | None, to_revision: int | None) -> Call[
     return Call(
         "GET",
         document_route(path) + "/diff",
-        lambda r: RevisionDiff.from_json(_json(r)),
+        _reads(RevisionDiff),
         params=_params(from_=from_revision, to=to_revision),
     )
 
@@ -518,16 +525,14 @@ def link_identity(
     return Call(
         "PUT",
         _identity_route(platform, platform_user),
-        lambda r: LinkChange.from_json(_json(r)),
+        _reads(LinkChange),
         body=body,
         idempotency_key=write_key(idempotency_key),
     )
 
 
 def resolve_identity(platform: str, platform_user: str) -> Call[Identity]:
-    return Call(
-        "GET", _identity_route(platform, platform_user), lambda r: Identity.from_json(_json(r))
-    )
+    return Call("GET", _identity_route(platform, platform_user), _reads(Identity))
 
 
 def unlink_identity(
@@ -536,7 +541,7 @@ def unlink_identity(
     return Call(
         "DELETE",
         _identity_route(platform, platform_user),
-        lambda r: LinkChange.from_json(_json(r)),
+        _reads(LinkChange),
         idempotency_key=write_key(idempotency_key),
     )
 
@@ -545,7 +550,7 @@ def list_identities(limit: int | None, after: str | None) -> Call[IdentitiesPage
     return Call(
         "GET",
         "/v1/identities",
-        lambda r: IdentitiesPage.from_json(_json(r)),
+        _reads(IdentitiesPage),
         params=_params(limit=limit, after=after),
     )
 
@@ -554,7 +559,7 @@ def list_personalities(limit: int | None, after: str | None) -> Call[Personaliti
     return Call(
         "GET",
         "/v1/personalities",
-        lambda r: PersonalitiesPage.from_json(_json(r)),
+        _reads(PersonalitiesPage),
         params=_params(limit=limit, after=after),
     )
 
@@ -563,13 +568,13 @@ def list_users(limit: int | None, after: str | None) -> Call[UsersPage]:
     return Call(
         "GET",
         "/v1/users",
-        lambda r: UsersPage.from_json(_json(r)),
+        _reads(UsersPage),
         params=_params(limit=limit, after=after),
     )
 
 
 def health() -> Call[Health]:
-    return Call("GET", "/v1/health", lambda r: Health.from_json(_json(r)))
+    return Call("GET", "/v1/health", _reads(Health))
 
 
 def ready() -> Call[Health]:

@@ -62,7 +62,9 @@ class Problem:
     """For ``hard-cap-exceeded``: the UTF-8 bytes the document would have had."""
     hard_cap: int | None = None
     """For ``hard-cap-exceeded``: the hard cap it would have gone over, in bytes."""
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, Any] = field(
+        default_factory=dict, compare=False, repr=False, metadata={"client_only": True}
+    )
     """The whole JSON object, extension members included."""
 
     @classmethod

@@ -8,9 +8,14 @@ given as their JSON objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+import dataclasses
+import functools
+import operator
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self, TypeAlias, TypeVar
 
 __all__ = [
     "GLOBAL_MEMORY",
@@ -70,74 +75,135 @@ def user_profile(user: str) -> str:
     return f"users/{user}/USER.md"
 
 
-class _Fields:
-    """Typed access to one JSON object; a missing or mistyped member raises ``ValueError``."""
+class _Wire:
+    """A shape of the API, read from its JSON by one reader led by the dataclass's fields and
+    their types: ``str``, ``int``, ``bool``, a ``Literal`` of strings, another ``_Wire``,
+    :data:`MemoryUpdate`, ``tuple[X, ...]`` for an array, and ``X | None`` for a member that
+    may be absent or null. A field's metadata says the rest: ``member``, the JSON name where it
+    is not the field's (``from`` is a Python keyword); ``absent``, the value of an optional
+    member absent or null, where that is not ``None``; ``client_only``, a field the client
+    sets itself, not read. tests/test_openapi_drift.py holds the same fields to
+    docs/openapi.json."""
 
-    def __init__(self, data: object, what: str) -> None:
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{what}: expected a JSON object, got {type(data).__name__}")
-        self._data: Mapping[str, Any] = data
-        self._what = what
-
-    def _get(self, name: str, types: type | tuple[type, ...], optional: bool) -> Any:
-        value = self._data.get(name)
-        if value is None:
-            if optional:
-                return None
-            raise ValueError(f"{self._what}: member {name!r} is missing")
-        # bool is an int in Python; a JSON true where a number belongs is still a mismatch.
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-            raise ValueError(f"{self._what}: member {name!r} has the wrong type")
-        return value
-
-    def text(self, name: str) -> str:
-        value: str = self._get(name, str, False)
-        return value
-
-    def opt_text(self, name: str) -> str | None:
-        value: str | None = self._get(name, str, True)
-        return value
-
-    def number(self, name: str) -> int:
-        value: int = self._get(name, int, False)
-        return value
-
-    def opt_number(self, name: str) -> int | None:
-        value: int | None = self._get(name, int, True)
-        return value
-
-    def flag(self, name: str, default: bool | None = None) -> bool:
-        value: bool | None = self._get(name, bool, default is not None)
-        return bool(default) if value is None else value
-
-    def member(self, name: str) -> object:
-        return self._get(name, Mapping, False)
-
-    def opt_member(self, name: str) -> object | None:
-        value: object | None = self._get(name, Mapping, True)
-        return value
-
-    def array(self, name: str, optional: bool = False) -> list[Any]:
-        value: list[Any] | None = self._get(name, list, optional)
-        return [] if value is None else value
-
-    def texts(self, name: str, optional: bool = False) -> tuple[str, ...]:
-        items = self.array(name, optional)
-        if not all(isinstance(item, str) for item in items):
-            raise ValueError(f"{self._what}: member {name!r} is not a list of strings")
-        return tuple(items)
+    @classmethod
+    def from_json(cls, data: object) -> Self:
+        """Reads one from the server's JSON; a body that does not match raises ``ValueError``
+        naming the member, never a half-filled object."""
+        return _read(cls, data)
 
 
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
+_WireT = TypeVar("_WireT", bound=_Wire)
+_Reader: TypeAlias = Callable[[object, str], Any]
+"""Reads one JSON value (``where`` names it in errors)."""
 
 
-def _store(value: str, what: str) -> Store:
-    if value == "memory":
-        return "memory"
-    if value == "user":
-        return "user"
-    raise ValueError(f"{what}: unknown store {value!r}")
+@dataclass(frozen=True)
+class _Member:
+    """One field of a dataclass as its JSON has it."""
+
+    attribute: str
+    name: str
+    """The JSON member's name."""
+    hint: Any
+    """The field's type, ``None`` left out: what a present value must be."""
+    required: bool
+    """Whether a value must be there: not absent, not null."""
+    absent: Any
+    """The field's value when the member is absent or null, when not required."""
+    read: _Reader
+
+    def value(self, data: Mapping[str, Any], what: str) -> Any:
+        value = data.get(self.name)
+        if value is not None:
+            return self.read(value, f"{what}: member {self.name!r}")
+        if self.required:
+            raise ValueError(f"{what}: member {self.name!r} is missing")
+        return self.absent
+
+
+def _read(cls: type[_WireT], data: object) -> _WireT:
+    what = cls.__name__
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    return cls(**{member.attribute: member.value(data, what) for member in _members(cls)})
+
+
+def _members(cls: type) -> tuple[_Member, ...]:
+    """The members a dataclass reads, from its fields (the client-only ones left out)."""
+    members = _MEMBERS.get(cls)
+    if members is None:
+        hints = typing.get_type_hints(cls)
+        members = _MEMBERS[cls] = tuple(
+            _member(spec, hints[spec.name])
+            for spec in dataclasses.fields(cls)
+            if not spec.metadata.get("client_only")
+        )
+    return members
+
+
+_MEMBERS: dict[type, tuple[_Member, ...]] = {}
+"""Each dataclass's members, worked out at its first read."""
+
+
+def _member(spec: dataclasses.Field[Any], hint: Any) -> _Member:
+    required = not _admits_none(hint) and "absent" not in spec.metadata
+    present = _without_none(hint)
+    return _Member(
+        attribute=spec.name,
+        name=spec.metadata.get("member", spec.name),
+        hint=present,
+        required=required,
+        absent=spec.metadata.get("absent"),
+        read=_reader(present),
+    )
+
+
+def _admits_none(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in (
+        typing.get_args(hint)
+    )
+
+
+def _without_none(hint: Any) -> Any:
+    if not _admits_none(hint):
+        return hint
+    return functools.reduce(operator.or_, [a for a in typing.get_args(hint) if a is not type(None)])
+
+
+def _reader(hint: Any) -> _Reader:
+    """How a value of type ``hint`` is read."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in (str, int, bool):
+
+        def scalar(value: object, where: str) -> object:
+            # bool is an int in Python; a JSON true where a number belongs is still a mismatch.
+            if not isinstance(value, hint) or (isinstance(value, bool) and hint is not bool):
+                raise ValueError(f"{where} has the wrong type")
+            return value
+
+        return scalar
+    if origin is Literal:
+
+        def one_of(value: object, where: str) -> object:
+            if not isinstance(value, str) or value not in args:
+                raise ValueError(f"{where} is {value!r}, not one of {', '.join(map(repr, args))}")
+            return value
+
+        return one_of
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _reader(args[0])
+
+        def array(value: object, where: str) -> tuple[object, ...]:
+            if not isinstance(value, list):
+                raise ValueError(f"{where} has the wrong type")
+            return tuple(item(element, where) for element in value)
+
+        return array
+    if hint == MemoryUpdate:
+        return lambda value, where: update_from_json(value)
+    if isinstance(hint, type) and issubclass(hint, _Wire):
+        return lambda value, where: hint.from_json(value)
+    raise TypeError(f"no reader for a field of type {hint!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +211,7 @@ def _store(value: str, what: str) -> Store:
 
 
 @dataclass(frozen=True)
-class Add:
+class Add(_Wire):
     """Append ``content`` as a new paragraph of the ``store`` document."""
 
     store: Store
@@ -157,7 +223,7 @@ class Add:
 
 
 @dataclass(frozen=True)
-class Replace:
+class Replace(_Wire):
     """Replace the whole ``store`` document with ``content`` (blank clears it)."""
 
     store: Store
@@ -169,11 +235,11 @@ class Replace:
 
 
 @dataclass(frozen=True)
-class Remove:
+class Remove(_Wire):
     """Drop every line of the ``store`` document that contains ``substring_match``."""
 
     store: Store
-    substring_match: str
+    substring_match: str = field(metadata={"member": "substringMatch"})
 
     def to_json(self) -> dict[str, str]:
         """The update's JSON form."""
@@ -181,7 +247,7 @@ class Remove:
 
 
 @dataclass(frozen=True)
-class Edit:
+class Edit(_Wire):
     """Replace the single occurrence of ``old`` with ``new`` in the ``store`` document."""
 
     store: Store
@@ -199,18 +265,20 @@ MemoryUpdate: TypeAlias = Add | Replace | Remove | Edit
 
 def update_from_json(data: object) -> MemoryUpdate:
     """Reads an update from its JSON form (``{"action": "add", "store": ..., ...}``)."""
-    fields = _Fields(data, "update")
-    action = fields.text("action")
-    store = _store(fields.text("store"), "update")
-    if action == "add":
-        return Add(store, fields.text("content"))
-    if action == "replace":
-        return Replace(store, fields.text("content"))
-    if action == "remove":
-        return Remove(store, fields.text("substringMatch"))
-    if action == "edit":
-        return Edit(store, fields.text("old"), fields.text("new"))
-    raise ValueError(f"update: unknown action {action!r}")
+    action = data.get("action") if isinstance(data, Mapping) else None
+    update = _UPDATES.get(action) if isinstance(action, str) else None
+    if update is None:
+        raise ValueError(f"update: unknown action {action!r}")
+    return update.from_json(data)
+
+
+_UPDATES: Mapping[str, type[MemoryUpdate]] = {
+    "add": Add,
+    "replace": Replace,
+    "remove": Remove,
+    "edit": Edit,
+}
+"""Each update's class by its ``action``."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,17 +299,12 @@ class IfMatch:
 
 
 @dataclass(frozen=True)
-class Caps:
+class Caps(_Wire):
     """A document's byte caps: over ``soft`` a write lands and says so, over ``hard`` it is
     refused."""
 
     soft: int | None
     hard: int | None
-
-    @classmethod
-    def from_json(cls, data: object) -> Caps:
-        fields = _Fields(data, "caps")
-        return cls(soft=fields.opt_number("soft"), hard=fields.opt_number("hard"))
 
     def to_json(self) -> dict[str, int]:
         """The JSON form, leaving out the limits that are not set."""
@@ -250,7 +313,7 @@ class Caps:
 
 
 @dataclass(frozen=True)
-class Budgets:
+class Budgets(_Wire):
     """Caps for both documents of a ``sync`` (its ``caps``): on top of the personality's
     configured caps, each limit the smaller of the two, so a call can tighten them, never
     loosen them. A store or limit left ``None`` keeps the personality's."""
@@ -260,15 +323,6 @@ class Budgets:
     user: Caps | None = None
     """Caps on USER.md."""
 
-    @classmethod
-    def from_json(cls, data: object) -> Budgets:
-        fields = _Fields(data, "caps")
-        memory, user = fields.opt_member("memory"), fields.opt_member("user")
-        return cls(
-            memory=None if memory is None else Caps.from_json(memory),
-            user=None if user is None else Caps.from_json(user),
-        )
-
     def to_json(self) -> dict[str, dict[str, int]]:
         """The JSON form, leaving out the stores that are not capped."""
         caps = {"memory": self.memory, "user": self.user}
@@ -276,7 +330,7 @@ class Budgets:
 
 
 @dataclass(frozen=True)
-class Document:
+class Document(_Wire):
     """One document: its text and the version that guards a write to it."""
 
     path: str
@@ -291,22 +345,6 @@ class Document:
     modified: int | None
     """When last written, in milliseconds since the Unix epoch; ``None`` when never."""
 
-    @classmethod
-    def from_json(cls, data: object) -> Document:
-        fields = _Fields(data, "document")
-        return cls(**_document_fields(fields))
-
-
-def _document_fields(fields: _Fields) -> dict[str, Any]:
-    return {
-        "path": fields.text("path"),
-        "store": _store(fields.text("store"), "document"),
-        "text": fields.text("text"),
-        "version": fields.text("version"),
-        "location": fields.text("location"),
-        "modified": fields.opt_number("modified"),
-    }
-
 
 @dataclass(frozen=True)
 class PairDocument(Document):
@@ -314,14 +352,9 @@ class PairDocument(Document):
 
     caps: Caps
 
-    @classmethod
-    def from_json(cls, data: object) -> PairDocument:
-        fields = _Fields(data, "document")
-        return cls(**_document_fields(fields), caps=Caps.from_json(fields.member("caps")))
-
 
 @dataclass(frozen=True)
-class Personality:
+class Personality(_Wire):
     """A personality and where its memory lives."""
 
     id: str
@@ -332,23 +365,9 @@ class Personality:
     recall: bool
     """Whether a prefetch with a query picks entries, and search works."""
 
-    @classmethod
-    def from_json(cls, data: object) -> Personality:
-        fields = _Fields(data, "personality")
-        scope = fields.text("scope")
-        if scope not in ("per-personality", "global"):
-            raise ValueError(f"personality: unknown scope {scope!r}")
-        return cls(
-            id=fields.text("id"),
-            provider=fields.text("provider"),
-            kind=fields.text("kind"),
-            scope="global" if scope == "global" else "per-personality",
-            recall=fields.flag("recall"),
-        )
-
 
 @dataclass(frozen=True)
-class Prefetch:
+class Prefetch(_Wire):
     """What the agent sees before its turn, and the documents behind it."""
 
     personality: Personality
@@ -365,20 +384,9 @@ class Prefetch:
         """Both documents' versions, to guard the ``sync`` after the turn."""
         return IfMatch(memory=self.memory.version, user=self.user.version)
 
-    @classmethod
-    def from_json(cls, data: object) -> Prefetch:
-        fields = _Fields(data, "prefetch")
-        return cls(
-            personality=Personality.from_json(fields.member("personality")),
-            memory=PairDocument.from_json(fields.member("memory")),
-            user=PairDocument.from_json(fields.member("user")),
-            context=fields.opt_text("context"),
-            warnings=fields.texts("warnings"),
-        )
-
 
 @dataclass(frozen=True)
-class DocumentRef:
+class DocumentRef(_Wire):
     """Which document a report is about."""
 
     kind: Literal["global-memory", "personality-memory", "user-profile"]
@@ -396,19 +404,20 @@ class DocumentRef:
 
     @classmethod
     def from_json(cls, data: object) -> DocumentRef:
-        fields = _Fields(data, "document id")
-        kind = fields.text("kind")
-        if kind == "global-memory":
-            return cls("global-memory")
-        if kind == "personality-memory":
-            return cls("personality-memory", personality=fields.text("personality"))
-        if kind == "user-profile":
-            return cls("user-profile", user=fields.text("user"))
-        raise ValueError(f"document id: unknown kind {kind!r}")
+        """Reads it from the server's JSON: a ``oneOf`` by ``kind``, each kind with its own
+        member (none for the global MEMORY.md), the only one it reads."""
+        ref = _read(cls, data)
+        name = {"personality-memory": "personality", "user-profile": "user"}.get(ref.kind)
+        if name is None:
+            return cls(ref.kind)
+        value = getattr(ref, name)
+        if value is None:
+            raise ValueError(f"DocumentRef: member {name!r} is missing")
+        return cls(ref.kind, **{name: value})
 
 
 @dataclass(frozen=True)
-class DocumentReport:
+class DocumentReport(_Wire):
     """What one write did to one document."""
 
     store: Store
@@ -426,38 +435,19 @@ class DocumentReport:
     lines_removed: int
     over_soft_cap: bool
     """Over the soft cap after the write: time to consolidate."""
-    replayed: bool
+    replayed: bool = field(metadata={"absent": False})
     """The report of an earlier call with the same idempotency key, returned again."""
-
-    @classmethod
-    def from_json(cls, data: object) -> DocumentReport:
-        fields = _Fields(data, "document report")
-        return cls(
-            store=_store(fields.text("store"), "document report"),
-            document=DocumentRef.from_json(fields.member("document")),
-            location=fields.text("location"),
-            written=fields.flag("written"),
-            version_before=fields.text("version_before"),
-            version_after=fields.text("version_after"),
-            sha256_before=fields.text("sha256_before"),
-            sha256_after=fields.text("sha256_after"),
-            bytes_before=fields.number("bytes_before"),
-            bytes_after=fields.number("bytes_after"),
-            lines_removed=fields.number("lines_removed"),
-            over_soft_cap=fields.flag("over_soft_cap"),
-            replayed=fields.flag("replayed", default=False),
-        )
 
 
 @dataclass(frozen=True)
-class SyncReport:
+class SyncReport(_Wire):
     """What a ``sync`` did: one report per document touched, memory first."""
 
     documents: tuple[DocumentReport, ...]
-    retries: int
+    retries: int = field(metadata={"absent": 0})
     """Compare-and-swap attempts lost to other writers before it landed."""
-    warnings: tuple[str, ...]
-    replayed: bool = False
+    warnings: tuple[str, ...] = field(metadata={"absent": ()})
+    replayed: bool = field(default=False, metadata={"client_only": True})
     """The server answered with the report of an earlier call with the same idempotency key
     (``Idempotent-Replayed: true``): this call wrote nothing again."""
 
@@ -465,18 +455,9 @@ class SyncReport:
         """The report of the ``store`` document, when the call touched it."""
         return next((report for report in self.documents if report.store == store), None)
 
-    @classmethod
-    def from_json(cls, data: object) -> SyncReport:
-        fields = _Fields(data, "sync report")
-        return cls(
-            documents=tuple(DocumentReport.from_json(item) for item in fields.array("documents")),
-            retries=fields.opt_number("retries") or 0,
-            warnings=fields.texts("warnings", optional=True),
-        )
-
 
 @dataclass(frozen=True)
-class Purged:
+class Purged(_Wire):
     """What a purge erased."""
 
     path: str
@@ -487,20 +468,9 @@ class Purged:
     tombstone: int | None
     """The number of the tombstone revision left in its history."""
 
-    @classmethod
-    def from_json(cls, data: object) -> Purged:
-        fields = _Fields(data, "purge")
-        return cls(
-            path=fields.text("path"),
-            location=fields.text("location"),
-            bytes=fields.number("bytes"),
-            revisions=fields.number("revisions"),
-            tombstone=fields.opt_number("tombstone"),
-        )
-
 
 @dataclass(frozen=True)
-class SearchResult:
+class SearchResult(_Wire):
     """The entries a search found."""
 
     path: str
@@ -511,23 +481,13 @@ class SearchResult:
     behind: str | None
     """Why the ranking does not cover the whole document, when it does not."""
 
-    @classmethod
-    def from_json(cls, data: object) -> SearchResult:
-        fields = _Fields(data, "search")
-        return cls(
-            path=fields.text("path"),
-            ranked=fields.texts("ranked"),
-            unranked=fields.texts("unranked"),
-            behind=fields.opt_text("behind"),
-        )
-
 
 # ---------------------------------------------------------------------------------------------
 # History
 
 
 @dataclass(frozen=True)
-class Revision:
+class Revision(_Wire):
     """One revision of a document."""
 
     number: int
@@ -555,33 +515,6 @@ class Revision:
     text: str | None
     """The whole text after it, when asked for (``text=True``)."""
 
-    @classmethod
-    def from_json(cls, data: object) -> Revision:
-        return cls(**_revision_fields(_Fields(data, "revision")))
-
-
-def _revision_fields(fields: _Fields) -> dict[str, Any]:
-    return {
-        "number": fields.number("number"),
-        "path": fields.text("path"),
-        "version": fields.text("version"),
-        "version_before": fields.text("version_before"),
-        "time": fields.opt_number("time"),
-        "time_utc": fields.text("time_utc"),
-        "surface": fields.text("surface"),
-        "personality": fields.opt_text("personality"),
-        "user": fields.opt_text("user"),
-        "idempotency_key": fields.opt_text("idempotency_key"),
-        "session": fields.opt_text("session"),
-        "bytes_before": fields.number("bytes_before"),
-        "bytes_after": fields.number("bytes_after"),
-        "sha256_before": fields.text("sha256_before"),
-        "sha256_after": fields.text("sha256_after"),
-        "updates": tuple(update_from_json(item) for item in fields.array("updates")),
-        "tombstone": fields.flag("tombstone"),
-        "text": fields.opt_text("text"),
-    }
-
 
 @dataclass(frozen=True)
 class RevisionItem(Revision):
@@ -591,18 +524,9 @@ class RevisionItem(Revision):
     """The oldest revision kept, older ones pruned: nothing to compare it with."""
     diff: str | None
 
-    @classmethod
-    def from_json(cls, data: object) -> RevisionItem:
-        fields = _Fields(data, "revision")
-        return cls(
-            **_revision_fields(fields),
-            oldest_kept=fields.flag("oldest_kept"),
-            diff=fields.opt_text("diff"),
-        )
-
 
 @dataclass(frozen=True)
-class RevisionsPage:
+class RevisionsPage(_Wire):
     """One page of a document's revisions, newest first."""
 
     path: str
@@ -610,35 +534,17 @@ class RevisionsPage:
     next_before: int | None
     """Pass as ``before`` for the next page; ``None`` on the last."""
 
-    @classmethod
-    def from_json(cls, data: object) -> RevisionsPage:
-        fields = _Fields(data, "revisions page")
-        return cls(
-            path=fields.text("path"),
-            revisions=tuple(RevisionItem.from_json(item) for item in fields.array("revisions")),
-            next_before=fields.opt_number("next_before"),
-        )
-
 
 @dataclass(frozen=True)
-class RevisionDiff:
+class RevisionDiff(_Wire):
     """A unified diff between two states of a document."""
 
-    from_revision: int
+    from_revision: int = field(metadata={"member": "from"})
     """The revision compared from (0: the empty document before the first)."""
-    to_revision: int | None
+    to_revision: int | None = field(metadata={"member": "to"})
     """The revision compared to; ``None`` for the document as it is now."""
     diff: str
     """The ``diff -u`` text, empty when the texts are equal."""
-
-    @classmethod
-    def from_json(cls, data: object) -> RevisionDiff:
-        fields = _Fields(data, "diff")
-        return cls(
-            from_revision=fields.number("from"),
-            to_revision=fields.opt_number("to"),
-            diff=fields.text("diff"),
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,7 +552,7 @@ class RevisionDiff:
 
 
 @dataclass(frozen=True)
-class Identity:
+class Identity(_Wire):
     """A link: a platform account and the user it is."""
 
     identity: str
@@ -655,19 +561,9 @@ class Identity:
     platform_user: str
     user: str
 
-    @classmethod
-    def from_json(cls, data: object) -> Identity:
-        fields = _Fields(data, "identity")
-        return cls(
-            identity=fields.text("identity"),
-            platform=fields.text("platform"),
-            platform_user=fields.text("platform_user"),
-            user=fields.text("user"),
-        )
-
 
 @dataclass(frozen=True)
-class LinkChange:
+class LinkChange(_Wire):
     """What a link or unlink changed."""
 
     identity: str
@@ -678,37 +574,18 @@ class LinkChange:
     user: str | None
     """The user it is linked to now; ``None`` after an unlink."""
 
-    @classmethod
-    def from_json(cls, data: object) -> LinkChange:
-        fields = _Fields(data, "link change")
-        return cls(
-            identity=fields.text("identity"),
-            platform=fields.text("platform"),
-            platform_user=fields.text("platform_user"),
-            previous=fields.opt_text("previous"),
-            user=fields.opt_text("user"),
-        )
-
 
 @dataclass(frozen=True)
-class IdentitiesPage:
+class IdentitiesPage(_Wire):
     """One page of identity links, sorted by platform, then platform user id."""
 
     items: tuple[Identity, ...]
     next_after: str | None
     """Pass as ``after`` for the next page; ``None`` on the last."""
 
-    @classmethod
-    def from_json(cls, data: object) -> IdentitiesPage:
-        fields = _Fields(data, "identities page")
-        return cls(
-            items=tuple(Identity.from_json(item) for item in fields.array("items")),
-            next_after=fields.opt_text("next_after"),
-        )
-
 
 @dataclass(frozen=True)
-class PersonalitiesPage:
+class PersonalitiesPage(_Wire):
     """One page of personalities, sorted by id."""
 
     items: tuple[Personality, ...]
@@ -716,43 +593,21 @@ class PersonalitiesPage:
     """The personality picked first by ``memory mcp`` and the Memory page."""
     next_after: str | None
 
-    @classmethod
-    def from_json(cls, data: object) -> PersonalitiesPage:
-        fields = _Fields(data, "personalities page")
-        return cls(
-            items=tuple(Personality.from_json(item) for item in fields.array("items")),
-            default=fields.opt_text("default"),
-            next_after=fields.opt_text("next_after"),
-        )
-
 
 @dataclass(frozen=True)
-class User:
+class User(_Wire):
     """A user."""
 
     id: str
 
-    @classmethod
-    def from_json(cls, data: object) -> User:
-        return cls(id=_Fields(data, "user").text("id"))
-
 
 @dataclass(frozen=True)
-class UsersPage:
+class UsersPage(_Wire):
     """One page of users, sorted by id."""
 
     items: tuple[User, ...]
     default: str | None
     next_after: str | None
-
-    @classmethod
-    def from_json(cls, data: object) -> UsersPage:
-        fields = _Fields(data, "users page")
-        return cls(
-            items=tuple(User.from_json(item) for item in fields.array("items")),
-            default=fields.opt_text("default"),
-            next_after=fields.opt_text("next_after"),
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,7 +615,7 @@ class UsersPage:
 
 
 @dataclass(frozen=True)
-class ProviderHealth:
+class ProviderHealth(_Wire):
     """One provider's readiness."""
 
     name: str
@@ -769,19 +624,9 @@ class ProviderHealth:
     error: str | None
     """Why not, to a key with the ``metrics`` scope (or on a server without keys)."""
 
-    @classmethod
-    def from_json(cls, data: object) -> ProviderHealth:
-        fields = _Fields(data, "provider health")
-        return cls(
-            name=fields.text("name"),
-            kind=fields.text("kind"),
-            ready=fields.flag("ready"),
-            error=fields.opt_text("error"),
-        )
-
 
 @dataclass(frozen=True)
-class Health:
+class Health(_Wire):
     """Whether the service is up, and each provider with it."""
 
     status: Literal["ok", "degraded"]
@@ -791,17 +636,6 @@ class Health:
     def ok(self) -> bool:
         """Whether every provider answers."""
         return self.status == "ok"
-
-    @classmethod
-    def from_json(cls, data: object) -> Health:
-        fields = _Fields(data, "health")
-        status = fields.text("status")
-        if status not in ("ok", "degraded"):
-            raise ValueError(f"health: unknown status {status!r}")
-        return cls(
-            status="ok" if status == "ok" else "degraded",
-            providers=tuple(ProviderHealth.from_json(item) for item in fields.array("providers")),
-        )
 
 
 def updates_to_json(updates: Sequence[MemoryUpdate | Mapping[str, Any]]) -> list[Any]:
