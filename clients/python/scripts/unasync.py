@@ -5,12 +5,13 @@
     scripts/unasync.py --check   fail, naming them, when a blocking module is not what its
                                  source generates (check.sh runs this)
 
-The blocking code is the asyncio code without ``async`` and ``await``, with each asyncio name
-swapped for its blocking one (``AsyncMemoryClient`` -> ``MemoryClient``, ``aclose`` ->
-``close``, ``asyncio.sleep`` -> ``time.sleep``, ...) and the few phrases of its docstrings that
-name the flavour swapped too (``PHRASES``). Then ruff sorts its imports and formats it, so it
-reads as if written by hand. The same idea as httpcore's ``unasync.py``: a source written once,
-and a mechanical rewrite whose rules fit on one screen.
+The blocking code is the asyncio code without ``async``, ``await`` and ``Awaitable[...]``, with
+each asyncio name swapped for its blocking one (``AsyncMemoryClient`` -> ``MemoryClient``,
+``aclose`` -> ``close``, ``asyncio.sleep`` -> ``time.sleep``, ...) and the few phrases of its
+docstrings that name the flavour swapped too (``PHRASES``). Then ruff drops the imports it no
+longer uses, sorts the rest and formats it, so it reads as if written by hand. The same idea
+as httpcore's ``unasync.py``: a source written once, and a mechanical rewrite whose rules fit
+on one screen.
 """
 
 from __future__ import annotations
@@ -63,13 +64,25 @@ def blocking(source: str) -> str:
         text = text.replace(old, new)
     for pattern, replacement in CODE:
         text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
+    return _unwrap(text, "Awaitable[")
+
+
+def _unwrap(text: str, opening: str) -> str:
+    """``text`` with each ``Awaitable[X]`` (``opening`` and its closing bracket) made ``X``:
+    brackets nest, so a regular expression cannot find the closing one."""
+    while (start := text.find(opening)) != -1:
+        depth, end = 1, start + len(opening)
+        while depth:
+            depth += {"[": 1, "]": -1}.get(text[end], 0)
+            end += 1
+        text = text[:start] + text[start + len(opening) : end - 1] + text[end:]
     return text
 
 
 def ruff(text: str, path: Path) -> str:
-    """``text`` with its imports sorted and formatted by the venv's ruff, as check.sh checks
-    them (the settings are pyproject.toml's)."""
-    for command in (["check", "--select", "I", "--fix", "--quiet"], ["format"]):
+    """``text`` with its unused imports dropped, the rest sorted, and formatted, by the venv's
+    ruff as check.sh checks them (the settings are pyproject.toml's)."""
+    for command in (["check", "--select", "I,F401", "--fix", "--quiet"], ["format"]):
         text = subprocess.run(
             [sys.executable, "-m", "ruff", *command, "--stdin-filename", str(path), "-"],
             input=text,

@@ -9,9 +9,9 @@ again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -51,6 +51,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_Item = TypeVar("_Item")
+_Item_co = TypeVar("_Item_co", covariant=True)
 UpdateLike = MemoryUpdate | Mapping[str, Any]
 
 
@@ -345,14 +347,8 @@ class AsyncIdentities:
     async def iterate(self, *, limit: int | None = None) -> AsyncIterator[Identity]:
         """Every link, fetching pages (of ``limit``, the
         API's page size; the server's default when ``None``) as it goes."""
-        after: str | None = None
-        while True:
-            page = await self.list(limit=limit, after=after)
-            for identity in page.items:
-                yield identity
-            if page.next_after is None:
-                return
-            after = page.next_after
+        async for identity in _every(lambda after: self.list(limit=limit, after=after)):
+            yield identity
 
 
 class AsyncDirectory:
@@ -372,14 +368,8 @@ class AsyncDirectory:
     ) -> AsyncIterator[Personality]:
         """Every personality, fetching pages (of ``limit``, the
         API's page size; the server's default when ``None``) as it goes."""
-        after: str | None = None
-        while True:
-            page = await self.personalities(limit=limit, after=after)
-            for personality in page.items:
-                yield personality
-            if page.next_after is None:
-                return
-            after = page.next_after
+        async for personality in _every(lambda after: self.personalities(limit=limit, after=after)):
+            yield personality
 
     async def users(self, *, limit: int | None = None, after: str | None = None) -> UsersPage:
         """One page of users; pass ``page.next_after`` as ``after`` for the next."""
@@ -388,11 +378,27 @@ class AsyncDirectory:
     async def iterate_users(self, *, limit: int | None = None) -> AsyncIterator[User]:
         """Every user, fetching pages (of ``limit``, the
         API's page size; the server's default when ``None``) as it goes."""
-        after: str | None = None
-        while True:
-            page = await self.users(limit=limit, after=after)
-            for user in page.items:
-                yield user
-            if page.next_after is None:
-                return
-            after = page.next_after
+        async for user in _every(lambda after: self.users(limit=limit, after=after)):
+            yield user
+
+
+class _Listing(Protocol[_Item_co]):
+    """A page of a listing walked by ``after``: its items, and where the next page starts."""
+
+    @property
+    def items(self) -> tuple[_Item_co, ...]: ...
+
+    @property
+    def next_after(self) -> str | None: ...
+
+
+async def _every(page: Callable[[str | None], Awaitable[_Listing[_Item]]]) -> AsyncIterator[_Item]:
+    """Every item of a listing, fetching its pages (``page(after)``) as it goes."""
+    after: str | None = None
+    while True:
+        listing = await page(after)
+        for item in listing.items:
+            yield item
+        if listing.next_after is None:
+            return
+        after = listing.next_after

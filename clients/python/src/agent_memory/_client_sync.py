@@ -10,9 +10,9 @@ again.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_Item = TypeVar("_Item")
+_Item_co = TypeVar("_Item_co", covariant=True)
 UpdateLike = MemoryUpdate | Mapping[str, Any]
 
 
@@ -341,13 +343,7 @@ class Identities:
     def iterate(self, *, limit: int | None = None) -> Iterator[Identity]:
         """Every link, fetching pages (of ``limit``, the
         API's page size; the server's default when ``None``) as it goes."""
-        after: str | None = None
-        while True:
-            page = self.list(limit=limit, after=after)
-            yield from page.items
-            if page.next_after is None:
-                return
-            after = page.next_after
+        yield from _every(lambda after: self.list(limit=limit, after=after))
 
 
 class Directory:
@@ -365,13 +361,7 @@ class Directory:
     def iterate_personalities(self, *, limit: int | None = None) -> Iterator[Personality]:
         """Every personality, fetching pages (of ``limit``, the
         API's page size; the server's default when ``None``) as it goes."""
-        after: str | None = None
-        while True:
-            page = self.personalities(limit=limit, after=after)
-            yield from page.items
-            if page.next_after is None:
-                return
-            after = page.next_after
+        yield from _every(lambda after: self.personalities(limit=limit, after=after))
 
     def users(self, *, limit: int | None = None, after: str | None = None) -> UsersPage:
         """One page of users; pass ``page.next_after`` as ``after`` for the next."""
@@ -380,10 +370,25 @@ class Directory:
     def iterate_users(self, *, limit: int | None = None) -> Iterator[User]:
         """Every user, fetching pages (of ``limit``, the
         API's page size; the server's default when ``None``) as it goes."""
-        after: str | None = None
-        while True:
-            page = self.users(limit=limit, after=after)
-            yield from page.items
-            if page.next_after is None:
-                return
-            after = page.next_after
+        yield from _every(lambda after: self.users(limit=limit, after=after))
+
+
+class _Listing(Protocol[_Item_co]):
+    """A page of a listing walked by ``after``: its items, and where the next page starts."""
+
+    @property
+    def items(self) -> tuple[_Item_co, ...]: ...
+
+    @property
+    def next_after(self) -> str | None: ...
+
+
+def _every(page: Callable[[str | None], _Listing[_Item]]) -> Iterator[_Item]:
+    """Every item of a listing, fetching its pages (``page(after)``) as it goes."""
+    after: str | None = None
+    while True:
+        listing = page(after)
+        yield from listing.items
+        if listing.next_after is None:
+            return
+        after = listing.next_after
