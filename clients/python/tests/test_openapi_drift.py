@@ -275,8 +275,8 @@ def misfits(
     return found
 
 
-# The client's operations: every function of _core that returns a Call, made with arguments
-# named as its parameters are.
+# The client's operations: every public function of _core that returns a Call, made with
+# arguments named as its parameters are.
 
 DOCUMENT_PATHS = (
     models.GLOBAL_MEMORY,
@@ -330,7 +330,7 @@ def operations() -> Iterator[tuple[str, type[Any], bool, _core.Call[Any]]]:
     function's name, what it reads, whether every option was given, and the call it makes."""
     for name, function in inspect.getmembers(_core, inspect.isfunction):
         hints = typing.get_type_hints(function)
-        if typing.get_origin(hints.get("return")) is not _core.Call:
+        if name.startswith("_") or typing.get_origin(hints.get("return")) is not _core.Call:
             continue
         [reads] = typing.get_args(hints["return"])
         parameters = [p for p in inspect.signature(function).parameters if p in hints]

@@ -547,30 +547,20 @@ def unlink_identity(
 
 
 def list_identities(limit: int | None, after: str | None) -> Call[IdentitiesPage]:
-    return Call(
-        "GET",
-        "/v1/identities",
-        _reads(IdentitiesPage),
-        params=_params(limit=limit, after=after),
-    )
+    return _listing("/v1/identities", IdentitiesPage, limit, after)
 
 
 def list_personalities(limit: int | None, after: str | None) -> Call[PersonalitiesPage]:
-    return Call(
-        "GET",
-        "/v1/personalities",
-        _reads(PersonalitiesPage),
-        params=_params(limit=limit, after=after),
-    )
+    return _listing("/v1/personalities", PersonalitiesPage, limit, after)
 
 
 def list_users(limit: int | None, after: str | None) -> Call[UsersPage]:
-    return Call(
-        "GET",
-        "/v1/users",
-        _reads(UsersPage),
-        params=_params(limit=limit, after=after),
-    )
+    return _listing("/v1/users", UsersPage, limit, after)
+
+
+def _listing(route: str, page: type[_WireT], limit: int | None, after: str | None) -> Call[_WireT]:
+    """One page of a listing walked by ``after``."""
+    return Call("GET", route, _reads(page), params=_params(limit=limit, after=after))
 
 
 def health() -> Call[Health]:
