@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Python client's locked dev dependencies and the package itself (editable) into a
 # venv, and prints the venv's directory as the last line of stdout. Idempotent: the venv is made
-# afresh only when requirements-dev.lock, pyproject.toml or the Python version change (a stamp
-# with their hashes, written after a successful install); otherwise it is used as is and
-# nothing is fetched. Every dependency comes from PyPI, pinned with hashes. check.sh runs it
+# afresh only when requirements-dev.lock, pyproject.toml, the Python version or the checkout
+# change (a stamp with their hashes and the checkout's path, written after a successful
+# install); otherwise it is used as is and nothing is fetched. The path is in the stamp because
+# the package is installed editable: a venv made by another checkout would test that one's code. Every dependency comes from PyPI, pinned with hashes. check.sh runs it
 # first; scripts/test runs it early, in the background, so the download overlaps the build.
 #
 #   MEMORY_PYTHON_CLIENT_VENV  the venv (default ~/.cache/agent-memory/venv-python-client)
@@ -26,8 +27,8 @@ stamp="$venv/.agent-memory-stamp"
 want_stamp() {
   local pyver
   pyver="$("$venv/bin/python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')" || return 1
-  printf '%s %s python-%s\n' "$(sha256sum "$lock" | cut -d' ' -f1)" \
-    "$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)" "$pyver"
+  printf '%s %s python-%s %s\n' "$(sha256sum "$lock" | cut -d' ' -f1)" \
+    "$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)" "$pyver" "$here"
 }
 
 if [[ -x "$venv/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$(want_stamp 2>/dev/null)" ]] \
