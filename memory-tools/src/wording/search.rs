@@ -1,0 +1,45 @@
+//! What `memory_search` says.
+
+use memory_core::Recalled;
+
+use super::names::entries;
+
+/// `memory_search` where the provider cannot recall.
+pub(crate) const CANNOT_SEARCH: &str = "This memory cannot search.";
+
+/// `memory_search` with a blank query.
+pub(crate) const BLANK_QUERY: &str = "Invalid arguments for memory_search: the query is blank.";
+
+/// What a search for `query` found: the ranked entries, best first, and when the index is
+/// behind, the entries it has not indexed yet.
+pub(crate) fn found(query: &str, found: &Recalled) -> String {
+    let listed: Vec<String> = found
+        .ranked
+        .iter()
+        .enumerate()
+        .map(|(rank, entry)| format!("[{}] {}", rank + 1, entry.trim()))
+        .collect();
+    let mut text = match (listed.is_empty(), &found.behind) {
+        (true, None) => return format!("No entry of MEMORY.md matches {query:?}."),
+        (true, Some(_)) => format!("No indexed entry of MEMORY.md matches {query:?}."),
+        (false, _) => format!(
+            "{} of MEMORY.md for {query:?}, best first:\n\n{}",
+            entries(listed.len()),
+            listed.join("\n\n")
+        ),
+    };
+    if let Some(behind) = &found.behind {
+        let unranked: Vec<String> = found
+            .unranked
+            .iter()
+            .map(|entry| format!("[-] {}", entry.trim()))
+            .collect();
+        text.push_str(&format!(
+            "\n\n(The search index is behind MEMORY.md: {behind}. {} it has not indexed \
+             yet, unranked, in file order:)\n\n{}",
+            entries(unranked.len()),
+            unranked.join("\n\n")
+        ));
+    }
+    text
+}
