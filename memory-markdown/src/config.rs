@@ -7,8 +7,8 @@ use memory_core::raw::{BackendConfig, Opened, ResolveFields};
 use memory_core::{MemoryError, PersonalityId, Retention, UserId};
 use serde::Deserialize;
 
-use crate::MarkdownProvider;
-use crate::layout::{Layout, login_user, workspace_personality};
+use crate::layout::{Layout, METIS_DIR, login_user, workspace_personality};
+use crate::provider::MarkdownProvider;
 
 /// `kind = "markdown"`: the files under `root`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -89,7 +89,7 @@ impl BackendConfig for MarkdownConfig {
     fn default_index_dir(&self) -> Option<PathBuf> {
         Some(match self.layout {
             LayoutName::Ethos => self.root.join(".recall-index"),
-            LayoutName::Metis => self.root.join(crate::METIS_DIR).join("recall-index"),
+            LayoutName::Metis => self.root.join(METIS_DIR).join("recall-index"),
         })
     }
 

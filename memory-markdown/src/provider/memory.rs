@@ -1,0 +1,108 @@
+//! The `MemoryProvider` impl: each call the `store` (or `files`) function that does it, run off
+//! the async worker threads.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::raw::{Receipts, plan_sync};
+use memory_core::{
+    Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
+    Prefetch, Purged, Revision, Store, Subscription, Surface, SyncReport,
+};
+
+use super::{MarkdownProvider, blocking};
+use crate::{files, store};
+
+#[async_trait]
+impl MemoryProvider for MarkdownProvider {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
+        // No lock: writes are atomic renames, so each read sees one whole version.
+        let tree = self.tree.clone();
+        let ids = (ctx.document(Store::Memory), ctx.document(Store::User));
+        let (memory, user, unread) = blocking(move || {
+            let documents = (files::read(&tree, ids.0)?, files::read(&tree, ids.1)?);
+            Ok((documents.0, documents.1, tree.unread_root_user()))
+        })
+        .await?;
+        let mut seen = Prefetch::from_documents(ctx, &memory, &user);
+        if let Some(path) = unread {
+            seen.warnings.push(format!(
+                "{} is not read: a USER.md at the root is Ethos's first layout (~/.ethos/USER.md), and this one keeps each user's profile in users/<id>/USER.md; move it there with `memory migrate --root-user <id>`",
+                path.display()
+            ));
+        }
+        Ok(seen)
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<SyncReport, MemoryError> {
+        let batches = plan_sync(ctx, updates, if_match)?;
+        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
+        let _my_turn = self.local_queues.turn(&ids).await;
+        let (tree, lock_timeout, retention) =
+            (self.tree.clone(), self.lock_timeout, self.retention);
+        // Published from the blocking task, under the locks, so that a write that lands is
+        // announced even if the caller stops waiting for it.
+        let (events, known_tips) = (self.events.clone(), self.known_tips.clone());
+        blocking(move || {
+            store::sync(
+                &tree,
+                &batches,
+                lock_timeout,
+                retention,
+                &events,
+                &known_tips,
+            )
+        })
+        .await
+    }
+
+    async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
+        let (tree, document) = (self.tree.clone(), document.clone());
+        blocking(move || files::read(&tree, document)).await
+    }
+
+    /// Read without the lock: a receipt its writer has not settled yet is judged against the
+    /// document as read, as the next writer will judge it.
+    async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
+        let (tree, document) = (self.tree.clone(), document.clone());
+        blocking(move || store::read_receipts(&tree, document)).await
+    }
+
+    async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        let tree = self.tree.clone();
+        blocking(move || files::list(&tree)).await
+    }
+
+    /// Read without the lock, like documents, unless writes keep changing the document while it
+    /// is read: see the journal in the crate's README.
+    async fn history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        let (tree, document) = (self.tree.clone(), document.clone());
+        let (retention, lock_timeout) = (self.retention, self.lock_timeout);
+        blocking(move || store::history(&tree, document, retention, limit, lock_timeout)).await
+    }
+
+    /// Under the document's lock, so no write lands between the erasing and the tombstone.
+    async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        let (tree, document) = (self.tree.clone(), document.clone());
+        let (retention, lock_timeout) = (self.retention, self.lock_timeout);
+        blocking(move || store::purge(&tree, &document, retention, surface, lock_timeout)).await
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.events.subscribe()
+    }
+
+    /// The lock timeout: the only wait a call makes that is not the disk's.
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.lock_timeout)
+    }
+}
