@@ -1,21 +1,13 @@
-//! The top layer: what the provider's calls do with a document's files, under its lock or
-//! without it. A write (`sync`) reads the document, settles its receipts, finds its journal's
-//! tip, and records revisions and receipts before it replaces the text; `history` reads the
-//! document and its journal so the two match; `purge` erases them all and leaves the tombstone.
-//! Built on the middle layer (`journal`, `receipts`) and the bottom (`files`); only the
-//! provider (the crate root) calls it.
+//! A write (`sync`): lock every touched document, re-read them all under the locks, settle
+//! their receipts, find their journals' tips, plan every batch, and only then record the
+//! revisions and receipts and replace the texts.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use memory_core::raw::{
-    DocumentBatch, EventBus, Planned, Receipts, RevisionTip, history_view, kept_revisions,
-    sha256_hex,
-};
-use memory_core::{
-    Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, SyncReport, Version,
-};
+use memory_core::raw::{DocumentBatch, EventBus, Planned, sha256_hex};
+use memory_core::{DocumentId, MemoryError, Retention, SyncReport, Version};
 
 use crate::journal::{self, Journal, KnownTips};
 use crate::layout::Tree;
@@ -157,186 +149,10 @@ fn after_landed(err: MemoryError, report: &SyncReport) -> MemoryError {
     }
 }
 
-/// The receipts of `document` in `tree`, each settled against the document as read now,
-/// as the next writer will settle it. Without the lock.
-pub(crate) fn read_receipts(tree: &Tree, document: DocumentId) -> Result<Receipts, MemoryError> {
-    let path = tree.file(&document)?;
-    let mut log = receipts::read(&path)?;
-    log.settle(&files::read_at(path, document)?.version);
-    Ok(log)
-}
-
-/// The history of `id` in `tree` as `MemoryProvider::history` gives it: the revisions
-/// `retention` keeps, newest first, at most `limit`, headed by an unrecorded hand edit.
-///
-/// Without the lock while it can: the journal is only appended to and replaced by rename, and
-/// a torn last line is left out. The document is read first, then the journal; if the document
-/// changed meanwhile, both are read again, so the two match: the journal then holds at most one
-/// revision past the document (a write between its append and its rename), which is hidden as
-/// the next writer would cut it off. A document rewritten faster than it can be read that way
-/// is read under its lock, waiting at most `lock_timeout`: a history that mixes two moments
-/// would show a hand edit nobody made.
-pub(crate) fn history(
-    tree: &Tree,
-    id: DocumentId,
-    retention: Retention,
-    limit: usize,
-    lock_timeout: Duration,
-) -> Result<Vec<Revision>, MemoryError> {
-    let document = tree.file(&id)?;
-    let now = journal::now();
-    if !retention.is_on() {
-        // History off: nothing is recorded, whatever an earlier configuration left.
-        let current = files::read_at(document, id)?;
-        return Ok(history_view(
-            Vec::new(),
-            &journal::empty_tip(),
-            &current,
-            limit,
-            now,
-            &retention,
-        ));
-    }
-    let (current, landed) = read_consistently(
-        || files::stamp(&document),
-        || {
-            let current = files::read_at(document.clone(), id.clone())?;
-            let landed = journal::read_landed(&document, &id, &current)?;
-            Ok((current, landed))
-        },
-        || {
-            files::lock(&document, lock_timeout, |attempts| {
-                files::contention(&id, attempts)
-            })
-        },
-    )?;
-    let tip = landed
-        .last()
-        .map_or_else(journal::empty_tip, RevisionTip::of);
-    let location = journal::path(&document).display().to_string();
-    let mut kept = kept_revisions(
-        landed.into_iter().rev().collect(),
-        tip.number,
-        now,
-        &retention,
-        &location,
-    )?;
-    kept.truncate(limit);
-    Ok(history_view(kept, &tip, &current, limit, now, &retention))
-}
-
-/// What `read` gives while the file's `stamp` stays the same from before it to after it, so
-/// everything it read belongs to one version of the file; after [`OPTIMISTIC_READS`] readings
-/// that each saw the file change, it reads once more holding the `lock` (which every writer
-/// takes), released when the reading is done.
-fn read_consistently<Stamp: PartialEq, Reading, Lock>(
-    mut stamp: impl FnMut() -> Result<Stamp, MemoryError>,
-    mut read: impl FnMut() -> Result<Reading, MemoryError>,
-    lock: impl FnOnce() -> Result<Lock, MemoryError>,
-) -> Result<Reading, MemoryError> {
-    for _ in 0..OPTIMISTIC_READS {
-        let before = stamp()?;
-        let reading = read()?;
-        if stamp()? == before {
-            return Ok(reading);
-        }
-    }
-    let _lock = lock()?;
-    read()
-}
-
-/// How many times a reader without the lock reads a document that changes while it is read
-/// before it takes the lock: a few, so a reader waits for writers only when they outpace it.
-const OPTIMISTIC_READS: usize = 3;
-
-/// Erases the document `id` in `tree`: its file, its receipts, its journal and the
-/// temporary files writers killed mid-write left (each a copy of old text). With history on
-/// and something erased, the journal then holds only the tombstone, so numbers go on from it.
-/// The lock file stays: another writer may be waiting on it.
-pub(crate) fn purge(
-    tree: &Tree,
-    id: &DocumentId,
-    retention: Retention,
-    surface: Surface,
-    lock_timeout: Duration,
-) -> Result<Purged, MemoryError> {
-    let document = tree.file(id)?;
-    let mut purged = Purged {
-        document: id.clone(),
-        location: document.display().to_string(),
-        bytes: 0,
-        revisions: 0,
-        tombstone: None,
-    };
-    let dir = files::split(&document).0.to_path_buf();
-    // No directory, nothing to erase: taking the lock would create one.
-    if !dir.is_dir() {
-        return Ok(purged);
-    }
-    files::refuse_case_twin(tree, id)?;
-    let _lock = files::lock(&document, lock_timeout, |attempts| {
-        files::contention(id, attempts)
-    })?;
-
-    // Bytes that are not UTF-8 are erased too: forgetting must not depend on them being ours.
-    let stored = files::read_bytes(&document)?;
-    let text = stored
-        .as_ref()
-        .map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned())
-        .unwrap_or_default();
-    let current = Document {
-        id: id.clone(),
-        version: Version::new(sha256_hex(&text)),
-        text,
-        location: purged.location.clone(),
-        modified: stored.as_ref().map(|(_, modified)| *modified),
-    };
-    // Read whole before anything is erased: a journal that is not ours stops the purge here.
-    let landed = journal::read_landed(&document, id, &current)?;
-    let now = journal::now();
-    let tip = landed
-        .last()
-        .map_or_else(journal::empty_tip, RevisionTip::of);
-    purged.revisions =
-        retention.count_kept(landed.iter().map(|r| (r.number, r.time)), tip.number, now);
-    purged.bytes = stored.as_ref().map_or(0, |(bytes, _)| bytes.len());
-    purged.tombstone = retention
-        .leaves_tombstone(stored.is_some(), landed.len())
-        .then(|| {
-            // A hand edit that `history` showed under the next number keeps it: the tombstone
-            // comes after it.
-            let tip = tip
-                .unrecorded(&current, now)
-                .map_or(tip, |external| RevisionTip::of(&external));
-            Revision::tombstone(id, &tip, journal::never_written(), surface, now)
-        });
-
-    // The document first: if the purge stops part way, what is left is history, which a
-    // second purge erases, not the document itself.
-    files::erase(&document)?;
-    files::erase(&receipts::path(&document))?;
-    let journal = journal::path(&document);
-    match &purged.tombstone {
-        Some(tombstone) => {
-            files::replace(
-                &journal,
-                &journal::lines(&journal, std::slice::from_ref(tombstone))?,
-            )?;
-            journal::remove_older(&document)?;
-        }
-        None => journal::remove_journal(&document)?,
-    }
-    for file in [&document, &journal] {
-        let (dir, name) = files::split(file);
-        files::remove_stale_temps(dir, &name)?;
-    }
-    files::sync_dir(&dir).map_err(|err| files::io_error(&dir, err))?;
-    Ok(purged)
-}
-
 #[cfg(test)]
 mod tests {
     use std::io;
+    use std::time::Duration;
 
     use memory_core::{
         IdempotencyKey, IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Store,
@@ -344,7 +160,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::MarkdownProvider;
+    use crate::provider::MarkdownProvider;
 
     const WAIT: Duration = Duration::from_secs(30);
 
@@ -362,7 +178,7 @@ mod tests {
         let batches = plan_sync(&ctx, &updates, &IfMatch::NONE).unwrap();
         let tree = Tree {
             root: dir.path().to_path_buf(),
-            layout: crate::Layout::Ethos,
+            layout: crate::layout::Layout::Ethos,
         };
         let report = sync(
             &tree,
@@ -388,62 +204,6 @@ mod tests {
 
         let nothing_landed = after_landed(cause(), &SyncReport::default());
         assert!(matches!(nothing_landed, MemoryError::Unavailable { .. }));
-    }
-
-    /// A reading during which the file stayed the same is taken without the lock, on the
-    /// first try or a later one.
-    #[test]
-    fn a_reading_of_one_version_takes_no_lock() {
-        use std::cell::Cell;
-        for changes in 0..OPTIMISTIC_READS {
-            // The file changes during the first `changes` readings, then holds still.
-            let (stamps, reads) = (Cell::new(0), Cell::new(0));
-            let stamp = || {
-                stamps.set(stamps.get() + 1);
-                Ok(stamps.get().min(2 * changes + 1) / 2)
-            };
-            let read = || {
-                reads.set(reads.get() + 1);
-                Ok(reads.get())
-            };
-            let lock = || -> Result<(), MemoryError> { panic!("the lock was taken") };
-            assert_eq!(read_consistently(stamp, read, lock).unwrap(), changes + 1);
-        }
-    }
-
-    /// A file that changes during every reading is read once more, under the lock, and that
-    /// reading is the one given; a lock not had in time is the error.
-    #[test]
-    fn a_file_changing_during_every_reading_is_read_under_the_lock() {
-        use std::cell::Cell;
-        let (stamps, reads, locked) = (Cell::new(0), Cell::new(0), Cell::new(false));
-        let stamp = || {
-            stamps.set(stamps.get() + 1);
-            Ok(stamps.get())
-        };
-        let read = || {
-            reads.set(reads.get() + 1);
-            Ok((reads.get(), locked.get()))
-        };
-        let lock = || {
-            locked.set(true);
-            Ok(())
-        };
-        let reading = read_consistently(stamp, read, lock).unwrap();
-        assert_eq!(reading, (OPTIMISTIC_READS + 1, true));
-
-        let busy = read_consistently(
-            || Ok(reads.replace(reads.get() + 1)),
-            || Ok(()),
-            || -> Result<(), MemoryError> {
-                let document = DocumentId::user(&UserId::new("u1").unwrap());
-                Err(files::contention(&document, 7))
-            },
-        );
-        assert!(matches!(
-            busy,
-            Err(MemoryError::Contention { attempts: 7, .. })
-        ));
     }
 
     fn keyed(key: &str) -> MemoryContext {
