@@ -10,8 +10,8 @@
  * @module
  */
 
-import { MemoryClient, globalMemory, personalityMemory, userProfile } from './client.js';
-import type { DocumentRef, MemoryClientOptions } from './client.js';
+import { MemoryClient, type MemoryClientOptions } from './client.js';
+import { globalMemory, personalityMemory, userProfile, type DocumentRef } from './core/paths.js';
 import { InvalidInputError, NotFoundError, invalidInput } from './errors.js';
 import type {
   DocumentView,

@@ -12,28 +12,34 @@
 
 export {
   MemoryClient,
+  type MemoryClientOptions,
+  type SyncArgs,
+  type PrefetchArgs,
+  type SearchArgs,
+} from './client.js';
+export {
   Documents,
   History,
   Identities,
   Directory,
+  type ReplaceOptions,
+  type RevisionsOptions,
+} from './resources/index.js';
+export {
   documentPath,
   globalMemory,
   personalityMemory,
   userProfile,
-  type MemoryClientOptions,
-  type CallOptions,
+  type DocumentRef,
+} from './core/paths.js';
+export { type CallOptions } from './core/arguments.js';
+export {
   type WriteOptions,
   type WriteMeta,
   type WriteResult,
-  type DocumentRef,
-  type SyncArgs,
-  type PrefetchArgs,
-  type SearchArgs,
   type DocumentWriteOptions,
-  type ReplaceOptions,
-  type RevisionsOptions,
-  type PageOptions,
-} from './client.js';
+} from './core/writes.js';
+export { type PageOptions } from './core/pagination.js';
 export {
   MemoryError,
   InvalidInputError,

@@ -1,0 +1,137 @@
+/**
+ * {@link History}: a document's revisions (list, read one, diff, revert).
+ *
+ * @module
+ */
+
+import { invalidInput } from '../errors.js';
+import type { Transport } from '../transport.js';
+import type {
+  DocumentReport,
+  RevisionDiff,
+  RevisionEntry,
+  RevisionItem,
+  RevisionsPage,
+} from '../types.js';
+import { optionsObject, type CallOptions } from '../core/arguments.js';
+import { documentPath, type DocumentRef } from '../core/paths.js';
+import {
+  quoteTag,
+  sessionFields,
+  write,
+  type DocumentWriteOptions,
+  type WriteResult,
+} from '../core/writes.js';
+
+/** Options of a page of revisions. */
+export interface RevisionsOptions extends CallOptions {
+  /** Revisions per page (the service's default when unset). */
+  limit?: number | undefined;
+  /** Only revisions numbered below this (the previous page's `next_before`). */
+  before?: number | undefined;
+  /** Include each revision's whole text after it. */
+  text?: boolean | undefined;
+  /** Include each revision's change as a unified diff. */
+  diff?: boolean | undefined;
+}
+
+/** A document's revisions. */
+export class History {
+  constructor(private readonly transport: Transport) {}
+
+  /** One page of revisions, newest first; pass `next_before` as `before` for the next. */
+  async list(ref: DocumentRef, maybeOptions: RevisionsOptions = {}): Promise<RevisionsPage> {
+    const options = optionsObject(maybeOptions, 'history.list');
+    const response = await this.transport.request<RevisionsPage>({
+      method: 'GET',
+      path: `${documentPath(ref)}/revisions`,
+      query: {
+        limit: options.limit,
+        before: options.before,
+        text: options.text,
+        diff: options.diff,
+      },
+      signal: options.signal,
+    });
+    return response.body;
+  }
+
+  /** Every kept revision, newest first, fetching pages of `limit` as it goes. */
+  async *iterate(
+    ref: DocumentRef,
+    maybeOptions: RevisionsOptions = {},
+  ): AsyncGenerator<RevisionItem> {
+    const options = optionsObject(maybeOptions, 'history.iterate');
+    let before = options.before;
+    for (;;) {
+      const page = await this.list(ref, { ...options, before });
+      yield* page.revisions;
+      if (page.next_before === undefined || page.next_before === null) return;
+      before = page.next_before;
+    }
+  }
+
+  /** One revision; {@link NotFoundError} when it is not kept. */
+  async get(
+    ref: DocumentRef,
+    revision: number,
+    maybeOptions: CallOptions = {},
+  ): Promise<RevisionEntry> {
+    const options = optionsObject(maybeOptions, 'history.get');
+    if (!Number.isInteger(revision) || revision < 0) {
+      throw invalidInput(
+        `history.get: revision must be a revision number, got ${String(revision)}`,
+      );
+    }
+    const response = await this.transport.request<RevisionEntry>({
+      method: 'GET',
+      path: `${documentPath(ref)}/revisions/${encodeURIComponent(String(revision))}`,
+      signal: options.signal,
+    });
+    return response.body;
+  }
+
+  /**
+   * The unified diff between two states: `from` (default: the revision before `to`; 0 is the
+   * empty document) and `to` (default: the document now).
+   */
+  async diff(
+    ref: DocumentRef,
+    range: { from?: number | undefined; to?: number | undefined } = {},
+    maybeOptions: CallOptions = {},
+  ): Promise<RevisionDiff> {
+    const options = optionsObject(maybeOptions, 'history.diff');
+    const response = await this.transport.request<RevisionDiff>({
+      method: 'GET',
+      path: `${documentPath(ref)}/diff`,
+      query: { from: range.from, to: range.to },
+      signal: options.signal,
+    });
+    return response.body;
+  }
+
+  /** Put the document back to a revision's text: a new revision, guarded by `ifMatch`. */
+  async revert(
+    ref: DocumentRef,
+    revision: number,
+    maybeOptions: DocumentWriteOptions = {},
+  ): Promise<WriteResult<DocumentReport>> {
+    const options = optionsObject(maybeOptions, 'history.revert');
+    if (!Number.isInteger(revision) || revision < 0) {
+      throw invalidInput(
+        `history.revert: revision must be a revision number, got ${String(revision)}`,
+      );
+    }
+    return write<DocumentReport>(this.transport, {
+      method: 'POST',
+      path: `${documentPath(ref)}/revert`,
+      headers:
+        options.ifMatch === undefined
+          ? {}
+          : { 'if-match': quoteTag(options.ifMatch, 'history.revert', 'ifMatch') },
+      body: { number: revision, ...sessionFields(options) },
+      idempotencyKey: options.idempotencyKey,
+      signal: options.signal,
+    });
+  }
+}

@@ -1,0 +1,11 @@
+/**
+ * The resources a {@link MemoryClient} composes, one a file: `documents`, `history`,
+ * `identities` and `directory`.
+ *
+ * @module
+ */
+
+export { Documents, type ReplaceOptions } from './documents.js';
+export { History, type RevisionsOptions } from './history.js';
+export { Identities } from './identities.js';
+export { Directory } from './directory.js';
