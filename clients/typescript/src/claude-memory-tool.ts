@@ -8,6 +8,12 @@
  * every personality). Every write is one `POST /v1/sync` guarded by the version this backend
  * last viewed, keyed on the `tool_use` id so a resent call lands once.
  *
+ * The backend ({@link AgentMemoryToolBackend}, here) runs the commands and keeps what the model
+ * viewed; its rooms are under `claude-memory-tool/`: `input` checks the model's input, `paths`
+ * maps `/memories` onto the two stores, `edits` works out the text a command leaves, `render`
+ * is what a view shows, `refusals` what a failed write tells the model (or throws on), and
+ * `error` the {@link MemoryToolError} they throw.
+ *
  * @module
  */
 
@@ -29,16 +35,28 @@ import type {
 } from '@anthropic-ai/sdk/resources/beta';
 
 import { MemoryClient, type MemoryClientOptions } from './client.js';
-import { InvalidInputError, MemoryError, PreconditionFailedError, RefusedError } from './errors.js';
-import type { MemoryUpdate, ProblemCode, Store, Version, WriteSurface } from './types.js';
+import { isIdempotencyKey } from './core/writes.js';
+import type { MemoryUpdate, Store, Version, WriteSurface } from './types.js';
+import {
+  inserted,
+  occurrenceLines,
+  replaced,
+  replacedFirst,
+  sha256Hex,
+} from './claude-memory-tool/edits.js';
+import { MemoryToolError } from './claude-memory-tool/error.js';
+import { checkViewRange, parseCommand } from './claude-memory-tool/input.js';
+import { FILES, ROOT, describeFiles, fileOnly, resolvePath } from './claude-memory-tool/paths.js';
+import {
+  changedSinceViewed,
+  codeOf,
+  isStale,
+  toolError,
+  unmatched,
+} from './claude-memory-tool/refusals.js';
+import { renderDirectory, renderEdited, renderFile } from './claude-memory-tool/render.js';
 
-/** The error a command ends in: its message is the tool result text the model reads. */
-export class MemoryToolError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'MemoryToolError';
-  }
-}
+export { MemoryToolError };
 
 /** Options of {@link AgentMemoryToolBackend}. */
 export interface AgentMemoryToolOptions {
@@ -63,11 +81,6 @@ interface Viewed {
   /** The text at `version`, when known (after a write it is recomputed and checked). */
   text: string | undefined;
 }
-
-const ROOT = '/memories';
-const FILES: Record<Store, string> = { memory: `${ROOT}/MEMORY.md`, user: `${ROOT}/USER.md` };
-// The reference implementation's format: six-wide right-aligned line numbers, then a tab.
-const LINE_NUMBER_WIDTH = 6;
 
 /**
  * Claude's memory tool over the agent-memory service, for one conversation (a personality and
@@ -204,40 +217,21 @@ export class AgentMemoryToolBackend {
 
   /** `view`: the directory listing, or a file with line numbers. */
   async view(command: BetaMemoryTool20250818ViewCommand): Promise<string> {
-    const target = this.resolve(command.path);
+    const target = resolvePath(command.path, this);
     if (target === 'root') {
       const prefetch = await this.read();
-      const memoryBytes = utf8Length(prefetch.memory.text);
-      const userBytes = utf8Length(prefetch.user.text);
-      return [
-        `Here're the files and directories up to 2 levels deep in ${ROOT}, excluding hidden items and node_modules:`,
-        `${formatFileSize(memoryBytes + userBytes)}\t${ROOT}`,
-        `${formatFileSize(memoryBytes)}\t${FILES.memory}`,
-        `${formatFileSize(userBytes)}\t${FILES.user}`,
-      ].join('\n');
+      return renderDirectory(prefetch.memory.text, prefetch.user.text);
     }
     const store = target;
     const prefetch = await this.read();
     const document = prefetch[store];
     this.viewed.set(store, { version: document.version, text: document.text });
-    // As the SDK's reference backend: every `\n` splits (an empty file is one empty line 1),
-    // and a two-number view_range is sliced as given, start clamped to 1, -1 meaning the end.
-    const lines = document.text.split('\n');
-    let first = 1;
-    let shown = lines;
-    const range = checkViewRange(command.view_range);
-    if (range !== undefined) {
-      const start = Math.max(1, range[0]) - 1;
-      first = start + 1;
-      shown = lines.slice(start, range[1] === -1 ? lines.length : range[1]);
-    }
-    const numbered = shown.map((line, index) => `${numberLine(first + index)}\t${line}`);
-    return `Here's the content of ${FILES[store]} with line numbers:\n${numbered.join('\n')}`;
+    return renderFile(store, document.text, checkViewRange(command.view_range));
   }
 
   /** `create`: the file's whole new text (create or overwrite). */
   async create(command: BetaMemoryTool20250818CreateCommand, toolUseId?: string): Promise<string> {
-    const store = this.fileOnly(command.path);
+    const store = fileOnly(command.path, this);
     const before = await this.viewedText(store);
     const done = await this.write(
       store,
@@ -256,7 +250,7 @@ export class AgentMemoryToolBackend {
     command: BetaMemoryTool20250818StrReplaceCommand,
     toolUseId?: string,
   ): Promise<string> {
-    const store = this.fileOnly(command.path);
+    const store = fileOnly(command.path, this);
     const text = await this.viewedText(store);
     const path = FILES[store];
     if (command.old_str.length === 0) {
@@ -272,11 +266,7 @@ export class AgentMemoryToolBackend {
     if (toolUseId === undefined && lines.length !== 1) {
       throw unmatched(store, command.old_str, lines);
     }
-    const index = text.indexOf(command.old_str);
-    const newText =
-      index === -1
-        ? undefined
-        : text.slice(0, index) + command.new_str + text.slice(index + command.old_str.length);
+    const newText = replacedFirst(text, command.old_str, command.new_str);
     const done = await this.write(
       store,
       [{ action: 'edit', store, old: command.old_str, new: command.new_str }],
@@ -286,35 +276,14 @@ export class AgentMemoryToolBackend {
     );
     if (done !== undefined) return done;
     if (newText === undefined) return `The memory file has been edited.`;
-    const newLines = newText.split('\n');
-    const changed = (lines[0] ?? 1) - 1;
-    const start = Math.max(0, changed - 2);
-    const end = Math.min(newLines.length, changed + 3);
-    const snippet = newLines
-      .slice(start, end)
-      .map((line, offset) => `${numberLine(start + offset + 1)}\t${line}`);
-    return `The memory file has been edited. Here is the snippet showing the change (with line numbers):\n${snippet.join('\n')}`;
+    return renderEdited(newText, lines[0] ?? 1);
   }
 
   /** `insert`: `insert_text` after line `insert_line` (0: at the top) of the text viewed. */
   async insert(command: BetaMemoryTool20250818InsertCommand, toolUseId?: string): Promise<string> {
-    const store = this.fileOnly(command.path);
+    const store = fileOnly(command.path, this);
     const text = await this.viewedText(store);
-    // The SDK's reference backend counts lines without the empty tail a final newline
-    // leaves, so a file of four lines ending in a newline takes insert_line 0 to 4.
-    const lines = text.split('\n');
-    if (lines.at(-1) === '') lines.pop();
-    if (
-      !Number.isInteger(command.insert_line) ||
-      command.insert_line < 0 ||
-      command.insert_line > lines.length
-    ) {
-      throw new MemoryToolError(
-        `Invalid \`insert_line\` parameter: ${command.insert_line}. It should be within the range [0, ${lines.length}].`,
-      );
-    }
-    lines.splice(command.insert_line, 0, command.insert_text.replace(/\n+$/, ''));
-    const newText = `${lines.join('\n')}\n`;
+    const newText = inserted(text, command.insert_line, command.insert_text);
     const done = await this.write(
       store,
       [{ action: 'replace', store, content: newText }],
@@ -330,7 +299,7 @@ export class AgentMemoryToolBackend {
    * The two files always exist, so they are not removed.
    */
   async delete(command: BetaMemoryTool20250818DeleteCommand, toolUseId?: string): Promise<string> {
-    const target = this.resolve(command.path);
+    const target = resolvePath(command.path, this);
     if (target === 'root') {
       throw new MemoryToolError(`Cannot delete the ${ROOT} directory itself`);
     }
@@ -350,55 +319,13 @@ export class AgentMemoryToolBackend {
 
   /** `rename`: refused; the two files have fixed names. */
   async rename(command: BetaMemoryTool20250818RenameCommand): Promise<string> {
-    const from = this.resolve(command.old_path, { mayBeOther: true });
-    this.resolve(command.new_path, { mayBeOther: true });
+    const from = resolvePath(command.old_path, this, { mayBeOther: true });
+    resolvePath(command.new_path, this, { mayBeOther: true });
     if (from === 'root') throw new MemoryToolError(`Cannot rename the ${ROOT} directory itself`);
     throw new MemoryToolError(
       `Cannot rename ${command.old_path}: ${ROOT} holds exactly two files with fixed names, ` +
-        `${this.describeFiles()}. Write into one of them instead (view it, then str_replace, insert or create).`,
+        `${describeFiles(this)}. Write into one of them instead (view it, then str_replace, insert or create).`,
     );
-  }
-
-  /** `/memories`, one of the two files, or (when allowed) null for another path under it. */
-  private resolve(path: string, options: { mayBeOther: true }): Store | 'root' | null;
-  private resolve(path: string): Store | 'root';
-  private resolve(path: string, options?: { mayBeOther: true }): Store | 'root' | null {
-    if (typeof path !== 'string' || !(path === ROOT || path.startsWith(`${ROOT}/`))) {
-      throw new MemoryToolError(`Path must start with ${ROOT}, got: ${String(path)}`);
-    }
-    const segments: string[] = [];
-    for (const segment of path.slice(ROOT.length).split('/')) {
-      if (segment === '' || segment === '.') continue;
-      if (segment === '..') {
-        if (segments.pop() === undefined) {
-          throw new MemoryToolError(`Path ${path} would escape ${ROOT} directory`);
-        }
-        continue;
-      }
-      segments.push(segment);
-    }
-    if (segments.length === 0) return 'root';
-    if (segments.length === 1 && segments[0] === 'MEMORY.md') return 'memory';
-    if (segments.length === 1 && segments[0] === 'USER.md') return 'user';
-    if (options?.mayBeOther === true) return null;
-    throw new MemoryToolError(
-      `The path ${path} does not exist. Only ${this.describeFiles()} exist; put this in one of them.`,
-    );
-  }
-
-  private fileOnly(path: string): Store {
-    const target = this.resolve(path);
-    if (target === 'root') {
-      throw new MemoryToolError(`The path ${path} is not a file. ${this.describeFiles(true)}`);
-    }
-    return target;
-  }
-
-  private describeFiles(sentence = false): string {
-    const files =
-      `${FILES.memory} (notes for every conversation with ${this.personality}) and ` +
-      `${FILES.user} (what you know about ${this.user})`;
-    return sentence ? `Its files are ${files}.` : files;
   }
 
   private async read(): Promise<Awaited<ReturnType<MemoryClient['prefetch']>>> {
@@ -521,184 +448,11 @@ export class AgentMemoryToolBackend {
   }
 }
 
-/** The text a `replace` update leaves: trimmed and newline-terminated, or empty when blank. */
-function replaced(content: string): string {
-  const trimmed = content.trim();
-  return trimmed.length === 0 ? '' : `${trimmed}\n`;
-}
-
-/**
- * The SDK's texts for an old_str that does not occur exactly once: `lines` are where it
- * occurs in the text the edit was based on (when they do not show the ambiguity the service
- * found, the file is named instead).
- */
-function unmatched(
-  store: Store,
-  old: string,
-  lines: readonly number[],
-  ambiguous = lines.length > 1,
-  cause?: unknown,
-): MemoryToolError {
-  if (!ambiguous) {
-    return new MemoryToolError(
-      `No replacement was performed, old_str \`${old}\` did not appear verbatim in ${FILES[store]}.`,
-      { cause },
-    );
-  }
-  const where = lines.length > 1 ? `lines: ${lines.join(', ')}` : FILES[store];
-  return new MemoryToolError(
-    `No replacement was performed. Multiple occurrences of old_str \`${old}\` in ${where}. Please ensure it is unique`,
-    { cause },
-  );
-}
-
-function changedSinceViewed(store: Store): MemoryToolError {
-  return new MemoryToolError(
-    `The file ${FILES[store]} has changed since you last viewed it (another conversation or a ` +
-      'person wrote to it), so nothing was written. View it again, then redo your change.',
-  );
-}
-
-/** The problem's `code` of a service error, typed as the codes this client knows. */
-function codeOf(error: unknown): ProblemCode | undefined {
-  return error instanceof MemoryError ? (error.code as ProblemCode | undefined) : undefined;
-}
-
-/** A write guarded by a version the document has moved on from. */
-function isStale(error: unknown): boolean {
-  const code = codeOf(error);
-  // A 412 without a code (one only HTTP makes) means the same as `stale-version`.
-  return (
-    code === 'stale-version' || (error instanceof PreconditionFailedError && code === undefined)
-  );
-}
-
-/**
- * What a failed service call becomes: a {@link MemoryToolError} (the model's tool result) when
- * the model can fix it, else the error itself, thrown on to the developer (the service is
- * unreachable, refuses the key, is busy or misconfigured: nothing the model could change).
- */
-function toolError(error: unknown, store: Store | undefined): unknown {
-  if (error instanceof MemoryToolError) return error;
-  if (isStale(error) && store !== undefined) return changedSinceViewed(store);
-  if (error instanceof RefusedError) {
-    // `hard-cap-exceeded` and any other refusal: the service's detail says what limit or
-    // rule the change broke (the cap's text, in bytes), which is what the model needs.
-    return new MemoryToolError(`Nothing was written: ${error.detail}`, { cause: error });
-  }
-  if (error instanceof InvalidInputError && codeOf(error) === 'invalid-update') {
-    // The update the model's input made is malformed (its own text): it can fix that.
-    return new MemoryToolError(`Nothing was written: ${error.detail}`, { cause: error });
-  }
-  return error;
-}
-
-const KEY = /^[!-~]{1,128}$/;
-
 /** `memory-tool:<tool_use id>`, or a fresh UUID when there is no (usable) id. */
 export function idempotencyKeyFor(toolUseId: string | undefined): string {
   if (toolUseId !== undefined) {
     const key = `memory-tool:${toolUseId}`;
-    if (KEY.test(key)) return key;
+    if (isIdempotencyKey(key)) return key;
   }
   return crypto.randomUUID();
-}
-
-/**
- * The range a `view` shows, checked as the SDK's reference backend does: only a list of
- * integers is accepted (its types allow nothing else), and a list that is not two long, like
- * an absent one, shows the whole file.
- */
-function checkViewRange(range: unknown): [number, number] | undefined {
-  if (range === undefined || range === null) return undefined;
-  if (
-    !Array.isArray(range) ||
-    !range.every((value) => typeof value === 'number' && Number.isInteger(value))
-  ) {
-    throw new MemoryToolError(
-      `Invalid \`view_range\` parameter: ${JSON.stringify(range)}. It should be a list of two integers: the first and last line to show (-1 for the end).`,
-    );
-  }
-  return range.length === 2 ? (range as [number, number]) : undefined;
-}
-
-/**
- * The (1-based) line each occurrence of `needle` starts on, overlapping ones included, as the
- * SDK's reference backend lists them (two on one line name it twice).
- */
-function occurrenceLines(text: string, needle: string): number[] {
-  const lines: number[] = [];
-  if (needle.length === 0) return lines;
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
-    lines.push(text.slice(0, at).split('\n').length);
-  }
-  return lines;
-}
-
-function numberLine(line: number): string {
-  return String(line).padStart(LINE_NUMBER_WIDTH, ' ');
-}
-
-/** The reference implementation's sizes: 0B, 512B, 1.5K, 2M. */
-function formatFileSize(bytes: number): string {
-  if (bytes === 0) return '0B';
-  const units = ['B', 'K', 'M', 'G'];
-  const exponent = Math.min(Math.floor(Math.log(bytes) / Math.log(1024)), units.length - 1);
-  const size = bytes / 1024 ** exponent;
-  return (size % 1 === 0 ? size.toString() : size.toFixed(1)) + units[exponent];
-}
-
-function utf8Length(text: string): number {
-  return new TextEncoder().encode(text).length;
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
-}
-
-/** The tool input checked, so a malformed one gets a clear message rather than a crash. */
-function parseCommand(input: unknown): BetaMemoryTool20250818Command {
-  if (typeof input !== 'object' || input === null) {
-    throw new MemoryToolError('The memory tool input must be an object with a `command`.');
-  }
-  const record = input as Record<string, unknown>;
-  const strings = (...names: string[]): void => {
-    for (const name of names) {
-      if (typeof record[name] !== 'string') {
-        throw new MemoryToolError(
-          `The \`${String(record['command'])}\` command needs \`${name}\` as a string.`,
-        );
-      }
-    }
-  };
-  switch (record['command']) {
-    case 'view':
-      strings('path');
-      break;
-    case 'create':
-      strings('path', 'file_text');
-      break;
-    case 'str_replace':
-      strings('path', 'old_str', 'new_str');
-      break;
-    case 'insert':
-      strings('path', 'insert_text');
-      if (typeof record['insert_line'] !== 'number') {
-        throw new MemoryToolError('The `insert` command needs `insert_line` as a number.');
-      }
-      break;
-    case 'delete':
-      strings('path');
-      break;
-    case 'rename':
-      strings('old_path', 'new_path');
-      break;
-    default:
-      throw new MemoryToolError(
-        `Unknown memory tool command ${JSON.stringify(record['command'])}: use view, create, ` +
-          'str_replace, insert, delete or rename.',
-      );
-  }
-  return input as BetaMemoryTool20250818Command;
 }
