@@ -34,7 +34,7 @@ import type {
   BetaToolResultBlockParam,
 } from '@anthropic-ai/sdk/resources/beta';
 
-import { MemoryClient, type MemoryClientOptions } from './client.js';
+import { clientFrom, type MemoryClient, type MemoryClientOptions } from './client.js';
 import { isIdempotencyKey } from './core/writes.js';
 import type { MemoryUpdate, Store, Version, WriteSurface } from './types.js';
 import {
@@ -126,8 +126,7 @@ export class AgentMemoryToolBackend {
   private readonly viewed = new Map<Store, Viewed>();
 
   constructor(options: AgentMemoryToolOptions) {
-    this.client =
-      options.client instanceof MemoryClient ? options.client : new MemoryClient(options.client);
+    this.client = clientFrom(options.client);
     this.personality = options.personality;
     this.user = options.user;
     this.session = options.session;

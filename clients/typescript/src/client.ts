@@ -32,6 +32,11 @@ import { Directory, Documents, History, Identities } from './resources/index.js'
 /** Options of a {@link MemoryClient}. */
 export type MemoryClientOptions = TransportOptions;
 
+/** The client given, or a new one made from the options given (as the adapters take either). */
+export function clientFrom(client: MemoryClient | MemoryClientOptions): MemoryClient {
+  return client instanceof MemoryClient ? client : new MemoryClient(client);
+}
+
 /** Arguments of {@link MemoryClient.sync}. */
 export interface SyncArgs {
   personality: PersonalityId;

@@ -10,8 +10,9 @@
  * @module
  */
 
-import { MemoryClient, type MemoryClientOptions } from './client.js';
+import { clientFrom, type MemoryClient, type MemoryClientOptions } from './client.js';
 import { globalMemory, personalityMemory, userProfile, type DocumentRef } from './core/paths.js';
+import { isSessionId } from './core/writes.js';
 import { InvalidInputError, NotFoundError, invalidInput } from './errors.js';
 import type {
   DocumentView,
@@ -140,7 +141,6 @@ const SCOPE_KEYS: Record<Scope['kind'], readonly EthosMemoryKey[]> = {
   team: ['MEMORY.md'],
   user: ['USER.md'],
 };
-const SESSION = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
 const MAX_SEARCH_LIMIT = 100;
 
 /**
@@ -168,8 +168,7 @@ export class AgentMemoryKeyedProvider implements EthosKeyedMemoryProvider {
   private readonly options: AgentMemoryKeyedProviderOptions;
 
   constructor(options: AgentMemoryKeyedProviderOptions) {
-    this.client =
-      options.client instanceof MemoryClient ? options.client : new MemoryClient(options.client);
+    this.client = clientFrom(options.client);
     this.options = options;
   }
 
@@ -273,7 +272,7 @@ export class AgentMemoryKeyedProvider implements EthosKeyedMemoryProvider {
     const idempotencyKey = this.options.idempotencyKeyFor?.(updates, ctx);
     const meta = {
       surface: 'tool' as const,
-      ...(SESSION.test(ctx.sessionId) ? { session: ctx.sessionId } : {}),
+      ...(isSessionId(ctx.sessionId) ? { session: ctx.sessionId } : {}),
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     };
 

@@ -15,8 +15,9 @@
  * @module
  */
 
-import { MemoryClient, type MemoryClientOptions } from './client.js';
+import { clientFrom, type MemoryClient, type MemoryClientOptions } from './client.js';
 import { invalidInput } from './errors.js';
+import { isSessionId } from './core/writes.js';
 import type { MemoryUpdate, PrefetchView } from './types.js';
 
 export {
@@ -149,8 +150,7 @@ export class AgentMemoryProvider implements EthosMemoryProvider {
   private readonly maxChars: number;
 
   constructor(options: AgentMemoryProviderOptions) {
-    this.client =
-      options.client instanceof MemoryClient ? options.client : new MemoryClient(options.client);
+    this.client = clientFrom(options.client);
     this.options = options;
     this.maxChars = options.maxChars ?? ETHOS_MAX_CHARS;
   }
@@ -186,7 +186,7 @@ export class AgentMemoryProvider implements EthosMemoryProvider {
         user: this.userOf(ctx),
         updates: converted,
         surface: 'tool',
-        ...(isSession(ctx.sessionId) ? { session: ctx.sessionId } : {}),
+        ...(isSessionId(ctx.sessionId) ? { session: ctx.sessionId } : {}),
       },
       idempotencyKey === undefined ? {} : { idempotencyKey },
     );
@@ -237,8 +237,7 @@ export class AgentMemoryLegacyProvider {
   private readonly options: AgentMemoryLegacyProviderOptions;
 
   constructor(options: AgentMemoryLegacyProviderOptions) {
-    this.client =
-      options.client instanceof MemoryClient ? options.client : new MemoryClient(options.client);
+    this.client = clientFrom(options.client);
     this.options = options;
   }
 
@@ -281,7 +280,7 @@ export class AgentMemoryLegacyProvider {
       user: this.userFor(sessionId),
       updates: converted,
       surface: 'tool',
-      ...(isSession(sessionId) ? { session: sessionId } : {}),
+      ...(isSessionId(sessionId) ? { session: sessionId } : {}),
     });
   }
 
@@ -339,12 +338,6 @@ export function toServiceUpdates(updates: readonly EthosMemoryUpdate[]): MemoryU
     }
   }
   return converted;
-}
-
-const SESSION = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
-
-function isSession(sessionId: string): boolean {
-  return SESSION.test(sessionId);
 }
 
 // What a call lacking an id is refused with, naming first the option that fixes it for Ethos as

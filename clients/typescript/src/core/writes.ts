@@ -70,6 +70,13 @@ export async function write<T>(
   }) as WriteResult<T>;
 }
 
+const SESSION = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
+
+/** A session the service records with a write: 1 to 256 characters, none a control character. */
+export function isSessionId(session: string): boolean {
+  return SESSION.test(session);
+}
+
 const IDEMPOTENCY_KEY = /^[!-~]{1,128}$/;
 
 /** An `Idempotency-Key` the service takes: 1 to 128 visible ASCII characters. */
