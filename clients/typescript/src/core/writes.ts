@@ -95,6 +95,14 @@ export function sessionFields(options: DocumentWriteOptions): {
   return fields;
 }
 
+/** The `If-Match` header of a write guarded by `ifMatch`; none when it is not guarded. */
+export function ifMatchHeaders(
+  ifMatch: Version | undefined,
+  method: string,
+): Record<string, string> {
+  return ifMatch === undefined ? {} : { 'if-match': quoteTag(ifMatch, method, 'ifMatch') };
+}
+
 /** An entity tag as `If-Match` takes it: `*`, or the version in quotes. */
 export function quoteTag(version: Version, method: string, option: string): string {
   // A version is what the service handed out: a non-empty string with no quote or control

@@ -10,6 +10,7 @@ import type { DocumentReport, DocumentView, MemoryUpdate, PurgedView, Version } 
 import { optionsObject, type CallOptions } from '../core/arguments.js';
 import { documentPath, type DocumentRef } from '../core/paths.js';
 import {
+  ifMatchHeaders,
   quoteTag,
   sessionFields,
   write,
@@ -75,7 +76,7 @@ export class Documents {
     return write<DocumentReport>(this.transport, {
       method: 'PUT',
       path: documentPath(ref),
-      headers: { 'if-match': quoteTag(options.ifMatch, 'documents.replace', 'ifMatch') },
+      headers: ifMatchHeaders(options.ifMatch, 'documents.replace'),
       body: { text, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,
@@ -95,10 +96,7 @@ export class Documents {
     return write<DocumentReport>(this.transport, {
       method: 'POST',
       path: `${documentPath(ref)}/updates`,
-      headers:
-        options.ifMatch === undefined
-          ? {}
-          : { 'if-match': quoteTag(options.ifMatch, 'documents.update', 'ifMatch') },
+      headers: ifMatchHeaders(options.ifMatch, 'documents.update'),
       body: { updates, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,

@@ -16,7 +16,7 @@ import type {
 import { optionsObject, type CallOptions } from '../core/arguments.js';
 import { documentPath, type DocumentRef } from '../core/paths.js';
 import {
-  quoteTag,
+  ifMatchHeaders,
   sessionFields,
   write,
   type DocumentWriteOptions,
@@ -78,11 +78,7 @@ export class History {
     maybeOptions: CallOptions = {},
   ): Promise<RevisionEntry> {
     const options = optionsObject(maybeOptions, 'history.get');
-    if (!Number.isInteger(revision) || revision < 0) {
-      throw invalidInput(
-        `history.get: revision must be a revision number, got ${String(revision)}`,
-      );
-    }
+    checkRevision(revision, 'history.get');
     const response = await this.transport.request<RevisionEntry>({
       method: 'GET',
       path: `${documentPath(ref)}/revisions/${encodeURIComponent(String(revision))}`,
@@ -117,21 +113,21 @@ export class History {
     maybeOptions: DocumentWriteOptions = {},
   ): Promise<WriteResult<DocumentReport>> {
     const options = optionsObject(maybeOptions, 'history.revert');
-    if (!Number.isInteger(revision) || revision < 0) {
-      throw invalidInput(
-        `history.revert: revision must be a revision number, got ${String(revision)}`,
-      );
-    }
+    checkRevision(revision, 'history.revert');
     return write<DocumentReport>(this.transport, {
       method: 'POST',
       path: `${documentPath(ref)}/revert`,
-      headers:
-        options.ifMatch === undefined
-          ? {}
-          : { 'if-match': quoteTag(options.ifMatch, 'history.revert', 'ifMatch') },
+      headers: ifMatchHeaders(options.ifMatch, 'history.revert'),
       body: { number: revision, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,
     });
+  }
+}
+
+/** A revision number (0 or more), else refused before anything is sent. */
+function checkRevision(revision: number, method: string): void {
+  if (!Number.isInteger(revision) || revision < 0) {
+    throw invalidInput(`${method}: revision must be a revision number, got ${String(revision)}`);
   }
 }
