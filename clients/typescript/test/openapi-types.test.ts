@@ -87,8 +87,8 @@ interface HandWritten {
 }
 
 /**
- * Request bodies client.ts builds inline from its own arguments (`Idempotency-Key` is a
- * header there), so they have no hand-written type to drift.
+ * Request bodies the resources (src/resources/) build inline from their own arguments
+ * (`Idempotency-Key` is a header there), so they have no hand-written type to drift.
  */
 type BuiltInline =
   | 'IdempotencyKey'
