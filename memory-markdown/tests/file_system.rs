@@ -4,7 +4,8 @@
 
 #![cfg(unix)]
 
-use std::collections::BTreeSet;
+mod common;
+
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
@@ -12,37 +13,12 @@ use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
 use memory_core::{
-    IdKind, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, PersonalityId, Store, UserId,
+    IdKind, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store,
+    UserId,
 };
 use memory_markdown::MarkdownProvider;
 
-fn ctx_of(personality: &str, user: &str) -> MemoryContext {
-    MemoryContext::new(
-        PersonalityId::new(personality).unwrap(),
-        UserId::new(user).unwrap(),
-    )
-}
-
-fn ctx() -> MemoryContext {
-    ctx_of("ada", "u1")
-}
-
-fn add(store: Store, content: &str) -> [MemoryUpdate; 1] {
-    [MemoryUpdate::add(store, content)]
-}
-
-/// The names in `dir`, hidden ones included.
-fn names(dir: &Path) -> BTreeSet<String> {
-    fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|n| n.to_string()).collect()
-}
+use common::{add, ctx, ctx_of, names, set};
 
 fn mode(path: &Path) -> u32 {
     fs::metadata(path).unwrap().permissions().mode() & 0o777

@@ -2,6 +2,8 @@
 //! journal and the document leaves and how the next write reconciles it, bytes in the journal
 //! that are not ours, retention pruning on disk, and purge erasing the files.
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -10,24 +12,12 @@ use std::time::{Duration, SystemTime};
 
 use memory_core::raw::sha256_hex;
 use memory_core::{
-    DocumentId, IdempotencyKey, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    PersonalityId, Retention, Revision, Store, Surface, UserId,
+    DocumentId, IdempotencyKey, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Retention,
+    Revision, Store, Surface,
 };
 use memory_markdown::MarkdownProvider;
-use tempfile::TempDir;
 
-fn setup() -> (TempDir, MarkdownProvider) {
-    let dir = tempfile::tempdir().unwrap();
-    let provider = MarkdownProvider::new(dir.path());
-    (dir, provider)
-}
-
-fn ctx() -> MemoryContext {
-    MemoryContext::new(
-        PersonalityId::new("ada").unwrap(),
-        UserId::new("u1").unwrap(),
-    )
-}
+use common::{ctx, setup};
 
 fn memory() -> DocumentId {
     ctx().document(Store::Memory)

@@ -2,27 +2,24 @@
 //! and `.metis/USER.md`, one personality's and one user's) and Ethos's first layout, whose root
 //! `USER.md` no prefetch reads without saying so.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 
 use memory_core::{
-    DocumentId, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, PersonalityId, Store, Surface, UserId,
+    DocumentId, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider,
+    MemoryUpdate, PersonalityId, Store, Surface, UserId,
 };
 use memory_markdown::{Layout, MarkdownProvider};
+
+use common::ctx_of;
 
 fn workspace(dir: &Path) -> MarkdownProvider {
     MarkdownProvider::new(dir).with_layout(Layout::Metis {
         personality: PersonalityId::new("app").unwrap(),
         user: UserId::new("grace").unwrap(),
     })
-}
-
-fn ctx(personality: &str, user: &str) -> MemoryContext {
-    MemoryContext::new(
-        PersonalityId::new(personality).unwrap(),
-        UserId::new(user).unwrap(),
-    )
 }
 
 fn app_memory() -> DocumentId {
@@ -46,7 +43,7 @@ async fn a_metis_workspace_keeps_its_two_documents_in_dot_metis() {
     assert_eq!(provider.list().await.unwrap(), vec![]);
     assert!(!metis.exists(), "nothing is created before the first write");
 
-    let keyed = ctx("app", "grace").with_idempotency_key(IdempotencyKey::new("turn-1").unwrap());
+    let keyed = ctx_of("app", "grace").with_idempotency_key(IdempotencyKey::new("turn-1").unwrap());
     let report = provider
         .sync(
             &keyed,
@@ -88,7 +85,7 @@ async fn a_metis_workspace_keeps_its_two_documents_in_dot_metis() {
 
     // Metis's own write (a plain file write) is a hand edit: the next read and history see it.
     fs::write(metis.join("MEMORY.md"), "Build with ninja.\n").unwrap();
-    let seen = provider.prefetch(&ctx("app", "grace")).await.unwrap();
+    let seen = provider.prefetch(&ctx_of("app", "grace")).await.unwrap();
     assert_eq!(
         seen.context.as_deref(),
         Some("## About You\n\nName: Grace.\n\n## Memory\n\nBuild with ninja.")
@@ -123,13 +120,13 @@ async fn a_document_with_no_place_in_the_workspace_is_refused_before_anything_is
         ("app", "alan", "users/alan/USER.md"),
     ] {
         let err = provider
-            .sync(&ctx(personality, user), &both("x", "y"), &IfMatch::NONE)
+            .sync(&ctx_of(personality, user), &both("x", "y"), &IfMatch::NONE)
             .await
             .unwrap_err();
         no_place(err, document);
         no_place(
             provider
-                .prefetch(&ctx(personality, user))
+                .prefetch(&ctx_of(personality, user))
                 .await
                 .unwrap_err(),
             document,
@@ -164,10 +161,10 @@ async fn a_document_with_no_place_in_the_workspace_is_refused_before_anything_is
 async fn a_root_user_md_from_ethoss_first_layout_is_warned_about_on_every_prefetch() {
     let dir = tempfile::tempdir().unwrap();
     let provider = MarkdownProvider::new(dir.path());
-    let seen = provider.prefetch(&ctx("ada", "grace")).await.unwrap();
+    let seen = provider.prefetch(&ctx_of("ada", "grace")).await.unwrap();
     assert!(seen.warnings.is_empty());
     fs::write(dir.path().join("USER.md"), "Name: Grace.\n").unwrap();
-    let seen = provider.prefetch(&ctx("ada", "grace")).await.unwrap();
+    let seen = provider.prefetch(&ctx_of("ada", "grace")).await.unwrap();
     assert_eq!(seen.context, None, "the root USER.md is no document");
     assert_eq!(seen.warnings.len(), 1);
     let warning = &seen.warnings[0];
@@ -178,7 +175,7 @@ async fn a_root_user_md_from_ethoss_first_layout_is_warned_about_on_every_prefet
     );
     // A Metis workspace's root is the user's project: a USER.md there is theirs, not Ethos's.
     let seen = workspace(dir.path())
-        .prefetch(&ctx("app", "grace"))
+        .prefetch(&ctx_of("app", "grace"))
         .await
         .unwrap();
     assert!(seen.warnings.is_empty(), "{:?}", seen.warnings);

@@ -2,6 +2,8 @@
 //! ours, what is left on disk, listing a root that holds more than documents, file times, and
 //! the identity map's file.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
@@ -13,36 +15,8 @@ use memory_core::{
     MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
-use tempfile::TempDir;
 
-fn setup() -> (TempDir, MarkdownProvider) {
-    let dir = tempfile::tempdir().unwrap();
-    let provider = MarkdownProvider::new(dir.path());
-    (dir, provider)
-}
-
-fn ctx() -> MemoryContext {
-    MemoryContext::new(
-        PersonalityId::new("ada").unwrap(),
-        UserId::new("u1").unwrap(),
-    )
-}
-
-fn add(store: Store, content: &str) -> [MemoryUpdate; 1] {
-    [MemoryUpdate::add(store, content)]
-}
-
-/// The names in `dir`, hidden ones included.
-fn names(dir: &Path) -> BTreeSet<String> {
-    fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|n| n.to_string()).collect()
-}
+use common::{add, ctx, names, set, setup};
 
 #[tokio::test]
 async fn documents_land_at_the_ethos_paths_as_plain_files() {
