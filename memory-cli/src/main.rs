@@ -20,10 +20,8 @@ macro_rules! println {
     };
 }
 
-mod demo;
-mod history;
-mod mcp;
-mod migrate;
+// The commands that have a file of their own (the history commands share one).
+mod commands;
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
@@ -37,6 +35,8 @@ use memory_core::{
     MemoryUpdate, PersonalityId, Surface, UserId, Version, sync_exactly_once,
 };
 use memory_wiring::{Config, Memory};
+
+use commands::{demo, history, mcp, migrate};
 
 /// Agent memory from the command line, over the providers of memory.toml.
 ///

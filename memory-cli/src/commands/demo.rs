@@ -184,7 +184,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
             crate::count(revisions.len(), "revision", "revisions"),
             ada.relative_path()
         );
-        println!("  {}", crate::history::line(newest).trim_start());
+        println!("  {}", super::history::line(newest).trim_start());
         println!(
             "  undo it with: memory revert {} {}",
             ada.relative_path(),
