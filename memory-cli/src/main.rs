@@ -3,23 +3,12 @@
 // is written as a user types it, not as HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
-/// `print!` and `println!` that end the program quietly when stdout is closed early
-/// (`memory show | head`): std's own panic there (exit 101).
-macro_rules! print {
-    ($($arg:tt)*) => {
-        $crate::write_stdout(format_args!($($arg)*))
-    };
-}
-
-macro_rules! println {
-    () => {
-        $crate::write_stdout(format_args!("\n"))
-    };
-    ($($arg:tt)*) => {
-        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
-
+// What the commands print, and how: `print!` and `println!` that a closed stdout ends quietly
+// (first, so every module below has them), JSON, warnings, the shared wording.
+#[macro_use]
+mod output;
+// `Failure`: a command's one-line error and the exit code it ends with.
+mod failure;
 // The commands that have a file of their own (the history commands share one).
 mod commands;
 
@@ -31,12 +20,16 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use memory_core::{
-    DocumentId, DocumentMeta, IdempotencyKey, Identity, IfMatch, MemoryError, MemoryProvider,
-    MemoryUpdate, PersonalityId, Surface, UserId, Version, sync_exactly_once,
+    DocumentId, IdempotencyKey, Identity, IfMatch, MemoryError, MemoryProvider, MemoryUpdate,
+    PersonalityId, Surface, UserId, Version, sync_exactly_once,
 };
 use memory_wiring::{Config, Memory};
 
 use commands::{demo, history, mcp, migrate};
+use failure::Failure;
+#[cfg(feature = "recall")]
+use output::{count, progress_bar};
+use output::{describe, print_json, warn};
 
 /// Agent memory from the command line, over the providers of memory.toml.
 ///
@@ -380,50 +373,6 @@ enum IdentityCommand {
     },
 }
 
-/// Why a command failed: a one-line message and the exit code.
-struct Failure {
-    code: u8,
-    message: String,
-}
-
-impl Failure {
-    fn invalid(message: impl Into<String>) -> Failure {
-        Failure {
-            code: 2,
-            message: message.into(),
-        }
-    }
-
-    fn other(message: impl Into<String>) -> Failure {
-        Failure {
-            code: 1,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<MemoryError> for Failure {
-    fn from(err: MemoryError) -> Failure {
-        Failure {
-            code: err.kind().exit_code(),
-            message: err.to_string(),
-        }
-    }
-}
-
-/// Writes to stdout; a closed stdout ends the program quietly, as a pipe reader that has
-/// seen enough (`head`) expects.
-fn write_stdout(text: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    if let Err(err) = std::io::stdout().lock().write_fmt(text) {
-        if err.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("error: cannot write to stdout: {err}");
-        std::process::exit(1);
-    }
-}
-
 /// clap's error as one line that keeps what it names: the first line alone of "the following
 /// required arguments were not provided:" would drop the arguments.
 fn one_line(err: &clap::Error) -> String {
@@ -464,11 +413,7 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            let message = failure.message.replace('\n', "; ");
-            eprintln!("error: {message}");
-            ExitCode::from(failure.code)
-        }
+        Err(failure) => failure.report(),
     }
 }
 
@@ -771,40 +716,6 @@ async fn identities(
     }
 }
 
-/// `1 document`, `2 documents`: `n` with the noun for one or for many.
-pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
-    match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    }
-}
-
-/// Prints each warning on stderr, one line each.
-fn warn(warnings: &[String]) {
-    for warning in warnings {
-        eprintln!("warning: {}", warning.replace('\n', "; "));
-    }
-}
-
-/// `<document>  <location>  version <v>  modified <time>`.
-fn describe(meta: &DocumentMeta) -> String {
-    let modified = meta.modified.map_or_else(
-        || "never written".to_owned(),
-        |time| format!("modified {}", memory_core::format_utc(time)),
-    );
-    format!(
-        "{}: {}  version {}  {modified}",
-        meta.id, meta.location, meta.version
-    )
-}
-
-fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    let json = serde_json::to_string_pretty(value)
-        .map_err(|err| Failure::other(format!("cannot print JSON: {err}")))?;
-    println!("{json}");
-    Ok(())
-}
-
 /// A layout path as a document id, with an error that says which part is wrong.
 fn parse_document(path: &str) -> Result<DocumentId, Failure> {
     if let Some(id) = DocumentId::from_relative_path(path) {
@@ -1005,16 +916,4 @@ async fn reindex(memory: &Memory, provider: Option<String>) -> Result<(), Failur
         );
     }
     Ok(())
-}
-
-/// A progress bar on stderr; hidden when stderr is not a terminal.
-fn progress_bar(label: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} documents")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(label.to_owned());
-    bar
 }

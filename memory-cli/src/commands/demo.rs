@@ -14,7 +14,8 @@ use memory_wiring::{Config, Memory, PersonalityConfig, ROOT_ENV};
 #[cfg(feature = "recall")]
 use memory_wiring::{DEFAULT_PROVIDER, ProviderConfig};
 
-use crate::Failure;
+use crate::failure::Failure;
+use crate::output::count;
 
 struct Turn {
     personality: &'static str,
@@ -181,7 +182,7 @@ pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
     if let Some(newest) = revisions.first() {
         println!(
             "  history: {} of {}; the newest:",
-            crate::count(revisions.len(), "revision", "revisions"),
+            count(revisions.len(), "revision", "revisions"),
             ada.relative_path()
         );
         println!("  {}", super::history::line(newest).trim_start());

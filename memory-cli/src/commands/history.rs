@@ -7,7 +7,9 @@ use memory_core::{
 };
 use memory_wiring::Memory;
 
-use crate::{Failure, count, parse_document, print_json, settle};
+use crate::failure::Failure;
+use crate::output::{count, print_json};
+use crate::{parse_document, settle};
 
 /// A revision number as the commands take it, with an error that names what was given.
 pub fn parse_revision(text: &str) -> Result<u64, String> {

@@ -12,7 +12,8 @@ use memory_core::{
 use memory_markdown::LayoutName;
 use memory_wiring::{Memory, ProviderConfig};
 
-use crate::{Failure, count, progress_bar};
+use crate::failure::Failure;
+use crate::output::{count, progress_bar};
 
 /// What happened to one document.
 enum Outcome {
@@ -113,10 +114,7 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
     match (problems.is_empty(), failed.is_empty()) {
         (true, _) => Ok(()),
         // Refusals and conflicts are decisions for a person (exit 3); failures are not.
-        (false, true) => Err(Failure {
-            code: 3,
-            message: problems.join("; "),
-        }),
+        (false, true) => Err(Failure::conflict(problems.join("; "))),
         (false, false) => Err(Failure::other(problems.join("; "))),
     }
 }
@@ -159,14 +157,11 @@ pub async fn root_user(memory: &Memory, user: &str, force: bool) -> Result<(), F
     let target = memory.provider(home).await?;
     let outcome = copy(&source, target.as_ref(), force).await?;
     if let Outcome::TargetHasMore = outcome {
-        return Err(Failure {
-            code: 3,
-            message: format!(
-                "{} already holds lines {} lacks; nothing was moved: merge them by hand, or pass --force to overwrite it",
-                id.relative_path(),
-                path.display()
-            ),
-        });
+        return Err(Failure::conflict(format!(
+            "{} already holds lines {} lacks; nothing was moved: merge them by hand, or pass --force to overwrite it",
+            id.relative_path(),
+            path.display()
+        )));
     }
     // Removed only as it was copied: a hand edit meanwhile stays, to be moved again.
     if read_text(&path)?.map(|now| sha256_hex(&now)) != Some(source.version.as_str().to_owned()) {
