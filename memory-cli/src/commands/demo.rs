@@ -17,6 +17,19 @@ use memory_wiring::{DEFAULT_PROVIDER, ProviderConfig};
 use crate::failure::Failure;
 use crate::output::count;
 
+/// The main job: a scripted multi-turn agent session on the markdown default.
+///
+/// Uses semantic recall when the embedding model is provisioned (MEMORY_E5_MODEL_DIR).
+///
+/// Example: memory demo --root /tmp/demo-memory
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// The memory root (default: $MEMORY_ROOT, else a fresh agent-memory-demo in the temp
+    /// dir).
+    #[arg(long)]
+    root: Option<PathBuf>,
+}
+
 struct Turn {
     personality: &'static str,
     message: &'static str,
@@ -62,8 +75,11 @@ const SCRIPT: &[Turn] = &[
 /// The prefetch budget of the demo's recall: few enough entries that picking shows.
 const RECALLED_ENTRIES: usize = 2;
 
-pub async fn run(root: Option<PathBuf>) -> Result<(), Failure> {
-    let root = root
+/// `memory demo`: the script played on its own memory, what the agent sees and writes printed
+/// turn by turn; it needs no config.
+pub async fn run(args: DemoArgs) -> Result<(), Failure> {
+    let root = args
+        .root
         .or_else(|| std::env::var_os(ROOT_ENV).map(PathBuf::from))
         .unwrap_or_else(|| {
             let demo = std::env::temp_dir().join("agent-memory-demo");

@@ -7,26 +7,106 @@ use memory_core::{
 };
 use memory_wiring::Memory;
 
+use super::{parse_document, settle};
 use crate::failure::Failure;
 use crate::output::{count, print_json};
-use crate::{parse_document, settle};
+
+/// A document's revisions, newest first: number, time (UTC), surface, sizes, what changed
+/// and who.
+///
+/// Every write is a revision (tool, cli, web, api; external for a hand edit noticed since).
+/// --json prints an array of revisions: number, path, version (after it; what --if-match
+/// takes), version_before, time (ms since the epoch), time_utc, surface, personality, user,
+/// idempotency_key, session, bytes_before, bytes_after, sha256_before, sha256_after,
+/// updates, tombstone, and with --text the whole text after it.
+///
+/// Example: memory log personalities/ada/MEMORY.md --limit 5
+#[derive(clap::Args)]
+pub struct LogArgs {
+    /// The document's layout path.
+    document: String,
+    /// Show at most this many revisions.
+    #[arg(long, default_value_t = 20, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    limit: u64,
+    /// Print the revisions as JSON.
+    #[arg(long)]
+    json: bool,
+    /// With --json: include each revision's whole text.
+    #[arg(long, requires = "json")]
+    text: bool,
+}
+
+/// A unified diff of a document between two revisions.
+///
+/// With no revision: the newest against the one before it. With FROM alone: revision FROM
+/// against the document as it is now. Revision 0 is the empty document before the first.
+/// Prints nothing when the texts are equal.
+///
+/// Example: memory diff personalities/ada/MEMORY.md 3 5
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// The document's layout path.
+    document: String,
+    /// The revision to compare from.
+    #[arg(value_parser = parse_revision)]
+    from: Option<u64>,
+    /// The revision to compare to (default: the document now).
+    #[arg(value_parser = parse_revision)]
+    to: Option<u64>,
+}
+
+/// Put a document back to the text it had after a revision.
+///
+/// The revert is a revision of its own (surface cli), so it can be reverted too; a recall
+/// index follows it like any write.
+///
+/// Example: memory revert personalities/ada/MEMORY.md 3
+#[derive(clap::Args)]
+pub struct RevertArgs {
+    /// The document's layout path.
+    document: String,
+    /// The revision whose text to restore (see memory log).
+    #[arg(value_parser = parse_revision)]
+    revision: u64,
+    /// Refuse (exit 3) unless the document is still at this version.
+    #[arg(long, value_name = "VERSION")]
+    if_match: Option<String>,
+}
+
+/// Erase a document for good: its text, its history, its idempotency receipts and its
+/// recall index entries (the right to be forgotten).
+///
+/// Without --yes it only says what would be erased, and exits 2. Its history keeps one
+/// tombstone revision without content, recording when the purge happened.
+///
+/// Example: memory purge users/grace/USER.md --yes
+#[derive(clap::Args)]
+pub struct PurgeArgs {
+    /// The document's layout path.
+    document: String,
+    /// Erase it: there is no undo.
+    #[arg(long)]
+    yes: bool,
+}
 
 /// A revision number as the commands take it, with an error that names what was given.
-pub fn parse_revision(text: &str) -> Result<u64, String> {
+fn parse_revision(text: &str) -> Result<u64, String> {
     text.trim().parse().map_err(|_| {
         format!("{text:?} is not a revision number: revisions are numbered 1, 2, 3, ... as `memory log` shows them")
     })
 }
 
 /// `memory log`: the newest `limit` revisions, one line each, or as JSON.
-pub async fn log(
-    memory: &Memory,
-    path: &str,
-    limit: usize,
-    json: bool,
-    with_text: bool,
-) -> Result<(), Failure> {
-    let id = parse_document(path)?;
+pub async fn log(memory: &Memory, args: LogArgs) -> Result<(), Failure> {
+    let LogArgs {
+        document: path,
+        limit,
+        json,
+        text: with_text,
+    } = args;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let id = parse_document(&path)?;
     let revisions = memory.history(&id, limit).await?;
     if json {
         let listed: Vec<RevisionEntry> = revisions
@@ -63,13 +143,13 @@ pub fn line(revision: &Revision) -> String {
 
 /// `memory diff`: a unified diff between two revisions, a revision and the document as it is
 /// now, or (with neither) the newest revision and the one before it.
-pub async fn diff(
-    memory: &Memory,
-    path: &str,
-    from: Option<u64>,
-    to: Option<u64>,
-) -> Result<(), Failure> {
-    let id = parse_document(path)?;
+pub async fn diff(memory: &Memory, args: DiffArgs) -> Result<(), Failure> {
+    let DiffArgs {
+        document: path,
+        from,
+        to,
+    } = args;
+    let id = parse_document(&path)?;
     let history = memory.history(&id, usize::MAX).await?;
     let current = match (from, to) {
         (Some(_), None) => memory.read(&id).await?.text,
@@ -89,13 +169,13 @@ pub async fn diff(
 
 /// `memory revert`: the document back to the text revision `number` left, as a revision of
 /// its own with surface `cli`.
-pub async fn revert(
-    memory: &Memory,
-    path: &str,
-    number: u64,
-    if_match: Option<String>,
-) -> Result<(), Failure> {
-    let id = parse_document(path)?;
+pub async fn revert(memory: &Memory, args: RevertArgs) -> Result<(), Failure> {
+    let RevertArgs {
+        document: path,
+        revision: number,
+        if_match,
+    } = args;
+    let id = parse_document(&path)?;
     // The wiring writes where the personality's settings send its memory: a personality
     // configured global writes MEMORY.md, never its own file, so reverting that is refused.
     let (ctx, store) = memory.writing(&id)?;
@@ -142,8 +222,12 @@ pub async fn revert(
 
 /// `memory purge`: without `yes`, what would be erased and a refusal; with it, the document,
 /// its history, its receipts and its recall index rows erased.
-pub async fn purge(memory: &Memory, path: &str, yes: bool) -> Result<(), Failure> {
-    let id = parse_document(path)?;
+pub async fn purge(memory: &Memory, args: PurgeArgs) -> Result<(), Failure> {
+    let PurgeArgs {
+        document: path,
+        yes,
+    } = args;
+    let id = parse_document(&path)?;
     if !yes {
         let document = memory.read(&id).await?;
         let revisions = memory.history(&id, usize::MAX).await?;

@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
-use memory_core::Store;
+use memory_core::{PersonalityId, Store, UserId};
 use memory_tools::MemoryTools;
 use memory_web::{McpServer, resource_uri};
+use memory_wiring::Memory;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
@@ -17,8 +18,67 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
 
+use crate::failure::Failure;
+
+/// Serve the memory tools to an MCP client over stdio, for one personality and user.
+///
+/// Tools: memory_view, memory_add, memory_replace, memory_remove, memory_consolidate,
+/// memory_history, and memory_search where the personality's provider can recall. Their
+/// writes are revisions with surface tool. Resources: the two documents. Logs go to stderr.
+///
+/// With --remote, relays stdio to a remote `memory serve`'s /mcp instead (no config
+/// needed): for MCP clients that only start local processes.
+///
+/// Example: memory mcp --personality ada --user grace
+#[derive(clap::Args)]
+// The help text's `[mcp]` is the config's table, as a user writes it, not a link.
+#[allow(rustdoc::broken_intra_doc_links)]
+pub struct McpArgs {
+    /// The personality whose memory is served (default: [mcp] personality in the config).
+    #[arg(long, conflicts_with = "remote")]
+    personality: Option<String>,
+    /// The user whose profile is served (default: [mcp] user in the config).
+    #[arg(long, conflicts_with = "remote")]
+    user: Option<String>,
+    /// The URL of a remote /mcp (`http(s)://HOST/mcp/<personality>/<user>`) to relay to;
+    /// its API key comes from the environment variable MEMORY_API_KEY.
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+}
+
+/// `memory mcp`: the tools of the personality and user given, or of `[mcp]`'s defaults, served
+/// on stdio.
+pub async fn run(memory: &Memory, args: McpArgs) -> Result<(), Failure> {
+    let McpArgs {
+        personality, user, ..
+    } = args;
+    let defaults = &memory.config().mcp;
+    let missing = |what: &str| {
+        Failure::invalid(format!(
+            "memory mcp needs a {what}: pass --{what} or set `{what}` under [mcp] in the config"
+        ))
+    };
+    let personality = match personality {
+        Some(id) => PersonalityId::new(id)?,
+        None => (defaults.personality.clone()).ok_or_else(|| missing("personality"))?,
+    };
+    let user = match user {
+        Some(id) => UserId::new(id)?,
+        None => (defaults.user.clone()).ok_or_else(|| missing("user"))?,
+    };
+    let tools = memory.tools(personality, user).await?;
+    serve(tools).await.map_err(Failure::other)
+}
+
+/// `memory mcp --remote <url>`: stdio relayed to `url`, with the key of [`API_KEY_ENV`]; no
+/// config is read.
+pub async fn run_remote(url: &str) -> Result<(), Failure> {
+    let key = std::env::var(API_KEY_ENV).ok();
+    relay(url, key).await.map_err(Failure::other)
+}
+
 /// Serves `tools` on stdin/stdout until the client closes the connection.
-pub async fn serve(tools: MemoryTools) -> Result<(), String> {
+async fn serve(tools: MemoryTools) -> Result<(), String> {
     let ctx = tools.context();
     let [memory, user] =
         [Store::Memory, Store::User].map(|store| resource_uri(&ctx.document(store)));
@@ -43,12 +103,12 @@ async fn on_stdio(server: impl ServerHandler) -> Result<(), String> {
 }
 
 /// The environment variable `memory mcp --remote` takes the remote server's API key from.
-pub const API_KEY_ENV: &str = "MEMORY_API_KEY";
+const API_KEY_ENV: &str = "MEMORY_API_KEY";
 
 /// Relays MCP on stdin/stdout to the Streamable HTTP endpoint at `url` (sending `key` as a
 /// bearer key) until the local client closes the connection: the tools, their results and
 /// the resources are the remote server's, unchanged.
-pub async fn relay(url: &str, key: Option<String>) -> Result<(), String> {
+async fn relay(url: &str, key: Option<String>) -> Result<(), String> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(key) = key.filter(|key| !key.is_empty()) {
         config = config.auth_header(key);

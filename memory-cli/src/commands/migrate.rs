@@ -12,8 +12,39 @@ use memory_core::{
 use memory_markdown::LayoutName;
 use memory_wiring::{Memory, ProviderConfig};
 
+use super::settle;
 use crate::failure::Failure;
 use crate::output::{count, progress_bar};
+
+/// Copy every document and identity link from one provider to another, verified by hash.
+///
+/// Documents already identical are skipped, so a second run copies nothing. A target
+/// document holding lines its source lacks is left alone (exit 3) unless --force: content
+/// decides, never the clocks of two machines. Identity links already in the target are
+/// kept; one linked to another user there is reported (exit 3), never overwritten.
+///
+/// With --root-user, moves the USER.md of Ethos's first layout (~/.ethos/USER.md, at the
+/// root, which this layout never reads) into users/<USER>/USER.md instead.
+///
+/// Example: memory migrate --from files --to shared
+///
+/// Example: memory migrate --root-user grace
+#[derive(clap::Args)]
+pub struct MigrateArgs {
+    /// The provider to copy from.
+    #[arg(long, required_unless_present = "root_user", requires = "to")]
+    from: Option<String>,
+    /// The provider to copy to.
+    #[arg(long, requires = "from")]
+    to: Option<String>,
+    /// Move the USER.md at the root (Ethos's first layout, ~/.ethos/USER.md, which is
+    /// never read) into users/<USER>/USER.md, verified by hash, and remove it.
+    #[arg(long, value_name = "USER", conflicts_with_all = ["from", "to"])]
+    root_user: Option<String>,
+    /// Overwrite target documents that hold lines their source lacks.
+    #[arg(long)]
+    force: bool,
+}
 
 /// What happened to one document.
 enum Outcome {
@@ -36,7 +67,27 @@ struct Links {
     conflicts: Vec<String>,
 }
 
-pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(), Failure> {
+/// `memory migrate`: [`root_user`] with `--root-user`, [`copy_between`] the two providers
+/// otherwise; either way a recall index is left caught up with what was written.
+pub async fn run(memory: &Memory, args: MigrateArgs) -> Result<(), Failure> {
+    let MigrateArgs {
+        from,
+        to,
+        root_user: user,
+        force,
+    } = args;
+    let migrated = match (user, from, to) {
+        (Some(user), ..) => root_user(memory, &user, force).await,
+        (None, Some(from), Some(to)) => copy_between(memory, &from, &to, force).await,
+        _ => unreachable!("clap requires --root-user, or --from with --to"),
+    };
+    settle(memory).await;
+    migrated
+}
+
+/// `memory migrate --from --to`: every document of `from` copied to `to` unless identical or
+/// holding more (unless `force`), then the identity links.
+async fn copy_between(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(), Failure> {
     let config = memory.config();
     if config.storage_of(from) == config.storage_of(to) {
         return Err(Failure::invalid(format!(
@@ -121,10 +172,10 @@ pub async fn run(memory: &Memory, from: &str, to: &str, force: bool) -> Result<(
 
 /// `memory migrate --root-user <id>`: Ethos's first layout kept one `USER.md` at the root
 /// (`~/.ethos/USER.md`), which the layout never reads. Copies it into `users/<id>/USER.md`
-/// through the provider that keeps profiles, as [`run`] copies any document (verified by hash,
+/// through the provider that keeps profiles, as [`copy_between`] copies any document (verified by hash,
 /// a profile already there with other lines left alone unless `force`), then removes the root
 /// file, unless it changed meanwhile.
-pub async fn root_user(memory: &Memory, user: &str, force: bool) -> Result<(), Failure> {
+async fn root_user(memory: &Memory, user: &str, force: bool) -> Result<(), Failure> {
     let config = memory.config();
     let home = &config.users_provider;
     let Some(ProviderConfig::Markdown(markdown)) = config.providers.get(config.storage_of(home))
