@@ -2,7 +2,6 @@
 //! PgBouncer in transaction mode, and Redis on a Redis Cluster of three masters. One writer,
 //! prefetch and one-add sync, the two calls an agent makes every turn.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use memory_core::MemoryProvider;
@@ -155,38 +154,4 @@ async fn measure_one(
     let prefetch = workloads::prefetch(provider, PREFETCH_BYTES, samples).await?;
     let sync = workloads::sync(provider, samples).await?;
     Ok((prefetch, sync))
-}
-
-/// The section of the report.
-pub fn markdown(rows: &[Deployment], samples: usize) -> String {
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "## Deployments: through PgBouncer, on a Redis Cluster\n"
-    );
-    let _ = writeln!(
-        md,
-        "The multi-host backends as teams run them, beside a direct connection to the same \
-         PostgreSQL and a single Redis server: prefetch with an 8 KiB MEMORY.md and one-add \
-         syncs, one writer, {samples} calls each; PostgreSQL without TLS both ways, as Debian's \
-         PgBouncer has none. Through PgBouncer in transaction mode nothing outlives a \
-         transaction (see memory-postgres/README.md); on the cluster every call goes to the \
-         master that owns the prefix's slot (see memory-redis/README.md).\n"
-    );
-    let _ = writeln!(
-        md,
-        "| deployment | prefetch p50 / p95 / p99 | sync p50 / p95 / p99 |"
-    );
-    let _ = writeln!(md, "|---|---|---|");
-    for row in rows {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} |",
-            row.name,
-            row.prefetch.percentiles(),
-            row.sync.percentiles()
-        );
-    }
-    md.push('\n');
-    md
 }

@@ -5,7 +5,6 @@
 //! cost 43 ms more than without (sqlx 0.9.0 left Nagle's algorithm on): this is where that
 //! shows.
 
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use memory_core::{IfMatch, MemoryProvider, MemoryUpdate, Store};
@@ -131,43 +130,6 @@ async fn measure_in(
 /// What a one-add sync over TLS costs beyond one without, at the p50, in milliseconds.
 pub fn added_p50(connections: &[Connection; 2]) -> f64 {
     connections[0].add.quantile_ms(0.5) - connections[1].add.quantile_ms(0.5)
-}
-
-/// The section of the report.
-pub fn markdown(connections: &[Connection; 2], cycles: usize) -> String {
-    let mut md = String::new();
-    let _ = writeln!(md, "## PostgreSQL over TLS\n");
-    let _ = writeln!(
-        md,
-        "The same server reached as the README's URL does (no `sslmode`: sqlx's `prefer`, \
-         which takes TLS where the server offers it, as Debian's does) and with \
-         `sslmode=disable`: {cycles} cycles of a prefetch and one add on a MEMORY.md grown from \
-         empty, one writer per connection, the two interleaved. A write over TLS once cost \
-         about 43 ms more than without (Nagle's algorithm held back the second TLS record of \
-         every message over 16 KiB until the server's delayed ACK); the goal is within 1 ms.\n"
-    );
-    let _ = writeln!(
-        md,
-        "| connection | TLS in use | prefetch p50 / p95 / p99 | add p50 / p95 / p99 | cycles/s |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|");
-    for connection in connections {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {:.0} |",
-            connection.name,
-            if connection.tls { "yes" } else { "no" },
-            connection.prefetch.percentiles(),
-            connection.add.percentiles(),
-            connection.cycles_per_second
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\nAdd p50 over TLS minus without: {:+.3} ms.\n",
-        added_p50(connections)
-    );
-    md
 }
 
 #[cfg(test)]
