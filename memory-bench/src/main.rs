@@ -3,7 +3,7 @@
 //! SVG charts in `<out>/benchmarks/`. Prints figures; asserts nothing about speed.
 //!
 //! `memory-bench recall-eval --data DIR` instead measures recall@k of the vector provider on
-//! LoCoMo-style conversations (see `src/recall_eval.rs`).
+//! LoCoMo-style conversations (see `src/recall_eval/`).
 //!
 //! The flow, in `run`: each provider is opened and measured in turn (`measure`: floor, prefetch,
 //! sync, history, HTTP, contention, growth), then the deployments, PostgreSQL over TLS, recall at
