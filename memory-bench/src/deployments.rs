@@ -42,12 +42,13 @@ pub struct Targets<'a> {
 }
 
 /// Measures each deployment beside its direct connection, `samples` calls each, under
-/// namespaces of `run_id`'s that it removes again. Returns the rows and the deployments it
-/// could not reach, with why.
+/// namespaces of `run_id`'s that it removes again, calling `progress` with each one's name
+/// before it. Returns the rows and the deployments it could not reach, with why.
 pub async fn measure(
     targets: &Targets<'_>,
     run_id: &str,
     samples: usize,
+    progress: impl Fn(&str),
 ) -> (Vec<Deployment>, Vec<(String, String)>) {
     let schema = format!("{}_deploy", run_id.replace('-', "_"));
     let prefix = format!("{run_id}-deploy");
@@ -112,7 +113,7 @@ pub async fn measure(
     }
 
     for (name, provider) in candidates {
-        crate::progress("deployments", &name);
+        progress(&name);
         let measured = match provider {
             Ok(provider) => measure_one(&*provider, samples).await,
             Err(err) => Err(err.into()),

@@ -127,7 +127,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         redis: measures("redis").then_some(args.redis_url.as_str()),
         redis_cluster: &args.redis_cluster_urls,
     };
-    let (deployments, unreached) = deployments::measure(&targets, &run_id, args.samples).await;
+    let (deployments, unreached) = deployments::measure(&targets, &run_id, args.samples, |name| {
+        progress("deployments", name)
+    })
+    .await;
     for (name, reason) in unreached {
         skip(&mut skipped, &name, &reason);
     }
