@@ -42,9 +42,13 @@ pub struct Memory {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// What every clone of a [`Memory`] shares.
 pub(crate) struct Inner {
+    /// The wiring's configuration, as parsed.
     pub(crate) config: Config,
+    /// Each provider's connection, made on first use.
     pub(crate) connections: Connections,
+    /// The writes made through the handle, for `subscribe`.
     pub(crate) events: EventBus,
 }
 
