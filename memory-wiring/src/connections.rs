@@ -9,7 +9,9 @@ use memory_core::{IdentityMap, MemoryError, MemoryProvider, Recall};
 use memory_vector::{Embedder, VectorProvider};
 use tokio::sync::OnceCell;
 
-use crate::config::{Config, ProviderConfig};
+use crate::config::Config;
+#[cfg(feature = "recall")]
+use crate::config::ProviderConfig;
 
 /// One connected provider, with the capabilities the wiring needs from its concrete type.
 #[derive(Clone)]

@@ -12,7 +12,9 @@ use memory_vector::ModelConfig;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::locator::{Locator, names, shown_name};
+use super::locator::Locator;
+#[cfg(feature = "recall")]
+use super::locator::{names, shown_name};
 use super::{ProviderConfig, home, is_name};
 use crate::backends::RawProvider;
 #[cfg(feature = "recall")]
