@@ -230,6 +230,19 @@ pub enum MemoryError {
         holds: String,
     },
 
+    /// A note path the rule of `CONTRACT.md` (Notes) refuses: checked before any read or
+    /// write, so nothing was read or written.
+    #[error(
+        "invalid note path {path:?}: {reason}; a note path is relative to its scope, like projects/kyoto.md (see {}); nothing was read or written",
+        crate::note::NOTE_PATH_RULE
+    )]
+    InvalidNotePath {
+        /// The path as given.
+        path: String,
+        /// The rule it breaks.
+        reason: String,
+    },
+
     /// A provider was configured wrongly.
     #[error("configuration error: {message}")]
     Config {
@@ -379,7 +392,8 @@ impl MemoryError {
             MemoryError::Config { .. } => ErrorKind::Config,
             MemoryError::RevisionNotFound { .. }
             | MemoryError::Misrouted { .. }
-            | MemoryError::NotInLayout { .. } => ErrorKind::InvalidInput,
+            | MemoryError::NotInLayout { .. }
+            | MemoryError::InvalidNotePath { .. } => ErrorKind::InvalidInput,
         }
     }
 
@@ -405,6 +419,7 @@ impl MemoryError {
             MemoryError::RevisionNotFound { .. } => "revision-not-found",
             MemoryError::Misrouted { .. } => "misrouted",
             MemoryError::NotInLayout { .. } => "not-in-layout",
+            MemoryError::InvalidNotePath { .. } => "invalid-note-path",
             MemoryError::Config { .. } => "config",
         }
     }

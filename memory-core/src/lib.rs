@@ -7,6 +7,7 @@ mod history;
 mod id;
 mod idempotency;
 mod identity;
+mod note;
 mod prefetch;
 mod prompt;
 mod provider;
@@ -33,6 +34,10 @@ pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::exactly_once::{revert_exactly_once, sync_exactly_once};
 pub use idempotency::key::{IdempotencyKey, MAX_KEY_LEN};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
+pub use note::{
+    MAX_DESCRIPTION_CHARS, MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES,
+    NotePath, note_description,
+};
 pub use prefetch::Prefetch;
 pub use provider::MemoryProvider;
 pub use recall::{Recall, Recalled};

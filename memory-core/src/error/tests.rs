@@ -74,6 +74,15 @@ fn every_surface_reads_one_classification() {
             400,
         ),
         (
+            MemoryError::InvalidNotePath {
+                path: "../x".into(),
+                reason: "x".into(),
+            },
+            ErrorKind::InvalidInput,
+            2,
+            400,
+        ),
+        (
             MemoryError::Config {
                 message: "x".into(),
             },
@@ -174,7 +183,7 @@ fn every_surface_reads_one_classification() {
     assert_eq!(codes.len(), cases.len(), "{codes:?}");
     assert_eq!(
         cases.len(),
-        17,
+        18,
         "a new MemoryError variant needs a case here"
     );
     for (err, kind, exit, status) in cases {
