@@ -2,6 +2,7 @@
 
 use crate::document::{DocumentId, Version};
 use crate::id::{IdKind, PersonalityId, UserId};
+use crate::note::NotePath;
 use crate::report::DocumentReport;
 
 /// A boxed error from a backend driver, kept as the [`std::error::Error::source`].
@@ -243,6 +244,37 @@ pub enum MemoryError {
         reason: String,
     },
 
+    /// A write would leave two notes of one scope that differ only by case or Unicode
+    /// normalisation, or a note where a folder of notes is (or the reverse). Nothing was
+    /// written.
+    #[error(
+        "note {path} cannot be written beside {scope}: it collides with the note {existing} (they differ only by case or Unicode normalisation, or one would be a folder of the other); use {existing} or another path; nothing was written"
+    )]
+    NoteCollision {
+        /// The pair document whose scope the notes are in.
+        scope: DocumentId,
+        /// The path the call would create.
+        path: NotePath,
+        /// The note already there.
+        existing: NotePath,
+    },
+
+    /// A write would take a scope's notes past a cap of `memory.toml`'s `notes` table: their
+    /// count or their bytes together. Nothing was written.
+    #[error(
+        "the notes beside {scope} would be {would_be} by {cap}, over its limit of {limit}; delete or shorten notes first; nothing was written"
+    )]
+    NotesCapExceeded {
+        /// The pair document whose scope the notes are in.
+        scope: DocumentId,
+        /// Which cap: `max_notes` or `max_bytes`.
+        cap: &'static str,
+        /// The cap.
+        limit: u64,
+        /// What the write would make of it.
+        would_be: u64,
+    },
+
     /// A provider was configured wrongly.
     #[error("configuration error: {message}")]
     Config {
@@ -381,9 +413,12 @@ impl MemoryError {
             MemoryError::NoMatch { .. }
             | MemoryError::AmbiguousMatch { .. }
             | MemoryError::HardCapExceeded { .. }
-            | MemoryError::KeyReused { .. } => ErrorKind::Refused,
+            | MemoryError::KeyReused { .. }
+            | MemoryError::NotesCapExceeded { .. } => ErrorKind::Refused,
             MemoryError::Conflict { .. } => ErrorKind::PreconditionFailed,
-            MemoryError::IdentityTaken { .. } => ErrorKind::Conflict,
+            MemoryError::IdentityTaken { .. } | MemoryError::NoteCollision { .. } => {
+                ErrorKind::Conflict
+            }
             MemoryError::Contention { .. } => ErrorKind::Busy,
             MemoryError::Unavailable { .. } => ErrorKind::Unavailable,
             MemoryError::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
@@ -420,6 +455,8 @@ impl MemoryError {
             MemoryError::Misrouted { .. } => "misrouted",
             MemoryError::NotInLayout { .. } => "not-in-layout",
             MemoryError::InvalidNotePath { .. } => "invalid-note-path",
+            MemoryError::NoteCollision { .. } => "note-collision",
+            MemoryError::NotesCapExceeded { .. } => "notes-cap-exceeded",
             MemoryError::Config { .. } => "config",
         }
     }

@@ -36,7 +36,7 @@ pub use idempotency::key::{IdempotencyKey, MAX_KEY_LEN};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
 pub use note::{
     MAX_DESCRIPTION_CHARS, MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES,
-    NotePath, note_description,
+    NoteCaps, NoteMeta, NotePath, note_description,
 };
 pub use prefetch::Prefetch;
 pub use provider::MemoryProvider;

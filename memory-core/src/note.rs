@@ -1,15 +1,20 @@
-//! Notes: the path rule and the description a listing shows (`CONTRACT.md`, Notes).
+//! Notes: their paths, what a listing shows of them and the caps of a scope (`CONTRACT.md`,
+//! Notes).
 //!
-//! A note is addressed by a relative path within its scope. The rule is checked here, before
-//! any read or write, and is the same for every backend and surface, so a path one accepts is
-//! a path all accept, and a note's markdown file is valid on any file system it is copied to.
+//! A note is addressed by a relative path within its scope. The rule is checked once, at
+//! construction ([`rule`] holds it), before any read or write, and is the same for every
+//! backend and surface, so a path one accepts is a path all accept, and a note's markdown file
+//! is valid on any file system it is copied to.
 
 use std::fmt;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use unicode_normalization::{UnicodeNormalization, is_nfc};
+use unicode_normalization::UnicodeNormalization;
 
-use crate::error::MemoryError;
+use crate::document::Version;
+
+pub(crate) mod rule;
 
 /// The longest note path, in UTF-8 bytes.
 pub const MAX_NOTE_PATH_BYTES: usize = 255;
@@ -23,7 +28,8 @@ pub(crate) const NOTE_PATH_RULE: &str = "CONTRACT.md, Notes";
 /// The longest description a listing shows, in chars.
 pub const MAX_DESCRIPTION_CHARS: usize = 120;
 
-/// A note's path within its scope (`projects/kyoto.md`), valid by construction.
+/// A note's path within its scope (`projects/kyoto.md`), valid by construction
+/// ([`NotePath::new`]).
 ///
 /// ```
 /// # use memory_core::NotePath;
@@ -39,18 +45,6 @@ pub const MAX_DESCRIPTION_CHARS: usize = 120;
 pub struct NotePath(String);
 
 impl NotePath {
-    /// Checks `path` against the rule of `CONTRACT.md` (Notes).
-    ///
-    /// # Errors
-    /// [`MemoryError::InvalidNotePath`] naming the path and the first rule it breaks.
-    pub fn new(path: impl Into<String>) -> Result<Self, MemoryError> {
-        let path = path.into();
-        match refusal(&path) {
-            Some(reason) => Err(MemoryError::InvalidNotePath { path, reason }),
-            None => Ok(NotePath(path)),
-        }
-    }
-
     /// The path as given, with `/` separators.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -94,143 +88,50 @@ impl fmt::Display for NotePath {
     }
 }
 
-impl TryFrom<String> for NotePath {
-    type Error = MemoryError;
-
-    fn try_from(path: String) -> Result<Self, Self::Error> {
-        NotePath::new(path)
-    }
-}
-
 impl From<NotePath> for String {
     fn from(path: NotePath) -> String {
         path.0
     }
 }
 
-/// Characters a Windows file name cannot hold, and `%`, so that no surface decodes a path
-/// twice into another.
-const FORBIDDEN: &[char] = &['\\', ':', '*', '?', '"', '<', '>', '|', '%'];
-
-/// Names Windows reserves for devices, with or without an extension.
-const DEVICES: &[&str] = &[
-    "con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8",
-    "com9", "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
-];
-
-/// The pair's names, which a note may not take at the top of its scope.
-const PAIR: &[&str] = &["memory.md", "user.md"];
-
-/// Why `path` is not a note path, or `None` when it is one.
-fn refusal(path: &str) -> Option<String> {
-    if path.is_empty() {
-        return Some("it is empty".into());
-    }
-    if path.len() > MAX_NOTE_PATH_BYTES {
-        return Some(format!(
-            "it is {} bytes long, over {MAX_NOTE_PATH_BYTES}",
-            path.len()
-        ));
-    }
-    if let Some(c) = path.chars().find(|&c| invisible(c)) {
-        return Some(format!(
-            "it holds {}, a control or invisible character",
-            c.escape_unicode()
-        ));
-    }
-    if let Some(c) = path.chars().find(|c| FORBIDDEN.contains(c)) {
-        return Some(format!(
-            "it holds {c:?}; a note path holds none of \\ : * ? \" < > | %"
-        ));
-    }
-    if path.starts_with('/') {
-        return Some(
-            "it is absolute; give it relative to the scope, like projects/kyoto.md".into(),
-        );
-    }
-    if !is_nfc(path) {
-        let nfc: String = path.nfc().collect();
-        return Some(format!("it is not in Unicode NFC; write it as {nfc:?}"));
-    }
-    let segments: Vec<&str> = path.split('/').collect();
-    if segments.len() > MAX_NOTE_PATH_SEGMENTS {
-        return Some(format!(
-            "it has {} segments, over {MAX_NOTE_PATH_SEGMENTS}",
-            segments.len()
-        ));
-    }
-    if let Some(reason) = segments.iter().find_map(|segment| segment_refusal(segment)) {
-        return Some(reason);
-    }
-    if segments.len() == 1 && PAIR.contains(&path.to_lowercase().as_str()) {
-        return Some(format!(
-            "{path} at the top of a scope is the always-loaded document, not a note; update it as the document, or put the note in a folder"
-        ));
-    }
-    None
+/// One note as a listing shows it: enough to choose which to open, without its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteMeta {
+    /// Its path within its scope.
+    pub path: NotePath,
+    /// Its size in UTF-8 bytes.
+    pub bytes: usize,
+    /// Its current version: reading it gives this version or a newer one.
+    pub version: Version,
+    /// When its content was last written (milliseconds since the Unix epoch on the wire).
+    #[serde(default, with = "crate::time::unix_millis")]
+    pub modified: Option<SystemTime>,
+    /// Its [`note_description`].
+    pub description: String,
 }
 
-/// Why one segment of a path is refused, or `None`.
-fn segment_refusal(segment: &str) -> Option<String> {
-    if segment.is_empty() {
-        return Some("it has an empty segment (a leading, trailing or doubled /)".into());
-    }
-    if segment.len() > MAX_NOTE_SEGMENT_BYTES {
-        return Some(format!(
-            "its segment {segment:?} is {} bytes long, over {MAX_NOTE_SEGMENT_BYTES}",
-            segment.len()
-        ));
-    }
-    if segment.starts_with('.') {
-        return Some(format!(
-            "its segment {segment:?} starts with '.': hidden files, . and .. are not notes"
-        ));
-    }
-    if segment.starts_with(char::is_whitespace) || segment.ends_with(char::is_whitespace) {
-        return Some(format!(
-            "its segment {segment:?} starts or ends with white space"
-        ));
-    }
-    if segment.ends_with('.') {
-        return Some(format!(
-            "its segment {segment:?} ends with '.', which Windows drops"
-        ));
-    }
-    let stem = segment.split('.').next().unwrap_or(segment).to_lowercase();
-    if DEVICES.contains(&stem.as_str()) {
-        return Some(format!(
-            "its segment {segment:?} is named as a Windows device"
-        ));
-    }
-    None
+/// The limits on one scope's notes (`notes = { ... }` in `memory.toml`). Each is a hard
+/// limit: a write past it is refused and writes nothing.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NoteCaps {
+    /// The largest note, in UTF-8 bytes (default 100,000, as Anthropic's memory stores).
+    pub max_note_bytes: usize,
+    /// The most notes a scope holds (default 10,000).
+    pub max_notes: usize,
+    /// The most bytes a scope's notes hold together (default 100,000,000).
+    pub max_bytes: u64,
 }
 
-/// Control characters, white space other than the space, and the format characters that
-/// change nothing visible (soft hyphen, zero-width and bidirectional marks, the BOM), so two
-/// paths that look alike are alike.
-fn invisible(c: char) -> bool {
-    c.is_control()
-        || (c.is_whitespace() && c != ' ')
-        || matches!(
-            c,
-            '\u{00ad}'
-                | '\u{034f}'
-                | '\u{061c}'
-                | '\u{115f}'
-                | '\u{1160}'
-                | '\u{17b4}'
-                | '\u{17b5}'
-                | '\u{180b}'..='\u{180f}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{3164}'
-                | '\u{fe00}'..='\u{fe0f}'
-                | '\u{feff}'
-                | '\u{ffa0}'
-                | '\u{fff0}'..='\u{fffb}'
-                | '\u{e0000}'..='\u{e0fff}'
-        )
+impl Default for NoteCaps {
+    fn default() -> Self {
+        NoteCaps {
+            max_note_bytes: 100_000,
+            max_notes: 10_000,
+            max_bytes: 100_000_000,
+        }
+    }
 }
 
 /// The one line a listing shows for a note's `text`: the `description:` of its front matter

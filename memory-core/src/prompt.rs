@@ -1,20 +1,74 @@
-//! The memory context as the agent reads it: both documents under their headings, kept within
-//! the prefetch budget by dropping the oldest text.
+//! The memory context as the agent reads it: both documents under their headings, then the
+//! index of the scopes' notes, kept within the prefetch budget by dropping the oldest text.
 
+use std::cmp::Reverse;
+
+use crate::document::Store;
+use crate::note::NoteMeta;
 use crate::update::is_blank;
+
+/// The most notes the prompt's index names; the rest are counted.
+pub const NOTES_INDEX_LINES: usize = 20;
+/// The most chars the index's note lines take together; the rest are counted.
+pub const NOTES_INDEX_CHARS: usize = 2_000;
 
 /// Renders `## About You` then `## Memory`, dropping blank sections, then keeps the tail within
 /// `max_chars` chars (see [`truncate_keeping_tail`]). `None` when both are blank.
 pub fn render(user: &str, memory: &str, max_chars: usize) -> Option<String> {
+    render_with_notes(user, memory, &[], max_chars)
+}
+
+/// [`render`] with the index of `notes` (see [`notes_index`]) as a last section. With no notes
+/// it is exactly [`render`]'s text.
+pub fn render_with_notes(
+    user: &str,
+    memory: &str,
+    notes: &[(Store, NoteMeta)],
+    max_chars: usize,
+) -> Option<String> {
     let sections: Vec<String> = [("About You", user), ("Memory", memory)]
         .into_iter()
         .filter(|(_, text)| !is_blank(text))
         .map(|(heading, text)| format!("## {heading}\n\n{}", text.trim()))
+        .chain(notes_index(notes))
         .collect();
     if sections.is_empty() {
         return None;
     }
     Some(truncate_keeping_tail(&sections.join("\n\n"), max_chars))
+}
+
+/// The `## Notes` section naming the notes the agent can open: one line per note, most
+/// recently updated first (never-dated last, then by store and path),
+/// `- <store>/<path> (<bytes> bytes): <description>`, at most [`NOTES_INDEX_LINES`] lines and
+/// [`NOTES_INDEX_CHARS`] chars of them, then `- ... and N more` for the rest. `None` for no
+/// notes.
+pub fn notes_index(notes: &[(Store, NoteMeta)]) -> Option<String> {
+    if notes.is_empty() {
+        return None;
+    }
+    let mut newest_first: Vec<&(Store, NoteMeta)> = notes.iter().collect();
+    newest_first.sort_by_key(|(store, note)| (Reverse(note.modified), *store, &note.path));
+    let mut section = String::from("## Notes\n");
+    let (mut shown, mut chars) = (0, 0);
+    for (store, note) in &newest_first {
+        let mut line = format!("\n- {store}/{} ({} bytes)", note.path, note.bytes);
+        if !note.description.is_empty() {
+            line.push_str(": ");
+            line.push_str(&note.description);
+        }
+        let length = line.chars().count();
+        if shown == NOTES_INDEX_LINES || chars + length > NOTES_INDEX_CHARS {
+            break;
+        }
+        section.push_str(&line);
+        shown += 1;
+        chars += length;
+    }
+    if shown < notes.len() {
+        section.push_str(&format!("\n- ... and {} more", notes.len() - shown));
+    }
+    Some(section)
 }
 
 /// Keeps the end of `text` within `max_chars` chars (Unicode scalar values), marker included.
@@ -57,7 +111,81 @@ fn marker(dropped: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
     use super::*;
+    use crate::document::Version;
+    use crate::note::NotePath;
+
+    fn note(path: &str, bytes: usize, at: Option<u64>, description: &str) -> NoteMeta {
+        NoteMeta {
+            path: NotePath::new(path).unwrap(),
+            bytes,
+            version: Version::new("1"),
+            modified: at.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+            description: description.into(),
+        }
+    }
+
+    #[test]
+    fn without_notes_the_prompt_is_the_pairs_alone() {
+        for (user, memory) in [("", ""), ("Ada\n", ""), ("", "note\n"), ("Ada", "x\n\ny")] {
+            assert_eq!(
+                render_with_notes(user, memory, &[], 100),
+                render(user, memory, 100)
+            );
+        }
+        assert_eq!(notes_index(&[]), None);
+    }
+
+    #[test]
+    fn the_notes_index_names_the_newest_notes_first() {
+        let notes = [
+            (
+                Store::Memory,
+                note("projects/kyoto.md", 120, Some(20), "Kyoto trip"),
+            ),
+            (Store::User, note("diet.md", 30, Some(30), "Vegetarian")),
+            (Store::Memory, note("undated.md", 5, None, "")),
+        ];
+        assert_eq!(
+            render_with_notes("Ada\n", "", &notes, 1_000).unwrap(),
+            "## About You\n\nAda\n\n## Notes\n\n- user/diet.md (30 bytes): Vegetarian\n- memory/projects/kyoto.md (120 bytes): Kyoto trip\n- memory/undated.md (5 bytes)"
+        );
+        assert_eq!(
+            render_with_notes("", "", &notes[..1], 1_000).unwrap(),
+            "## Notes\n\n- memory/projects/kyoto.md (120 bytes): Kyoto trip",
+            "notes alone are a memory context"
+        );
+    }
+
+    #[test]
+    fn the_notes_index_is_bounded_and_counts_the_rest() {
+        let many: Vec<(Store, NoteMeta)> = (0..50)
+            .map(|i| (Store::Memory, note(&format!("n{i:02}.md"), 1, Some(i), "d")))
+            .collect();
+        let index = notes_index(&many).unwrap();
+        assert_eq!(
+            index.lines().filter(|l| l.ends_with(": d")).count(),
+            NOTES_INDEX_LINES
+        );
+        assert!(index.contains("- memory/n49.md"), "the newest is shown");
+        assert!(!index.contains("n29.md"), "the oldest are counted");
+        assert!(index.ends_with("\n- ... and 30 more"), "{index}");
+
+        let long = "x".repeat(110);
+        let wide: Vec<(Store, NoteMeta)> = (0..20)
+            .map(|i| (Store::User, note(&format!("w{i:02}.md"), 1, Some(i), &long)))
+            .collect();
+        let index = notes_index(&wide).unwrap();
+        let lines: usize = index
+            .lines()
+            .filter(|l| l.starts_with("- user/"))
+            .map(|l| l.chars().count() + 1)
+            .sum();
+        assert!(lines <= NOTES_INDEX_CHARS, "{lines}");
+        assert!(index.ends_with(" more"), "{index}");
+    }
 
     #[test]
     fn sections_and_blank_handling() {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::document::Store;
+use crate::note::NotePath;
 
 #[test]
 fn every_surface_reads_one_classification() {
@@ -81,6 +82,27 @@ fn every_surface_reads_one_classification() {
             ErrorKind::InvalidInput,
             2,
             400,
+        ),
+        (
+            MemoryError::NoteCollision {
+                scope: document.clone(),
+                path: NotePath::new("Kyoto.md").unwrap(),
+                existing: NotePath::new("kyoto.md").unwrap(),
+            },
+            ErrorKind::Conflict,
+            3,
+            409,
+        ),
+        (
+            MemoryError::NotesCapExceeded {
+                scope: document.clone(),
+                cap: "max_notes",
+                limit: 10,
+                would_be: 11,
+            },
+            ErrorKind::Refused,
+            4,
+            422,
         ),
         (
             MemoryError::Config {
@@ -183,7 +205,7 @@ fn every_surface_reads_one_classification() {
     assert_eq!(codes.len(), cases.len(), "{codes:?}");
     assert_eq!(
         cases.len(),
-        18,
+        20,
         "a new MemoryError variant needs a case here"
     );
     for (err, kind, exit, status) in cases {

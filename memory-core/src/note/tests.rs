@@ -3,9 +3,10 @@
 use std::path::{Component, Path};
 
 use proptest::prelude::*;
+use unicode_normalization::is_nfc;
 
 use super::*;
-use crate::error::ErrorKind;
+use crate::error::{ErrorKind, MemoryError};
 
 fn refused(path: &str) -> String {
     match NotePath::new(path) {

@@ -14,6 +14,7 @@ pub(crate) mod backoff;
 pub(crate) mod cas;
 pub(crate) mod events;
 pub(crate) mod kept;
+pub(crate) mod notes;
 pub(crate) mod plan;
 pub(crate) mod redact;
 pub(crate) mod versioned;
@@ -26,6 +27,7 @@ pub use cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
 pub use cas::writer::{CasWriter, DEFAULT_DEADLINE, LONGEST_DEADLINE};
 pub use events::{EVENT_BUFFER, EventBus};
 pub use kept::{droppable, history_view, kept_revisions};
+pub use notes::{ScopeTotals, check_scope};
 pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
 pub use redact::{hide_password_of, redact_url, redact_urls_in};
 pub use versioned::provider::Versioned;
@@ -39,7 +41,10 @@ pub use crate::history::retention::CHECKPOINT_EVERY_MOST;
 pub use crate::history::revision::RevisionTip;
 pub use crate::idempotency::exactly_once::SYNC_SENDS;
 pub use crate::idempotency::receipts::{RECEIPTS_KEPT, Receipts};
-pub use crate::prompt::{render, truncate_keeping_tail};
+pub use crate::prompt::{
+    NOTES_INDEX_CHARS, NOTES_INDEX_LINES, notes_index, render, render_with_notes,
+    truncate_keeping_tail,
+};
 pub use crate::provider::revert_by_replace;
 pub use crate::sha256::sha256_hex;
 pub use crate::time::{
