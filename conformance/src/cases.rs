@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use memory_core::raw::{EVENT_BUFFER, RECEIPTS_KEPT, sha256_hex};
 use memory_core::{
     Budgets, Caps, DocumentId, DocumentReport, ErrorKind, IdempotencyKey, IfMatch, MemoryContext,
-    MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, PersonalityId, Store,
-    UserId,
+    MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, NotePath, PersonalityId,
+    Store, UserId,
 };
 
 pub use crate::history::{
@@ -73,6 +73,33 @@ pub async fn empty_store_gives_no_context<P: MemoryProvider + ?Sized>(p: Arc<P>)
         );
         assert_eq!(doc.location, meta.location);
     }
+    assert!(
+        p.list().await.expect("list").is_empty(),
+        "reading creates nothing"
+    );
+}
+
+/// A note is a document of its scope (`CONTRACT.md`, Notes): one never written reads as empty
+/// text with a version a create can be guarded by, at its own location, and reading it
+/// creates nothing. Notes of the two scopes, and a note and its scope's document, are apart.
+pub async fn a_note_never_written_reads_as_empty<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let path = NotePath::new("projects/kyoto.md").expect("a note path");
+    let mut locations = HashSet::new();
+    for store in [M, U] {
+        let beside = p.read(&c.document(store)).await.expect("read");
+        let note = DocumentId::note(&c.document(store), path.clone());
+        let doc = p.read(&note).await.expect("read of a note never written");
+        assert_eq!(doc.id, note, "the read names the note");
+        assert_eq!(doc.text, "", "a note never written reads as empty");
+        assert_eq!(doc.modified, None, "{note} was never written");
+        assert_ne!(
+            doc.location, beside.location,
+            "{note} is not its scope's document"
+        );
+        locations.insert(doc.location);
+    }
+    assert_eq!(locations.len(), 2, "the two scopes' notes are apart");
     assert!(
         p.list().await.expect("list").is_empty(),
         "reading creates nothing"

@@ -118,6 +118,7 @@ macro_rules! conformance_cases {
         $crate::__stamp_cases!(
             $setup;
             empty_store_gives_no_context,
+            a_note_never_written_reads_as_empty,
             add_follows_the_newline_discipline,
             add_of_blank_content_is_refused,
             nul_characters_are_refused,

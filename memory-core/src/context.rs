@@ -78,8 +78,8 @@ impl MemoryContext {
         }
     }
 
-    /// A context whose `store` document is `document`, for writing one document named by its
-    /// path (the command line, the Memory page, `migrate`). The ids it does not need are
+    /// A context whose `store` document is `document` (for a note, the document its scope sits
+    /// beside), for writing one document named by its path (the command line, the Memory page, `migrate`). The ids it does not need are
     /// placeholders: `sync` reads only the document of the store an update names.
     pub fn writing(document: &DocumentId) -> (MemoryContext, Store) {
         let placeholder_personality = || PersonalityId::new(PLACEHOLDER).expect("a valid id");
@@ -95,6 +95,8 @@ impl MemoryContext {
             DocumentId::UserProfile { user } => {
                 MemoryContext::new(placeholder_personality(), user.clone())
             }
+            // A note is written through the context of the document its scope sits beside.
+            DocumentId::Note(note) => return MemoryContext::writing(&note.scope.document()),
         };
         (ctx, document.store())
     }

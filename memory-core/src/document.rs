@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::id::{PersonalityId, UserId};
+use crate::note::path::NotePath;
 
 /// Which of the two documents of a conversation an update targets.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -56,6 +57,73 @@ pub enum DocumentId {
         /// Whose profile.
         user: UserId,
     },
+    /// A note (`CONTRACT.md`, Notes): `notes/<path>` beside the global `MEMORY.md`,
+    /// `personalities/<personality>/notes/<path>`, `users/<user>/notes/<path>`.
+    // Boxed, so an id of the pair stays as small as it was (ids are cloned on every call).
+    Note(Box<NoteId>),
+}
+
+/// Which note: its scope and its path within it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NoteId {
+    /// Whose note: named as the document it sits beside.
+    pub scope: NoteScope,
+    /// Its path within the scope.
+    pub path: NotePath,
+}
+
+/// The scope a note belongs to, named as the always-loaded document it sits beside: the
+/// memory the personality reads (its own, or the global one under global scope) or a user's
+/// profile.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum NoteScope {
+    /// Beside the global `MEMORY.md`, shared by global-scope personalities.
+    GlobalMemory,
+    /// Beside a personality's own `MEMORY.md`.
+    PersonalityMemory {
+        /// Whose memory.
+        personality: PersonalityId,
+    },
+    /// Beside a user's `USER.md`.
+    UserProfile {
+        /// Whose profile.
+        user: UserId,
+    },
+}
+
+impl NoteScope {
+    /// The always-loaded document the scope's notes sit beside.
+    pub fn document(&self) -> DocumentId {
+        match self {
+            NoteScope::GlobalMemory => DocumentId::GlobalMemory,
+            NoteScope::PersonalityMemory { personality } => DocumentId::PersonalityMemory {
+                personality: personality.clone(),
+            },
+            NoteScope::UserProfile { user } => DocumentId::user(user),
+        }
+    }
+
+    /// The note at `path` in this scope.
+    pub fn note(&self, path: NotePath) -> DocumentId {
+        DocumentId::Note(Box::new(NoteId {
+            scope: self.clone(),
+            path,
+        }))
+    }
+
+    /// The folder the scope's notes are in, relative to the root, with `/` separators.
+    pub fn folder(&self) -> String {
+        match self {
+            NoteScope::GlobalMemory => "notes".to_owned(),
+            NoteScope::PersonalityMemory { personality } => {
+                format!("personalities/{personality}/notes")
+            }
+            NoteScope::UserProfile { user } => format!("users/{user}/notes"),
+        }
+    }
 }
 
 impl DocumentId {
@@ -74,11 +142,38 @@ impl DocumentId {
         DocumentId::UserProfile { user: user.clone() }
     }
 
-    /// Which store the document belongs to.
+    /// The note at `path` beside `document`, or in `document`'s scope when it is a note.
+    pub fn note(document: &DocumentId, path: NotePath) -> Self {
+        document.scope().note(path)
+    }
+
+    /// Which store the document belongs to (a note: the store of its scope).
     pub fn store(&self) -> Store {
         match self {
             DocumentId::GlobalMemory | DocumentId::PersonalityMemory { .. } => Store::Memory,
             DocumentId::UserProfile { .. } => Store::User,
+            DocumentId::Note(note) => note.scope.document().store(),
+        }
+    }
+
+    /// The scope of notes this document is in: its own for one of the pair, its scope for a
+    /// note.
+    pub fn scope(&self) -> NoteScope {
+        match self {
+            DocumentId::GlobalMemory => NoteScope::GlobalMemory,
+            DocumentId::PersonalityMemory { personality } => NoteScope::PersonalityMemory {
+                personality: personality.clone(),
+            },
+            DocumentId::UserProfile { user } => NoteScope::UserProfile { user: user.clone() },
+            DocumentId::Note(note) => note.scope.clone(),
+        }
+    }
+
+    /// Its path within its scope when it is a note.
+    pub fn note_path(&self) -> Option<&NotePath> {
+        match self {
+            DocumentId::Note(note) => Some(&note.path),
+            _ => None,
         }
     }
 
@@ -91,13 +186,32 @@ impl DocumentId {
                 format!("personalities/{personality}/MEMORY.md")
             }
             DocumentId::UserProfile { user } => format!("users/{user}/USER.md"),
+            DocumentId::Note(note) => format!("{}/{}", note.scope.folder(), note.path),
         }
     }
 
     /// The document at `path` in the layout (the inverse of [`DocumentId::relative_path`]), or
     /// `None` for anything else, including paths with invalid ids.
     pub fn from_relative_path(path: &str) -> Option<Self> {
+        let note = |scope: NoteScope, rest: &[&str]| {
+            NotePath::new(rest.join("/"))
+                .ok()
+                .map(|path| scope.note(path))
+        };
         match path.split('/').collect::<Vec<_>>().as_slice() {
+            ["notes", rest @ ..] => note(NoteScope::GlobalMemory, rest),
+            ["personalities", personality, "notes", rest @ ..] => note(
+                NoteScope::PersonalityMemory {
+                    personality: PersonalityId::new(*personality).ok()?,
+                },
+                rest,
+            ),
+            ["users", user, "notes", rest @ ..] => note(
+                NoteScope::UserProfile {
+                    user: UserId::new(*user).ok()?,
+                },
+                rest,
+            ),
             ["MEMORY.md"] => Some(DocumentId::GlobalMemory),
             ["personalities", personality, "MEMORY.md"] => Some(DocumentId::PersonalityMemory {
                 personality: PersonalityId::new(*personality).ok()?,
@@ -118,6 +232,9 @@ impl fmt::Display for DocumentId {
                 write!(f, "MEMORY.md of personality '{personality}'")
             }
             DocumentId::UserProfile { user } => write!(f, "USER.md of user '{user}'"),
+            DocumentId::Note(note) => {
+                write!(f, "note '{}' beside {}", note.path, note.scope.document())
+            }
         }
     }
 }
@@ -226,10 +343,20 @@ mod tests {
     #[test]
     fn relative_paths_round_trip_and_nothing_else_parses() {
         let ada = PersonalityId::new("ada").unwrap();
+        let kyoto = NotePath::new("projects/kyoto.md").unwrap();
         for id in [
             DocumentId::GlobalMemory,
             DocumentId::memory(&ada, MemoryScope::PerPersonality),
             DocumentId::user(&UserId::new("u-1").unwrap()),
+            DocumentId::note(&DocumentId::GlobalMemory, kyoto.clone()),
+            DocumentId::note(
+                &DocumentId::memory(&ada, MemoryScope::PerPersonality),
+                kyoto.clone(),
+            ),
+            DocumentId::note(
+                &DocumentId::user(&UserId::new("u-1").unwrap()),
+                kyoto.clone(),
+            ),
         ] {
             assert_eq!(
                 DocumentId::from_relative_path(&id.relative_path()),
@@ -243,6 +370,13 @@ mod tests {
             "personalities/a.b/MEMORY.md",
             "users/u1/USER.md/x",
             "personalities//MEMORY.md",
+            "notes",
+            "notes/",
+            "notes/../USER.md",
+            "notes/.hidden.md",
+            "personalities/ada/notes/MEMORY.md",
+            "personalities/a.b/notes/x.md",
+            "users/u1/notes//x.md",
         ] {
             assert_eq!(DocumentId::from_relative_path(stray), None, "{stray:?}");
         }
@@ -261,6 +395,34 @@ mod tests {
             "personalities/ada/MEMORY.md"
         );
         assert_eq!(DocumentId::user(&u).relative_path(), "users/u1/USER.md");
+        let path = NotePath::new("projects/kyoto.md").unwrap();
+        let notes = [
+            (
+                DocumentId::memory(&p, MemoryScope::Global),
+                "notes/projects/kyoto.md",
+            ),
+            (
+                DocumentId::memory(&p, MemoryScope::PerPersonality),
+                "personalities/ada/notes/projects/kyoto.md",
+            ),
+            (DocumentId::user(&u), "users/u1/notes/projects/kyoto.md"),
+        ];
+        for (beside, relative) in notes {
+            let note = DocumentId::note(&beside, path.clone());
+            assert_eq!(note.relative_path(), relative);
+            assert_eq!(
+                note.store(),
+                beside.store(),
+                "a note is of its scope's store"
+            );
+            assert_eq!(note.scope().document(), beside);
+            assert_eq!(note.note_path(), Some(&path));
+            assert_eq!(
+                DocumentId::note(&note, path.clone()),
+                note,
+                "a note's scope is its own"
+            );
+        }
     }
 
     #[test]
@@ -276,6 +438,20 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&id).unwrap(),
             r#"{"kind":"user-profile","user":"u1"}"#
+        );
+        let note = DocumentId::note(&id, NotePath::new("diet.md").unwrap());
+        let json =
+            r#"{"kind":"note","scope":{"kind":"user-profile","user":"u1"},"path":"diet.md"}"#;
+        assert_eq!(serde_json::to_string(&note).unwrap(), json);
+        assert_eq!(serde_json::from_str::<DocumentId>(json).unwrap(), note);
+        assert_eq!(
+            note.to_string(),
+            "note 'diet.md' beside USER.md of user 'u1'"
+        );
+        let bad = r#"{"kind":"note","scope":{"kind":"global-memory"},"path":"../x"}"#;
+        assert!(
+            serde_json::from_str::<DocumentId>(bad).is_err(),
+            "the path rule holds on the wire"
         );
     }
 

@@ -2,7 +2,7 @@
 
 use crate::document::{DocumentId, Version};
 use crate::id::{IdKind, PersonalityId, UserId};
-use crate::note::NotePath;
+use crate::note::path::NotePath;
 use crate::report::DocumentReport;
 
 /// A boxed error from a backend driver, kept as the [`std::error::Error::source`].
@@ -235,7 +235,7 @@ pub enum MemoryError {
     /// write, so nothing was read or written.
     #[error(
         "invalid note path {path:?}: {reason}; a note path is relative to its scope, like projects/kyoto.md (see {}); nothing was read or written",
-        crate::note::NOTE_PATH_RULE
+        crate::note::path::NOTE_PATH_RULE
     )]
     InvalidNotePath {
         /// The path as given.

@@ -22,7 +22,8 @@ pub mod raw;
 
 pub use context::{DEFAULT_MAX_CHARS, MemoryContext};
 pub use document::{
-    Document, DocumentId, DocumentMeta, MemoryScope, Store, Version, format_utc, format_utc_seconds,
+    Document, DocumentId, DocumentMeta, MemoryScope, NoteId, NoteScope, Store, Version, format_utc,
+    format_utc_seconds,
 };
 pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
 pub use history::compare::RevisionDiff;
@@ -34,10 +35,10 @@ pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};
 pub use idempotency::exactly_once::{revert_exactly_once, sync_exactly_once};
 pub use idempotency::key::{IdempotencyKey, MAX_KEY_LEN};
 pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER_LEN};
-pub use note::{
-    MAX_DESCRIPTION_CHARS, MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES,
-    NoteCaps, NoteMeta, NotePath, note_description,
+pub use note::path::{
+    MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES, NotePath,
 };
+pub use note::{MAX_DESCRIPTION_CHARS, NoteCaps, NoteMeta, note_description};
 pub use prefetch::Prefetch;
 pub use provider::MemoryProvider;
 pub use recall::{Recall, Recalled};

@@ -115,7 +115,7 @@ mod tests {
 
     use super::*;
     use crate::document::Version;
-    use crate::note::NotePath;
+    use crate::note::path::NotePath;
 
     fn note(path: &str, bytes: usize, at: Option<u64>, description: &str) -> NoteMeta {
         NoteMeta {

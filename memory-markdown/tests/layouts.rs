@@ -9,7 +9,7 @@ use std::path::Path;
 
 use memory_core::{
     DocumentId, IdempotencyKey, Identity, IdentityMap, IfMatch, MemoryError, MemoryProvider,
-    MemoryUpdate, PersonalityId, Store, Surface, UserId,
+    MemoryUpdate, NotePath, PersonalityId, Store, Surface, UserId,
 };
 use memory_markdown::{Layout, MarkdownProvider};
 
@@ -150,6 +150,21 @@ async fn a_document_with_no_place_in_the_workspace_is_refused_before_anything_is
             .unwrap_err(),
         "MEMORY.md",
     );
+    // Not even the notes of the two documents it holds: two files have no place for them.
+    let kyoto = NotePath::new("projects/kyoto.md").unwrap();
+    for beside in [
+        app_memory(),
+        DocumentId::user(&UserId::new("grace").unwrap()),
+    ] {
+        let note = DocumentId::note(&beside, kyoto.clone());
+        let shown = note.relative_path();
+        no_place(provider.read(&note).await.unwrap_err(), &shown);
+        no_place(provider.history(&note, 5).await.unwrap_err(), &shown);
+        no_place(
+            provider.purge(&note, Surface::Cli).await.unwrap_err(),
+            &shown,
+        );
+    }
     assert_eq!(
         fs::read_dir(dir.path()).unwrap().count(),
         0,

@@ -111,7 +111,7 @@ impl CompareAndSwap for PostgresStore {
         // busy it names the document another session holds.
         let per_lock = per_lock.max(SHORTEST_LOCK_WAIT);
         let mut lease = self.lease().await?;
-        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let (kinds, owners): (Vec<&str>, Vec<String>) = ids.iter().map(row_key).unzip();
         let lock_timeout = format!("{}ms", per_lock.as_millis());
         let held = async {
             (&mut *lease)
@@ -176,7 +176,7 @@ impl PostgresStore {
         if ids.len() < 2 {
             return None;
         }
-        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let (kinds, owners): (Vec<&str>, Vec<String>) = ids.iter().map(row_key).unzip();
         let position: Option<i64> = self
             .single(async |connection| {
                 self.query_scalar(&self.sql.held_by_others)
@@ -272,10 +272,10 @@ fn lost_on(writes: &[CasWrite<'_>], landed: &[(String, String)]) -> Option<Docum
         .iter()
         .map(|write| write.id)
         .find(|id| {
-            let key = row_key(id);
+            let (key_kind, key_owner) = row_key(id);
             !landed
                 .iter()
-                .any(|(kind, owner)| (kind.as_str(), owner.as_str()) == key)
+                .any(|(kind, owner)| *kind == key_kind && *owner == key_owner)
         })
         .cloned()
 }

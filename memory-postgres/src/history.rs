@@ -35,7 +35,7 @@ impl PostgresStore {
         let rows: Vec<HistoryRow> = self
             .query_as(&self.sql.history)
             .bind(kind)
-            .bind(owner)
+            .bind(&owner)
             // "All" (usize::MAX) is more than any document holds.
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&mut *transaction)
@@ -76,7 +76,7 @@ impl PostgresStore {
             let deleted: Option<String> = self
                 .query_scalar(&self.sql.purge_document)
                 .bind(kind)
-                .bind(owner)
+                .bind(&owner)
                 .fetch_optional(&mut *transaction)
                 .await
                 .map_err(failed)?;
@@ -89,7 +89,7 @@ impl PostgresStore {
             let held = self
                 .query(&self.sql.purge_hold)
                 .bind(kind)
-                .bind(owner)
+                .bind(&owner)
                 .bind(sha256_hex(""))
                 .execute(&mut *transaction)
                 .await
@@ -101,7 +101,7 @@ impl PostgresStore {
         let erased: ErasedRow = self
             .query_as(&self.sql.purge_history)
             .bind(kind)
-            .bind(owner)
+            .bind(&owner)
             .fetch_one(&mut *transaction)
             .await
             .map_err(|err| self.history_error(err))?;
@@ -119,7 +119,7 @@ impl PostgresStore {
         if let Some(tombstone) = &tombstone {
             self.query(&self.sql.tombstone)
                 .bind(kind)
-                .bind(owner)
+                .bind(&owner)
                 .bind(to_i64(tombstone.number))
                 .bind(tombstone.version_before.as_str())
                 .bind(tombstone.version_after.as_str())

@@ -17,7 +17,7 @@ impl PostgresStore {
         receipts: bool,
         tips: bool,
     ) -> Result<Vec<SelectedRow>, sqlx::Error> {
-        let (kinds, owners): (Vec<&str>, Vec<&str>) = ids.iter().map(row_key).unzip();
+        let (kinds, owners): (Vec<&str>, Vec<String>) = ids.iter().map(row_key).unzip();
         let statement = if tips {
             &self.sql.select
         } else {
@@ -59,9 +59,9 @@ impl PostgresStore {
             .single(async |connection| {
                 self.query_as(&self.sql.read_two)
                     .bind(first.0)
-                    .bind(first.1)
+                    .bind(&first.1)
                     .bind(second.0)
-                    .bind(second.1)
+                    .bind(&second.1)
                     .fetch_all(connection)
                     .await
             })
@@ -77,7 +77,7 @@ impl PostgresStore {
             let key = row_key(id);
             let row = rows
                 .iter()
-                .position(|row| (row.kind.as_str(), row.owner.as_str()) == key)
+                .position(|row| (row.kind.as_str(), row.owner.as_str()) == (key.0, key.1.as_str()))
                 .map(|at| rows.swap_remove(at));
             let (version, updated_at) = (
                 row.as_ref().map(|row| row.version),

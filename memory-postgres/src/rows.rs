@@ -184,7 +184,7 @@ pub(crate) fn stored_count<T: TryFrom<i64>>(
 /// The values [`Statements::write`](crate::sql::Statements::write) binds for one compare-and-swap.
 pub(crate) struct WriteBinds<'a> {
     kinds: Vec<&'static str>,
-    owners: Vec<&'a str>,
+    owners: Vec<String>,
     texts: Vec<&'a str>,
     expected: Vec<i64>,
     /// The text each was planned from, where that was the writer's view and not a read.
@@ -212,7 +212,7 @@ impl<'a> WriteBinds<'a> {
         let retention = writes
             .first()
             .map_or(Retention::OFF, |write| write.retention);
-        let (kinds, owners): (Vec<&'static str>, Vec<&'a str>) =
+        let (kinds, owners): (Vec<&'static str>, Vec<String>) =
             writes.iter().map(|write| row_key(write.id)).unzip();
         let texts: Vec<&'a str> = writes.iter().map(|write| write.text).collect();
         let numbers = |write: &CasWrite<'_>| {
@@ -282,7 +282,7 @@ const LONGEST_MAX_AGE: Duration = Duration::from_secs(1000 * 366 * 86_400);
 /// write statement unnests them.
 struct RevisionColumns<'a> {
     kind: Vec<&'static str>,
-    owner: Vec<&'a str>,
+    owner: Vec<String>,
     number: Vec<i64>,
     version_before: Vec<&'a str>,
     version_after: Vec<&'a str>,
@@ -337,7 +337,7 @@ impl<'a> RevisionColumns<'a> {
                     }
                 })?;
                 columns.kind.push(kind);
-                columns.owner.push(owner);
+                columns.owner.push(owner.clone());
                 columns.number.push(to_i64(revision.number));
                 columns
                     .version_before

@@ -191,14 +191,16 @@ impl VersionedStore for PostgresStore {
     }
 }
 
-/// The primary key of a document's row.
-pub(crate) fn row_key(id: &DocumentId) -> (&'static str, &str) {
+/// The primary key of a document's row: a note's owner is its layout path, which names its
+/// scope and its path in one string.
+pub(crate) fn row_key(id: &DocumentId) -> (&'static str, String) {
     match id {
-        DocumentId::GlobalMemory => ("global_memory", ""),
+        DocumentId::GlobalMemory => ("global_memory", String::new()),
         DocumentId::PersonalityMemory { personality } => {
-            ("personality_memory", personality.as_str())
+            ("personality_memory", personality.to_string())
         }
-        DocumentId::UserProfile { user } => ("user_profile", user.as_str()),
+        DocumentId::UserProfile { user } => ("user_profile", user.to_string()),
+        DocumentId::Note(_) => ("note", id.relative_path()),
     }
 }
 
@@ -213,6 +215,7 @@ fn document_id(kind: &str, owner: &str) -> Option<DocumentId> {
         "user_profile" => UserId::new(owner)
             .ok()
             .map(|user| DocumentId::UserProfile { user }),
+        "note" => DocumentId::from_relative_path(owner).filter(|id| id.note_path().is_some()),
         _ => None,
     }
 }

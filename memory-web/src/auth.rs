@@ -95,7 +95,8 @@ impl Principal {
 
     /// Whether it may read and write `document`: a profile of one of its users, the memory
     /// of one of its personalities, or the global `MEMORY.md` when it is unrestricted or one
-    /// of its personalities has global scope in `deployment`.
+    /// of its personalities has global scope in `deployment`; a note when it may the document
+    /// the note's scope sits beside.
     pub fn may_document(&self, document: &DocumentId, deployment: &dyn Deployment) -> bool {
         match document {
             DocumentId::UserProfile { user } => self.may_user(user),
@@ -105,6 +106,8 @@ impl Principal {
                     deployment.placement(personality).scope == MemoryScope::Global
                 })
             }),
+            // A note is as reachable as the document its scope sits beside.
+            DocumentId::Note(note) => self.may_document(&note.scope.document(), deployment),
         }
     }
 

@@ -37,6 +37,8 @@ PARSED: dict[str, type[Any]] = {
     "IdentityView": models.Identity,
     "IfMatch": models.IfMatch,
     "LinkChange": models.LinkChange,
+    "NoteId": models.NoteId,
+    "NoteScope": models.NoteScope,
     "PairDocument": models.PairDocument,
     "PersonalitiesPage": models.PersonalitiesPage,
     "PersonalityView": models.Personality,

@@ -30,11 +30,26 @@ export type Surface = 'tool' | 'cli' | 'web' | 'api' | 'external';
 /** Where a write comes from, as its revisions record it (default `api`). */
 export type WriteSurface = 'api' | 'tool' | 'web' | 'cli';
 
-/** One document, named independently of the backend that stores it. */
-export type DocumentId =
+/**
+ * The scope a note belongs to, named as the always-loaded document it sits beside: the memory
+ * the personality reads, or a user's profile.
+ */
+export type NoteScope =
   | { kind: 'global-memory' }
   | { kind: 'personality-memory'; personality: PersonalityId }
   | { kind: 'user-profile'; user: UserId };
+
+/** A note's path within its scope (`projects/kyoto.md`); the server checks its rule. */
+export type NotePath = string;
+
+/** Which note: its scope and its path within it. */
+export interface NoteId {
+  scope: NoteScope;
+  path: NotePath;
+}
+
+/** One document, named independently of the backend that stores it: one of the pair, or a note. */
+export type DocumentId = NoteScope | ({ kind: 'note' } & NoteId);
 
 /** Append `content` as a new paragraph (refused when blank). */
 export interface AddUpdate {

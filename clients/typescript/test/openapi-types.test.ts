@@ -60,6 +60,9 @@ interface HandWritten {
   LinkChange: Wire.LinkChange;
   MemoryScope: Wire.MemoryScope;
   MemoryUpdate: Wire.MemoryUpdate;
+  NoteId: Wire.NoteId;
+  NotePath: Wire.NotePath;
+  NoteScope: Wire.NoteScope;
   PairDocument: Wire.PairDocument;
   PersonalitiesPage: Wire.PersonalitiesPage;
   PersonalityId: Wire.PersonalityId;
@@ -134,6 +137,9 @@ const COMPARED: Record<keyof HandWritten | BuiltInline, true> = {
   LinkChange: true,
   MemoryScope: true,
   MemoryUpdate: true,
+  NoteId: true,
+  NotePath: true,
+  NoteScope: true,
   PairDocument: true,
   PersonalitiesPage: true,
   PersonalityId: true,

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::document::Store;
-use crate::note::NotePath;
+use crate::note::path::NotePath;
 
 #[test]
 fn every_surface_reads_one_classification() {

@@ -3,7 +3,9 @@
 use unicode_normalization::{UnicodeNormalization, is_nfc};
 
 use crate::error::MemoryError;
-use crate::note::{MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES, NotePath};
+use crate::note::path::{
+    MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES, NotePath,
+};
 
 impl NotePath {
     /// Checks `path` against the rule of `CONTRACT.md` (Notes).

@@ -7,6 +7,9 @@ use unicode_normalization::is_nfc;
 
 use super::*;
 use crate::error::{ErrorKind, MemoryError};
+use crate::note::path::{
+    MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES, NotePath,
+};
 
 fn refused(path: &str) -> String {
     match NotePath::new(path) {

@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::document::DocumentId;
 use crate::error::MemoryError;
-use crate::note::{NoteCaps, NotePath};
+use crate::note::NoteCaps;
+use crate::note::path::NotePath;
 
 /// What a scope holds after a write that passed [`check_scope`]: the figures its report gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,6 +20,9 @@ pub(crate) fn refuse_case_twin(tree: &Tree, document: &DocumentId) -> Result<(),
     }
     let (kind, noun, dir, id) = match document {
         DocumentId::GlobalMemory => return Ok(()),
+        // A note's directory is under its scope's: the scope's id is the one to check. Notes
+        // that differ only in case are refused by the scope's own rule.
+        DocumentId::Note(note) => return refuse_case_twin(tree, &note.scope.document()),
         DocumentId::PersonalityMemory { personality } => (
             IdKind::Personality,
             "personality",

@@ -156,6 +156,7 @@ pub fn row_key(document: &memory_core::DocumentId) -> (&'static str, String) {
             ("personality_memory", personality.to_string())
         }
         DocumentId::UserProfile { user } => ("user_profile", user.to_string()),
+        DocumentId::Note(_) => ("note", document.relative_path()),
     }
 }
 

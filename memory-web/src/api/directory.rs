@@ -99,14 +99,15 @@ async fn known(app: &App) -> Result<(BTreeSet<PersonalityId>, BTreeSet<UserId>),
     personalities.extend(default_personality);
     let mut users: BTreeSet<UserId> = default_user.into_iter().collect();
     for document in app.memory.list().await? {
-        match document {
+        // A note names its owner by its scope.
+        match document.scope().document() {
             DocumentId::PersonalityMemory { personality } => {
                 personalities.insert(personality);
             }
             DocumentId::UserProfile { user } => {
                 users.insert(user);
             }
-            DocumentId::GlobalMemory => {}
+            DocumentId::GlobalMemory | DocumentId::Note(_) => {}
         }
     }
     Ok((personalities, users))

@@ -23,6 +23,8 @@ impl Config {
         match document {
             DocumentId::PersonalityMemory { personality } => self.provider_of(personality),
             DocumentId::GlobalMemory | DocumentId::UserProfile { .. } => &self.users_provider,
+            // A note lives with the document its scope sits beside.
+            DocumentId::Note(note) => self.home_of(&note.scope.document()),
         }
     }
 

@@ -32,6 +32,8 @@ __all__ = [
     "IfMatch",
     "LinkChange",
     "MemoryUpdate",
+    "NoteId",
+    "NoteScope",
     "PairDocument",
     "PersonalitiesPage",
     "Personality",
@@ -385,35 +387,90 @@ class Prefetch(_Wire):
         return IfMatch(memory=self.memory.version, user=self.user.version)
 
 
-@dataclass(frozen=True)
-class DocumentRef(_Wire):
-    """Which document a report is about."""
+_PAIR_KIND = Literal["global-memory", "personality-memory", "user-profile"]
+_OWNER_MEMBER = {"personality-memory": "personality", "user-profile": "user"}
 
-    kind: Literal["global-memory", "personality-memory", "user-profile"]
+
+_PairT = TypeVar("_PairT", "NoteScope", "DocumentRef")
+
+
+def _read_pair(cls: type[_PairT], data: object) -> _PairT:
+    """A ``oneOf`` by ``kind`` of the pair: each kind with its own member (none for the
+    global MEMORY.md), the only one read."""
+    ref = _read(cls, data)
+    name = _OWNER_MEMBER.get(ref.kind)
+    if name is None:
+        return cls(ref.kind)
+    value = getattr(ref, name)
+    if value is None:
+        raise ValueError(f"{cls.__name__}: member {name!r} is missing")
+    return cls(ref.kind, **{name: value})
+
+
+def _pair_path(kind: str, personality: str | None, user: str | None) -> str:
+    if kind == "personality-memory" and personality is not None:
+        return personality_memory(personality)
+    if kind == "user-profile" and user is not None:
+        return user_profile(user)
+    return GLOBAL_MEMORY
+
+
+@dataclass(frozen=True)
+class NoteScope(_Wire):
+    """Whose notes: the scope a note belongs to, named as the document it sits beside."""
+
+    kind: _PAIR_KIND
     personality: str | None = None
     user: str | None = None
 
     @property
+    def folder(self) -> str:
+        """The folder of its notes in the layout: beside the document it names."""
+        beside = _pair_path(self.kind, self.personality, self.user)
+        return beside.rsplit("/", 1)[0] + "/notes" if "/" in beside else "notes"
+
+    @classmethod
+    def from_json(cls, data: object) -> NoteScope:
+        """Reads it from the server's JSON (see :func:`_read_pair`)."""
+        return _read_pair(cls, data)
+
+
+@dataclass(frozen=True)
+class NoteId(_Wire):
+    """Which note: its scope and its path within it."""
+
+    scope: NoteScope
+    path: str
+
+
+@dataclass(frozen=True)
+class DocumentRef(_Wire):
+    """Which document a report is about: one of the pair, or a note (``kind`` ``note``, with
+    its ``scope`` and its path within it, ``note``)."""
+
+    kind: Literal["global-memory", "personality-memory", "user-profile", "note"]
+    personality: str | None = None
+    user: str | None = None
+    scope: NoteScope | None = None
+    note: str | None = field(default=None, metadata={"member": "path"})
+
+    @property
     def path(self) -> str:
         """Its layout path."""
-        if self.kind == "personality-memory" and self.personality is not None:
-            return personality_memory(self.personality)
-        if self.kind == "user-profile" and self.user is not None:
-            return user_profile(self.user)
-        return GLOBAL_MEMORY
+        if self.kind == "note" and self.scope is not None and self.note is not None:
+            return f"{self.scope.folder}/{self.note}"
+        return _pair_path(self.kind, self.personality, self.user)
 
     @classmethod
     def from_json(cls, data: object) -> DocumentRef:
         """Reads it from the server's JSON: a ``oneOf`` by ``kind``, each kind with its own
-        member (none for the global MEMORY.md), the only one it reads."""
+        members (none for the global MEMORY.md), the only ones it reads."""
         ref = _read(cls, data)
-        name = {"personality-memory": "personality", "user-profile": "user"}.get(ref.kind)
-        if name is None:
-            return cls(ref.kind)
-        value = getattr(ref, name)
-        if value is None:
-            raise ValueError(f"DocumentRef: member {name!r} is missing")
-        return cls(ref.kind, **{name: value})
+        if ref.kind != "note":
+            return _read_pair(cls, data)
+        if ref.scope is None or ref.note is None:
+            raise ValueError("DocumentRef: a note needs members 'scope' and 'path'")
+        return cls("note", scope=ref.scope, note=ref.note)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,10 @@ export function documentPath(ref: DocumentRef): string {
       return `/v1/documents/personalities/${pathSegment(id.personality)}/MEMORY.md`;
     case 'user-profile':
       return `/v1/documents/users/${pathSegment(id.user)}/USER.md`;
+    case 'note':
+      throw invalidInput(
+        `${JSON.stringify(id)} is a note, which /v1/documents does not serve yet: read the documents of the pair`,
+      );
     default:
       throw invalidInput(
         `${JSON.stringify(id)} is not a document: use globalMemory(), personalityMemory(id) or userProfile(id)`,

@@ -626,7 +626,11 @@ export interface components {
           kind: 'user-profile';
           /** @description Whose profile. */
           user: components['schemas']['UserId'];
-        };
+        }
+      | (components['schemas']['NoteId'] & {
+          /** @enum {string} */
+          kind: 'note';
+        });
     /** @description What one `sync` call did to one document it touched. */
     DocumentReport: {
       /** @description UTF-8 bytes after. */
@@ -802,6 +806,49 @@ export interface components {
           old: string;
           /** @description Target document. */
           store: components['schemas']['Store'];
+        };
+    /** @description Which note: its scope and its path within it. */
+    NoteId: {
+      /** @description Its path within the scope. */
+      path: components['schemas']['NotePath'];
+      /** @description Whose note: named as the document it sits beside. */
+      scope: components['schemas']['NoteScope'];
+    };
+    /**
+     * @description A note's path within its scope (`projects/kyoto.md`), valid by construction
+     *     ([`NotePath::new`]).
+     *
+     *     ```
+     *     # use memory_core::NotePath;
+     *     let path = NotePath::new("projects/kyoto.md")?;
+     *     assert_eq!(path.as_str(), "projects/kyoto.md");
+     *     assert!(NotePath::new("../USER.md").is_err());
+     *     assert!(path.collides_with(&NotePath::new("Projects/Kyoto.md")?));
+     *     # Ok::<(), memory_core::MemoryError>(())
+     *     ```
+     */
+    NotePath: string;
+    /**
+     * @description The scope a note belongs to, named as the always-loaded document it sits beside: the
+     *     memory the personality reads (its own, or the global one under global scope) or a user's
+     *     profile.
+     */
+    NoteScope:
+      | {
+          /** @enum {string} */
+          kind: 'global-memory';
+        }
+      | {
+          /** @enum {string} */
+          kind: 'personality-memory';
+          /** @description Whose memory. */
+          personality: components['schemas']['PersonalityId'];
+        }
+      | {
+          /** @enum {string} */
+          kind: 'user-profile';
+          /** @description Whose profile. */
+          user: components['schemas']['UserId'];
         };
     /** @description One document of a conversation, with the caps the personality writes it under. */
     PairDocument: components['schemas']['DocumentView'] & {
