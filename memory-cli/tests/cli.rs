@@ -1329,6 +1329,17 @@ fn bad_history_arguments_exit_2_and_name_what_is_wrong() {
         2,
         "invalid personality id",
     );
+    // A note's folder with a path the note rule refuses names the rule.
+    assert_fails(
+        run(memory(root).args(["log", "personalities/ada/notes/../USER.md"])),
+        2,
+        "invalid note path \"../USER.md\"",
+    );
+    assert_fails(
+        run(memory(root).args(["purge", "users/u1/notes/.x.md.history.jsonl", "--yes"])),
+        2,
+        "starts with '.'",
+    );
     assert_fails(
         run(memory(root).args(["diff", ADA, "x"])),
         2,
