@@ -88,6 +88,22 @@ fn refusal(path: &str) -> Option<String> {
             "{path} at the top of a scope is the always-loaded document, not a note; update it as the document, or put the note in a folder"
         ));
     }
+    // What looks like a refused path is one: `．．` (full-width dots) reads as `..`, `ａ／ｂ`
+    // (a full-width solidus) as two segments, `ＭＥＭＯＲＹ.md` as the document, so the
+    // compatibility form must pass too, and keep the segments where they are.
+    let compatible: String = path.nfkc().collect();
+    if compatible != path {
+        if compatible.matches('/').count() != path.matches('/').count() {
+            return Some(format!(
+                "its compatibility form (NFKC) {compatible:?} has its segments elsewhere: separate folders with / only"
+            ));
+        }
+        if let Some(reason) = refusal(&compatible) {
+            return Some(format!(
+                "its compatibility form (NFKC) {compatible:?} is refused: {reason}"
+            ));
+        }
+    }
     None
 }
 

@@ -140,6 +140,94 @@ fn badly_shaped_segments_are_refused() {
 }
 
 #[test]
+fn a_path_whose_compatibility_form_is_refused_is_refused() {
+    for (path, why) in [
+        ("\u{ff0e}\u{ff0e}/USER.md", "starts with '.'"),
+        ("a/\u{ff0e}git/config", "starts with '.'"),
+        (
+            "\u{ff2d}\u{ff25}\u{ff2d}\u{ff2f}\u{ff32}\u{ff39}.md",
+            "always-loaded",
+        ),
+        ("a\u{ff0f}b.md", "segments elsewhere"),
+        ("\u{ff43}\u{ff4f}\u{ff4e}.md", "Windows device"),
+        ("a\u{ff1a}b.md", "holds ':'"),
+        ("x\u{fe52}", "ends with '.'"),
+    ] {
+        let reason = refused(path);
+        assert!(reason.contains("compatibility form"), "{path:?}: {reason}");
+        assert!(reason.contains(why), "{path:?}: {reason}");
+    }
+    // A compatibility spelling that is fine as a path stays one.
+    NotePath::new("\u{fb01}le.md").expect("the ligature fi");
+    NotePath::new("\u{ff41}.md").expect("a full-width a");
+}
+
+/// Hundreds of paths an agent, a client or an attacker might send to reach outside a scope,
+/// hide a file, or pass for another note: every one refused, each for a reason it names.
+#[test]
+fn hundreds_of_hostile_paths_are_refused() {
+    let escapes = [
+        "..",
+        ".",
+        "...",
+        "\u{ff0e}\u{ff0e}",
+        ".git",
+        ".env",
+        ".MEMORY.md.history.jsonl",
+        "",
+        " ",
+        "a ",
+        " a",
+        "a.",
+        "..\\..",
+        "%2e%2e",
+        "%2f",
+        "%00",
+        "..%2f",
+        "C:",
+        "\\\\server",
+        "a\u{0}b",
+        "a\nb",
+        "\u{7f}",
+        "\u{85}",
+        "\u{200b}",
+        "\u{202e}txt.md",
+        "\u{feff}",
+        "\u{2028}",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{e0041}",
+        "CON",
+        "nul.md",
+        "Com1.txt",
+        "lpt9",
+        "*",
+        "?",
+        "<a>",
+        "a|b",
+        "a\"b",
+        "\u{ff0f}",
+        "\u{ff3c}",
+        "\u{ff1a}",
+        "e\u{301}",
+    ];
+    let mut paths: Vec<String> = Vec::new();
+    for bad in escapes {
+        for shape in ["{}", "{}/x.md", "a/{}", "a/{}/b.md", "/{}", "{}/", "a//{}"] {
+            paths.push(shape.replace("{}", bad));
+        }
+    }
+    paths.extend(["/etc/passwd".to_owned(), "/memories/x.md".to_owned()]);
+    paths.push("a/".repeat(MAX_NOTE_PATH_SEGMENTS) + "b.md");
+    paths.push("x".repeat(MAX_NOTE_SEGMENT_BYTES + 1));
+    paths.push(vec!["y".repeat(90); 3].join("/"));
+    assert!(paths.len() > 300, "{}", paths.len());
+    for path in &paths {
+        refused(path);
+    }
+}
+
+#[test]
 fn too_long_or_too_deep_paths_are_refused() {
     let long = format!("{}.md", "a".repeat(MAX_NOTE_SEGMENT_BYTES));
     assert!(refused(&long).contains("over 100"));
