@@ -2,16 +2,15 @@
 //! Notes).
 //!
 //! A note is addressed by a relative path within its scope. The rule is checked once, at
-//! construction ([`path`] holds the type, [`rule`] the check), before any read or write, and is the same for every
-//! backend and surface, so a path one accepts is a path all accept, and a note's markdown file
-//! is valid on any file system it is copied to.
+//! construction ([`path`] holds the type, [`rule`] the check), before any read or write, and
+//! is the same for every backend and surface, so a path one accepts is a path all accept, and
+//! a note's markdown file is valid on any file system it is copied to.
 
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use crate::document::Version;
-#[cfg(doc)]
 use crate::note::path::NotePath;
 
 pub(crate) mod path;
@@ -24,7 +23,7 @@ pub const MAX_DESCRIPTION_CHARS: usize = 120;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NoteMeta {
     /// Its path within its scope.
-    pub path: crate::note::path::NotePath,
+    pub path: NotePath,
     /// Its size in UTF-8 bytes.
     pub bytes: usize,
     /// Its current version: reading it gives this version or a newer one.
