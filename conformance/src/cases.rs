@@ -9,7 +9,7 @@ use memory_core::raw::{EVENT_BUFFER, RECEIPTS_KEPT, sha256_hex};
 use memory_core::{
     Budgets, Caps, DocumentId, DocumentReport, ErrorKind, IdempotencyKey, IfMatch, MemoryContext,
     MemoryError, MemoryEvent, MemoryProvider, MemoryScope, MemoryUpdate, NotePath, PersonalityId,
-    Store, UserId,
+    Store, Surface, UserId,
 };
 
 pub use crate::history::{
@@ -103,6 +103,23 @@ pub async fn a_note_never_written_reads_as_empty<P: MemoryProvider + ?Sized>(p: 
     assert!(
         p.list().await.expect("list").is_empty(),
         "reading creates nothing"
+    );
+    // As for a document never written: no history, and a purge erases nothing and succeeds.
+    let note = DocumentId::note(&c.document(M), path);
+    assert!(p.history(&note, 10).await.expect("history").is_empty());
+    let purged = p
+        .purge(&note, Surface::Cli)
+        .await
+        .expect("purge of a note never written");
+    assert_eq!((purged.bytes, purged.revisions), (0, 0), "{purged:?}");
+    assert!(
+        purged.tombstone.is_none(),
+        "nothing to leave a tombstone for"
+    );
+    assert!(p.history(&note, 10).await.expect("history").is_empty());
+    assert!(
+        p.list().await.expect("list").is_empty(),
+        "a purge creates nothing"
     );
 }
 
