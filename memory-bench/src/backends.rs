@@ -259,9 +259,7 @@ pub async fn naive(
         .collect();
     let mut latencies = Samples::default();
     for task in tasks {
-        for sample in task.await??.samples() {
-            latencies.push(*sample);
-        }
+        latencies.append(&task.await??);
     }
     let throughput = (writers * adds) as f64 / started.elapsed().as_secs_f64();
     let text = NaiveStore::open(backend, name).await?.read().await?;

@@ -28,6 +28,11 @@ impl Samples {
         self.0.push(sample);
     }
 
+    /// Adds the samples of another run (a concurrent task's), in its order.
+    pub fn append(&mut self, other: &Samples) {
+        self.0.extend_from_slice(&other.0);
+    }
+
     /// The `q` quantile (0 to 1) in milliseconds, nearest rank; 0 when there are no samples.
     pub fn quantile_ms(&self, q: f64) -> f64 {
         if self.0.is_empty() {

@@ -231,9 +231,7 @@ pub async fn contention(
     let mut acknowledged = Vec::new();
     for task in tasks {
         let (latencies, retries, entries, refused) = task.await??;
-        for sample in latencies.samples() {
-            result.latencies.push(*sample);
-        }
+        result.latencies.append(&latencies);
         result.retries += retries;
         acknowledged.extend(entries);
         result.refused += refused;

@@ -108,9 +108,7 @@ pub async fn read_load(
         .collect();
     let mut latencies = Samples::default();
     for task in tasks {
-        for sample in task.await??.samples() {
-            latencies.push(*sample);
-        }
+        latencies.append(&task.await??);
     }
     Ok(level(call.name(), clients, latencies, started.elapsed(), 0))
 }
@@ -149,9 +147,7 @@ pub async fn add_load(
     let mut acknowledged = Vec::new();
     for task in tasks {
         let (samples, adds) = task.await??;
-        for sample in samples.samples() {
-            latencies.push(*sample);
-        }
+        latencies.append(&samples);
         acknowledged.extend(adds);
     }
     let elapsed = started.elapsed();
