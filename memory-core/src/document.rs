@@ -189,39 +189,6 @@ impl DocumentId {
             DocumentId::Note(note) => format!("{}/{}", note.scope.folder(), note.path),
         }
     }
-
-    /// The document at `path` in the layout (the inverse of [`DocumentId::relative_path`]), or
-    /// `None` for anything else, including paths with invalid ids.
-    pub fn from_relative_path(path: &str) -> Option<Self> {
-        let note = |scope: NoteScope, rest: &[&str]| {
-            NotePath::new(rest.join("/"))
-                .ok()
-                .map(|path| scope.note(path))
-        };
-        match path.split('/').collect::<Vec<_>>().as_slice() {
-            ["notes", rest @ ..] => note(NoteScope::GlobalMemory, rest),
-            ["personalities", personality, "notes", rest @ ..] => note(
-                NoteScope::PersonalityMemory {
-                    personality: PersonalityId::new(*personality).ok()?,
-                },
-                rest,
-            ),
-            ["users", user, "notes", rest @ ..] => note(
-                NoteScope::UserProfile {
-                    user: UserId::new(*user).ok()?,
-                },
-                rest,
-            ),
-            ["MEMORY.md"] => Some(DocumentId::GlobalMemory),
-            ["personalities", personality, "MEMORY.md"] => Some(DocumentId::PersonalityMemory {
-                personality: PersonalityId::new(*personality).ok()?,
-            }),
-            ["users", user, "USER.md"] => Some(DocumentId::UserProfile {
-                user: UserId::new(*user).ok()?,
-            }),
-            _ => None,
-        }
-    }
 }
 
 impl fmt::Display for DocumentId {
@@ -332,6 +299,8 @@ pub fn format_utc_seconds(time: SystemTime) -> Option<String> {
         .strip_suffix('Z')
         .map(|seconds| seconds.replacen('T', " ", 1))
 }
+
+pub(crate) mod parse;
 
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@ pub mod man;
 // `memory demo`: a scripted agent session on the markdown default.
 pub mod demo;
 
-use memory_core::{DocumentId, NotePath, PersonalityId, UserId};
+use memory_core::DocumentId;
 use memory_wiring::Memory;
 
 use crate::failure::Failure;
@@ -55,31 +55,9 @@ pub async fn settle(memory: &Memory) {
 
 /// A layout path as a document id, with an error that says which part is wrong.
 pub fn parse_document(path: &str) -> Result<DocumentId, Failure> {
-    if let Some(id) = DocumentId::from_relative_path(path) {
-        return Ok(id);
-    }
-    match path.split('/').collect::<Vec<_>>().as_slice() {
-        ["personalities", personality, "MEMORY.md"] => {
-            PersonalityId::new(*personality)?;
-        }
-        ["users", user, "USER.md"] => {
-            UserId::new(*user)?;
-        }
-        // A note's folder with a path the note rule refuses: say which rule.
-        ["notes", note @ ..] => {
-            NotePath::new(note.join("/"))?;
-        }
-        ["personalities", personality, "notes", note @ ..] => {
-            PersonalityId::new(*personality)?;
-            NotePath::new(note.join("/"))?;
-        }
-        ["users", user, "notes", note @ ..] => {
-            UserId::new(*user)?;
-            NotePath::new(note.join("/"))?;
-        }
-        _ => {}
-    }
-    Err(Failure::invalid(format!(
-        "{path:?} is not a document: expected MEMORY.md, personalities/<id>/MEMORY.md or users/<id>/USER.md, or a note under notes/, personalities/<id>/notes/ or users/<id>/notes/"
-    )))
+    DocumentId::parse_relative_path(path)?.ok_or_else(|| {
+        Failure::invalid(format!(
+            "{path:?} is not a document: expected MEMORY.md, personalities/<id>/MEMORY.md or users/<id>/USER.md, or a note under notes/, personalities/<id>/notes/ or users/<id>/notes/"
+        ))
+    })
 }
