@@ -903,6 +903,7 @@ pub async fn stale_if_match_is_a_conflict<P: MemoryProvider + ?Sized>(p: Arc<P>)
     let stale = IfMatch {
         memory: Some(seen.memory.version.clone()),
         user: Some(seen.user.version.clone()),
+        ..IfMatch::NONE
     };
     let err = p
         .sync(

@@ -18,6 +18,9 @@
 //! [`hosts`] has the cases for several provider values sharing one namespace (pools, clients,
 //! processes), which a backend's own tests call with the hosts it builds.
 //!
+//! Notes have a group of their own, [`notes_suite!`], stamped for the backends that write
+//! notes.
+//!
 //! The identity map has a suite of its own, [`identity_map_suite!`], stamped the same way from a
 //! `setup` that returns [`identity::Maps`]: one or more handles on one fresh map.
 
@@ -29,6 +32,7 @@ pub mod hosts;
 pub mod identity;
 pub mod latency;
 pub mod model;
+pub mod notes;
 #[cfg(feature = "services")]
 pub mod proxy;
 #[cfg(feature = "services")]

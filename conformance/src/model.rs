@@ -46,6 +46,7 @@ impl Step {
             Budgets {
                 memory: caps,
                 user: caps,
+                ..Budgets::default()
             }
         } else {
             Budgets::default()
@@ -167,6 +168,7 @@ async fn play<P: MemoryProvider + ?Sized>(
         let guard = seen.map_or(IfMatch::NONE, |seen| IfMatch {
             memory: seen.get(&ctx.document(Store::Memory)).cloned(),
             user: seen.get(&ctx.document(Store::User)).cloned(),
+            ..IfMatch::NONE
         });
         outcomes.push(outcome(provider.sync(&ctx, &step.updates, &guard).await));
         previous = Some(now);

@@ -170,6 +170,30 @@ macro_rules! conformance_cases {
     };
 }
 
+/// Stamps the notes group of [`notes`] (`CONTRACT.md`, Notes) as `#[test]` fns for `$setup`,
+/// as [`conformance_cases!`](crate::conformance_cases) stamps the rest.
+///
+/// [`notes`]: crate::notes
+#[macro_export]
+macro_rules! notes_suite {
+    ($setup:path) => {
+        $crate::__stamp_cases!(
+            $setup, notes;
+            notes_take_every_update_rule,
+            colliding_notes_are_refused,
+            a_call_with_notes_is_all_or_nothing,
+            listing_agrees_with_reads,
+            rename_moves_a_note,
+            note_caps_are_enforced,
+            notes_are_guarded_and_keyed,
+            notes_follow_their_scope,
+            racing_writers_on_notes_lose_nothing,
+            purging_a_note_erases_it,
+            prefetch_indexes_the_notes,
+        );
+    };
+}
+
 /// Stamps the identity-map cases of [`identity`] as `#[test]` fns for `$setup`, an async fn
 /// returning [`identity::Maps`] (or an `Option` of them, see [`identity::IntoMaps`]) on a fresh,
 /// empty map each time it is called.
@@ -219,6 +243,9 @@ macro_rules! __stamp_identity_cases {
 #[macro_export]
 macro_rules! __stamp_cases {
     ($setup:path; $($case:ident),+ $(,)?) => {
+        $crate::__stamp_cases!($setup, cases; $($case),+);
+    };
+    ($setup:path, $module:ident; $($case:ident),+ $(,)?) => {
         $(
             #[test]
             fn $case() {
@@ -226,7 +253,7 @@ macro_rules! __stamp_cases {
                     let Some(fixture) = $crate::IntoFixture::into_fixture($setup().await) else {
                         return;
                     };
-                    $crate::cases::$case(fixture.provider()).await;
+                    $crate::$module::$case(fixture.provider()).await;
                 });
             }
         )+

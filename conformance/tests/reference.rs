@@ -18,6 +18,7 @@ mod direct {
     }
 
     memory_conformance::conformance_cases!(setup);
+    memory_conformance::notes_suite!(setup);
 }
 
 mod through_dyn {

@@ -258,6 +258,7 @@ async fn setup() -> Fixture<Versioned<MemoryStore>> {
 }
 
 memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned);
+memory_conformance::notes_suite!(setup);
 
 /// The identity-map cases through two providers on one store, as two hosts would have.
 mod identity_map {

@@ -137,6 +137,7 @@ fn check_updates(
         Budgets {
             memory: capped,
             user: capped,
+            ..Budgets::default()
         },
     ] {
         let ctx = MemoryContext::new(personality.clone(), user.clone()).with_budgets(budgets);
@@ -186,7 +187,7 @@ fn check_planned(updates: &[MemoryUpdate], ctx: &MemoryContext, if_match: &IfMat
             .is_some_and(|v| *v != before.version);
         let caps = ctx.budgets.for_store(store);
         let expected = model(text, &mine, caps);
-        match batch.apply(before.clone()) {
+        match batch.apply(before.clone(), &[]) {
             Err(err) => {
                 let index = match (&err, &expected) {
                     (MemoryError::Conflict { current, .. }, _) => {

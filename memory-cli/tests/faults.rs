@@ -655,6 +655,14 @@ impl MemoryProvider for Counted {
         self.inner.list().await
     }
 
+    async fn notes(
+        &self,
+        scope: &memory_core::NoteScope,
+        prefix: &str,
+    ) -> Result<Vec<memory_core::NoteMeta>, MemoryError> {
+        self.inner.notes(scope, prefix).await
+    }
+
     async fn history(
         &self,
         document: &DocumentId,

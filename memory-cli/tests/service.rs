@@ -125,10 +125,34 @@ async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
         (
             "an unknown action",
             sync(
-                r#"{"personality":"ada","user":"grace","updates":[{"action":"delete","store":"memory"}]}"#,
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"append","store":"memory"}]}"#,
             ),
             422,
-            "unknown variant `delete`",
+            "unknown variant `append`",
+        ),
+        (
+            "a note path that escapes its scope",
+            sync(
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"create","store":"memory","note":"../USER.md","content":"x"}]}"#,
+            ),
+            422,
+            "invalid note path \"../USER.md\"",
+        ),
+        (
+            "an update of a note that does not exist",
+            sync(
+                r#"{"personality":"ada","user":"grace","updates":[{"action":"delete","store":"memory","note":"kyoto.md"}]}"#,
+            ),
+            404,
+            "needs the note kyoto.md",
+        ),
+        (
+            "a note's update sent to a document's route",
+            request("POST", "/v1/documents/users/grace/USER.md/updates").json(&json!({
+                "updates": [{"action": "create", "store": "user", "note": "diet.md", "content": "x"}]
+            })),
+            422,
+            "send notes' updates to /v1/sync",
         ),
         (
             "a missing field",

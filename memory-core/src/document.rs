@@ -114,6 +114,12 @@ impl NoteScope {
         }))
     }
 
+    /// The document a versioned store keeps the scope's index in: each note's path and bytes,
+    /// written in the same compare-and-swap as the notes. Hidden from every listing.
+    pub(crate) fn index(&self) -> DocumentId {
+        self.note(NotePath::scope_index())
+    }
+
     /// The folder the scope's notes are in, relative to the root, with `/` separators.
     pub fn folder(&self) -> String {
         match self {
@@ -167,6 +173,11 @@ impl DocumentId {
             DocumentId::UserProfile { user } => NoteScope::UserProfile { user: user.clone() },
             DocumentId::Note(note) => note.scope.clone(),
         }
+    }
+
+    /// Whether this is a scope's index ([`NoteScope::index`]) rather than a document.
+    pub(crate) fn is_scope_index(&self) -> bool {
+        self.note_path().is_some_and(NotePath::is_scope_index)
     }
 
     /// Its path within its scope when it is a note.

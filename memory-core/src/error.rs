@@ -259,6 +259,38 @@ pub enum MemoryError {
         existing: NotePath,
     },
 
+    /// An update needs a note that does not exist (`add`, `remove`, `edit`, `delete`, the
+    /// source of a `rename`): a note exists while its text is not blank. Nothing was written.
+    #[error(
+        "update {index} ({action}) needs the note {path} beside {scope}, which does not exist; list the notes to see which do, or `create` it; nothing was written"
+    )]
+    NoteNotFound {
+        /// The update's position in the call.
+        index: usize,
+        /// Its action.
+        action: &'static str,
+        /// The pair document whose scope the note is in.
+        scope: DocumentId,
+        /// The note's path.
+        path: NotePath,
+    },
+
+    /// An update would create a note that exists (`create`, the target of a `rename`).
+    /// Nothing was written.
+    #[error(
+        "update {index} ({action}) would create the note {path} beside {scope}, which exists; read it and edit it, or use another path; nothing was written"
+    )]
+    NoteExists {
+        /// The update's position in the call.
+        index: usize,
+        /// Its action.
+        action: &'static str,
+        /// The pair document whose scope the note is in.
+        scope: DocumentId,
+        /// The note's path.
+        path: NotePath,
+    },
+
     /// A write would take a scope's notes past a cap of `memory.toml`'s `notes` table: their
     /// count or their bytes together. Nothing was written.
     #[error(
@@ -416,9 +448,9 @@ impl MemoryError {
             | MemoryError::KeyReused { .. }
             | MemoryError::NotesCapExceeded { .. } => ErrorKind::Refused,
             MemoryError::Conflict { .. } => ErrorKind::PreconditionFailed,
-            MemoryError::IdentityTaken { .. } | MemoryError::NoteCollision { .. } => {
-                ErrorKind::Conflict
-            }
+            MemoryError::IdentityTaken { .. }
+            | MemoryError::NoteExists { .. }
+            | MemoryError::NoteCollision { .. } => ErrorKind::Conflict,
             MemoryError::Contention { .. } => ErrorKind::Busy,
             MemoryError::Unavailable { .. } => ErrorKind::Unavailable,
             MemoryError::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
@@ -428,7 +460,8 @@ impl MemoryError {
             MemoryError::RevisionNotFound { .. }
             | MemoryError::Misrouted { .. }
             | MemoryError::NotInLayout { .. }
-            | MemoryError::InvalidNotePath { .. } => ErrorKind::InvalidInput,
+            | MemoryError::InvalidNotePath { .. }
+            | MemoryError::NoteNotFound { .. } => ErrorKind::InvalidInput,
         }
     }
 
@@ -455,6 +488,8 @@ impl MemoryError {
             MemoryError::Misrouted { .. } => "misrouted",
             MemoryError::NotInLayout { .. } => "not-in-layout",
             MemoryError::InvalidNotePath { .. } => "invalid-note-path",
+            MemoryError::NoteNotFound { .. } => "note-not-found",
+            MemoryError::NoteExists { .. } => "note-exists",
             MemoryError::NoteCollision { .. } => "note-collision",
             MemoryError::NotesCapExceeded { .. } => "notes-cap-exceeded",
             MemoryError::Config { .. } => "config",

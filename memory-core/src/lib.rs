@@ -38,9 +38,9 @@ pub use identity::{Identity, IdentityMap, InMemoryIdentityMap, MAX_PLATFORM_USER
 pub use note::path::{
     MAX_NOTE_PATH_BYTES, MAX_NOTE_PATH_SEGMENTS, MAX_NOTE_SEGMENT_BYTES, NotePath,
 };
-pub use note::{MAX_DESCRIPTION_CHARS, NoteCaps, NoteMeta, note_description};
+pub use note::{MAX_DESCRIPTION_CHARS, NoteCaps, NoteMeta, ScopeTotals, note_description};
 pub use prefetch::Prefetch;
-pub use provider::MemoryProvider;
+pub use provider::{MemoryProvider, history_across_renames, notes_of_context, revert_document};
 pub use recall::{Recall, Recalled};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::document::Version;
+use crate::document::{Document, Version};
 use crate::note::path::NotePath;
 
 pub(crate) mod path;
@@ -35,8 +35,31 @@ pub struct NoteMeta {
     pub description: String,
 }
 
-/// The limits on one scope's notes (`notes = { ... }` in `memory.toml`). Each is a hard
-/// limit: a write past it is refused and writes nothing.
+impl NoteMeta {
+    /// What a listing shows of `document`, the note at `path`.
+    pub fn of(path: NotePath, document: &Document) -> NoteMeta {
+        NoteMeta {
+            path,
+            bytes: document.text.len(),
+            version: document.version.clone(),
+            modified: document.modified,
+            description: note_description(&document.text),
+        }
+    }
+}
+
+/// What a scope's notes come to after a write: the figures a note's report gives.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeTotals {
+    /// How many notes.
+    pub notes: usize,
+    /// Their bytes together.
+    pub bytes: u64,
+}
+
+/// The limits on one scope's notes (a personality's `caps.notes` in `memory.toml`). Each is a
+/// hard limit: a write past it is refused and writes nothing.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -49,13 +72,27 @@ pub struct NoteCaps {
     pub max_bytes: u64,
 }
 
+impl NoteCaps {
+    /// The defaults: 100,000 bytes a note, 10,000 notes and 100,000,000 bytes a scope.
+    pub const DEFAULT: NoteCaps = NoteCaps {
+        max_note_bytes: 100_000,
+        max_notes: 10_000,
+        max_bytes: 100_000_000,
+    };
+
+    /// Each limit the smaller of the two.
+    pub fn tightest(self, other: NoteCaps) -> NoteCaps {
+        NoteCaps {
+            max_note_bytes: self.max_note_bytes.min(other.max_note_bytes),
+            max_notes: self.max_notes.min(other.max_notes),
+            max_bytes: self.max_bytes.min(other.max_bytes),
+        }
+    }
+}
+
 impl Default for NoteCaps {
     fn default() -> Self {
-        NoteCaps {
-            max_note_bytes: 100_000,
-            max_notes: 10_000,
-            max_bytes: 100_000_000,
-        }
+        NoteCaps::DEFAULT
     }
 }
 

@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::context::MemoryContext;
-use crate::document::Document;
-use crate::prompt::render;
+use crate::document::{Document, Store};
+use crate::note::NoteMeta;
+use crate::prompt::render_with_notes;
 
 /// The result of [`crate::MemoryProvider::prefetch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,10 +26,16 @@ pub struct Prefetch {
 }
 
 impl Prefetch {
-    /// Renders both documents read in full, for providers without recall.
-    pub fn from_documents(ctx: &MemoryContext, memory: &Document, user: &Document) -> Self {
+    /// Renders both documents read in full, and the index of the context's `notes` (each with
+    /// its scope's store; see [`crate::notes_of_context`]), for providers without recall.
+    pub fn from_documents(
+        ctx: &MemoryContext,
+        memory: &Document,
+        user: &Document,
+        notes: &[(Store, NoteMeta)],
+    ) -> Self {
         Prefetch {
-            context: render(&user.text, &memory.text, ctx.max_chars),
+            context: render_with_notes(&user.text, &memory.text, notes, ctx.max_chars),
             memory: memory.clone(),
             user: user.clone(),
             warnings: Vec::new(),

@@ -6,11 +6,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::context::MemoryContext;
-use crate::document::{Document, DocumentId, Store, Version};
+use crate::document::{Document, DocumentId, NoteScope, Store, Version};
 use crate::error::MemoryError;
 use crate::history::compare::revision_to_restore;
 use crate::history::revision::{Purged, Revision, Surface};
 use crate::idempotency::receipts::Receipts;
+use crate::note::NoteMeta;
 use crate::prefetch::Prefetch;
 use crate::report::{IfMatch, Subscription, SyncReport};
 use crate::update::MemoryUpdate;
@@ -85,9 +86,21 @@ pub trait MemoryProvider: Send + Sync {
     /// Every document this provider holds, sorted.
     ///
     /// # Behavior
-    /// - Includes each document written at least once (even if since cleared).
+    /// - Includes each of the pair written at least once (even if since cleared), and each note
+    ///   while it exists.
     /// - Never includes anything that is not a document of the layout (stray files, bad ids).
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError>;
+
+    /// The notes of `scope` whose path starts with `prefix` (`""` for all), sorted by path
+    /// (`CONTRACT.md`, Notes).
+    ///
+    /// # Behavior
+    /// - Only notes that exist (text not blank), each with its bytes, version, `modified` and
+    ///   [`crate::note_description`].
+    /// - A note listed can be read at that version or a newer one; a note a write has
+    ///   acknowledged is listed by any listing that starts after the acknowledgement.
+    /// - A layout with no place for notes is [`MemoryError::NotInLayout`].
+    async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError>;
 
     /// The revisions of `document`, newest first, at most `limit`.
     ///
@@ -162,14 +175,112 @@ pub async fn revert_by_replace<P: MemoryProvider + ?Sized>(
     number: u64,
     if_match: Option<&Version>,
 ) -> Result<SyncReport, MemoryError> {
-    let document = ctx.document(store);
-    let history = provider.history(&document, usize::MAX).await?;
-    let text = revision_to_restore(&document, &history, number)?;
-    let if_match = IfMatch::only(store, if_match.cloned());
-    provider
-        .sync(ctx, &[MemoryUpdate::replace(store, text)], &if_match)
-        .await
+    revert_document(provider, ctx, &ctx.document(store), number, if_match).await
 }
+
+/// Puts `document` (one of `ctx`'s pair, or a note of their scopes) back to the text it had
+/// after revision `number`, as [`MemoryProvider::revert`] does for the pair: a `replace`
+/// through `provider`'s `sync`, so a deleted note comes back as a revision of its own.
+///
+/// # Errors
+/// As [`MemoryProvider::revert`].
+pub async fn revert_document<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+    document: &DocumentId,
+    number: u64,
+    if_match: Option<&Version>,
+) -> Result<SyncReport, MemoryError> {
+    let store = document.store();
+    if ctx.document(store).scope() != document.scope() {
+        return Err(MemoryError::InvalidUpdate {
+            index: 0,
+            document: document.clone(),
+            reason: format!(
+                "it is not in the scopes of the context, whose {store} document is {}",
+                ctx.document(store)
+            ),
+        });
+    }
+    let history = provider.history(document, usize::MAX).await?;
+    let text = revision_to_restore(document, &history, number)?;
+    let (update, if_match) = match document.note_path() {
+        None => (
+            MemoryUpdate::replace(store, text),
+            IfMatch::only(store, if_match.cloned()),
+        ),
+        Some(path) => (
+            MemoryUpdate::replace(store, text).in_note(path.clone()),
+            match if_match {
+                Some(version) => IfMatch::NONE.with_note(store, path.clone(), version.clone()),
+                None => IfMatch::NONE,
+            },
+        ),
+    };
+    provider.sync(ctx, &[update], &if_match).await
+}
+
+/// `document`'s revisions newest first, at most `limit`, continued across renames: where the
+/// oldest is the arrival of a note moved here, the revisions of the note it came from follow,
+/// from its leaving back, and so on (`CONTRACT.md`, Notes: history follows a rename). Each
+/// revision names its own document and numbers within it, as `revert` takes them.
+///
+/// # Errors
+/// What `provider`'s [`MemoryProvider::history`] fails with.
+pub async fn history_across_renames<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    document: &DocumentId,
+    limit: usize,
+) -> Result<Vec<Revision>, MemoryError> {
+    let mut revisions = provider.history(document, limit).await?;
+    // A note renamed back and forth is followed as far as the limit, and no further than a
+    // bound that no real history reaches.
+    for _ in 0..MAX_RENAMES_FOLLOWED {
+        let Some(arrival) = revisions.last().filter(|r| r.is_arrival()) else {
+            break;
+        };
+        let [MemoryUpdate::Rename { note: from, .. }] = arrival.updates.as_slice() else {
+            break;
+        };
+        let remaining = limit.saturating_sub(revisions.len());
+        if remaining == 0 {
+            break;
+        }
+        let from = arrival.document.scope().note(from.clone());
+        let earlier = provider.history(&from, usize::MAX).await?;
+        // Its leaving: the same rename, of the text that arrived, not after the arrival.
+        let Some(leaving) = earlier.iter().position(|r| {
+            r.updates == arrival.updates
+                && r.sha256_before == arrival.sha256_after
+                && r.time <= arrival.time
+        }) else {
+            break;
+        };
+        revisions.extend(earlier.into_iter().skip(leaving).take(remaining));
+    }
+    Ok(revisions)
+}
+
+/// The notes of `ctx`'s two scopes (the memory it reads, the user's profile), each with its
+/// scope's store: what the prompt's `## Notes` index lists.
+///
+/// # Errors
+/// What `provider`'s [`MemoryProvider::notes`] fails with.
+pub async fn notes_of_context<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+) -> Result<Vec<(Store, NoteMeta)>, MemoryError> {
+    let mut notes = Vec::new();
+    for store in [Store::Memory, Store::User] {
+        let scope = ctx.document(store).scope();
+        let listed = provider.notes(&scope, "").await?;
+        notes.extend(listed.into_iter().map(|note| (store, note)));
+    }
+    Ok(notes)
+}
+
+/// How many renames [`history_across_renames`] follows back at most.
+const MAX_RENAMES_FOLLOWED: usize = 1000;
 
 macro_rules! forward_provider {
     ($ptr:ident) => {
@@ -198,6 +309,14 @@ macro_rules! forward_provider {
 
             async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
                 (**self).list().await
+            }
+
+            async fn notes(
+                &self,
+                scope: &NoteScope,
+                prefix: &str,
+            ) -> Result<Vec<NoteMeta>, MemoryError> {
+                (**self).notes(scope, prefix).await
             }
 
             async fn history(

@@ -8,18 +8,20 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 
 use crate::context::MemoryContext;
-use crate::document::{Document, DocumentId, Store, Version};
+use crate::document::{Document, DocumentId, NoteScope, Store, Version};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::history::revision::{Purged, Revision, RevisionTip, Surface};
 use crate::idempotency::receipts::Receipts;
+use crate::note::NoteMeta;
+use crate::note::path::NotePath;
 use crate::prefetch::Prefetch;
 use crate::provider::MemoryProvider;
 use crate::raw::events::EventBus;
 use crate::raw::kept::history_view;
-use crate::raw::plan::{Planned, plan_sync};
+use crate::raw::plan::{Planned, check_scopes, plan_sync};
 use crate::report::{IfMatch, Subscription, SyncReport};
-use crate::update::MemoryUpdate;
+use crate::update::{MemoryUpdate, is_blank};
 
 /// A document's text, version counter, write time and idempotency receipts.
 type Stored = (String, u64, SystemTime, Receipts);
@@ -104,6 +106,19 @@ impl InMemoryProvider {
         }
     }
 
+    /// The notes of `scope` that exist, each path with its text.
+    fn scope_notes<'a>(
+        documents: &'a BTreeMap<DocumentId, Stored>,
+        scope: &'a NoteScope,
+    ) -> impl Iterator<Item = (&'a NotePath, &'a str)> {
+        documents.iter().filter_map(move |(id, stored)| match id {
+            DocumentId::Note(note) if note.scope == *scope && !is_blank(&stored.0) => {
+                Some((&note.path, stored.0.as_str()))
+            }
+            _ => None,
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // The map is only mutated after every check passed, so a poisoned lock still guards
         // consistent data.
@@ -119,7 +134,20 @@ impl MemoryProvider for InMemoryProvider {
         let documents = self.lock();
         let memory = Self::snapshot(&documents, &ctx.document(Store::Memory));
         let user = Self::snapshot(&documents, &ctx.document(Store::User));
-        Ok(Prefetch::from_documents(ctx, &memory, &user))
+        let notes: Vec<(Store, NoteMeta)> = [Store::Memory, Store::User]
+            .into_iter()
+            .flat_map(|store| {
+                let scope = ctx.document(store).scope();
+                let listed: Vec<(Store, NoteMeta)> = Self::scope_notes(&documents, &scope)
+                    .map(|(path, _)| {
+                        let note = Self::snapshot(&documents, &scope.note(path.clone()));
+                        (store, NoteMeta::of(path.clone(), &note))
+                    })
+                    .collect();
+                listed
+            })
+            .collect();
+        Ok(Prefetch::from_documents(ctx, &memory, &user, &notes))
     }
 
     async fn sync(
@@ -136,13 +164,17 @@ impl MemoryProvider for InMemoryProvider {
                 .map(|stored| stored.3.clone())
                 .unwrap_or_default()
         };
-        let planned = batches
-            .iter()
-            .map(|batch| {
-                let id = batch.document();
-                batch.plan(Self::snapshot(&documents, id), &receipts_of(&documents, id))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut planned = Vec::with_capacity(batches.len());
+        for batch in &batches {
+            let id = batch.document();
+            let current = Self::snapshot(&documents, id);
+            planned.push(batch.plan(current, &receipts_of(&documents, id), &planned)?);
+        }
+        check_scopes(&mut planned, |scope| {
+            Ok(Self::scope_notes(&documents, scope)
+                .map(|(path, text)| (path.clone(), text.len()))
+                .collect())
+        })?;
         let mut report = SyncReport::default();
         for (batch, planned) in batches.iter().zip(planned) {
             let write = match planned {
@@ -197,7 +229,27 @@ impl MemoryProvider for InMemoryProvider {
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
-        Ok(self.lock().keys().cloned().collect())
+        Ok(self
+            .lock()
+            .iter()
+            .filter(|(id, stored)| id.note_path().is_none() || !is_blank(&stored.0))
+            .map(|(id, _)| id.clone())
+            .collect())
+    }
+
+    async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
+        let documents = self.lock();
+        let mut notes: Vec<NoteMeta> = Self::scope_notes(&documents, scope)
+            .filter(|(path, _)| path.as_str().starts_with(prefix))
+            .map(|(path, _)| {
+                NoteMeta::of(
+                    path.clone(),
+                    &Self::snapshot(&documents, &scope.note(path.clone())),
+                )
+            })
+            .collect();
+        notes.sort_by(|a, b| a.path.as_str().cmp(b.path.as_str()));
+        Ok(notes)
     }
 
     async fn history(

@@ -1,9 +1,13 @@
 //! What a `sync` call reports, what it promises to check, and the events it emits.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use crate::document::{DocumentId, Store, Version};
+use crate::note::ScopeTotals;
+use crate::note::path::NotePath;
 
 /// Versions a `sync` call requires the documents it touches to still be at.
 ///
@@ -17,6 +21,10 @@ pub struct IfMatch {
     pub memory: Option<Version>,
     /// Required version of the user document.
     pub user: Option<Version>,
+    /// Required versions of notes, by their scope's store then their path (`CONTRACT.md`,
+    /// Notes).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub notes: BTreeMap<Store, BTreeMap<NotePath, Version>>,
 }
 
 impl IfMatch {
@@ -24,6 +32,7 @@ impl IfMatch {
     pub const NONE: IfMatch = IfMatch {
         memory: None,
         user: None,
+        notes: BTreeMap::new(),
     };
 
     /// A precondition on `store`'s document only: `version`, or none.
@@ -41,6 +50,31 @@ impl IfMatch {
         match store {
             Store::Memory => self.memory.as_ref(),
             Store::User => self.user.as_ref(),
+        }
+    }
+
+    /// The preconditions on `store`'s document and on its scope's notes, without the rest: for
+    /// the part of a call one store's provider applies.
+    pub fn of_store(&self, store: Store) -> IfMatch {
+        let mut if_match = IfMatch::only(store, self.for_store(store).cloned());
+        if let Some(notes) = self.notes.get(&store) {
+            if_match.notes.insert(store, notes.clone());
+        }
+        if_match
+    }
+
+    /// Adds a precondition on the note `path` of `store`'s scope.
+    pub fn with_note(mut self, store: Store, path: NotePath, version: Version) -> IfMatch {
+        self.notes.entry(store).or_default().insert(path, version);
+        self
+    }
+
+    /// The precondition on `document` (one of the pair, or a note) as its store and path name
+    /// it.
+    pub fn for_document(&self, document: &DocumentId) -> Option<&Version> {
+        match document.note_path() {
+            None => self.for_store(document.store()),
+            Some(path) => self.notes.get(&document.store())?.get(path),
         }
     }
 }
@@ -78,6 +112,9 @@ pub struct DocumentReport {
     /// event is published for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// For a note: its scope's notes after the call, to weigh against the scope's caps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopeTotals>,
 }
 
 /// The result of a `sync` call: one report per document touched, memory first.

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::document::Store;
 #[cfg(doc)]
 use crate::error::MemoryError;
+use crate::note::NoteCaps;
+use crate::note::path::NotePath;
 
 /// One change to one document, in exactly the JSON forms of the contract:
 ///
@@ -29,6 +31,10 @@ pub enum MemoryUpdate {
     Add {
         /// Target document.
         store: Store,
+        /// The note of `store`'s scope to change instead of its document (`CONTRACT.md`,
+        /// Notes): it must exist.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<NotePath>,
         /// The entry; refused when blank (nothing but Unicode white space) or holding NUL.
         #[cfg_attr(
             feature = "openapi",
@@ -42,6 +48,10 @@ pub enum MemoryUpdate {
     Replace {
         /// Target document.
         store: Store,
+        /// The note of `store`'s scope to change instead of its document (`CONTRACT.md`,
+        /// Notes): created when it does not exist.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<NotePath>,
         /// The new text; refused when it holds NUL.
         #[cfg_attr(feature = "openapi", schema(pattern = r"^[^\x00]*$"))]
         content: String,
@@ -50,6 +60,10 @@ pub enum MemoryUpdate {
     Remove {
         /// Target document.
         store: Store,
+        /// The note of `store`'s scope to change instead of its document (`CONTRACT.md`,
+        /// Notes): it must exist.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<NotePath>,
         /// The literal to look for; refused when empty.
         #[serde(rename = "substringMatch")]
         #[cfg_attr(feature = "openapi", schema(min_length = 1))]
@@ -59,6 +73,10 @@ pub enum MemoryUpdate {
     Edit {
         /// Target document.
         store: Store,
+        /// The note of `store`'s scope to change instead of its document (`CONTRACT.md`,
+        /// Notes): it must exist.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<NotePath>,
         /// Text that must occur exactly once; refused when empty.
         #[cfg_attr(feature = "openapi", schema(min_length = 1))]
         old: String,
@@ -66,16 +84,52 @@ pub enum MemoryUpdate {
         #[cfg_attr(feature = "openapi", schema(pattern = r"^[^\x00]*$"))]
         new: String,
     },
+    /// Create a note with `content`: refused when it exists ([`MemoryError::NoteExists`]).
+    Create {
+        /// The note's scope.
+        store: Store,
+        /// The note to create.
+        note: NotePath,
+        /// Its text; refused when blank or holding NUL.
+        #[cfg_attr(
+            feature = "openapi",
+            schema(
+                pattern = r"^[^\x00]*[^\x00\x09-\x0d\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
+            )
+        )]
+        content: String,
+    },
+    /// Delete a note: its text becomes empty, its history keeps it ([`MemoryError::NoteNotFound`]
+    /// when it does not exist).
+    Delete {
+        /// The note's scope.
+        store: Store,
+        /// The note to delete.
+        note: NotePath,
+    },
+    /// Move a note to `to` within its scope, atomically: a call of its own.
+    Rename {
+        /// The note's scope.
+        store: Store,
+        /// The note to move: it must exist.
+        note: NotePath,
+        /// Where it goes: it must not exist.
+        to: NotePath,
+    },
 }
 
 impl MemoryUpdate {
-    /// Its action as the JSON form names it: `add`, `replace`, `remove` or `edit`.
+    /// Its action as the JSON form names it: `add`, `replace`, `remove`, `edit`, `create`,
+    /// `delete` or `rename`.
     pub fn action(&self) -> &'static str {
         match self {
             MemoryUpdate::Add { .. } => "add",
             MemoryUpdate::Replace { .. } => "replace",
             MemoryUpdate::Remove { .. } => "remove",
             MemoryUpdate::Edit { .. } => "edit",
+            MemoryUpdate::Create { .. } => "create",
+            MemoryUpdate::Delete { .. } => "delete",
+            MemoryUpdate::Rename { .. } => "rename",
         }
     }
 
@@ -83,6 +137,7 @@ impl MemoryUpdate {
     pub fn add(store: Store, content: impl Into<String>) -> Self {
         MemoryUpdate::Add {
             store,
+            note: None,
             content: content.into(),
         }
     }
@@ -91,6 +146,7 @@ impl MemoryUpdate {
     pub fn replace(store: Store, content: impl Into<String>) -> Self {
         MemoryUpdate::Replace {
             store,
+            note: None,
             content: content.into(),
         }
     }
@@ -99,6 +155,7 @@ impl MemoryUpdate {
     pub fn remove(store: Store, substring: impl Into<String>) -> Self {
         MemoryUpdate::Remove {
             store,
+            note: None,
             substring_match: substring.into(),
         }
     }
@@ -107,18 +164,70 @@ impl MemoryUpdate {
     pub fn edit(store: Store, old: impl Into<String>, new: impl Into<String>) -> Self {
         MemoryUpdate::Edit {
             store,
+            note: None,
             old: old.into(),
             new: new.into(),
         }
     }
 
-    /// The store this update targets.
+    /// A `create` of the note `note` of `store`'s scope with `content`.
+    pub fn create(store: Store, note: NotePath, content: impl Into<String>) -> Self {
+        MemoryUpdate::Create {
+            store,
+            note,
+            content: content.into(),
+        }
+    }
+
+    /// A `delete` of the note `note` of `store`'s scope.
+    pub fn delete(store: Store, note: NotePath) -> Self {
+        MemoryUpdate::Delete { store, note }
+    }
+
+    /// A `rename` of the note `note` of `store`'s scope to `to`.
+    pub fn rename(store: Store, note: NotePath, to: NotePath) -> Self {
+        MemoryUpdate::Rename { store, note, to }
+    }
+
+    /// The same `add`, `replace`, `remove` or `edit` applied to the note `path` of its store's
+    /// scope instead of the document; the notes' own actions are returned as they are.
+    pub fn in_note(mut self, path: NotePath) -> Self {
+        match &mut self {
+            MemoryUpdate::Add { note, .. }
+            | MemoryUpdate::Replace { note, .. }
+            | MemoryUpdate::Remove { note, .. }
+            | MemoryUpdate::Edit { note, .. } => *note = Some(path),
+            MemoryUpdate::Create { .. }
+            | MemoryUpdate::Delete { .. }
+            | MemoryUpdate::Rename { .. } => {}
+        }
+        self
+    }
+
+    /// The store this update targets: the document's, or the scope of the note.
     pub fn store(&self) -> Store {
         match self {
             MemoryUpdate::Add { store, .. }
             | MemoryUpdate::Replace { store, .. }
             | MemoryUpdate::Remove { store, .. }
-            | MemoryUpdate::Edit { store, .. } => *store,
+            | MemoryUpdate::Edit { store, .. }
+            | MemoryUpdate::Create { store, .. }
+            | MemoryUpdate::Delete { store, .. }
+            | MemoryUpdate::Rename { store, .. } => *store,
+        }
+    }
+
+    /// The note this update targets (for a `rename`, the one it moves), or `None` for the
+    /// store's document.
+    pub fn note(&self) -> Option<&NotePath> {
+        match self {
+            MemoryUpdate::Add { note, .. }
+            | MemoryUpdate::Replace { note, .. }
+            | MemoryUpdate::Remove { note, .. }
+            | MemoryUpdate::Edit { note, .. } => note.as_ref(),
+            MemoryUpdate::Create { note, .. }
+            | MemoryUpdate::Delete { note, .. }
+            | MemoryUpdate::Rename { note, .. } => Some(note),
         }
     }
 
@@ -128,6 +237,9 @@ impl MemoryUpdate {
             MemoryUpdate::Add { content, .. } if is_blank(content) => {
                 Some("`add` needs non-blank content")
             }
+            MemoryUpdate::Create { content, .. } if is_blank(content) => {
+                Some("`create` needs non-blank content")
+            }
             MemoryUpdate::Remove {
                 substring_match, ..
             } if substring_match.is_empty() => Some("`remove` needs a non-empty substringMatch"),
@@ -136,6 +248,7 @@ impl MemoryUpdate {
             }
             // Markdown documents never need one, and PostgreSQL cannot store one in text.
             MemoryUpdate::Add { content: text, .. }
+            | MemoryUpdate::Create { content: text, .. }
             | MemoryUpdate::Replace { content: text, .. }
             | MemoryUpdate::Edit { new: text, .. }
                 if text.contains('\0') =>
@@ -184,6 +297,8 @@ pub struct Budgets {
     pub memory: Caps,
     /// Caps on `USER.md`.
     pub user: Caps,
+    /// Caps on the notes of each scope.
+    pub notes: NoteCaps,
 }
 
 impl Budgets {
@@ -197,6 +312,7 @@ impl Budgets {
             soft: Some(1536),
             hard: Some(3072),
         },
+        notes: NoteCaps::DEFAULT,
     };
 
     /// Each cap the smaller of the two, where either sets it: a caller's caps on top of a
@@ -205,6 +321,7 @@ impl Budgets {
         Budgets {
             memory: self.memory.tightest(other.memory),
             user: self.user.tightest(other.user),
+            notes: self.notes.tightest(other.notes),
         }
     }
 
@@ -221,11 +338,20 @@ impl Budgets {
         })
     }
 
-    /// The caps of `store`.
+    /// The caps of `store`'s document.
     pub fn for_store(&self, store: Store) -> Caps {
         match store {
             Store::Memory => self.memory,
             Store::User => self.user,
+        }
+    }
+
+    /// The caps of a note: its hard cap is the scope's `max_note_bytes`, and it has no soft
+    /// cap.
+    pub fn for_note(&self) -> Caps {
+        Caps {
+            soft: None,
+            hard: Some(self.notes.max_note_bytes),
         }
     }
 }
@@ -255,6 +381,7 @@ mod tests {
                 hard: Some(9000),
             },
             user: Caps::default(),
+            notes: NoteCaps::default(),
         };
         let tightest = Budgets::BOUNDED.tightest(callers);
         assert_eq!(

@@ -403,7 +403,11 @@ fn setting() -> impl Strategy<Value = Setting> {
                 } else {
                     MemoryScope::PerPersonality
                 })
-                .with_budgets(Budgets { memory, user });
+                .with_budgets(Budgets {
+                    memory,
+                    user,
+                    ..Budgets::default()
+                });
             // Resolved against the texts in `check_parsed`: 1 is "current", 2 is stale.
             let pick = |n: u8| match n {
                 0 => None,
@@ -415,6 +419,7 @@ fn setting() -> impl Strategy<Value = Setting> {
                 if_match: IfMatch {
                     memory: pick(mi),
                     user: pick(ui),
+                    ..IfMatch::NONE
                 },
             }
         })
@@ -444,6 +449,7 @@ fn resolve_if_match(setting: &Setting, memory: &str, user: &str) -> IfMatch {
     IfMatch {
         memory: real(&setting.if_match.memory, memory),
         user: real(&setting.if_match.user, user),
+        ..IfMatch::NONE
     }
 }
 
@@ -545,7 +551,7 @@ fn check_parsed(
         let required = if_match.for_store(store);
         let stale = required.is_some_and(|v| *v != before.version);
         let expected = model(&before.text, &mine, ctx.budgets.for_store(store));
-        match batch.apply(before.clone()) {
+        match batch.apply(before.clone(), &[]) {
             Err(err) => {
                 match (&err, &expected) {
                     (
@@ -661,6 +667,12 @@ fn check_single(before: &str, update: &MemoryUpdate, after: &str) -> Result<(), 
         MemoryUpdate::Edit { old, new, .. } => {
             prop_assert_eq!(after, before.replacen(old.as_str(), new, 1));
         }
+        MemoryUpdate::Create { .. } | MemoryUpdate::Delete { .. } | MemoryUpdate::Rename { .. } => {
+            prop_assert!(
+                false,
+                "a notes-only action applied to one of the pair: {update:?}"
+            );
+        }
     }
     Ok(())
 }
@@ -700,7 +712,7 @@ async fn check_provider(
                     } else {
                         user_before.clone()
                     };
-                    b.apply(before)
+                    b.apply(before, &[])
                         .map(|w| (b.document().clone(), w.new_text().map(str::to_owned)))
                 })
                 .collect()
@@ -808,8 +820,20 @@ fn wrong_fields_are_named() {
             &["new"],
         ),
         (
-            r#"[{"action":"delete","store":"memory","content":"x"}]"#,
-            &["delete"],
+            r#"[{"action":"append","store":"memory","content":"x"}]"#,
+            &["append"],
+        ),
+        (
+            r#"[{"action":"delete","store":"memory","note":"a.md","content":"x"}]"#,
+            &["content"],
+        ),
+        (
+            r#"[{"action":"create","store":"memory","note":"../USER.md","content":"x"}]"#,
+            &["invalid note path", "../USER.md"],
+        ),
+        (
+            r#"[{"action":"rename","store":"memory","note":"a.md"}]"#,
+            &["to"],
         ),
         (
             r#"[{"action":"add","store":"notes","content":"x"}]"#,

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use memory_core::{DocumentId, MemoryError, PersonalityId, UserId};
+use memory_core::{DocumentId, MemoryError, NoteScope, PersonalityId, UserId};
 use sha2::{Digest, Sha256};
 
 /// How documents map onto files under a markdown provider's root.
@@ -150,6 +150,19 @@ impl Tree {
     pub(crate) fn path(&self, document: &DocumentId) -> PathBuf {
         self.file(document)
             .unwrap_or_else(|_| ethos_path(&self.root, document))
+    }
+
+    /// The folder of `scope`'s notes, or `None` where the layout has no place for notes.
+    pub(crate) fn notes_folder(&self, scope: &NoteScope) -> Option<PathBuf> {
+        match self.layout {
+            Layout::Ethos => Some(
+                scope
+                    .folder()
+                    .split('/')
+                    .fold(self.root.clone(), |path, part| path.join(part)),
+            ),
+            Layout::Metis { .. } => None,
+        }
     }
 
     /// The documents this layout can hold, each with its file.

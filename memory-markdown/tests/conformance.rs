@@ -81,6 +81,7 @@ async fn setup() -> Fixture<MarkdownProvider> {
 }
 
 memory_conformance::conformance_suite!(setup; hosts, hand_edits, stored_history);
+memory_conformance::notes_suite!(setup);
 
 /// The identity-map cases through two provider values on one root, as two processes would
 /// share it.

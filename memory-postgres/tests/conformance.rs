@@ -10,6 +10,7 @@ async fn setup() -> Option<Fixture<PostgresProvider>> {
 }
 
 memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds, stored_history);
+memory_conformance::notes_suite!(setup);
 
 /// The identity-map cases through two providers on one schema, each with its own pool, as two
 /// hosts would have.

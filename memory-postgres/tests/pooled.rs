@@ -17,6 +17,7 @@ async fn setup() -> Option<Fixture<PostgresProvider>> {
 }
 
 memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
+memory_conformance::notes_suite!(setup);
 
 /// The identity-map cases through two pooled providers on one schema.
 mod identity_map {

@@ -45,6 +45,7 @@ async fn fixture(topology: Topology) -> Option<Fixture<RedisProvider>> {
 }
 
 memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds, stored_history);
+memory_conformance::notes_suite!(setup);
 
 /// The identity-map cases through two clients under one prefix, each with its own connection,
 /// as two processes would have.
@@ -77,6 +78,7 @@ mod cluster {
     }
 
     memory_conformance::conformance_suite!(setup; hosts, hand_edits, versioned, outside_holds);
+    memory_conformance::notes_suite!(setup);
 
     mod identity_map {
         use super::super::common::Topology;

@@ -557,6 +557,7 @@ async fn over_the_soft_cap_asks_to_consolidate_and_over_the_hard_cap_writes_noth
     let budgets = Budgets {
         memory: caps,
         user: caps,
+        ..Budgets::default()
     };
     let tools = tools_over(&provider, ctx().with_budgets(budgets));
     let under = tools
@@ -700,6 +701,13 @@ impl MemoryProvider for Down {
         Err(down())
     }
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
+        Err(down())
+    }
+    async fn notes(
+        &self,
+        _: &memory_core::NoteScope,
+        _: &str,
+    ) -> Result<Vec<memory_core::NoteMeta>, MemoryError> {
         Err(down())
     }
     async fn history(
@@ -959,6 +967,13 @@ impl MemoryProvider for Meddler {
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         self.inner.list().await
     }
+    async fn notes(
+        &self,
+        scope: &memory_core::NoteScope,
+        prefix: &str,
+    ) -> Result<Vec<memory_core::NoteMeta>, MemoryError> {
+        self.inner.notes(scope, prefix).await
+    }
     async fn history(
         &self,
         document: &DocumentId,
@@ -1122,6 +1137,7 @@ async fn the_cap_notes_start_one_byte_past_each_cap() {
         ctx().with_budgets(Budgets {
             memory: caps,
             user: caps,
+            ..Budgets::default()
         })
     };
     // "0123456789\n" is 11 bytes.

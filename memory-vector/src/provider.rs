@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use memory_core::raw::{Receipts, render};
+use memory_core::raw::{Receipts, render_with_notes};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Recall, Recalled, Store, Subscription, SyncReport,
+    NoteMeta, NoteScope, Prefetch, Recall, Recalled, Store, Subscription, SyncReport,
+    notes_of_context,
 };
 
 use crate::config::RecallConfig;
@@ -252,11 +253,12 @@ impl MemoryProvider for VectorProvider {
             return self.indexer.source.prefetch(ctx).await;
         };
         let (memory, user) = (ctx.document(Store::Memory), ctx.document(Store::User));
-        let (memory, user) = tokio::try_join!(
+        let (memory, user, notes) = tokio::try_join!(
             self.recalled_memory(&memory, query),
             self.indexer.source.read(&user),
+            notes_of_context(&*self.indexer.source, ctx),
         )?;
-        Ok(memory.prefetch(ctx, &user))
+        Ok(memory.prefetch(ctx, &user, &notes))
     }
 
     /// Writes through the source; the write is acknowledged once the source has it, and the
@@ -269,7 +271,11 @@ impl MemoryProvider for VectorProvider {
     ) -> Result<SyncReport, MemoryError> {
         let report = self.indexer.source.sync(ctx, updates, if_match).await?;
         for written in &report.documents {
-            if written.written && written.store == Store::Memory {
+            // Notes are not indexed yet (issue 63): recall ranks MEMORY.md's entries.
+            if written.written
+                && written.store == Store::Memory
+                && written.document.note_path().is_none()
+            {
                 self.indexer.schedule(written.document.clone());
             }
         }
@@ -286,6 +292,10 @@ impl MemoryProvider for VectorProvider {
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         self.indexer.source.list().await
+    }
+
+    async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
+        self.indexer.source.notes(scope, prefix).await
     }
 
     async fn history(
@@ -306,7 +316,7 @@ impl MemoryProvider for VectorProvider {
         surface: memory_core::Surface,
     ) -> Result<memory_core::Purged, MemoryError> {
         let indexer = &self.indexer;
-        if document.store() != Store::Memory {
+        if document.store() != Store::Memory || document.note_path().is_some() {
             return indexer.source.purge(document, surface).await;
         }
         let _writing = indexer.writing().await?;
@@ -368,10 +378,16 @@ impl RecalledMemory {
         }
     }
 
-    /// The prefetch for `ctx` with this memory section and `user`'s profile in full.
-    pub fn prefetch(self, ctx: &MemoryContext, user: &Document) -> Prefetch {
+    /// The prefetch for `ctx` with this memory section, `user`'s profile in full and the
+    /// index of the context's `notes`.
+    pub fn prefetch(
+        self,
+        ctx: &MemoryContext,
+        user: &Document,
+        notes: &[(Store, NoteMeta)],
+    ) -> Prefetch {
         Prefetch {
-            context: render(&user.text, &self.text, ctx.max_chars),
+            context: render_with_notes(&user.text, &self.text, notes, ctx.max_chars),
             memory: self.document,
             user: user.clone(),
             warnings: self.warnings,

@@ -29,3 +29,4 @@ async fn setup() -> Fixture<VectorProvider> {
 }
 
 memory_conformance::conformance_suite!(setup);
+memory_conformance::notes_suite!(setup);

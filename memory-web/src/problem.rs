@@ -241,8 +241,9 @@ impl From<MemoryError> for Problem {
         let kind = err.kind();
         let status =
             StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        // A revision that is not kept is a resource that is not there, as for a GET of it.
-        if let MemoryError::RevisionNotFound { .. } = &err {
+        // A revision that is not kept, or a note that does not exist, is a resource that is not
+        // there, as for a GET of it.
+        if let MemoryError::RevisionNotFound { .. } | MemoryError::NoteNotFound { .. } = &err {
             return Problem::not_found(err.to_string()).with_code(err.code());
         }
         let mut problem =

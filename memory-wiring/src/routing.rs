@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use memory_core::raw::{Receipts, plan_sync, revert_by_replace};
 use memory_core::{
     Document, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, Prefetch, Purged, Revision, Store, Subscription, Surface, SyncReport, Version,
-    is_blank,
+    MemoryUpdate, NoteMeta, NoteScope, Prefetch, Purged, Revision, Store, Subscription, Surface,
+    SyncReport, Version, is_blank,
 };
 
 #[cfg(feature = "recall")]
@@ -63,7 +63,8 @@ impl Memory {
         if_match: &IfMatch,
     ) -> Result<SyncReport, MemoryError> {
         let batches = plan_sync(&route.ctx, updates, if_match)?;
-        let mut parts = Vec::with_capacity(batches.len());
+        let mut parts: Vec<(Store, _)> = Vec::with_capacity(2);
+        let mut planned = Vec::with_capacity(batches.len());
         for batch in &batches {
             let store = batch.document().store();
             let provider = self.provider(route.provider_of(store)).await?;
@@ -71,8 +72,12 @@ impl Memory {
                 Some(_) => provider.receipts(batch.document()).await?,
                 None => Receipts::default(),
             };
-            batch.plan(provider.read(batch.document()).await?, &receipts)?;
-            parts.push((store, provider));
+            let current = provider.read(batch.document()).await?;
+            planned.push(batch.plan(current, &receipts, &planned)?);
+            // A store's document and notes are one part, written by one call to their home.
+            if parts.last().is_none_or(|(last, _)| *last != store) {
+                parts.push((store, provider));
+            }
         }
         let mut report = SyncReport::default();
         for (store, provider) in parts {
@@ -80,7 +85,7 @@ impl Memory {
                 .filter(|&i| updates[i].store() == store)
                 .collect();
             let mine: Vec<MemoryUpdate> = positions.iter().map(|&i| updates[i].clone()).collect();
-            let guard = IfMatch::only(store, if_match.for_store(store).cloned());
+            let guard = if_match.of_store(store);
             match provider.sync(&route.ctx, &mine, &guard).await {
                 Ok(part) => {
                     report.documents.extend(part.documents);
@@ -118,6 +123,21 @@ impl Memory {
         let user_home = self.provider(route.user).await?;
         let (memory, user) = (ctx.document(Store::Memory), ctx.document(Store::User));
         let user = user_home.read(&user);
+        // Each scope's notes from the home of the document they sit beside.
+        let notes = async {
+            let (memory_scope, user_scope) = (memory.scope(), ctx.document(Store::User).scope());
+            let (in_memory, in_user) = tokio::try_join!(
+                through.provider.notes(&memory_scope, ""),
+                user_home.notes(&user_scope, ""),
+            )?;
+            Ok::<_, MemoryError>(
+                in_memory
+                    .into_iter()
+                    .map(|note| (Store::Memory, note))
+                    .chain(in_user.into_iter().map(|note| (Store::User, note)))
+                    .collect::<Vec<_>>(),
+            )
+        };
         let (mut prefetch, user) = match (query, through) {
             #[cfg(feature = "recall")]
             (
@@ -128,12 +148,13 @@ impl Memory {
                 },
             ) => {
                 let recalled = vector.recalled_memory(&memory, query);
-                let (memory, user) = tokio::try_join!(recalled, user)?;
-                (memory.prefetch(ctx, &user), user)
+                let (memory, user, notes) = tokio::try_join!(recalled, user, notes)?;
+                (memory.prefetch(ctx, &user, &notes), user)
             }
             _ => {
-                let (memory, user) = tokio::try_join!(through.provider.read(&memory), user)?;
-                (Prefetch::from_documents(ctx, &memory, &user), user)
+                let (memory, user, notes) =
+                    tokio::try_join!(through.provider.read(&memory), user, notes)?;
+                (Prefetch::from_documents(ctx, &memory, &user, &notes), user)
             }
         };
         prefetch
@@ -204,6 +225,28 @@ fn renumber(err: MemoryError, positions: &[usize]) -> MemoryError {
             document,
             old,
             count,
+        },
+        MemoryError::NoteNotFound {
+            index,
+            action,
+            scope,
+            path,
+        } => MemoryError::NoteNotFound {
+            index: at(index),
+            action,
+            scope,
+            path,
+        },
+        MemoryError::NoteExists {
+            index,
+            action,
+            scope,
+            path,
+        } => MemoryError::NoteExists {
+            index: at(index),
+            action,
+            scope,
+            path,
         },
         other => other,
     }
@@ -299,6 +342,14 @@ impl MemoryProvider for Memory {
         }
         documents.sort();
         Ok(documents)
+    }
+
+    /// From the provider that stores the notes' bytes: the home of the document their scope
+    /// sits beside.
+    async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
+        let config = &self.inner.config;
+        let storage = config.storage_of(config.home_of(&scope.document()));
+        self.provider(storage).await?.notes(scope, prefix).await
     }
 
     /// From the provider that stores the document's bytes, as `read`: a recall provider keeps

@@ -54,6 +54,7 @@ fn a_full_config_parses_with_paths_and_secrets_resolved() {
                     hard: Some(4096)
                 },
                 user: Caps::default(),
+                ..Budgets::default()
             },
             max_chars: 4000,
         }
@@ -499,4 +500,31 @@ fn a_vector_provider_names_its_model() {
         (moved.name, moved.model_dir),
         (ModelName::E5Small, "/opt/e5".into())
     );
+}
+
+/// A personality's caps on its notes are `caps.notes`; what it leaves out keeps the default,
+/// and an unknown key names its line.
+#[test]
+fn a_personality_caps_its_notes() {
+    let config = parse(
+        "[personalities.ada.caps.notes]\nmax_notes = 50\nmax_note_bytes = 2000\n\n[personalities.bob]\n",
+    )
+    .unwrap();
+    let notes = |id: &str| {
+        config
+            .personality(&PersonalityId::new(id).unwrap())
+            .budgets
+            .notes
+    };
+    assert_eq!(
+        notes("ada"),
+        memory_core::NoteCaps {
+            max_notes: 50,
+            max_note_bytes: 2000,
+            ..memory_core::NoteCaps::DEFAULT
+        }
+    );
+    assert_eq!(notes("bob"), memory_core::NoteCaps::DEFAULT);
+    let message = error("[personalities.ada.caps.notes]\nmax_files = 3\n");
+    assert!(message.contains("max_files"), "{message}");
 }

@@ -564,6 +564,7 @@ async fn setup() -> Fixture<Memory> {
 }
 
 memory_conformance::conformance_suite!(setup);
+memory_conformance::notes_suite!(setup);
 
 /// The whole contract through a wiring where every call's two documents live apart: each
 /// personality's MEMORY.md in `b` (the default provider), every USER.md in `a`.
@@ -578,6 +579,7 @@ mod documents_apart {
     }
 
     memory_conformance::conformance_suite!(setup);
+    memory_conformance::notes_suite!(setup);
 }
 
 /// A revert goes where the personality's settings route its writes: a personality configured

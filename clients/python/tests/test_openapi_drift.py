@@ -37,6 +37,7 @@ PARSED: dict[str, type[Any]] = {
     "IdentityView": models.Identity,
     "IfMatch": models.IfMatch,
     "LinkChange": models.LinkChange,
+    "NoteCaps": models.NoteCaps,
     "NoteId": models.NoteId,
     "NoteScope": models.NoteScope,
     "PairDocument": models.PairDocument,
@@ -50,6 +51,7 @@ PARSED: dict[str, type[Any]] = {
     "RevisionEntry": models.Revision,
     "RevisionItem": models.RevisionItem,
     "RevisionsPage": models.RevisionsPage,
+    "ScopeTotals": models.ScopeTotals,
     "SearchView": models.SearchResult,
     "SyncReport": models.SyncReport,
     "UserView": models.User,
@@ -66,6 +68,9 @@ UPDATES: dict[str, type[Any]] = {
     "replace": models.Replace,
     "remove": models.Remove,
     "edit": models.Edit,
+    "create": models.Create,
+    "delete": models.Delete,
+    "rename": models.Rename,
 }
 """``MemoryUpdate``'s variants by ``action``: read and built (``to_json``) as dataclasses."""
 
@@ -164,6 +169,8 @@ def python_type(hint: Any) -> Any:
         return ("array", python_type(typing.get_args(hint)[0]))
     if hint == models.MemoryUpdate:
         return ("object", "MemoryUpdate")
+    if typing.get_origin(hint) is dict:
+        return "object"
     if hint in SCHEMA_OF:
         return ("object", SCHEMA_OF[hint])
     return ("unsupported", repr(hint))
@@ -308,6 +315,9 @@ SAMPLES: dict[str, Any] = {
         models.Replace("user", "y"),
         models.Remove("memory", "z"),
         models.Edit("user", "old", "new"),
+        models.Create("memory", "trips/kyoto.md", "Temples."),
+        models.Delete("user", "diet.md"),
+        models.Rename("memory", "trips/kyoto.md", "trips/osaka.md"),
     ],
     "text": "The whole text.",
 }

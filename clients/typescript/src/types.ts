@@ -55,6 +55,8 @@ export type DocumentId = NoteScope | ({ kind: 'note' } & NoteId);
 export interface AddUpdate {
   action: 'add';
   store: Store;
+  /** The note of the store's scope to change instead of its document: it must exist. */
+  note?: NotePath | null;
   content: string;
 }
 
@@ -62,6 +64,8 @@ export interface AddUpdate {
 export interface ReplaceUpdate {
   action: 'replace';
   store: Store;
+  /** The note of the store's scope to write instead of its document: created when missing. */
+  note?: NotePath | null;
   content: string;
 }
 
@@ -69,6 +73,8 @@ export interface ReplaceUpdate {
 export interface RemoveUpdate {
   action: 'remove';
   store: Store;
+  /** The note of the store's scope to change instead of its document: it must exist. */
+  note?: NotePath | null;
   substringMatch: string;
 }
 
@@ -76,12 +82,44 @@ export interface RemoveUpdate {
 export interface EditUpdate {
   action: 'edit';
   store: Store;
+  /** The note of the store's scope to change instead of its document: it must exist. */
+  note?: NotePath | null;
   old: string;
   new: string;
 }
 
-/** One change to one document, in exactly the JSON forms of the contract. */
-export type MemoryUpdate = AddUpdate | ReplaceUpdate | RemoveUpdate | EditUpdate;
+/** Create a note with `content`: refused (`note-exists`) when it exists. */
+export interface CreateUpdate {
+  action: 'create';
+  store: Store;
+  note: NotePath;
+  content: string;
+}
+
+/** Delete a note: its text becomes empty, its history keeps it. */
+export interface DeleteUpdate {
+  action: 'delete';
+  store: Store;
+  note: NotePath;
+}
+
+/** Move a note to `to` within its scope, atomically: a call of its own. */
+export interface RenameUpdate {
+  action: 'rename';
+  store: Store;
+  note: NotePath;
+  to: NotePath;
+}
+
+/** One change to one document or note, in exactly the JSON forms of the contract. */
+export type MemoryUpdate =
+  | AddUpdate
+  | ReplaceUpdate
+  | RemoveUpdate
+  | EditUpdate
+  | CreateUpdate
+  | DeleteUpdate
+  | RenameUpdate;
 
 /** Soft and hard limits on a document's size, in UTF-8 bytes after a batch. */
 export interface Caps {
@@ -89,10 +127,24 @@ export interface Caps {
   soft?: number | null;
 }
 
-/** Caps for both documents of a `sync`. */
+/** The limits on one scope's notes; each is a hard limit. */
+export interface NoteCaps {
+  max_note_bytes?: number;
+  max_notes?: number;
+  max_bytes?: number;
+}
+
+/** Caps for both documents of a `sync`, and for the notes of each scope. */
 export interface Budgets {
   memory?: Caps;
   user?: Caps;
+  notes?: NoteCaps;
+}
+
+/** What a scope's notes come to after a write. */
+export interface ScopeTotals {
+  notes: number;
+  bytes: number;
 }
 
 /** One document as the API shows it: its text and what guards a write to it. */
@@ -150,6 +202,8 @@ export interface PrefetchView {
 export interface IfMatch {
   memory?: Version | null;
   user?: Version | null;
+  /** Required versions of notes, by their scope's store then their path. */
+  notes?: { [store: string]: { [path: string]: Version } };
 }
 
 /** A batch of updates after a turn. */
@@ -181,6 +235,8 @@ export interface DocumentReport {
   over_soft_cap: boolean;
   /** Whether this is the report of an earlier call with the same idempotency key. */
   replayed?: boolean;
+  /** For a note: its scope's notes after the call. */
+  scope?: ScopeTotals | null;
 }
 
 /** The result of a `sync` call: one report per document touched, memory first. */

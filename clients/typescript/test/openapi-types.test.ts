@@ -60,6 +60,7 @@ interface HandWritten {
   LinkChange: Wire.LinkChange;
   MemoryScope: Wire.MemoryScope;
   MemoryUpdate: Wire.MemoryUpdate;
+  NoteCaps: Wire.NoteCaps;
   NoteId: Wire.NoteId;
   NotePath: Wire.NotePath;
   NoteScope: Wire.NoteScope;
@@ -76,6 +77,7 @@ interface HandWritten {
   RevisionEntry: Wire.RevisionEntry;
   RevisionItem: Wire.RevisionItem;
   RevisionsPage: Wire.RevisionsPage;
+  ScopeTotals: Wire.ScopeTotals;
   SearchRequest: Wire.SearchRequest;
   SearchView: Wire.SearchView;
   Store: Wire.Store;
@@ -118,7 +120,13 @@ export type ProblemKindIsTheDocuments = Assert<
 >;
 export type UpdateVariantsAreTheDocuments = Assert<
   Equals<
-    Wire.AddUpdate | Wire.ReplaceUpdate | Wire.RemoveUpdate | Wire.EditUpdate,
+    | Wire.AddUpdate
+    | Wire.ReplaceUpdate
+    | Wire.RemoveUpdate
+    | Wire.EditUpdate
+    | Wire.CreateUpdate
+    | Wire.DeleteUpdate
+    | Wire.RenameUpdate,
     Schemas['MemoryUpdate']
   >
 >;
@@ -137,6 +145,7 @@ const COMPARED: Record<keyof HandWritten | BuiltInline, true> = {
   LinkChange: true,
   MemoryScope: true,
   MemoryUpdate: true,
+  NoteCaps: true,
   NoteId: true,
   NotePath: true,
   NoteScope: true,
@@ -153,6 +162,7 @@ const COMPARED: Record<keyof HandWritten | BuiltInline, true> = {
   RevisionEntry: true,
   RevisionItem: true,
   RevisionsPage: true,
+  ScopeTotals: true,
   SearchRequest: true,
   SearchView: true,
   Store: true,

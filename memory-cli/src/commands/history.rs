@@ -178,15 +178,15 @@ pub async fn revert(memory: &Memory, args: RevertArgs) -> Result<(), Failure> {
     let id = parse_document(&path)?;
     // The wiring writes where the personality's settings send its memory: a personality
     // configured global writes MEMORY.md, never its own file, so reverting that is refused.
-    let (ctx, store) = memory.writing(&id)?;
+    let (ctx, _) = memory.writing(&id)?;
     let ctx = ctx.with_surface(Surface::Cli);
     let if_match = if_match.map(Version::new);
     // Sent again with one key when the reply is lost: it lands once, and a resend of a revert
     // that landed is replayed, not refused by its own guard.
-    let reverted = revert_exactly_once(memory, &ctx, store, number, if_match.as_ref()).await;
+    let reverted = revert_exactly_once(memory, &ctx, &id, number, if_match.as_ref()).await;
     settle(memory).await;
     let report = reverted?;
-    let Some(doc) = report.get(store) else {
+    let Some(doc) = report.documents.first() else {
         return Err(Failure::other(format!(
             "the provider reported no write of {path}"
         )));

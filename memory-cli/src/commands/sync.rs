@@ -62,6 +62,7 @@ pub async fn run(memory: &Memory, args: SyncArgs) -> Result<(), Failure> {
     let if_match = IfMatch {
         memory: if_match_memory.map(Version::new),
         user: if_match_user.map(Version::new),
+        ..IfMatch::NONE
     };
     let report = sync_exactly_once(memory, &ctx, &updates, &if_match).await?;
     print_json(&report)?;

@@ -94,6 +94,28 @@ fn every_surface_reads_one_classification() {
             409,
         ),
         (
+            MemoryError::NoteNotFound {
+                index: 0,
+                action: "edit",
+                scope: document.clone(),
+                path: NotePath::new("kyoto.md").unwrap(),
+            },
+            ErrorKind::InvalidInput,
+            2,
+            400,
+        ),
+        (
+            MemoryError::NoteExists {
+                index: 0,
+                action: "create",
+                scope: document.clone(),
+                path: NotePath::new("kyoto.md").unwrap(),
+            },
+            ErrorKind::Conflict,
+            3,
+            409,
+        ),
+        (
             MemoryError::NotesCapExceeded {
                 scope: document.clone(),
                 cap: "max_notes",
@@ -205,7 +227,7 @@ fn every_surface_reads_one_classification() {
     assert_eq!(codes.len(), cases.len(), "{codes:?}");
     assert_eq!(
         cases.len(),
-        20,
+        22,
         "a new MemoryError variant needs a case here"
     );
     for (err, kind, exit, status) in cases {
@@ -248,6 +270,7 @@ fn a_partial_write_names_what_landed() {
         lines_removed: 0,
         over_soft_cap: false,
         replayed: false,
+        scope: None,
     };
     let err = MemoryError::PartiallyApplied {
         landed: vec![

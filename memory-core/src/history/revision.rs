@@ -138,6 +138,15 @@ impl Revision {
         self.text.is_none() && self.updates.is_empty()
     }
 
+    /// Whether it is the arrival of a note moved here by a `rename`: its text cannot be rebuilt
+    /// from its updates, so every store keeps it whole.
+    pub fn is_arrival(&self) -> bool {
+        matches!(
+            self.updates.as_slice(),
+            [MemoryUpdate::Rename { to, .. }] if Some(to) == self.document.note_path()
+        )
+    }
+
     /// Whether it is stored as its change alone: no text, but the updates that make its text from
     /// the revision before it (see [`crate::raw::kept_revisions`]). What a store reads back for a
     /// revision that is no checkpoint

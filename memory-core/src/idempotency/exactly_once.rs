@@ -6,7 +6,7 @@ use crate::context::MemoryContext;
 use crate::document::{DocumentId, Store, Version};
 use crate::error::{ErrorKind, MemoryError};
 use crate::idempotency::key::IdempotencyKey;
-use crate::provider::MemoryProvider;
+use crate::provider::{MemoryProvider, revert_document};
 use crate::report::{IfMatch, SyncReport};
 use crate::update::MemoryUpdate;
 
@@ -42,11 +42,12 @@ pub async fn sync_exactly_once<P: MemoryProvider + ?Sized>(
     .await
 }
 
-/// `provider.revert` sent like [`sync_exactly_once`] sends a `sync`: with one idempotency key
-/// on every send, within one deadline. A revert is a `replace` guarded by `if_match`, so a
-/// plain resend after a send that landed unseen would meet the revert's own write and be
-/// refused as a conflict; with the key, the provider replays the landed send's report
-/// (receipts are checked before `if_match`).
+/// A revert of `document` (one of `ctx`'s pair: `provider.revert`; a note of their scopes:
+/// [`crate::revert_document`]) sent like [`sync_exactly_once`] sends a `sync`: with one
+/// idempotency key on every send, within one deadline. A revert is a `replace` guarded by
+/// `if_match`, so a plain resend after a send that landed unseen would meet the revert's own
+/// write and be refused as a conflict; with the key, the provider replays the landed send's
+/// report (receipts are checked before `if_match`).
 ///
 /// # Errors
 /// The last send's error; any refusal (a revision not kept, a conflict, a cap) at once;
@@ -54,12 +55,19 @@ pub async fn sync_exactly_once<P: MemoryProvider + ?Sized>(
 pub async fn revert_exactly_once<P: MemoryProvider + ?Sized>(
     provider: &P,
     ctx: &MemoryContext,
-    store: Store,
+    document: &DocumentId,
     number: u64,
     if_match: Option<&Version>,
 ) -> Result<SyncReport, MemoryError> {
-    exactly_once(provider, ctx.document(store), ctx, |ctx| async move {
-        provider.revert(&ctx, store, number, if_match).await
+    exactly_once(provider, document.clone(), ctx, |ctx| async move {
+        match document.note_path() {
+            None => {
+                provider
+                    .revert(&ctx, document.store(), number, if_match)
+                    .await
+            }
+            Some(_) => revert_document(provider, &ctx, document, number, if_match).await,
+        }
     })
     .await
 }
@@ -196,6 +204,14 @@ mod tests {
 
         async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
             self.inner.list().await
+        }
+
+        async fn notes(
+            &self,
+            scope: &crate::document::NoteScope,
+            prefix: &str,
+        ) -> Result<Vec<crate::note::NoteMeta>, MemoryError> {
+            self.inner.notes(scope, prefix).await
         }
 
         async fn history(
@@ -370,7 +386,8 @@ mod tests {
             provider.sync(&ctx, &replace, &IfMatch::NONE).await.unwrap();
         }
         provider.lose.store(1, Ordering::SeqCst);
-        let report = revert_exactly_once(&provider, &ctx, Store::Memory, 1, None)
+        let memory = ctx.document(Store::Memory);
+        let report = revert_exactly_once(&provider, &ctx, &memory, 1, None)
             .await
             .unwrap();
         assert_eq!(provider.sends.load(Ordering::SeqCst), 2 + 2, "sent again");

@@ -178,6 +178,7 @@ mod tests {
             lines_removed: 0,
             over_soft_cap: false,
             replayed: false,
+            scope: None,
         }
     }
 

@@ -13,6 +13,10 @@ pub const MAX_NOTE_PATH_SEGMENTS: usize = 8;
 /// The longest segment of a note path, in UTF-8 bytes: a file system allows 255 per name,
 /// and a note's sidecar files add to its name.
 pub const MAX_NOTE_SEGMENT_BYTES: usize = 100;
+/// The name a store that keeps an index of each scope's notes keeps it under, beside the
+/// notes: hidden, so no note path can take it.
+const SCOPE_INDEX: &str = ".index";
+
 /// Where the whole rule is written, for messages that refuse a path.
 pub(crate) const NOTE_PATH_RULE: &str = "CONTRACT.md, Notes";
 
@@ -67,6 +71,18 @@ impl NotePath {
             || long
                 .strip_prefix(short.as_str())
                 .is_some_and(|rest| rest.starts_with('/'))
+    }
+}
+
+impl NotePath {
+    /// The path of a scope's index (see [`crate::raw::check_scopes`]): one no note can have.
+    pub(crate) fn scope_index() -> NotePath {
+        NotePath(SCOPE_INDEX.to_owned())
+    }
+
+    /// Whether this is the path of a scope's index rather than a note's.
+    pub(crate) fn is_scope_index(&self) -> bool {
+        self.0 == SCOPE_INDEX
     }
 }
 

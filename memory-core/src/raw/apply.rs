@@ -41,6 +41,9 @@ pub fn apply_batch<'a>(
                 reason: reason.to_owned(),
             });
         }
+        if let Some(refusal) = note_refusal(document, index, update, &current) {
+            return Err(refusal);
+        }
         current = match update {
             MemoryUpdate::Add { content, .. } if is_blank(&current) => {
                 format!("{}\n", content.trim())
@@ -48,7 +51,11 @@ pub fn apply_batch<'a>(
             MemoryUpdate::Add { content, .. } => {
                 format!("{}\n\n{}\n", current.trim_end(), content.trim())
             }
-            MemoryUpdate::Replace { content, .. } => terminated(content.trim()),
+            MemoryUpdate::Replace { content, .. } | MemoryUpdate::Create { content, .. } => {
+                terminated(content.trim())
+            }
+            // A note without text does not exist; a rename's target is planned with its note.
+            MemoryUpdate::Delete { .. } | MemoryUpdate::Rename { .. } => String::new(),
             MemoryUpdate::Remove {
                 substring_match, ..
             } => {
@@ -94,6 +101,51 @@ pub fn apply_batch<'a>(
         lines_removed,
         text: current,
     })
+}
+
+/// Why `update` cannot apply to `document` holding `current`, as the rules of notes go: a note
+/// must exist for every update but `replace` and `create`, and not exist for `create`; the
+/// notes' own actions are for notes only.
+fn note_refusal(
+    document: &DocumentId,
+    index: usize,
+    update: &MemoryUpdate,
+    current: &str,
+) -> Option<MemoryError> {
+    let for_notes_only = matches!(
+        update,
+        MemoryUpdate::Create { .. } | MemoryUpdate::Delete { .. } | MemoryUpdate::Rename { .. }
+    );
+    let Some(path) = document.note_path() else {
+        return for_notes_only.then(|| MemoryError::InvalidUpdate {
+            index,
+            document: document.clone(),
+            reason: format!("`{}` is for notes: name one with `note`", update.action()),
+        });
+    };
+    let exists = !is_blank(current);
+    let (scope, path, action) = (document.scope().document(), path.clone(), update.action());
+    match update {
+        MemoryUpdate::Create { .. } if exists => Some(MemoryError::NoteExists {
+            index,
+            action,
+            scope,
+            path,
+        }),
+        MemoryUpdate::Replace { .. } | MemoryUpdate::Create { .. } => None,
+        MemoryUpdate::Rename { to, .. } if *to == path => Some(MemoryError::InvalidUpdate {
+            index,
+            document: document.clone(),
+            reason: "the note a `rename` moves here is planned with the note it leaves".to_owned(),
+        }),
+        _ if !exists => Some(MemoryError::NoteNotFound {
+            index,
+            action,
+            scope,
+            path,
+        }),
+        _ => None,
+    }
 }
 
 /// `trimmed + "\n"`, or empty when nothing is left: a document ends with exactly one newline

@@ -69,6 +69,7 @@ mod tests {
                 lines_removed: 0,
                 over_soft_cap,
                 replayed: false,
+                scope: None,
             }],
             ..SyncReport::default()
         }

@@ -27,8 +27,8 @@ pub use cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
 pub use cas::writer::{CasWriter, DEFAULT_DEADLINE, LONGEST_DEADLINE};
 pub use events::{EVENT_BUFFER, EventBus};
 pub use kept::{droppable, history_view, kept_revisions};
-pub use notes::{ScopeTotals, check_scope};
-pub use plan::{DocumentBatch, Planned, PlannedWrite, plan_sync};
+pub use notes::check_scope;
+pub use plan::{DocumentBatch, Planned, PlannedWrite, check_scopes, plan_sync};
 pub use redact::{hide_password_of, redact_url, redact_urls_in};
 pub use versioned::provider::Versioned;
 pub use versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
@@ -41,6 +41,7 @@ pub use crate::history::retention::CHECKPOINT_EVERY_MOST;
 pub use crate::history::revision::RevisionTip;
 pub use crate::idempotency::exactly_once::SYNC_SENDS;
 pub use crate::idempotency::receipts::{RECEIPTS_KEPT, Receipts};
+pub use crate::note::ScopeTotals;
 pub use crate::prompt::{
     NOTES_INDEX_CHARS, NOTES_INDEX_LINES, notes_index, render, render_with_notes,
     truncate_keeping_tail,

@@ -6,19 +6,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::document::DocumentId;
+use crate::document::{Document, DocumentId};
 use crate::error::MemoryError;
-use crate::note::NoteCaps;
 use crate::note::path::NotePath;
-
-/// What a scope holds after a write that passed [`check_scope`]: the figures its report gives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScopeTotals {
-    /// How many notes.
-    pub notes: usize,
-    /// Their bytes together.
-    pub bytes: u64,
-}
+use crate::note::{NoteCaps, ScopeTotals};
 
 /// Checks a write to the notes of `scope` (named by its pair document) whose notes are now
 /// `existing` (each path with its bytes). `written` gives each note the write changes with its
@@ -74,6 +65,39 @@ pub fn check_scope<'a>(
         }
     }
     Ok(totals)
+}
+
+/// The text of a scope's index as a versioned store keeps it: one line per note that exists,
+/// `<bytes>\t<path>`, sorted by path.
+pub(crate) fn index_text(notes: &[(NotePath, usize)]) -> String {
+    let mut sorted: Vec<&(NotePath, usize)> =
+        notes.iter().filter(|(_, bytes)| *bytes > 0).collect();
+    sorted.sort();
+    sorted
+        .iter()
+        .map(|(path, bytes)| format!("{bytes}\t{path}\n"))
+        .collect()
+}
+
+/// The notes a scope's index holds ([`index_text`]).
+///
+/// # Errors
+/// [`MemoryError::Corrupt`] naming the line that is not `<bytes>\t<path>`.
+pub(crate) fn parse_index(index: &Document) -> Result<Vec<(NotePath, usize)>, MemoryError> {
+    index
+        .text
+        .lines()
+        .enumerate()
+        .map(|(number, line)| {
+            let parsed = line.split_once('\t').and_then(|(bytes, path)| {
+                Some((NotePath::new(path).ok()?, bytes.parse::<usize>().ok()?))
+            });
+            parsed.ok_or_else(|| MemoryError::Corrupt {
+                location: format!("{}, line {}", index.location, number + 1),
+                reason: "a scope's index line is `<bytes>\\t<path>`".to_owned(),
+            })
+        })
+        .collect()
 }
 
 fn totals(bytes: impl Iterator<Item = usize>) -> ScopeTotals {

@@ -15,7 +15,7 @@
 //!         location: "mem://example".into(),
 //!         modified: None,
 //!     };
-//!     let planned = batch.apply(current)?;
+//!     let planned = batch.apply(current, &[])?;
 //!     // ...writes `planned.new_text()` if it is `Some`, and reports with the new version.
 //!     let report = planned.report(Version::new("1"));
 //!     assert_eq!(report.bytes_after, "Likes tea.\n".len());
@@ -23,31 +23,41 @@
 //! # Ok::<(), MemoryError>(())
 //! ```
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::context::MemoryContext;
 use crate::context::PLACEHOLDER;
-use crate::document::{Document, DocumentId, Store, Version};
+use crate::document::{Document, DocumentId, NoteScope, Store, Version};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::history::revision::{Revision, RevisionTip, Surface};
 use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
 use crate::idempotency::receipts::Receipts;
+use crate::note::path::NotePath;
+use crate::note::{NoteCaps, ScopeTotals};
 use crate::raw::apply::{Applied, apply_batch};
+use crate::raw::notes::check_scope;
 use crate::report::{DocumentReport, IfMatch};
 use crate::sha256::sha256_hex;
-use crate::update::{Caps, MemoryUpdate};
+use crate::update::{Caps, MemoryUpdate, is_blank};
+
+/// Updates, each with its position in the caller's call.
+type Positioned = Vec<(usize, MemoryUpdate)>;
 
 /// The updates of one call that target one document, with the call's precondition and caps.
 #[derive(Debug, Clone)]
 pub struct DocumentBatch {
     store: Store,
     document: DocumentId,
-    updates: Vec<(usize, MemoryUpdate)>,
+    updates: Positioned,
     if_match: Option<Version>,
     caps: Caps,
+    note_caps: NoteCaps,
+    /// For the target of a `rename`: the note it moves, planned just before it.
+    moves_from: Option<DocumentId>,
     key: Option<IdempotencyKey>,
     origin: Arc<Origin>,
 }
@@ -61,27 +71,45 @@ struct Origin {
     session: Option<String>,
 }
 
-/// Splits a call into one batch per document touched, memory first, after refusing malformed
-/// updates. Does no I/O, so a refusal here is before any read or write. The batches own their
-/// updates, so a backend can move them onto a blocking thread or into a retry loop.
+/// Splits a call into one batch per document touched after refusing malformed updates: the
+/// memory scope's document then its notes (by path), then the user scope's. A `rename` is two
+/// batches, its note then its target. Does no I/O, so a refusal here is before any read or
+/// write. The batches own their updates, so a backend can move them onto a blocking thread or
+/// into a retry loop.
 ///
 /// # Errors
-/// [`MemoryError::InvalidUpdate`] for the first update that is malformed whatever the text.
+/// [`MemoryError::InvalidUpdate`] for the first update that is malformed whatever the text,
+/// and for a `rename` sent with other updates or onto its own path.
 pub fn plan_sync(
     ctx: &MemoryContext,
     updates: &[MemoryUpdate],
     if_match: &IfMatch,
 ) -> Result<Vec<DocumentBatch>, MemoryError> {
-    if let Some((index, update, reason)) = updates
-        .iter()
-        .enumerate()
-        .find_map(|(i, u)| u.malformed().map(|reason| (i, u, reason)))
-    {
-        return Err(MemoryError::InvalidUpdate {
-            index,
-            document: ctx.document(update.store()),
-            reason: reason.to_owned(),
-        });
+    let invalid = |index: usize, update: &MemoryUpdate, reason: &str| MemoryError::InvalidUpdate {
+        index,
+        document: target(ctx, update),
+        reason: reason.to_owned(),
+    };
+    for (index, update) in updates.iter().enumerate() {
+        if let Some(reason) = update.malformed() {
+            return Err(invalid(index, update, reason));
+        }
+        if let MemoryUpdate::Rename { note, to, .. } = update {
+            if updates.len() > 1 {
+                return Err(invalid(
+                    index,
+                    update,
+                    "a `rename` is a call of its own: send it without other updates",
+                ));
+            }
+            if note == to {
+                return Err(invalid(
+                    index,
+                    update,
+                    "a `rename` needs a `to` other than its note",
+                ));
+            }
+        }
     }
     let origin = Arc::new(Origin {
         personality: Some(ctx.personality.clone()).filter(|id| id.as_str() != PLACEHOLDER),
@@ -89,32 +117,121 @@ pub fn plan_sync(
         surface: ctx.surface,
         session: ctx.session.clone(),
     });
-    Ok([Store::Memory, Store::User]
+    let batch = |document: DocumentId, updates: Positioned| DocumentBatch {
+        store: document.store(),
+        if_match: if_match.for_document(&document).cloned(),
+        caps: match document.note_path() {
+            None => ctx.budgets.for_store(document.store()),
+            Some(_) => ctx.budgets.for_note(),
+        },
+        note_caps: ctx.budgets.notes,
+        moves_from: None,
+        document,
+        updates,
+        key: ctx.idempotency_key.clone(),
+        origin: Arc::clone(&origin),
+    };
+    if let [rename @ MemoryUpdate::Rename { to, .. }] = updates {
+        let from = target(ctx, rename);
+        let arriving = DocumentBatch {
+            moves_from: Some(from.clone()),
+            ..batch(from.scope().note(to.clone()), vec![(0, rename.clone())])
+        };
+        return Ok(vec![batch(from, vec![(0, rename.clone())]), arriving]);
+    }
+    // Keyed by store then path, `None` (the document) first: the order of the reports.
+    let mut grouped: BTreeMap<(Store, Option<&NotePath>), Positioned> = BTreeMap::new();
+    for (index, update) in updates.iter().enumerate() {
+        grouped
+            .entry((update.store(), update.note()))
+            .or_default()
+            .push((index, update.clone()));
+    }
+    Ok(grouped
         .into_iter()
-        .filter_map(|store| {
-            let mine: Vec<_> = updates
-                .iter()
-                .enumerate()
-                .filter(|(_, u)| u.store() == store)
-                .map(|(i, u)| (i, u.clone()))
-                .collect();
-            (!mine.is_empty()).then(|| DocumentBatch {
-                store,
-                document: ctx.document(store),
-                updates: mine,
-                if_match: if_match.for_store(store).cloned(),
-                caps: ctx.budgets.for_store(store),
-                key: ctx.idempotency_key.clone(),
-                origin: Arc::clone(&origin),
-            })
+        .map(|((store, note), updates)| {
+            let document = ctx.document(store);
+            let document = match note {
+                Some(path) => document.scope().note(path.clone()),
+                None => document,
+            };
+            batch(document, updates)
         })
         .collect())
+}
+
+/// The document `update` targets in `ctx`: its store's document, or the note it names there.
+fn target(ctx: &MemoryContext, update: &MemoryUpdate) -> DocumentId {
+    let document = ctx.document(update.store());
+    match update.note() {
+        Some(path) => document.scope().note(path.clone()),
+        None => document,
+    }
+}
+
+/// Checks the notes a call writes against their scopes' rules (collisions, the scope's caps:
+/// [`check_scope`]) and gives each note's report its scope's totals. `existing` lists a
+/// scope's notes now, each path with its bytes: a backend reads it in the call's atomic step,
+/// under the same lock or in the same transaction as the notes. Scopes the call writes no note
+/// of are not listed. Returns each listed scope's notes after the call, for a store that keeps
+/// an index of them.
+///
+/// # Errors
+/// The first refusal of [`check_scope`], or what `existing` fails with.
+pub fn check_scopes(
+    planned: &mut [Planned],
+    mut existing: impl FnMut(&NoteScope) -> Result<Vec<(NotePath, usize)>, MemoryError>,
+) -> Result<BTreeMap<NoteScope, Vec<(NotePath, usize)>>, MemoryError> {
+    let mut scopes: BTreeMap<NoteScope, (Vec<(NotePath, usize)>, NoteCaps)> = BTreeMap::new();
+    for planned in planned.iter() {
+        if let Planned::Write(write) = planned
+            && let Some(path) = write.before.id.note_path()
+        {
+            let bytes = write.applied.text.len();
+            scopes
+                .entry(write.before.id.scope())
+                .or_insert_with(|| (Vec::new(), write.note_caps))
+                .0
+                .push((path.clone(), bytes));
+        }
+    }
+    let mut totals = BTreeMap::new();
+    let mut listings = BTreeMap::new();
+    for (scope, (written, caps)) in &scopes {
+        let now = existing(scope)?;
+        let after = check_scope(
+            &scope.document(),
+            now.iter().map(|(path, bytes)| (path, *bytes)),
+            written,
+            *caps,
+        )?;
+        totals.insert(scope.clone(), after);
+        let mut listing: BTreeMap<NotePath, usize> = now.into_iter().collect();
+        listing.extend(written.iter().cloned());
+        listing.retain(|_, bytes| *bytes > 0);
+        listings.insert(scope.clone(), listing.into_iter().collect());
+    }
+    for planned in planned.iter_mut() {
+        if let Planned::Write(write) = planned
+            && write.before.id.note_path().is_some()
+        {
+            write.scope = totals.get(&write.before.id.scope()).copied();
+        }
+    }
+    Ok(listings)
 }
 
 impl DocumentBatch {
     /// The document this batch targets.
     pub fn document(&self) -> &DocumentId {
         &self.document
+    }
+
+    /// Whether this batch is the note a `rename` moves away from (its text goes to the next
+    /// batch, the rename's target).
+    pub fn moves_away(&self) -> bool {
+        self.moves_from.is_none()
+            && matches!(self.updates.as_slice(), [(_, MemoryUpdate::Rename { .. })])
     }
 
     /// The call's idempotency key, if it has one: a backend reads the document's [`Receipts`]
@@ -134,12 +251,19 @@ impl DocumentBatch {
 
     /// What the batch comes to against `current` (the document as read now) and `receipts` (its
     /// idempotency log, read in the same step): [`Planned::Replayed`] when a call with this
-    /// call's key already wrote the document, else [`DocumentBatch::apply`].
+    /// call's key already wrote the document, else [`DocumentBatch::apply`]. `earlier` is
+    /// what the call's batches before this one came to (a `rename`'s target takes its text
+    /// from its note's).
     ///
     /// # Errors
     /// [`MemoryError::KeyReused`] when the receipts hold the call's key for other updates; else
     /// as [`DocumentBatch::apply`].
-    pub fn plan(&self, current: Document, receipts: &Receipts) -> Result<Planned, MemoryError> {
+    pub fn plan(
+        &self,
+        current: Document,
+        receipts: &Receipts,
+        earlier: &[Planned],
+    ) -> Result<Planned, MemoryError> {
         let replayed = match &self.key {
             Some(key) => receipts.replay(key, &self.fingerprint(), &self.document)?,
             None => None,
@@ -149,17 +273,24 @@ impl DocumentBatch {
                 replayed: true,
                 ..report.clone()
             })),
-            None => self.apply(current).map(Planned::Write),
+            None => self.apply(current, earlier).map(Planned::Write),
         }
     }
 
     /// Checks the precondition against `current` (the document as read now), then applies the
-    /// updates in order and checks the caps.
+    /// updates in order and checks the caps. A note left blank is left empty: it no longer
+    /// exists. A `rename`'s target takes the text its note had, found among `earlier` (what
+    /// the call's batches before this one came to).
     ///
     /// # Errors
-    /// [`MemoryError::Conflict`] when `current` is not at the required version, else any
-    /// refusal of [`crate::apply_batch`](crate::raw::apply_batch).
-    pub fn apply(&self, current: Document) -> Result<PlannedWrite, MemoryError> {
+    /// [`MemoryError::Conflict`] when `current` is not at the required version,
+    /// [`MemoryError::NoteExists`] for a `rename` onto a note that exists, else any refusal of
+    /// [`crate::apply_batch`](crate::raw::apply_batch).
+    pub fn apply(
+        &self,
+        current: Document,
+        earlier: &[Planned],
+    ) -> Result<PlannedWrite, MemoryError> {
         if let Some(expected) = &self.if_match
             && *expected != current.version
         {
@@ -169,12 +300,19 @@ impl DocumentBatch {
                 current: current.version,
             });
         }
-        let applied = apply_batch(
-            &self.document,
-            &current.text,
-            self.updates.iter().map(|(i, u)| (*i, u)),
-            self.caps,
-        )?;
+        let mut applied = match &self.moves_from {
+            Some(from) => self.arrive(from, &current, earlier)?,
+            None => apply_batch(
+                &self.document,
+                &current.text,
+                self.updates.iter().map(|(i, u)| (*i, u)),
+                self.caps,
+            )?,
+        };
+        if self.document.note_path().is_some() && is_blank(&applied.text) {
+            applied.text.clear();
+            applied.changed = !current.text.is_empty();
+        }
         Ok(PlannedWrite {
             store: self.store,
             sha256_before: sha256_hex(&current.text),
@@ -182,9 +320,58 @@ impl DocumentBatch {
             before: current,
             applied,
             updates: self.updates.iter().map(|(_, u)| u.clone()).collect(),
+            moved_in: self.moves_from.is_some(),
+            note_caps: self.note_caps,
+            scope: None,
             key: self.key.clone(),
             origin: Arc::clone(&self.origin),
         })
+    }
+
+    /// The target of a `rename` takes the text its note `from` had, when it does not exist.
+    fn arrive(
+        &self,
+        from: &DocumentId,
+        current: &Document,
+        earlier: &[Planned],
+    ) -> Result<Applied, MemoryError> {
+        let (index, update) = &self.updates[0];
+        let (Some(path), Some(from_path)) = (self.document.note_path(), from.note_path()) else {
+            return Err(MemoryError::InvalidUpdate {
+                index: *index,
+                document: self.document.clone(),
+                reason: "a `rename` moves a note to another note".to_owned(),
+            });
+        };
+        let scope = self.document.scope().document();
+        if !is_blank(&current.text) {
+            return Err(MemoryError::NoteExists {
+                index: *index,
+                action: update.action(),
+                scope,
+                path: path.clone(),
+            });
+        }
+        let moved = earlier.iter().find_map(|planned| match planned {
+            Planned::Write(write) if write.before.id == *from => Some(&write.before.text),
+            _ => None,
+        });
+        match moved {
+            Some(text) => Ok(Applied {
+                text: text.clone(),
+                changed: *text != current.text,
+                lines_removed: 0,
+                over_soft_cap: false,
+            }),
+            // Its note was replayed: so is the rename, from the target's own receipts, unless
+            // they were lost; then the rename is not there to finish.
+            None => Err(MemoryError::NoteNotFound {
+                index: *index,
+                action: update.action(),
+                scope,
+                path: from_path.clone(),
+            }),
+        }
     }
 }
 
@@ -208,11 +395,43 @@ pub struct PlannedWrite {
     sha256_before: String,
     sha256_after: String,
     updates: Vec<MemoryUpdate>,
+    /// Whether this is the target of a `rename`, whose text its updates cannot rebuild.
+    moved_in: bool,
+    note_caps: NoteCaps,
+    scope: Option<ScopeTotals>,
     key: Option<IdempotencyKey>,
     origin: Arc<Origin>,
 }
 
 impl PlannedWrite {
+    /// The write of a scope's index (`before`, as read) with `text`: no updates, no revisions,
+    /// no report of its own.
+    pub(crate) fn scope_index(before: Document, text: String) -> PlannedWrite {
+        PlannedWrite {
+            store: before.id.store(),
+            sha256_before: sha256_hex(&before.text),
+            sha256_after: sha256_hex(&text),
+            applied: Applied {
+                changed: text != before.text,
+                text,
+                lines_removed: 0,
+                over_soft_cap: false,
+            },
+            before,
+            updates: Vec::new(),
+            moved_in: false,
+            note_caps: NoteCaps::DEFAULT,
+            scope: None,
+            key: None,
+            origin: Arc::new(Origin {
+                personality: None,
+                user: None,
+                surface: Surface::default(),
+                session: None,
+            }),
+        }
+    }
+
     /// The document as it was read.
     pub fn before(&self) -> &Document {
         &self.before
@@ -246,6 +465,7 @@ impl PlannedWrite {
             lines_removed: self.applied.lines_removed,
             over_soft_cap: self.applied.over_soft_cap,
             replayed: false,
+            scope: self.scope,
         }
     }
 
@@ -288,8 +508,7 @@ impl PlannedWrite {
             idempotency_key: self.key.clone(),
             session: self.origin.session.clone(),
             updates: self.updates.clone(),
-            text: retention
-                .is_checkpoint(number, before.modified, now)
+            text: (self.moved_in || retention.is_checkpoint(number, before.modified, now))
                 .then(|| text.to_owned()),
         };
         external.into_iter().chain([write]).collect()

@@ -19,11 +19,15 @@ pub fn malformed(update: &MemoryUpdate) -> bool {
             substring_match, ..
         } => substring_match.is_empty(),
         MemoryUpdate::Edit { old, new, .. } => old.is_empty() || new.contains('\0'),
+        MemoryUpdate::Create { content, .. } => blank(content) || content.contains('\0'),
+        MemoryUpdate::Delete { .. } | MemoryUpdate::Rename { .. } => false,
     }
 }
 
 #[derive(Debug, PartialEq)]
 pub enum Refusal {
+    /// A notes-only action (`create`, `delete`, `rename`) on one of the pair.
+    NotesOnly(usize),
     NoMatch(usize),
     Ambiguous(usize, usize),
     HardCap(usize),
@@ -85,6 +89,9 @@ pub fn model(
                 [] => return Err(Refusal::NoMatch(index)),
                 many => return Err(Refusal::Ambiguous(index, many.len())),
             },
+            MemoryUpdate::Create { .. }
+            | MemoryUpdate::Delete { .. }
+            | MemoryUpdate::Rename { .. } => return Err(Refusal::NotesOnly(index)),
         };
     }
     if let Some(hard) = caps.hard

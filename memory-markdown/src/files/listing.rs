@@ -78,7 +78,8 @@ pub(crate) fn refuse_case_twin(tree: &Tree, document: &DocumentId) -> Result<(),
     }
 }
 
-/// Every document of the layout in `tree`, sorted; stray files and bad ids are skipped.
+/// Every document of the layout in `tree` and every note that exists, sorted; stray files and
+/// bad ids are skipped.
 pub(crate) fn list(tree: &Tree) -> Result<Vec<DocumentId>, MemoryError> {
     if let Some(documents) = tree.metis_documents() {
         let mut found = Vec::new();
@@ -126,6 +127,7 @@ pub(crate) fn list(tree: &Tree) -> Result<Vec<DocumentId>, MemoryError> {
             }
         }
     }
+    found.extend(super::notes::all_notes(tree)?);
     found.sort();
     Ok(found)
 }

@@ -20,11 +20,14 @@ mod write;
 mod lock;
 // The documents the directories hold, and ids that differ from a directory only in case.
 mod listing;
+// The notes a scope's folder holds.
+mod notes;
 
 pub(crate) use errors::io_error;
 pub(crate) use links::{read_error, write_target};
 pub(crate) use listing::{list, refuse_case_twin};
 pub(crate) use lock::{contention, lock};
+pub(crate) use notes::{note_files, notes};
 pub(crate) use paths::{beside, split};
 pub(crate) use read::{read, read_at, read_bytes, stamp};
 pub(crate) use write::{

@@ -358,7 +358,11 @@ impl Journal {
 /// Whether `revision` is a checkpoint the write that records it made (not a hand edit it
 /// found): its line holds its change, and the next write links its text.
 fn is_own_checkpoint(revision: &Revision) -> bool {
-    revision.text.is_some() && revision.surface != Surface::External && !revision.updates.is_empty()
+    revision.text.is_some()
+        && revision.surface != Surface::External
+        && !revision.updates.is_empty()
+        // Its text is in no file the next write replaces: the note it came from keeps it.
+        && !revision.is_arrival()
 }
 
 /// Whether two files' metadata are of one file (hard links to it).

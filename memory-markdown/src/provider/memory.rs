@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use memory_core::raw::{Receipts, plan_sync};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    Prefetch, Purged, Revision, Store, Subscription, Surface, SyncReport,
+    NoteMeta, NoteScope, Prefetch, Purged, Revision, Store, Subscription, Surface, SyncReport,
 };
 
 use super::{MarkdownProvider, blocking};
@@ -19,12 +19,17 @@ impl MemoryProvider for MarkdownProvider {
         // No lock: writes are atomic renames, so each read sees one whole version.
         let tree = self.tree.clone();
         let ids = (ctx.document(Store::Memory), ctx.document(Store::User));
-        let (memory, user, unread) = blocking(move || {
+        let (memory, user, notes, unread) = blocking(move || {
+            let mut notes = Vec::new();
+            for (store, id) in [(Store::Memory, &ids.0), (Store::User, &ids.1)] {
+                let listed = files::notes(&tree, &id.scope(), "")?;
+                notes.extend(listed.into_iter().map(|note| (store, note)));
+            }
             let documents = (files::read(&tree, ids.0)?, files::read(&tree, ids.1)?);
-            Ok((documents.0, documents.1, tree.unread_root_user()))
+            Ok((documents.0, documents.1, notes, tree.unread_root_user()))
         })
         .await?;
-        let mut seen = Prefetch::from_documents(ctx, &memory, &user);
+        let mut seen = Prefetch::from_documents(ctx, &memory, &user, &notes);
         if let Some(path) = unread {
             seen.warnings.push(format!(
                 "{} is not read: a USER.md at the root is Ethos's first layout (~/.ethos/USER.md), and this one keeps each user's profile in users/<id>/USER.md; move it there with `memory migrate --root-user <id>`",
@@ -76,6 +81,13 @@ impl MemoryProvider for MarkdownProvider {
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
         let tree = self.tree.clone();
         blocking(move || files::list(&tree)).await
+    }
+
+    /// Without the scope's lock, as reads: each note is read whole, so each version listed is
+    /// one a read gives.
+    async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
+        let (tree, scope, prefix) = (self.tree.clone(), scope.clone(), prefix.to_owned());
+        blocking(move || files::notes(&tree, &scope, &prefix)).await
     }
 
     /// Read without the lock, like documents, unless writes keep changing the document while it

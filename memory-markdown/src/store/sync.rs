@@ -1,13 +1,15 @@
-//! A write (`sync`): lock every touched document, re-read them all under the locks, settle
-//! their receipts, find their journals' tips, plan every batch, and only then record the
-//! revisions and receipts and replace the texts.
+//! A write (`sync`): lock the scopes whose notes it writes, then every touched document,
+//! re-read them all under the locks, settle their receipts, find their journals' tips, plan
+//! every batch, check the scopes' rules, and only then record the revisions and receipts and
+//! replace the texts.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use memory_core::raw::{DocumentBatch, EventBus, Planned, sha256_hex};
-use memory_core::{DocumentId, MemoryError, Retention, SyncReport, Version};
+use memory_core::raw::{DocumentBatch, EventBus, Planned, check_scopes, sha256_hex};
+use memory_core::{DocumentId, MemoryError, NotePath, NoteScope, Retention, SyncReport, Version};
 
 use crate::journal::{self, Journal, KnownTips};
 use crate::layout::Tree;
@@ -31,6 +33,40 @@ pub(crate) fn sync(
     // Before the locks, because taking a lock creates the document's directory.
     for batch in batches {
         files::refuse_case_twin(tree, batch.document())?;
+    }
+
+    // Every writer of a scope's notes holds the scope's lock (`.notes.lock` beside its folder)
+    // first, so the scope's listing read under it is the one the write lands in: no other
+    // writer creates a colliding note or passes a cap in between. Scopes in one fixed order,
+    // then documents in another, so no two calls each hold a lock the other waits for.
+    let mut scopes: Vec<(PathBuf, NoteScope)> = batches
+        .iter()
+        .filter(|batch| batch.document().note_path().is_some())
+        .filter_map(|batch| {
+            let scope = batch.document().scope();
+            Some((tree.notes_folder(&scope)?, scope))
+        })
+        .collect();
+    scopes.sort();
+    scopes.dedup();
+    let _scope_locks = scopes
+        .iter()
+        .map(|(folder, scope)| {
+            files::lock(folder, lock_timeout, |attempts| {
+                files::contention(&scope.document(), attempts)
+            })
+        })
+        .collect::<Result<Vec<File>, _>>()?;
+    // Read once under the scopes' locks: for the check below and the scope rules after
+    // planning.
+    let mut listings = BTreeMap::new();
+    for (_, scope) in &scopes {
+        let listing: Vec<(NotePath, usize)> = files::note_files(tree, scope)?
+            .into_iter()
+            .map(|note| (note.path, usize::try_from(note.bytes).unwrap_or(usize::MAX)))
+            .collect();
+        refuse_unholdable(batches, scope, &listing)?;
+        listings.insert(scope.clone(), listing);
     }
 
     // One fixed order for every caller, so two calls that touch the same two documents cannot
@@ -65,9 +101,12 @@ pub(crate) fn sync(
             .is_on()
             .then(|| Journal::open(path, batch.document(), &current, known_tips))
             .transpose()?;
-        planned.push(batch.plan(current, &log)?);
+        planned.push(batch.plan(current, &log, &planned)?);
         logs.push((log, settled, journal));
     }
+    check_scopes(&mut planned, |scope| {
+        Ok(listings.remove(scope).unwrap_or_default())
+    })?;
     // Where each change goes, found for all of them before anything is written: a dangling
     // link at the second document must not leave the first one written.
     let changes = planned
@@ -129,6 +168,43 @@ pub(crate) fn sync(
     }
     events.publish(&report);
     Ok(report)
+}
+
+/// Refuses a note of `batches` in `scope` that collides with a note `listing` holds (by case,
+/// normalisation, or as a folder of it or a file where its folder is), unless that note is
+/// the one a `rename` of the call moves away. Checked before the documents' locks, because a
+/// file system cannot even lock a note where another note is a file in its path.
+fn refuse_unholdable(
+    batches: &[DocumentBatch],
+    scope: &NoteScope,
+    listing: &[(NotePath, usize)],
+) -> Result<(), MemoryError> {
+    let leaving: Vec<&NotePath> = batches
+        .iter()
+        .filter_map(|batch| match batch.document().note_path() {
+            Some(path) if batch.moves_away() => Some(path),
+            _ => None,
+        })
+        .collect();
+    for batch in batches {
+        let Some(path) = batch.document().note_path() else {
+            continue;
+        };
+        if batch.document().scope() != *scope || listing.iter().any(|(there, _)| there == path) {
+            continue;
+        }
+        if let Some((existing, _)) = listing
+            .iter()
+            .find(|(there, _)| there.collides_with(path) && !leaving.contains(&there))
+        {
+            return Err(MemoryError::NoteCollision {
+                scope: scope.document(),
+                path: path.clone(),
+                existing: existing.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// An error writing one document after an earlier one of the same call landed: says which, so

@@ -20,7 +20,7 @@ impl MemoryTools {
         let reverted = revert_exactly_once(
             &*self.provider,
             &self.keyed(key),
-            store,
+            &self.ctx.document(store),
             number,
             Some(&current.version),
         )

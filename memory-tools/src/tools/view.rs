@@ -25,7 +25,7 @@ impl MemoryTools {
         // rendering had to cut them.
         let memory = self.read(Store::Memory).await?;
         let user = self.read(Store::User).await?;
-        let prefetch = Prefetch::from_documents(&self.ctx, &memory, &user);
+        let prefetch = Prefetch::from_documents(&self.ctx, &memory, &user, &[]);
         let whole = prefetch.context == render(&user.text, &memory.text, usize::MAX);
         {
             let mut viewed = self.viewed();

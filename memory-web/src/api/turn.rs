@@ -157,6 +157,8 @@ pub(crate) struct SyncRequest {
                 ("ProfileOfTheUser" = (operation_id = "read_user_profile", parameters(("user" = "$request.body#/user")))),
                 ("RevisionsOfTheProfile" = (operation_id = "revisions_user_profile", parameters(("user" = "$request.body#/user")))),
             )),
+        (status = 404, description = "An update needs a note that does not exist (`code` `note-not-found`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
+        (status = 409, description = "An update would create a note that exists (`note-exists`) or one that collides with another by case, normalisation or folder (`note-collision`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
         (status = 412, description = "A document is no longer at its `if_match` version; nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
     ),
     security(("api_key" = ["write"]))

@@ -22,6 +22,8 @@ __all__ = [
     "Add",
     "Budgets",
     "Caps",
+    "Create",
+    "Delete",
     "Document",
     "DocumentRef",
     "DocumentReport",
@@ -32,6 +34,7 @@ __all__ = [
     "IfMatch",
     "LinkChange",
     "MemoryUpdate",
+    "NoteCaps",
     "NoteId",
     "NoteScope",
     "PairDocument",
@@ -41,11 +44,13 @@ __all__ = [
     "ProviderHealth",
     "Purged",
     "Remove",
+    "Rename",
     "Replace",
     "Revision",
     "RevisionDiff",
     "RevisionItem",
     "RevisionsPage",
+    "ScopeTotals",
     "SearchResult",
     "Store",
     "SyncReport",
@@ -201,6 +206,15 @@ def _reader(hint: Any) -> _Reader:
             return tuple(item(element, where) for element in value)
 
         return array
+    if origin is dict and len(args) == 2 and args[0] is str:
+        entry = _reader(args[1])
+
+        def mapping(value: object, where: str) -> dict[str, object]:
+            if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+                raise ValueError(f"{where} has the wrong type")
+            return {key: entry(element, f"{where}[{key!r}]") for key, element in value.items()}
+
+        return mapping
     if hint == MemoryUpdate:
         return lambda value, where: update_from_json(value)
     if isinstance(hint, type) and issubclass(hint, _Wire):
@@ -212,57 +226,119 @@ def _reader(hint: Any) -> _Reader:
 # Updates
 
 
+def _in_note(update: dict[str, str], note: str | None) -> dict[str, str]:
+    """An update's JSON form with its ``note`` member where it names one."""
+    if note is not None:
+        update["note"] = note
+    return update
+
+
 @dataclass(frozen=True)
 class Add(_Wire):
-    """Append ``content`` as a new paragraph of the ``store`` document."""
+    """Append ``content`` as a new paragraph of the ``store`` document (or of its scope's
+    ``note``, which must exist)."""
 
     store: Store
     content: str
+    note: str | None = None
+    """The note of the store's scope to change instead of its document."""
 
     def to_json(self) -> dict[str, str]:
         """The update's JSON form."""
-        return {"action": "add", "store": self.store, "content": self.content}
+        return _in_note({"action": "add", "store": self.store, "content": self.content}, self.note)
 
 
 @dataclass(frozen=True)
 class Replace(_Wire):
-    """Replace the whole ``store`` document with ``content`` (blank clears it)."""
+    """Replace the whole ``store`` document (or its scope's ``note``, created when missing)
+    with ``content`` (blank clears it)."""
 
     store: Store
     content: str
+    note: str | None = None
+    """The note of the store's scope to write instead of its document."""
 
     def to_json(self) -> dict[str, str]:
         """The update's JSON form."""
-        return {"action": "replace", "store": self.store, "content": self.content}
+        update = {"action": "replace", "store": self.store, "content": self.content}
+        return _in_note(update, self.note)
 
 
 @dataclass(frozen=True)
 class Remove(_Wire):
-    """Drop every line of the ``store`` document that contains ``substring_match``."""
+    """Drop every line of the ``store`` document (or of its scope's ``note``) that contains
+    ``substring_match``."""
 
     store: Store
     substring_match: str = field(metadata={"member": "substringMatch"})
+    note: str | None = None
+    """The note of the store's scope to change instead of its document."""
 
     def to_json(self) -> dict[str, str]:
         """The update's JSON form."""
-        return {"action": "remove", "store": self.store, "substringMatch": self.substring_match}
+        update = {"action": "remove", "store": self.store, "substringMatch": self.substring_match}
+        return _in_note(update, self.note)
 
 
 @dataclass(frozen=True)
 class Edit(_Wire):
-    """Replace the single occurrence of ``old`` with ``new`` in the ``store`` document."""
+    """Replace the single occurrence of ``old`` with ``new`` in the ``store`` document (or in
+    its scope's ``note``)."""
 
     store: Store
     old: str
     new: str
+    note: str | None = None
+    """The note of the store's scope to change instead of its document."""
 
     def to_json(self) -> dict[str, str]:
         """The update's JSON form."""
-        return {"action": "edit", "store": self.store, "old": self.old, "new": self.new}
+        update = {"action": "edit", "store": self.store, "old": self.old, "new": self.new}
+        return _in_note(update, self.note)
 
 
-MemoryUpdate: TypeAlias = Add | Replace | Remove | Edit
-"""One change to one document."""
+@dataclass(frozen=True)
+class Create(_Wire):
+    """Create the note ``note`` of the ``store``'s scope with ``content``: refused
+    (``note-exists``) when it exists."""
+
+    store: Store
+    note: str
+    content: str
+
+    def to_json(self) -> dict[str, str]:
+        """The update's JSON form."""
+        return {"action": "create", "store": self.store, "note": self.note, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Delete(_Wire):
+    """Delete the note ``note`` of the ``store``'s scope: its history keeps it."""
+
+    store: Store
+    note: str
+
+    def to_json(self) -> dict[str, str]:
+        """The update's JSON form."""
+        return {"action": "delete", "store": self.store, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Rename(_Wire):
+    """Move the note ``note`` of the ``store``'s scope to ``to``, atomically: a call of its
+    own."""
+
+    store: Store
+    note: str
+    to: str
+
+    def to_json(self) -> dict[str, str]:
+        """The update's JSON form."""
+        return {"action": "rename", "store": self.store, "note": self.note, "to": self.to}
+
+
+MemoryUpdate: TypeAlias = Add | Replace | Remove | Edit | Create | Delete | Rename
+"""One change to one document or note."""
 
 
 def update_from_json(data: object) -> MemoryUpdate:
@@ -279,6 +355,9 @@ _UPDATES: Mapping[str, type[MemoryUpdate]] = {
     "replace": Replace,
     "remove": Remove,
     "edit": Edit,
+    "create": Create,
+    "delete": Delete,
+    "rename": Rename,
 }
 """Each update's class by its ``action``."""
 
@@ -289,15 +368,18 @@ _UPDATES: Mapping[str, type[MemoryUpdate]] = {
 
 @dataclass(frozen=True)
 class IfMatch:
-    """The versions a ``sync`` requires its documents to still be at (from a prefetch)."""
+    """The versions a ``sync`` requires its documents and notes to still be at (from a
+    prefetch, a read or a listing)."""
 
     memory: str | None = None
     user: str | None = None
+    notes: dict[str, dict[str, str]] | None = None
+    """Required versions of notes, by their scope's store then their path."""
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         """The JSON form, leaving out documents that are not guarded."""
-        guards = {"memory": self.memory, "user": self.user}
-        return {store: version for store, version in guards.items() if version is not None}
+        guards: dict[str, Any] = {"memory": self.memory, "user": self.user, "notes": self.notes}
+        return {name: guard for name, guard in guards.items() if guard}
 
 
 @dataclass(frozen=True)
@@ -315,6 +397,38 @@ class Caps(_Wire):
 
 
 @dataclass(frozen=True)
+class NoteCaps(_Wire):
+    """The limits on one scope's notes; each is a hard limit, and one left ``None`` keeps the
+    personality's."""
+
+    max_note_bytes: int | None = None
+    """The largest note, in UTF-8 bytes."""
+    max_notes: int | None = None
+    """The most notes a scope holds."""
+    max_bytes: int | None = None
+    """The most bytes a scope's notes hold together."""
+
+    def to_json(self) -> dict[str, int]:
+        """The JSON form, leaving out the limits that are not set."""
+        limits = {
+            "max_note_bytes": self.max_note_bytes,
+            "max_notes": self.max_notes,
+            "max_bytes": self.max_bytes,
+        }
+        return {name: limit for name, limit in limits.items() if limit is not None}
+
+
+@dataclass(frozen=True)
+class ScopeTotals(_Wire):
+    """What a scope's notes come to after a write."""
+
+    notes: int
+    """How many notes."""
+    bytes: int
+    """Their bytes together."""
+
+
+@dataclass(frozen=True)
 class Budgets(_Wire):
     """Caps for both documents of a ``sync`` (its ``caps``): on top of the personality's
     configured caps, each limit the smaller of the two, so a call can tighten them, never
@@ -324,11 +438,17 @@ class Budgets(_Wire):
     """Caps on MEMORY.md."""
     user: Caps | None = None
     """Caps on USER.md."""
+    notes: NoteCaps | None = None
+    """Caps on the notes of each scope."""
 
     def to_json(self) -> dict[str, dict[str, int]]:
         """The JSON form, leaving out the stores that are not capped."""
-        caps = {"memory": self.memory, "user": self.user}
-        return {store: limits.to_json() for store, limits in caps.items() if limits is not None}
+        caps: dict[str, Caps | NoteCaps | None] = {
+            "memory": self.memory,
+            "user": self.user,
+            "notes": self.notes,
+        }
+        return {name: limits.to_json() for name, limits in caps.items() if limits is not None}
 
 
 @dataclass(frozen=True)
@@ -494,6 +614,8 @@ class DocumentReport(_Wire):
     """Over the soft cap after the write: time to consolidate."""
     replayed: bool = field(metadata={"absent": False})
     """The report of an earlier call with the same idempotency key, returned again."""
+    scope: ScopeTotals | None = None
+    """For a note: its scope's notes after the call."""
 
 
 @dataclass(frozen=True)

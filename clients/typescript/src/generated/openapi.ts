@@ -587,6 +587,15 @@ export interface components {
        */
       memory?: components['schemas']['Caps'];
       /**
+       * @description Caps on the notes of each scope.
+       * @default {
+       *       "max_note_bytes": 100000,
+       *       "max_notes": 10000,
+       *       "max_bytes": 100000000
+       *     }
+       */
+      notes?: components['schemas']['NoteCaps'];
+      /**
        * @description Caps on `USER.md`.
        * @default {
        *       "soft": null,
@@ -651,6 +660,7 @@ export interface components {
        *     event is published for it.
        */
       replayed?: boolean;
+      scope?: components['schemas']['ScopeTotals'] | null;
       /** @description SHA-256 (lowercase hex) of the text after. */
       sha256_after: string;
       /** @description SHA-256 (lowercase hex) of the text before. */
@@ -733,6 +743,15 @@ export interface components {
      */
     IfMatch: {
       memory?: components['schemas']['Version'] | null;
+      /**
+       * @description Required versions of notes, by their scope's store then their path (`CONTRACT.md`,
+       *     Notes).
+       */
+      notes?: {
+        [key: string]: {
+          [key: string]: components['schemas']['Version'];
+        };
+      };
       user?: components['schemas']['Version'] | null;
     };
     /** @description What a link or unlink changed. */
@@ -778,6 +797,7 @@ export interface components {
           action: 'add';
           /** @description The entry; refused when blank (nothing but Unicode white space) or holding NUL. */
           content: string;
+          note?: components['schemas']['NotePath'] | null;
           /** @description Target document. */
           store: components['schemas']['Store'];
         }
@@ -786,12 +806,14 @@ export interface components {
           action: 'replace';
           /** @description The new text; refused when it holds NUL. */
           content: string;
+          note?: components['schemas']['NotePath'] | null;
           /** @description Target document. */
           store: components['schemas']['Store'];
         }
       | {
           /** @enum {string} */
           action: 'remove';
+          note?: components['schemas']['NotePath'] | null;
           /** @description Target document. */
           store: components['schemas']['Store'];
           /** @description The literal to look for; refused when empty. */
@@ -802,11 +824,62 @@ export interface components {
           action: 'edit';
           /** @description Its replacement; refused when it holds NUL. */
           new: string;
+          note?: components['schemas']['NotePath'] | null;
           /** @description Text that must occur exactly once; refused when empty. */
           old: string;
           /** @description Target document. */
           store: components['schemas']['Store'];
+        }
+      | {
+          /** @enum {string} */
+          action: 'create';
+          /** @description Its text; refused when blank or holding NUL. */
+          content: string;
+          /** @description The note to create. */
+          note: components['schemas']['NotePath'];
+          /** @description The note's scope. */
+          store: components['schemas']['Store'];
+        }
+      | {
+          /** @enum {string} */
+          action: 'delete';
+          /** @description The note to delete. */
+          note: components['schemas']['NotePath'];
+          /** @description The note's scope. */
+          store: components['schemas']['Store'];
+        }
+      | {
+          /** @enum {string} */
+          action: 'rename';
+          /** @description The note to move: it must exist. */
+          note: components['schemas']['NotePath'];
+          /** @description The note's scope. */
+          store: components['schemas']['Store'];
+          /** @description Where it goes: it must not exist. */
+          to: components['schemas']['NotePath'];
         };
+    /**
+     * @description The limits on one scope's notes (a personality's `caps.notes` in `memory.toml`). Each is a
+     *     hard limit: a write past it is refused and writes nothing.
+     */
+    NoteCaps: {
+      /**
+       * Format: int64
+       * @description The most bytes a scope's notes hold together (default 100,000,000).
+       * @default 100000000
+       */
+      max_bytes?: number;
+      /**
+       * @description The largest note, in UTF-8 bytes (default 100,000, as Anthropic's memory stores).
+       * @default 100000
+       */
+      max_note_bytes?: number;
+      /**
+       * @description The most notes a scope holds (default 10,000).
+       * @default 10000
+       */
+      max_notes?: number;
+    };
     /** @description Which note: its scope and its path within it. */
     NoteId: {
       /** @description Its path within the scope. */
@@ -1132,6 +1205,16 @@ export interface components {
       path: string;
       /** @description The revisions, newest first. */
       revisions: components['schemas']['RevisionItem'][];
+    };
+    /** @description What a scope's notes come to after a write: the figures a note's report gives. */
+    ScopeTotals: {
+      /**
+       * Format: int64
+       * @description Their bytes together.
+       */
+      bytes: number;
+      /** @description How many notes. */
+      notes: number;
     };
     /** @description A search of one personality's memory. */
     SearchRequest: {
@@ -4558,8 +4641,26 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description An update needs a note that does not exist (`code` `note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The body did not arrive whole within the server's body timeout; nothing was done */
       408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description An update would create a note that exists (`note-exists`) or one that collides with another by case, normalisation or folder (`note-collision`); nothing was written */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -2,13 +2,14 @@
 //! compare-and-swap, and after a lost race holds the documents or backs off, within the
 //! call's deadline.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
 use crate::context::MemoryContext;
-use crate::document::{DocumentId, Version};
+use crate::document::{DocumentId, NoteScope, Version};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::idempotency::receipts::Receipts;
@@ -17,7 +18,8 @@ use crate::raw::cas::queues::LocalQueues;
 use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Hold};
 use crate::raw::cas::views::{Step, View, Views};
 use crate::raw::events::EventBus;
-use crate::raw::plan::{DocumentBatch, Planned, plan_sync};
+use crate::raw::notes::{index_text, parse_index};
+use crate::raw::plan::{DocumentBatch, Planned, PlannedWrite, check_scopes, plan_sync};
 use crate::report::{IfMatch, SyncReport};
 use crate::update::MemoryUpdate;
 
@@ -106,6 +108,60 @@ impl CasWriter {
         self
     }
 
+    /// Takes the note `note` out of its scope's index, after a purge erased it: its path must
+    /// not outlive it. Retried like a write when another writer of the scope wins a race.
+    ///
+    /// # Errors
+    /// What `store` fails with, or [`MemoryError::Contention`] past the attempts.
+    pub async fn unlist<S: CompareAndSwap + ?Sized>(
+        &self,
+        store: &S,
+        note: &DocumentId,
+    ) -> Result<(), MemoryError> {
+        let Some(path) = note.note_path() else {
+            return Ok(());
+        };
+        let ids = [note.scope().index()];
+        let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
+        for attempt in 1..=self.max_attempts {
+            let _my_turn = self.local_queues.turn(&ids).await;
+            let fetched = store.fetch(&ids, false).await?;
+            let Some(index) = fetched.into_iter().next() else {
+                return Ok(());
+            };
+            let mut listed = parse_index(&index.document)?;
+            if !listed.iter().any(|(listed, _)| listed == path) {
+                return Ok(());
+            }
+            listed.retain(|(listed, _)| listed != path);
+            let text = index_text(&listed);
+            let write = CasWrite {
+                id: &ids[0],
+                text: &text,
+                expected: index.version,
+                expected_text: None,
+                receipts: None,
+                revisions: &[],
+                retention: self.retention,
+            };
+            self.views.forget(&ids);
+            if store
+                .compare_and_swap(&[write], DEFAULT_DEADLINE)
+                .await?
+                .is_none()
+            {
+                return Ok(());
+            }
+            if attempt < self.max_attempts {
+                tokio::time::sleep(backoff.next_pause()).await;
+            }
+        }
+        Err(MemoryError::Contention {
+            document: note.scope().document(),
+            attempts: self.max_attempts,
+        })
+    }
+
     /// The bound on attempts per call.
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
@@ -170,7 +226,20 @@ impl CasWriter {
         deadline: Instant,
         progress: &Progress,
     ) -> Result<SyncReport, MemoryError> {
-        let ids: Vec<DocumentId> = batches.iter().map(|b| b.document().clone()).collect();
+        // The index of each scope whose notes the call writes is read and written in the same
+        // compare-and-swap as the notes: writers of one scope's notes take turns on it, and the
+        // scope's rules are checked against the listing it holds (see `plan`).
+        let scopes: BTreeSet<NoteScope> = batches
+            .iter()
+            .filter(|batch| batch.document().note_path().is_some())
+            .map(|batch| batch.document().scope())
+            .collect();
+        let scopes: Vec<NoteScope> = scopes.into_iter().collect();
+        let ids: Vec<DocumentId> = batches
+            .iter()
+            .map(|b| b.document().clone())
+            .chain(scopes.iter().map(NoteScope::index))
+            .collect();
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CEILING);
         // Where other writers raced for one of the documents a moment ago, they most likely
         // still do: hold at once rather than lose a view and a read first.
@@ -184,13 +253,14 @@ impl CasWriter {
         for attempt in 1u32.. {
             let my_turn = self.local_queues.turn(&ids).await;
             let lost_on = match self
-                .attempt(store, batches, &ids, &mut mode, deadline, progress)
+                .attempt(store, batches, &scopes, &ids, &mut mode, deadline, progress)
                 .await?
             {
                 Outcome::Landed(steps) => {
                     let report = SyncReport {
                         documents: steps
                             .into_iter()
+                            .take(batches.len())
                             .map(|step| match step.planned {
                                 Planned::Replayed(report) => report,
                                 Planned::Write(write) => {
@@ -207,6 +277,8 @@ impl CasWriter {
                     events.publish(&report);
                     return Ok(report);
                 }
+                // Another writer of the scope's notes: the scope is what was contended.
+                Outcome::Lost(document) if document.is_scope_index() => document.scope().document(),
                 Outcome::Lost(document) => document,
             };
             progress.lost.store(attempt, Ordering::SeqCst);
@@ -245,10 +317,12 @@ impl CasWriter {
     /// One attempt: read (holding the documents in [`Mode::Hold`]), plan every batch against
     /// that one snapshot, and write what changed. A refusal or a failed precondition is
     /// returned before anything is written.
+    #[allow(clippy::too_many_arguments)]
     async fn attempt<S: CompareAndSwap + ?Sized>(
         &self,
         store: &S,
         batches: &[DocumentBatch],
+        scopes: &[NoteScope],
         ids: &[DocumentId],
         mode: &mut Mode,
         deadline: Instant,
@@ -291,7 +365,7 @@ impl CasWriter {
                 }
             }
         };
-        let steps = match self.plan(batches, views) {
+        let steps = match self.plan(batches, scopes, views) {
             Ok(steps) => steps,
             Err(err) => {
                 if let Some(turn) = turn {
@@ -368,24 +442,63 @@ impl CasWriter {
     }
 
     /// Each batch planned against its document as `fetched` (in the same order), with the
-    /// receipts and revisions to store beside a write.
-    fn plan(&self, batches: &[DocumentBatch], views: Vec<View>) -> Result<Vec<Step>, MemoryError> {
-        batches
-            .iter()
-            .zip(views)
+    /// receipts and revisions to store beside a write; then the index of each of `scopes`
+    /// (their views follow the batches'), checked and rewritten for the notes written.
+    fn plan(
+        &self,
+        batches: &[DocumentBatch],
+        scopes: &[NoteScope],
+        mut views: Vec<View>,
+    ) -> Result<Vec<Step>, MemoryError> {
+        let index_views = views.split_off(batches.len().min(views.len()));
+        let mut planned = Vec::with_capacity(batches.len());
+        let mut read = Vec::with_capacity(batches.len());
+        for (batch, view) in batches.iter().zip(views) {
+            let View {
+                fetched,
+                receipts_known,
+            } = view;
+            let receipts =
+                Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
+            planned.push(batch.plan(fetched.document, &receipts, &planned)?);
+            read.push((
+                receipts,
+                fetched.version,
+                fetched.receipts,
+                fetched.tip,
+                receipts_known,
+            ));
+        }
+        let mut listed = BTreeMap::new();
+        for (scope, view) in scopes.iter().zip(&index_views) {
+            listed.insert(scope.clone(), parse_index(&view.fetched.document)?);
+        }
+        let after = check_scopes(&mut planned, |scope| {
+            Ok(listed.remove(scope).unwrap_or_default())
+        })?;
+        let indexes = scopes.iter().zip(index_views).map(|(scope, view)| {
+            let text = after.get(scope).map_or_else(
+                || view.fetched.document.text.clone(),
+                |notes| index_text(notes),
+            );
+            Step {
+                planned: Planned::Write(PlannedWrite::scope_index(view.fetched.document, text)),
+                version: view.fetched.version,
+                receipts: None,
+                revisions: Vec::new(),
+                tip: view.fetched.tip,
+                receipts_before: view.fetched.receipts,
+                receipts_known: view.receipts_known,
+            }
+        });
+        let steps = batches.iter().zip(planned).zip(read);
+        Ok(steps
             .map(
                 |(
-                    batch,
-                    View {
-                        fetched,
-                        receipts_known,
-                    },
+                    (batch, planned),
+                    (mut receipts, version, receipts_before, tip, receipts_known),
                 )| {
-                    let mut receipts =
-                        Receipts::parse(&fetched.document.location, fetched.receipts.as_deref())?;
-                    let receipts_before = fetched.receipts.clone();
-                    let planned = batch.plan(fetched.document, &receipts)?;
-                    let after = Version::new((fetched.version + 1).to_string());
+                    let after = Version::new((version + 1).to_string());
                     // The receipt goes into the same compare-and-swap as the text it describes.
                     let receipts = match (&planned, batch.key()) {
                         (Planned::Write(write), Some(key)) if write.new_text().is_some() => {
@@ -396,22 +509,23 @@ impl CasWriter {
                     };
                     let revisions = match (&planned, self.retention.is_on()) {
                         (Planned::Write(write), true) => {
-                            write.revisions(&fetched.tip, after, SystemTime::now(), &self.retention)
+                            write.revisions(&tip, after, SystemTime::now(), &self.retention)
                         }
                         _ => Vec::new(),
                     };
-                    Ok(Step {
+                    Step {
                         planned,
-                        version: fetched.version,
+                        version,
                         receipts,
                         revisions,
-                        tip: fetched.tip,
+                        tip,
                         receipts_before,
                         receipts_known,
-                    })
+                    }
                 },
             )
-            .collect()
+            .chain(indexes)
+            .collect())
     }
 }
 

@@ -179,3 +179,39 @@ fn a_large_scope_is_checked_by_lookups() {
     let (_, inside) = collision(check(&existing, &[("folder-7", 1)], caps));
     assert!(inside.starts_with("folder-7/"), "{inside}");
 }
+
+#[test]
+fn a_scope_index_reads_back_as_written_and_names_a_damaged_line() {
+    use crate::document::{Document, Version};
+    use crate::raw::notes::{index_text, parse_index};
+    let notes = vec![
+        (NotePath::new("b.md").unwrap(), 7),
+        (NotePath::new("a/é tab.md").unwrap(), 12),
+        (NotePath::new("gone.md").unwrap(), 0),
+    ];
+    let text = index_text(&notes);
+    assert_eq!(
+        text, "12\ta/é tab.md\n7\tb.md\n",
+        "sorted, without deleted notes"
+    );
+    let index = |text: &str| Document {
+        id: DocumentId::GlobalMemory,
+        text: text.to_owned(),
+        version: Version::new("1"),
+        location: "mem://index".to_owned(),
+        modified: None,
+    };
+    assert_eq!(
+        parse_index(&index(&text)).unwrap(),
+        notes[..2].iter().rev().cloned().collect::<Vec<_>>()
+    );
+    assert_eq!(parse_index(&index("")).unwrap(), []);
+    for damaged in ["7 b.md\n", "x\tb.md\n", "7\t../b.md\n", "7\tb.md\n\n"] {
+        match parse_index(&index(damaged)) {
+            Err(MemoryError::Corrupt { location, .. }) => {
+                assert!(location.starts_with("mem://index, line "), "{location}");
+            }
+            other => panic!("{damaged:?}: {other:?}"),
+        }
+    }
+}

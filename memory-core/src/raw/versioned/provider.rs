@@ -1,27 +1,30 @@
 //! [`Versioned`]: the memory contract on a [`VersionedStore`].
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::context::MemoryContext;
-use crate::document::{Document, DocumentId, Store};
+use crate::document::{Document, DocumentId, NoteScope, Store};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::history::revision::{Purged, Revision, Surface};
 use crate::id::UserId;
 use crate::idempotency::receipts::Receipts;
 use crate::identity::{Identity, IdentityMap};
+use crate::note::NoteMeta;
 use crate::prefetch::Prefetch;
-use crate::provider::MemoryProvider;
+use crate::provider::{MemoryProvider, notes_of_context};
 use crate::raw::cas::writer::{CasWriter, LONGEST_DEADLINE};
 use crate::raw::events::EventBus;
 use crate::raw::kept::{history_view, kept_revisions};
+use crate::raw::notes::parse_index;
 use crate::raw::versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
 use crate::raw::versioned::store::{Connect, StoredHistory, VersionedStore};
 use crate::report::{IfMatch, Subscription, SyncReport};
-use crate::update::MemoryUpdate;
+use crate::update::{MemoryUpdate, is_blank};
 
 /// The memory contract on a [`VersionedStore`]. Every call ends within the deadline (see
 /// [`Versioned::with_deadline`]); `sync` retries lost races through [`CasWriter`]; history is
@@ -160,7 +163,13 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
                 self.read_all(&ids),
             )
             .await?;
-        Ok(Prefetch::from_documents(ctx, &documents[0], &documents[1]))
+        let notes = notes_of_context(self, ctx).await?;
+        Ok(Prefetch::from_documents(
+            ctx,
+            &documents[0],
+            &documents[1],
+            &notes,
+        ))
     }
 
     async fn sync(
@@ -201,9 +210,55 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         let mut ids = self
             .within_deadline(|| self.store.location(), "", self.store.list())
             .await?;
+        // The scopes' indexes are the store's own, never documents.
+        ids.retain(|id| !id.is_scope_index());
         ids.sort();
         ids.dedup();
+        // A deleted note keeps its row (its version and history go on from it): read the notes
+        // to leave out those that no longer exist.
+        let notes: Vec<DocumentId> = ids
+            .iter()
+            .filter(|id| id.note_path().is_some())
+            .cloned()
+            .collect();
+        if !notes.is_empty() {
+            let documents = self
+                .within_deadline(|| self.store.location(), "", self.read_all(&notes))
+                .await?;
+            let gone: BTreeSet<&DocumentId> = documents
+                .iter()
+                .filter(|document| is_blank(&document.text))
+                .map(|document| &document.id)
+                .collect();
+            ids.retain(|id| !gone.contains(id));
+        }
         Ok(ids)
+    }
+
+    /// From the scope's index, which every write of its notes keeps in the same step, then
+    /// the notes it names, read together.
+    async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
+        let index = scope.index();
+        let index = self
+            .within_deadline(|| scope.document().to_string(), "", self.read_all(&[index]))
+            .await?;
+        let ids: Vec<DocumentId> = parse_index(&index[0])?
+            .into_iter()
+            .filter(|(path, _)| path.as_str().starts_with(prefix))
+            .map(|(path, _)| scope.note(path))
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let documents = self
+            .within_deadline(|| scope.document().to_string(), "", self.read_all(&ids))
+            .await?;
+        Ok(ids
+            .iter()
+            .zip(&documents)
+            .filter(|(_, document)| !is_blank(&document.text))
+            .filter_map(|(id, document)| Some(NoteMeta::of(id.note_path()?.clone(), document)))
+            .collect())
     }
 
     async fn history(
@@ -261,14 +316,25 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         ))
     }
 
+    /// A note's path leaves its scope's index too, after the note is erased: purging again
+    /// finishes a purge whose second step failed.
     async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
+        let again = "; the purge may or may not have landed, and purging again is safe";
+        let purged = self
+            .within_deadline(
+                || document.to_string(),
+                again,
+                self.store
+                    .purge(document, surface, &self.settings.retention),
+            )
+            .await?;
         self.within_deadline(
             || document.to_string(),
-            "; the purge may or may not have landed, and purging again is safe",
-            self.store
-                .purge(document, surface, &self.settings.retention),
+            again,
+            self.writer.unlist(&self.store, document),
         )
-        .await
+        .await?;
+        Ok(purged)
     }
 
     fn subscribe(&self) -> Subscription {

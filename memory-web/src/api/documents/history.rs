@@ -261,13 +261,19 @@ pub(super) async fn revert(
         ));
     }
     let guard = conditional::if_match(headers)?;
-    let (ctx, store) = app.deployment.writing(&document)?;
+    let (ctx, _) = app.deployment.writing(&document)?;
     let mut ctx = origin(ctx, request.surface, request.session);
     if let Some(key) = idempotency_key(headers)? {
         ctx = ctx.with_idempotency_key(key);
     }
     let if_match = guard.and_then(|guard| guard.version());
-    let report =
-        revert_exactly_once(&app.memory, &ctx, store, request.number, if_match.as_ref()).await?;
+    let report = revert_exactly_once(
+        &app.memory,
+        &ctx,
+        &document,
+        request.number,
+        if_match.as_ref(),
+    )
+    .await?;
     Ok(report_response(only(report, &document)?))
 }

@@ -97,7 +97,8 @@ pub(crate) struct UpdatesRequest {
 }
 
 /// Apply a batch of updates (`add`, `replace`, `remove`, `edit`) to one document, in order, as
-/// one atomic step; `If-Match`, when sent, guards it.
+/// one atomic step; `If-Match`, when sent, guards it. Updates of notes are refused here: they
+/// go through `/v1/sync`.
 pub(super) async fn update(
     app: App,
     caller: &Principal,
@@ -114,6 +115,15 @@ pub(super) async fn update(
             format!(
                 "update #{index} names store \"{}\", but {} is store \"{store}\"; nothing was written",
                 request.updates[index].store(),
+                document.relative_path()
+            ),
+        ));
+    }
+    if let Some(index) = request.updates.iter().position(|u| u.note().is_some()) {
+        return Err(Problem::invalid_with(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "update #{index} names a note, but this route writes {} alone; send notes' updates to /v1/sync; nothing was written",
                 document.relative_path()
             ),
         ));
@@ -184,6 +194,7 @@ pub(super) async fn read_report(
         lines_removed: 0,
         over_soft_cap: false,
         replayed: false,
+        scope: None,
     }))
 }
 

@@ -11,10 +11,10 @@ async fn writers_in_one_process_take_turns_instead_of_racing() {
         [MemoryUpdate::add(Store::Memory, "one")],
         [MemoryUpdate::add(Store::Memory, "two")],
     );
-    let ctx = ctx();
+    let (ctx, none) = (ctx(), IfMatch::NONE);
     let (one, two) = tokio::join!(
-        writer.sync(&store, &events, &ctx, &one, &IfMatch::NONE),
-        writer.sync(&store, &events, &ctx, &two, &IfMatch::NONE),
+        writer.sync(&store, &events, &ctx, &one, &none),
+        writer.sync(&store, &events, &ctx, &two, &none),
     );
     assert_eq!((one.unwrap().retries, two.unwrap().retries), (0, 0));
     assert_eq!(
@@ -44,8 +44,12 @@ async fn a_stalled_document_does_not_hold_up_writers_of_others() {
     let writer = CasWriter::new(3);
     let events = EventBus::new();
     let started = Instant::now();
-    let (ctx, add) = (ctx(), [MemoryUpdate::add(Store::Memory, "x")]);
-    let stuck = writer.sync(&store, &events, &ctx, &add, &IfMatch::NONE);
+    let (ctx, add, none) = (
+        ctx(),
+        [MemoryUpdate::add(Store::Memory, "x")],
+        IfMatch::NONE,
+    );
+    let stuck = writer.sync(&store, &events, &ctx, &add, &none);
     let free = async {
         tokio::task::yield_now().await;
         let report = writer
