@@ -10,8 +10,8 @@ use memory_wiring::{Config, Memory};
 
 use crate::commands::mcp::McpArgs;
 use crate::commands::{
-    cat, completions, demo, history, identity, key, man, mcp, migrate, openapi, reindex, serve,
-    show, sync,
+    cat, completions, demo, history, identity, key, man, mcp, migrate, notes, openapi, reindex,
+    serve, show, sync,
 };
 use crate::failure::Failure;
 
@@ -46,6 +46,8 @@ enum Command {
     Revert(history::RevertArgs),
     Purge(history::PurgeArgs),
     #[command(subcommand)]
+    Notes(notes::NotesCommand),
+    #[command(subcommand)]
     Identity(identity::IdentityCommand),
     Migrate(migrate::MigrateArgs),
     Reindex(reindex::ReindexArgs),
@@ -73,6 +75,7 @@ impl Cli {
             Command::Diff(args) => history::diff(&memory()?, args).await,
             Command::Revert(args) => history::revert(&memory()?, args).await,
             Command::Purge(args) => history::purge(&memory()?, args).await,
+            Command::Notes(command) => notes::run(&memory()?, command).await,
             Command::Identity(command) => identity::run(&memory()?, command).await,
             Command::Migrate(args) => migrate::run(&memory()?, args).await,
             Command::Reindex(args) => reindex::run(&memory()?, args).await,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use memory_core::raw::EventBus;
 use memory_core::{
     DocumentId, Identity, IdentityMap, MemoryContext, MemoryError, MemoryProvider, MemoryScope,
-    PersonalityId, Recall, Store, UserId,
+    NoteScope, PersonalityId, Recall, Store, UserId,
 };
 use memory_tools::MemoryTools;
 #[cfg(feature = "recall")]
@@ -95,17 +95,23 @@ impl Memory {
     /// revisions do not record.
     ///
     /// # Errors
-    /// [`MemoryError::Misrouted`] for a personality's own `MEMORY.md` when the config gives the
-    /// personality global scope: its writes go to the global `MEMORY.md`, never this file.
+    /// [`MemoryError::Misrouted`] for a personality's own `MEMORY.md` (or a note beside it)
+    /// when the config gives the personality global scope: its writes go to the global
+    /// `MEMORY.md` (and its notes), never this file.
     pub fn writing(&self, document: &DocumentId) -> Result<(MemoryContext, Store), MemoryError> {
         let (ctx, store) = MemoryContext::writing(document);
-        if let DocumentId::PersonalityMemory { personality } = document
-            && self.inner.config.personality(personality).memory_scope == MemoryScope::Global
+        // A note goes where the document its scope sits beside goes.
+        if let DocumentId::PersonalityMemory { personality } = document.scope().document()
+            && self.inner.config.personality(&personality).memory_scope == MemoryScope::Global
         {
+            let routed = match document.note_path() {
+                Some(path) => NoteScope::GlobalMemory.note(path.clone()),
+                None => DocumentId::GlobalMemory,
+            };
             return Err(MemoryError::Misrouted {
                 document: document.clone(),
-                routed: DocumentId::GlobalMemory,
-                personality: personality.clone(),
+                routed,
+                personality,
             });
         }
         Ok((ctx, store))

@@ -11,6 +11,8 @@ pub mod cat;
 pub mod sync;
 // `memory log`, `diff`, `revert` and `purge`: one document's history.
 pub mod history;
+// `memory notes list`, `cat`, `edit`, `move`, `remove` and `log`: a scope's notes.
+pub mod notes;
 // `memory identity link` and `resolve`: platform accounts and the users they are.
 pub mod identity;
 // `memory migrate`: every document and identity link from one provider to another.

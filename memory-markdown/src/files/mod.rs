@@ -31,5 +31,5 @@ pub(crate) use notes::{note_files, notes};
 pub(crate) use paths::{beside, split};
 pub(crate) use read::{read, read_at, read_bytes, stamp};
 pub(crate) use write::{
-    erase, private_file, remove_stale_temps, replace, replace_target, sync_dir,
+    erase, private_file, remove_note, remove_stale_temps, replace, replace_target, sync_dir,
 };

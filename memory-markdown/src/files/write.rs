@@ -143,6 +143,17 @@ pub(crate) fn erase(path: &Path) -> Result<(), MemoryError> {
     remove(path)
 }
 
+/// Removes a deleted note's file, durably (its folder synced), so the folder shows the notes
+/// that exist; a note that is a symbolic link is emptied through it instead, leaving the link
+/// and the file it leads to in place.
+pub(crate) fn remove_note(path: &Path) -> Result<(), MemoryError> {
+    if fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return replace_target(&write_target(path)?, "");
+    }
+    remove(path)?;
+    sync_dir(split(path).0).map_err(|err| io_error(path, err))
+}
+
 fn remove(path: &Path) -> Result<(), MemoryError> {
     match fs::remove_file(path) {
         Err(err) if err.kind() != ErrorKind::NotFound => Err(io_error(path, err)),

@@ -159,7 +159,11 @@ pub(crate) fn sync(
                 } else if settled {
                     receipts::write(path, &log).map_err(landed)?;
                 }
-                files::replace_target(&target, text).map_err(landed)?;
+                // A deleted note leaves the folder; its journal and receipts stay beside it.
+                match text.is_empty() && batch.document().note_path().is_some() {
+                    true => files::remove_note(path).map_err(landed)?,
+                    false => files::replace_target(&target, text).map_err(landed)?,
+                }
                 document_report
             }
             None => write.report(write.before().version.clone()),

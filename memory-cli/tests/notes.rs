@@ -1,0 +1,190 @@
+//! `memory notes` end to end on a fresh markdown root: the files a person opens are the notes
+//! the agent lists, every command writes through the agent's write path, and bad input writes
+//! nothing.
+
+use std::path::Path;
+
+use common::{memory, run};
+use serde_json::Value;
+
+mod common;
+
+fn notes(root: &Path, args: &[&str]) -> (i32, String, String) {
+    run(memory(root).arg("notes").args(args))
+}
+
+fn ok(result: (i32, String, String)) -> String {
+    let (code, stdout, stderr) = result;
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    stdout
+}
+
+const ADA: &str = "personalities/ada/notes";
+
+#[test]
+fn notes_are_listed_edited_moved_removed_and_logged() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    let created = run(memory(dir)
+        .args(["sync", "--personality", "ada", "--user", "grace"])
+        .write_stdin(
+            r##"[{"action":"create","store":"memory","note":"trips/kyoto.md","content":"# Kyoto\nTemples first."}]"##,
+        ));
+    ok(created);
+    // A note a person writes by hand is a note like the rest.
+    std::fs::write(dir.join(ADA).join("inbox.md"), "Call the ryokan.\n").unwrap();
+
+    let listed = ok(notes(dir, &["list", ADA]));
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        lines[0].starts_with("inbox.md ") && lines[0].ends_with("Call the ryokan."),
+        "{listed}"
+    );
+    assert!(
+        lines[1].starts_with("trips/kyoto.md ") && lines[1].contains("23 bytes"),
+        "{listed}"
+    );
+    let json: Value = serde_json::from_str(&ok(notes(
+        dir,
+        &["list", ADA, "--json", "--prefix", "trips/"],
+    )))
+    .unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 1);
+    assert_eq!(json[0]["path"], "trips/kyoto.md");
+    assert_eq!(json[0]["description"], "Kyoto");
+
+    let kyoto = format!("{ADA}/trips/kyoto.md");
+    assert_eq!(
+        ok(notes(dir, &["cat", &kyoto])),
+        "# Kyoto\nTemples first.\n"
+    );
+    let edited = run(memory(dir)
+        .args(["notes", "edit", &kyoto, "--file", "-"])
+        .write_stdin("# Kyoto\nShrines first."));
+    assert!(ok(edited).contains("23 bytes → 23 bytes"));
+    // With an editor: what it saves is written.
+    ok(run(memory(dir)
+        .env("EDITOR", "sed -i s/Shrines/Gardens/")
+        .args(["notes", "edit", &kyoto])));
+    assert_eq!(
+        std::fs::read_to_string(dir.join(&kyoto)).unwrap(),
+        "# Kyoto\nGardens first.\n"
+    );
+
+    ok(notes(dir, &["move", &kyoto, "japan/kyoto.md"]));
+    let moved = format!("{ADA}/japan/kyoto.md");
+    assert!(!dir.join(&kyoto).exists(), "the old file is gone");
+    assert_eq!(
+        std::fs::read_to_string(dir.join(&moved)).unwrap(),
+        "# Kyoto\nGardens first.\n"
+    );
+    ok(notes(dir, &["remove", &moved]));
+    assert!(
+        !dir.join(&moved).exists(),
+        "a removed note leaves its folder"
+    );
+    assert_eq!(ok(notes(dir, &["list", ADA])).lines().count(), 1);
+
+    // The log follows the move back to the note's first revision, and revert restores it.
+    let log = ok(notes(dir, &["log", &moved]));
+    let actions: Vec<&str> = log
+        .lines()
+        .map(|line| {
+            line.split_whitespace()
+                .find(|word| ["create", "replace", "rename", "delete"].contains(word))
+                .unwrap_or("?")
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        ["delete", "rename", "rename", "replace", "replace", "create"],
+        "{log}"
+    );
+    assert!(
+        log.lines().nth(2).unwrap().ends_with(&format!("[{kyoto}]")),
+        "{log}"
+    );
+    ok(run(memory(dir).args(["revert", &moved, "1"])));
+    assert_eq!(
+        std::fs::read_to_string(dir.join(&moved)).unwrap(),
+        "# Kyoto\nGardens first.\n"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_naming_it_and_writes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    ok(run(memory(dir)
+        .args(["sync", "--personality", "ada", "--user", "grace"])
+        .write_stdin(
+            r#"[{"action":"create","store":"memory","note":"a.md","content":"A."},
+                {"action":"create","store":"memory","note":"b.md","content":"B."}]"#,
+        )));
+    let before = walk(dir);
+    for (args, code, needle) in [
+        (vec!["list", "personalities/ada"], 2, "not a scope of notes"),
+        (vec!["cat", "personalities/ada/MEMORY.md"], 2, "not a note"),
+        (
+            vec!["cat", "personalities/ada/notes/../USER.md"],
+            2,
+            "invalid note path",
+        ),
+        (
+            vec![
+                "move",
+                "personalities/ada/notes/a.md",
+                "users/bob/notes/a.md",
+            ],
+            2,
+            "another scope",
+        ),
+        (
+            vec!["move", "personalities/ada/notes/a.md", "B.md"],
+            3,
+            "collides",
+        ),
+        (
+            vec!["move", "personalities/ada/notes/c.md", "d.md"],
+            2,
+            "does not exist",
+        ),
+        (
+            vec!["remove", "personalities/ada/notes/c.md"],
+            2,
+            "does not exist",
+        ),
+        (vec!["edit", "personalities/ada/notes/a.md"], 2, "no editor"),
+    ] {
+        let (got, _, stderr) = run(memory(dir)
+            .env_remove("EDITOR")
+            .env_remove("VISUAL")
+            .arg("notes")
+            .args(&args));
+        assert_eq!(got, code, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: {needle:?} not in {stderr}"
+        );
+    }
+    assert_eq!(walk(dir), before, "nothing was written");
+}
+
+/// Every file under `dir` with its bytes (locks aside: taking one creates it).
+fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if !path.to_string_lossy().ends_with(".lock") {
+                files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
