@@ -874,3 +874,66 @@ pub async fn prefetch_indexes_the_notes<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     assert_eq!(lines.len(), 21, "{index}");
     assert_eq!(lines[20], "- ... and 5 more");
 }
+
+/// Hundreds of note paths an agent, a client or an attacker might send to reach outside a
+/// scope, hide a file, or pass for another note (traversal, encodings, control and invisible
+/// characters, Windows names, compatibility spellings, too long, too deep): every one must be
+/// refused with `InvalidNotePath` before any read or write, on every surface.
+pub fn hostile_note_paths() -> Vec<String> {
+    let escapes = [
+        "..",
+        ".",
+        "...",
+        "\u{ff0e}\u{ff0e}",
+        ".git",
+        ".env",
+        ".MEMORY.md.history.jsonl",
+        "",
+        " ",
+        "a ",
+        " a",
+        "a.",
+        "..\\..",
+        "%2e%2e",
+        "%2f",
+        "%00",
+        "..%2f",
+        "C:",
+        "\\\\server",
+        "a\u{0}b",
+        "a\nb",
+        "\u{7f}",
+        "\u{85}",
+        "\u{200b}",
+        "\u{202e}txt.md",
+        "\u{feff}",
+        "\u{2028}",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{e0041}",
+        "CON",
+        "nul.md",
+        "Com1.txt",
+        "lpt9",
+        "*",
+        "?",
+        "<a>",
+        "a|b",
+        "a\"b",
+        "\u{ff0f}",
+        "\u{ff3c}",
+        "\u{ff1a}",
+        "e\u{301}",
+    ];
+    let mut paths: Vec<String> = Vec::new();
+    for bad in escapes {
+        for shape in ["{}", "{}/x.md", "a/{}", "a/{}/b.md", "/{}", "{}/", "a//{}"] {
+            paths.push(shape.replace("{}", bad));
+        }
+    }
+    paths.extend(["/etc/passwd".to_owned(), "/memories/x.md".to_owned()]);
+    paths.push("a/".repeat(memory_core::MAX_NOTE_PATH_SEGMENTS) + "b.md");
+    paths.push("x".repeat(memory_core::MAX_NOTE_SEGMENT_BYTES + 1));
+    paths.push(vec!["y".repeat(90); 3].join("/"));
+    paths
+}

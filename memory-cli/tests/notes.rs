@@ -188,3 +188,92 @@ fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// Every hostile path, in every action and either scope, sent to `memory sync` on markdown,
+/// PostgreSQL and Redis: each exits 2 naming the path rule, and nothing is written anywhere
+/// (no file under the root, no table or row in the schema, no key under the prefix).
+#[test]
+fn hostile_paths_are_refused_with_nothing_written_on_every_backend() {
+    use memory_conformance::services::{Service, unique_name};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut backends = vec![("markdown", "kind = \"markdown\"\nroot = \"md\"".to_owned())];
+    let unique = unique_name("hostile");
+    let schema = unique.replace('-', "_");
+    if let Some(pg) = Service::Postgres.url() {
+        backends.push((
+            "postgres",
+            format!("kind = \"postgres\"\nurl = \"{pg}\"\nschema = \"{schema}\""),
+        ));
+    }
+    if let Some(redis) = Service::Redis.url() {
+        backends.push((
+            "redis",
+            format!("kind = \"redis\"\nurl = \"{redis}\"\nprefix = \"{unique}\""),
+        ));
+    }
+    let paths = memory_conformance::notes::hostile_note_paths();
+    for (name, table) in &backends {
+        let config = root.join(format!("{name}.toml"));
+        std::fs::write(&config, format!("[providers.{name}]\n{table}\n")).unwrap();
+        for (i, path) in paths.iter().enumerate() {
+            let store = ["memory", "user"][i % 2];
+            let update = match i % 6 {
+                0 => {
+                    serde_json::json!({"action": "create", "store": store, "note": path, "content": "x"})
+                }
+                1 => {
+                    serde_json::json!({"action": "replace", "store": store, "note": path, "content": "x"})
+                }
+                2 => {
+                    serde_json::json!({"action": "add", "store": store, "note": path, "content": "x"})
+                }
+                3 => serde_json::json!({"action": "delete", "store": store, "note": path}),
+                4 => {
+                    serde_json::json!({"action": "rename", "store": store, "note": "ok.md", "to": path})
+                }
+                _ => {
+                    serde_json::json!({"action": "edit", "store": store, "note": path, "old": "a", "new": "b"})
+                }
+            };
+            let (code, _, stderr) = run(memory(root)
+                .arg("--config")
+                .arg(&config)
+                .args(["sync", "--personality", "ada", "--user", "grace"])
+                .write_stdin(serde_json::json!([update]).to_string()));
+            assert_eq!(code, 2, "{name}: {path:?}: {stderr}");
+            assert!(
+                stderr.contains("invalid note path"),
+                "{name}: {path:?}: {stderr}"
+            );
+        }
+    }
+    assert!(!root.join("md").exists(), "nothing under the markdown root");
+    if let Some(pg) = Service::Postgres.url() {
+        let exists = std::process::Command::new("psql")
+            .arg(&pg)
+            .args([
+                "-tAc",
+                &format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}'"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&exists.stdout).trim(),
+            "0",
+            "no schema was made"
+        );
+    }
+    if let Some(redis) = Service::Redis.url() {
+        let keys = std::process::Command::new("redis-cli")
+            .args(["-u", &redis, "--scan", "--pattern", &format!("*{unique}*")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&keys.stdout).trim(),
+            "",
+            "no key was written"
+        );
+    }
+}
