@@ -107,7 +107,8 @@ async fn every_tool_and_both_resources_over_stdio() {
             "memory_replace",
             "memory_remove",
             "memory_consolidate",
-            "memory_history"
+            "memory_history",
+            "memory_notes"
         ],
         "no memory_search: markdown cannot recall"
     );

@@ -91,7 +91,7 @@ async fn the_tools_over_http_are_the_tools_over_stdio() {
     .await;
     let over_http = http(&format!("{}mcp/coder/ada", server.url()), None).await;
     let (tools, resources) = offered(&stdio).await;
-    assert_eq!(tools.as_array().unwrap().len(), 6, "{tools:#}");
+    assert_eq!(tools.as_array().unwrap().len(), 7, "{tools:#}");
     assert_eq!(offered(&over_http).await, (tools, resources));
     let stdio_info = stdio.peer_info().unwrap();
     let http_info = over_http.peer_info().unwrap();

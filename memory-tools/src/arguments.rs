@@ -6,7 +6,7 @@ use memory_core::Store;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::definitions::{Tool, ToolDefinition};
+use crate::definitions::{NoteCommand, Tool, ToolDefinition};
 use crate::wording;
 
 /// The call of `tool` (offered as `definition`) with `arguments`, parsed; or what the model
@@ -99,6 +99,8 @@ pub(crate) enum Call {
     Consolidate(ConsolidateArgs),
     #[serde(rename = "memory_history")]
     History(HistoryArgs),
+    #[serde(rename = "memory_notes")]
+    Notes(NotesArgs),
     #[serde(rename = "memory_search")]
     Search(SearchArgs),
 }
@@ -159,4 +161,17 @@ pub(crate) struct HistoryArgs {
 pub(crate) struct SearchArgs {
     pub(crate) query: String,
     pub(crate) k: Option<usize>,
+}
+
+/// `memory_notes`'s: the command, and the arguments it takes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NotesArgs {
+    pub(crate) command: NoteCommand,
+    pub(crate) path: Option<String>,
+    pub(crate) content: Option<String>,
+    pub(crate) old: Option<String>,
+    pub(crate) new: Option<String>,
+    pub(crate) to: Option<String>,
+    pub(crate) viewed: Option<String>,
 }

@@ -1,6 +1,6 @@
 //! What the model is told about each tool: names, descriptions and JSON Schemas.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 /// One tool as an agent loop hands it to a model: the shape every major model API takes
@@ -14,6 +14,53 @@ pub struct ToolDefinition {
     /// A JSON Schema (draft 2020-12) of its arguments: an object with `required` fields and
     /// `additionalProperties: false`.
     pub input_schema: Map<String, Value>,
+}
+
+/// What `memory_notes` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum NoteCommand {
+    List,
+    Read,
+    Create,
+    Append,
+    Replace,
+    Write,
+    Delete,
+    Rename,
+}
+
+impl NoteCommand {
+    /// Every command, as the tool's schema lists them.
+    pub(crate) const ALL: [NoteCommand; 8] = [
+        NoteCommand::List,
+        NoteCommand::Read,
+        NoteCommand::Create,
+        NoteCommand::Append,
+        NoteCommand::Replace,
+        NoteCommand::Write,
+        NoteCommand::Delete,
+        NoteCommand::Rename,
+    ];
+
+    /// Its name in calls.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            NoteCommand::List => "list",
+            NoteCommand::Read => "read",
+            NoteCommand::Create => "create",
+            NoteCommand::Append => "append",
+            NoteCommand::Replace => "replace",
+            NoteCommand::Write => "write",
+            NoteCommand::Delete => "delete",
+            NoteCommand::Rename => "rename",
+        }
+    }
+
+    /// Whether it changes a note.
+    pub(crate) fn writes(self) -> bool {
+        !matches!(self, NoteCommand::List | NoteCommand::Read)
+    }
 }
 
 /// The memory tools. [`Tool::Search`] exists only where the provider can recall.
@@ -31,19 +78,22 @@ pub enum Tool {
     Consolidate,
     /// `memory_history`: the file's recent revisions with their diffs, and undoing one.
     History,
+    /// `memory_notes`: the notes beside the two files, listed, read and written.
+    Notes,
     /// `memory_search`: the entries most relevant to a query.
     Search,
 }
 
 impl Tool {
     /// Every tool, in the order they are offered.
-    pub const ALL: [Tool; 7] = [
+    pub const ALL: [Tool; 8] = [
         Tool::View,
         Tool::Add,
         Tool::Replace,
         Tool::Remove,
         Tool::Consolidate,
         Tool::History,
+        Tool::Notes,
         Tool::Search,
     ];
 
@@ -56,6 +106,7 @@ impl Tool {
             Tool::Remove => "memory_remove",
             Tool::Consolidate => "memory_consolidate",
             Tool::History => "memory_history",
+            Tool::Notes => "memory_notes",
             Tool::Search => "memory_search",
         }
     }
@@ -67,7 +118,8 @@ impl Tool {
 
     /// Whether calling it can change a file: true for the tools a read-only caller is not
     /// offered. `memory_history` only reads (its `revert_to` writes, and is offered only to
-    /// callers that may write).
+    /// callers that may write); `memory_notes` is offered to either, each of its commands
+    /// checked against the caller's access.
     pub fn writes(self) -> bool {
         matches!(
             self,
@@ -174,6 +226,44 @@ impl Tool {
                  web, api, or external for a hand edit) and a diff of each.",
                 json!({"file": file, "limit": history_limit()}),
                 &["file"],
+            ),
+            Tool::Notes => (
+                "Your notes: markdown files beside MEMORY.md and USER.md, one topic each, \
+                 listed under ## Notes at the top of your prompt and read on demand. A note is \
+                 named memory/<path> (yours, beside MEMORY.md) or user/<path> (about the user, \
+                 beside USER.md), e.g. memory/projects/kyoto.md. Commands: list (the notes \
+                 whose name starts with `path`, or all), read, create (refused if it exists), \
+                 append (`content` as a new paragraph), replace (`old`, which must occur \
+                 exactly once, becomes `new`), write (the whole text; read the note first and \
+                 pass its view token as `viewed`), \
+                 delete (its history keeps it), rename (to `to`, in the same scope). Prefer \
+                 many small notes to one long file.",
+                json!({"command": {
+                    "type": "string",
+                    "enum": NoteCommand::ALL.map(NoteCommand::name),
+                    "description": "What to do."
+                }, "path": {
+                    "type": "string",
+                    "description": "The note, memory/<path> or user/<path>; for list, the \
+                                    start of the names to list (memory/projects/), or omit \
+                                    for all."
+                }, "content": {
+                    "type": "string",
+                    "description": "For create, append and write: the text, as markdown."
+                }, "old": {
+                    "type": "string",
+                    "description": "For replace: text that occurs exactly once in the note."
+                }, "new": {
+                    "type": "string",
+                    "description": "For replace: what replaces it."
+                }, "to": {
+                    "type": "string",
+                    "description": "For rename: the note's new name, in the same scope."
+                }, "viewed": {
+                    "type": "string",
+                    "description": "For write: the view token your read of the note showed."
+                }}),
+                &["command"],
             ),
             Tool::Search => (
                 "Search MEMORY.md for the entries most relevant to a query, best first. Use it \

@@ -3,12 +3,13 @@
 //! `tools`. Also the helpers every tool's body shares: reading a file, writing one exactly
 //! once, and the size note after a write.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use memory_core::raw::sha256_hex;
 use memory_core::{
-    Caps, Document, DocumentReport, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, Recall, Store, Surface, Version, sync_exactly_once,
+    Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
+    MemoryError, MemoryProvider, MemoryUpdate, Recall, Store, Surface, Version, sync_exactly_once,
 };
 use serde_json::Value;
 
@@ -55,7 +56,7 @@ pub struct MemoryTools {
     pub(crate) provider: Arc<dyn MemoryProvider>,
     pub(crate) ctx: MemoryContext,
     pub(crate) recall: Option<Arc<dyn Recall>>,
-    can_read: bool,
+    pub(crate) can_read: bool,
     pub(crate) can_write: bool,
     viewed: Mutex<Viewed>,
 }
@@ -66,6 +67,9 @@ pub struct MemoryTools {
 pub(crate) struct Viewed {
     pub(crate) memory: Option<Version>,
     pub(crate) user: Option<Version>,
+    /// The version of each note the model read (or wrote) last: what a whole `write` of it
+    /// is guarded by.
+    pub(crate) notes: HashMap<DocumentId, Version>,
 }
 
 impl Viewed {
@@ -145,12 +149,11 @@ impl MemoryTools {
         Tool::ALL
             .into_iter()
             .filter(|tool| *tool != Tool::Search || self.recall.is_some())
-            .filter(|tool| {
-                if tool.writes() {
-                    self.can_write
-                } else {
-                    self.can_read
-                }
+            .filter(|tool| match tool {
+                // Its commands read or write: offered to either, each command checked.
+                Tool::Notes => self.can_read || self.can_write,
+                tool if tool.writes() => self.can_write,
+                _ => self.can_read,
             })
             .collect()
     }
@@ -219,6 +222,7 @@ impl MemoryTools {
                 Some(number) => self.revert(file.0, number, key).await,
                 None => self.history(file.0, limit).await,
             },
+            Ok(Call::Notes(args)) => self.notes(args, key).await,
             Ok(Call::Search(SearchArgs { query, k })) => self.search(query, k).await,
             Err(refused) => Err(refused),
         };

@@ -116,7 +116,8 @@ fn definitions_are_strict_json_schemas_and_search_needs_recall() {
             "memory_replace",
             "memory_remove",
             "memory_consolidate",
-            "memory_history"
+            "memory_history",
+            "memory_notes"
         ]
     );
     let recalling = tools_over(&provider, ctx()).with_recall(WordOverlap::new(&provider));
@@ -154,6 +155,7 @@ fn valid_arguments(tool: Tool) -> Value {
         Tool::Remove => json!({"file": "MEMORY.md", "substring": "x"}),
         Tool::Consolidate => json!({"file": "MEMORY.md", "content": "x"}),
         Tool::History => json!({"file": "MEMORY.md", "limit": 2}),
+        Tool::Notes => json!({"command": "append", "path": "memory/x.md", "content": "x"}),
         Tool::Search => json!({"query": "x", "k": 2}),
     }
 }
@@ -1284,4 +1286,232 @@ fn the_tools_debug_form_names_the_conversation() {
         shown.starts_with("MemoryTools {") && shown.contains("can_recall: false"),
         "{shown}"
     );
+}
+
+/// The view token a `memory_notes` read shows.
+fn token_of(read: &str) -> String {
+    let heading = read
+        .split_once(":\n\n")
+        .map_or(read, |(heading, _)| heading);
+    heading
+        .trim_end_matches(')')
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `memory_notes`: each command on the notes the prompt's index names, through the same write
+/// path as the files, and the refusals a model meets, each writing nothing.
+#[tokio::test]
+async fn notes_are_listed_read_and_written_by_the_names_the_prompt_shows() {
+    let provider = Arc::new(InMemoryProvider::new());
+    let tools = tools_over(&provider, ctx());
+    let notes = |arguments: Value| tools.call("memory_notes", arguments);
+    assert!(ok(&notes(json!({"command": "list"})).await).contains("no notes yet"));
+    let created = notes(json!({"command": "create", "path": "memory/trips/kyoto.md",
+                               "content": "# Kyoto\nTemples first."}))
+    .await;
+    assert_eq!(
+        ok(&created),
+        "Created memory/trips/kyoto.md (23 bytes). Its scope holds 1 note now (23 bytes)."
+    );
+    ok(
+        &notes(json!({"command": "create", "path": "user/diet.md", "content": "Vegetarian."}))
+            .await,
+    );
+    let kyoto = DocumentId::note(
+        &ctx().document(Store::Memory),
+        memory_core::NotePath::new("trips/kyoto.md").unwrap(),
+    );
+    assert_eq!(
+        provider.read(&kyoto).await.unwrap().text,
+        "# Kyoto\nTemples first.\n"
+    );
+
+    // The view shows the index the prompt shows, and the list names them the same way.
+    let view = ok(&tools.call("memory_view", json!({})).await).to_owned();
+    assert!(view.contains("## Notes\n\n"), "{view}");
+    assert!(
+        view.contains("- memory/trips/kyoto.md (23 bytes): Kyoto"),
+        "{view}"
+    );
+    assert!(
+        view.contains("- user/diet.md (12 bytes): Vegetarian."),
+        "{view}"
+    );
+    let listed = ok(&notes(json!({"command": "list", "path": "memory/"})).await).to_owned();
+    assert!(
+        listed.starts_with("1 note:\n- memory/trips/kyoto.md (23 bytes, updated "),
+        "{listed}"
+    );
+
+    ok(
+        &notes(json!({"command": "append", "path": "memory/trips/kyoto.md", "content": "Ryokan."}))
+            .await,
+    );
+    ok(&notes(
+        json!({"command": "replace", "path": "memory/trips/kyoto.md",
+                     "old": "Temples", "new": "Shrines"}),
+    )
+    .await);
+    let read =
+        ok(&notes(json!({"command": "read", "path": "memory/trips/kyoto.md"})).await).to_owned();
+    let (heading, text) = read.split_once(":\n\n").unwrap();
+    assert!(
+        heading.starts_with("memory/trips/kyoto.md (32 bytes; view token, for write's viewed: "),
+        "{read}"
+    );
+    assert_eq!(text, "# Kyoto\nShrines first.\n\nRyokan.\n");
+    let token = token_of(&read);
+
+    // A whole rewrite is guarded by the read: another writer's change in between refuses it.
+    provider
+        .sync(
+            &ctx(),
+            &[MemoryUpdate::add(Store::Memory, "Another writer.")
+                .in_note(kyoto.note_path().unwrap().clone())],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    let stale =
+        notes(json!({"command": "write", "path": "memory/trips/kyoto.md", "content": "Short."}))
+            .await;
+    assert!(
+        refused(&stale).contains("memory/trips/kyoto.md changed since you last read it"),
+        "{}",
+        stale.text
+    );
+    assert!(
+        provider
+            .read(&kyoto)
+            .await
+            .unwrap()
+            .text
+            .contains("Another writer.")
+    );
+    ok(&notes(json!({"command": "read", "path": "memory/trips/kyoto.md"})).await);
+    ok(
+        &notes(json!({"command": "write", "path": "memory/trips/kyoto.md", "content": "Short."}))
+            .await,
+    );
+    assert_eq!(provider.read(&kyoto).await.unwrap().text, "Short.\n");
+    // A note never read here that exists is not rewritten blind; a stateless server's caller
+    // passes the token its read showed, and a stale token is refused.
+    let fresh = tools_over(&provider, ctx());
+    let write = |path: &str, token: Option<&str>| {
+        let mut arguments = json!({"command": "write", "path": path, "content": "Vegan."});
+        if let Some(token) = token {
+            arguments["viewed"] = json!(token);
+        }
+        arguments
+    };
+    let blind = fresh
+        .call("memory_notes", write("user/diet.md", None))
+        .await;
+    assert!(refused(&blind).contains("have not read"), "{}", blind.text);
+    let stale = fresh
+        .call("memory_notes", write("memory/trips/kyoto.md", Some(&token)))
+        .await;
+    assert!(
+        refused(&stale).contains("changed since the read whose token"),
+        "{}",
+        stale.text
+    );
+    let read = fresh
+        .call(
+            "memory_notes",
+            json!({"command": "read", "path": "user/diet.md"}),
+        )
+        .await;
+    let stateless = tools_over(&provider, ctx());
+    let token = token_of(ok(&read));
+    ok(&stateless
+        .call("memory_notes", write("user/diet.md", Some(&token)))
+        .await);
+
+    let renamed = notes(json!({"command": "rename", "path": "memory/trips/kyoto.md",
+                               "to": "memory/japan/kyoto.md"}))
+    .await;
+    assert_eq!(
+        ok(&renamed),
+        "Renamed memory/trips/kyoto.md to memory/japan/kyoto.md. Its scope holds 1 note now (7 bytes)."
+    );
+    let deleted = notes(json!({"command": "delete", "path": "memory/japan/kyoto.md"})).await;
+    assert!(
+        ok(&deleted).starts_with("Deleted memory/japan/kyoto.md (7 bytes)"),
+        "{}",
+        deleted.text
+    );
+
+    let before = provider.list().await.unwrap();
+    for (arguments, says) in [
+        (
+            json!({"command": "read", "path": "memory/japan/kyoto.md"}),
+            "There is no note memory/japan/kyoto.md",
+        ),
+        (
+            json!({"command": "append", "path": "memory/nope.md", "content": "x"}),
+            "There is no note memory/nope.md",
+        ),
+        (
+            json!({"command": "create", "path": "user/diet.md", "content": "x"}),
+            "user/diet.md exists already",
+        ),
+        (
+            json!({"command": "create", "path": "user/DIET.md", "content": "x"}),
+            "differs from the note user/diet.md",
+        ),
+        (
+            json!({"command": "create", "path": "memory/../USER.md", "content": "x"}),
+            "invalid note path",
+        ),
+        (
+            json!({"command": "create", "path": "notes/x.md", "content": "x"}),
+            "names no note",
+        ),
+        (
+            json!({"command": "create", "path": "memory/x.md"}),
+            "needs `content`",
+        ),
+        (
+            json!({"command": "rename", "path": "user/diet.md", "to": "memory/diet.md"}),
+            "different scopes",
+        ),
+        (
+            json!({"command": "replace", "path": "user/diet.md", "old": "Meat", "new": "x"}),
+            "occurs 0 times in user/diet.md",
+        ),
+        (
+            json!({"command": "shout", "path": "user/diet.md"}),
+            "`command` must be one of",
+        ),
+    ] {
+        let output = notes(arguments.clone()).await;
+        assert!(
+            refused(&output).contains(says),
+            "{arguments}: {}",
+            output.text
+        );
+    }
+    assert_eq!(
+        provider.list().await.unwrap(),
+        before,
+        "a refused call writes nothing"
+    );
+
+    // Each command as the caller's access allows.
+    let reader = tools_over(&provider, ctx()).with_access(true, false);
+    assert!(reader.tools().contains(&Tool::Notes));
+    ok(&reader
+        .call("memory_notes", json!({"command": "list"}))
+        .await);
+    let denied = reader
+        .call(
+            "memory_notes",
+            json!({"command": "delete", "path": "user/diet.md"}),
+        )
+        .await;
+    assert!(refused(&denied).contains("not allowed"), "{}", denied.text);
 }

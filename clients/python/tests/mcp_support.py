@@ -34,6 +34,7 @@ TOOLS = [
     "memory_remove",
     "memory_consolidate",
     "memory_history",
+    "memory_notes",
 ]
 """The tools on a personality whose provider cannot recall, in the order they are offered."""
 

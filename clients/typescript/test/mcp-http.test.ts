@@ -51,6 +51,7 @@ const TOOLS = [
   'memory_remove',
   'memory_consolidate',
   'memory_history',
+  'memory_notes',
 ];
 /** And on a personality whose provider is a vector one. */
 const RECALL_TOOLS = [...TOOLS, 'memory_search'];
@@ -560,7 +561,7 @@ ${grace.line}
     const { tools } = await readOnly.client.listTools();
     assert.deepEqual(
       tools.map((tool) => tool.name),
-      ['memory_view', 'memory_history'],
+      ['memory_view', 'memory_history', 'memory_notes'],
     );
     const history = tools.find((tool) => tool.name === 'memory_history');
     assert.ok(!('revert_to' in (history?.inputSchema.properties ?? {})));
@@ -675,7 +676,7 @@ ${reader.line}
       (JSON.parse(readOnly.stdout) as { tools: Array<{ name: string }> }).tools.map(
         (tool) => tool.name,
       ),
-      ['memory_view', 'memory_history'],
+      ['memory_view', 'memory_history', 'memory_notes'],
     );
   });
 

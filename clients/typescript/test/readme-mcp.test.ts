@@ -42,6 +42,7 @@ const TOOLS = [
   'memory_remove',
   'memory_consolidate',
   'memory_history',
+  'memory_notes',
 ];
 
 /** A snippet: the info string and text of the fenced block right after its marker. */

@@ -16,5 +16,7 @@ mod consolidate;
 pub(crate) mod history;
 // `memory_history`'s `revert_to`: a file back to a revision's text.
 mod revert;
+// `memory_notes`: the notes beside the two files, listed, read and written.
+mod notes;
 // `memory_search`: the entries most relevant to a query.
 mod search;

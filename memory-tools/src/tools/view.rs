@@ -1,8 +1,8 @@
 //! `memory_view`: the memory exactly as the top of the prompt shows it, with each file's size,
 //! and the view state `memory_consolidate` needs; with a query, the most relevant entries.
 
-use memory_core::raw::render;
-use memory_core::{Prefetch, Store, is_blank};
+use memory_core::raw::render_with_notes;
+use memory_core::{Prefetch, Store, is_blank, notes_of_context};
 
 use crate::dispatch::{MemoryTools, view_token};
 use crate::wording::{self, refusal};
@@ -25,8 +25,12 @@ impl MemoryTools {
         // rendering had to cut them.
         let memory = self.read(Store::Memory).await?;
         let user = self.read(Store::User).await?;
-        let prefetch = Prefetch::from_documents(&self.ctx, &memory, &user, &[]);
-        let whole = prefetch.context == render(&user.text, &memory.text, usize::MAX);
+        let notes = notes_of_context(&*self.provider, &self.ctx)
+            .await
+            .map_err(|e| refusal(&e))?;
+        let prefetch = Prefetch::from_documents(&self.ctx, &memory, &user, &notes);
+        let whole =
+            prefetch.context == render_with_notes(&user.text, &memory.text, &notes, usize::MAX);
         {
             let mut viewed = self.viewed();
             viewed.memory = whole.then(|| memory.version.clone());

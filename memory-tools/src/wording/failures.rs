@@ -1,7 +1,7 @@
 //! What the model reads when the provider refused or failed a call: which document and why,
 //! never where the host keeps it.
 
-use memory_core::{MemoryError, Store};
+use memory_core::{DocumentId, MemoryError, Store};
 
 use super::names::file_name;
 
@@ -14,16 +14,26 @@ pub(crate) fn no_write_reported(store: Store) -> String {
 pub(crate) fn refusal(error: &MemoryError) -> String {
     match error {
         MemoryError::NoMatch { document, .. } => format!(
-            "Not replaced: the text to replace occurs 0 times in {}. Call memory_view and quote \
-             text the file contains. Nothing was written.",
-            file_name(document.store())
+            "Not replaced: the text to replace occurs 0 times in {}. {} and quote text the \
+             file contains. Nothing was written.",
+            document_name(document),
+            how_to_look(document)
         ),
         MemoryError::AmbiguousMatch {
             document, count, ..
         } => format!(
             "Not replaced: the text to replace occurs {count} times in {}. Quote more of it so \
              that it occurs exactly once. Nothing was written.",
-            file_name(document.store())
+            document_name(document)
+        ),
+        MemoryError::HardCapExceeded {
+            document,
+            bytes,
+            hard_cap,
+        } if document.note_path().is_some() => format!(
+            "Not written: {} would be {bytes} bytes, over the largest a note may be \
+             ({hard_cap}). Split it into smaller notes. Nothing was written.",
+            document_name(document)
         ),
         MemoryError::HardCapExceeded {
             document,
@@ -34,6 +44,39 @@ pub(crate) fn refusal(error: &MemoryError) -> String {
              Consolidate it first (memory_view, then memory_consolidate with a shorter \
              version). Nothing was written.",
             file_name(document.store())
+        ),
+        MemoryError::NoteNotFound { scope, path, .. } => {
+            super::notes::no_such_note(&format!("{}/{path}", scope.store()))
+        }
+        MemoryError::NoteExists { scope, path, .. } => format!(
+            "{}/{path} exists already: read it and change it, or choose another name. Nothing \
+             was written.",
+            scope.store()
+        ),
+        MemoryError::NoteCollision {
+            scope,
+            path,
+            existing,
+            ..
+        } => format!(
+            "Not written: {store}/{path} differs from the note {store}/{existing} only by case \
+             or spelling, or one would be a folder of the other. Use {store}/{existing} or \
+             another name. Nothing was written.",
+            store = scope.store()
+        ),
+        MemoryError::NotesCapExceeded {
+            cap,
+            limit,
+            would_be,
+            ..
+        } => format!(
+            "Not written: your notes would be {would_be} by {cap}, over the limit of {limit}. \
+             Delete or shorten notes you no longer need first. Nothing was written."
+        ),
+        MemoryError::Conflict { document, .. } if document.note_path().is_some() => format!(
+            "Not written: {} changed since you last read it (another writer added or changed \
+             something). Read it again and write what it shows now. Nothing was written.",
+            document_name(document)
         ),
         MemoryError::Conflict { document, .. } => format!(
             "Not consolidated: {} changed since you last viewed it (another writer added or \
@@ -49,6 +92,23 @@ pub(crate) fn refusal(error: &MemoryError) -> String {
             other.kind(),
             without_paths(&other.to_string())
         ),
+    }
+}
+
+/// A document as the tools name it: `MEMORY.md`, `USER.md`, or a note as `memory/<path>` or
+/// `user/<path>`.
+fn document_name(document: &DocumentId) -> String {
+    match document.note_path() {
+        Some(path) => format!("{}/{path}", document.store()),
+        None => file_name(document.store()).to_owned(),
+    }
+}
+
+/// How the model sees a document's text: memory_view for the two files, a read for a note.
+fn how_to_look(document: &DocumentId) -> &'static str {
+    match document.note_path() {
+        Some(_) => "Read the note (memory_notes with command read)",
+        None => "Call memory_view",
     }
 }
 

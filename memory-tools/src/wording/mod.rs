@@ -20,6 +20,8 @@ mod writes;
 mod search;
 // `memory_history`: the listing of revisions, and `revert_to`.
 mod history;
+// `memory_notes`.
+mod notes;
 
 pub(crate) use calls::{
     REVERT_NEEDS_WRITE, arguments_not_an_object, invalid_arguments, no_such_tool, not_a_file,
@@ -32,6 +34,11 @@ pub(crate) use history::{
     reverted, revision_heading, revisions_heading,
 };
 pub(crate) use names::{file_name, size_after};
+pub(crate) use notes::{
+    no_such_note, not_a_note_path, note_argument_missing, note_changed_since_token,
+    note_command_not_allowed, note_rename_across, note_text, note_write_needs_a_read, note_written,
+    notes_listed,
+};
 pub(crate) use search::{BLANK_QUERY, CANNOT_SEARCH, found};
 pub(crate) use view::{VIEW_CANNOT_SEARCH, full_view, queried_view, view_cut, view_tokens};
 pub(crate) use writes::{

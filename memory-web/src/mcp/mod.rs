@@ -36,8 +36,8 @@ pub const MCP_IDEMPOTENCY_META: &str = "agent-memory/idempotency-key";
 const INSTRUCTIONS: &str = "Durable memory across conversations. MEMORY.md holds your notes, \
     USER.md what you know about the user. Add what is worth remembering with memory_add; keep \
     the files short with memory_replace, memory_remove and, after memory_view, \
-    memory_consolidate. Every change is kept: memory_history shows the latest and undoes a \
-    bad one.";
+    memory_consolidate. Keep longer topics in notes, one file each, with memory_notes. Every \
+    change is kept: memory_history shows the latest and undoes a bad one.";
 
 /// The MCP server of the memory tools: the tools, and the conversation's `MEMORY.md` and
 /// `USER.md` as resources.
