@@ -700,3 +700,73 @@ async fn an_unlink_rewrites_the_map_only_when_it_removes_a_link() {
         set(&["identity-map.json", ".identity-map.json.lock"])
     );
 }
+
+/// A note is a plain file a person can open, edit and make: a file written by hand in a
+/// scope's folder is a note the agent lists and reads; a hand edit lands in what the agent
+/// reads next, is recorded as an external revision at the next write, and the write builds on
+/// it; a file a note path refuses (hidden, reserved) is not a note.
+#[tokio::test]
+async fn a_hand_made_or_hand_edited_note_is_what_the_agent_reads() {
+    use memory_core::{NotePath, Surface};
+    let (dir, provider) = setup();
+    let folder = dir.path().join("personalities/ada/notes");
+    fs::create_dir_all(folder.join("trips")).unwrap();
+    fs::write(folder.join("trips/kyoto.md"), "# Kyoto\nTemples first.\n").unwrap();
+    fs::write(folder.join(".hidden.md"), "Not a note.\n").unwrap();
+    fs::write(folder.join("CON.md"), "Not a note either.\n").unwrap();
+
+    let scope = ctx().document(Store::Memory).scope();
+    let listed = provider.notes(&scope, "").await.unwrap();
+    let paths: Vec<&str> = listed.iter().map(|note| note.path.as_str()).collect();
+    assert_eq!(paths, ["trips/kyoto.md"]);
+    let prompt = provider.prefetch(&ctx()).await.unwrap().context.unwrap();
+    assert!(
+        prompt.ends_with("## Notes\n\n- memory/trips/kyoto.md (23 bytes): Kyoto"),
+        "{prompt}"
+    );
+
+    let kyoto = scope.note(NotePath::new("trips/kyoto.md").unwrap());
+    let at = NotePath::new("trips/kyoto.md").unwrap();
+    provider
+        .sync(
+            &ctx(),
+            &[MemoryUpdate::add(Store::Memory, "Ryokan.").in_note(at.clone())],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    fs::write(
+        folder.join("trips/kyoto.md"),
+        "# Kyoto\nShrines first.\n\nRyokan.\n",
+    )
+    .unwrap();
+    assert_eq!(
+        provider.read(&kyoto).await.unwrap().text,
+        "# Kyoto\nShrines first.\n\nRyokan.\n"
+    );
+    provider
+        .sync(
+            &ctx(),
+            &[MemoryUpdate::add(Store::Memory, "Gardens.").in_note(at)],
+            &IfMatch::NONE,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(folder.join("trips/kyoto.md")).unwrap(),
+        "# Kyoto\nShrines first.\n\nRyokan.\n\nGardens.\n",
+        "the write built on the hand edit"
+    );
+    let history = provider.history(&kyoto, 10).await.unwrap();
+    let surfaces: Vec<Surface> = history.iter().map(|revision| revision.surface).collect();
+    assert_eq!(
+        surfaces,
+        [
+            Surface::default(),
+            Surface::External,
+            Surface::default(),
+            Surface::External
+        ],
+        "newest first: the write, the hand edit, the write, the hand-made file"
+    );
+}
