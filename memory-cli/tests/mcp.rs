@@ -222,6 +222,41 @@ async fn every_tool_and_both_resources_over_stdio() {
         .unwrap_err();
     assert!(outside.to_string().contains("not served here"), "{outside}");
 
+    // A note the agent makes is a resource too, named by its layout path; another scope's is
+    // not served.
+    ok(&call(
+        &client,
+        "memory_notes",
+        json!({"command": "create", "path": "memory/trips/kyoto.md", "content": "# Kyoto\nTemples."}),
+    )
+    .await);
+    let resources = client.list_all_resources().await.unwrap();
+    let note = resources
+        .iter()
+        .find(|r| r.uri == "memory://personalities/coder/notes/trips/kyoto.md")
+        .unwrap_or_else(|| panic!("the note is listed: {resources:?}"));
+    assert_eq!(note.name, "memory/trips/kyoto.md");
+    assert_eq!(note.description.as_deref(), Some("Kyoto"));
+    assert_eq!(resources.len(), 3);
+    assert_eq!(
+        read_resource(&client, "memory://personalities/coder/notes/trips/kyoto.md").await,
+        on_disk("personalities/coder/notes/trips/kyoto.md")
+    );
+    for elsewhere in [
+        "memory://personalities/bob/notes/trips/kyoto.md",
+        "memory://personalities/coder/notes/missing.md",
+        "memory://personalities/coder/notes/../MEMORY.md",
+    ] {
+        let refused = client
+            .read_resource(ReadResourceRequestParams::new(elsewhere))
+            .await
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("not served here"),
+            "{elsewhere}: {refused}"
+        );
+    }
+
     // Every write above is a revision the agent can see, made by the tools, and undo.
     let history = ok(&call(&client, "memory_history", json!({"file": "USER.md"})).await);
     assert!(

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use memory_core::raw::sha256_hex;
 use memory_core::{
     Caps, Document, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext,
-    MemoryError, MemoryProvider, MemoryUpdate, Recall, Store, Surface, Version, sync_exactly_once,
+    MemoryError, MemoryProvider, MemoryUpdate, NoteMeta, Recall, Store, Surface, Version,
+    notes_of_context, sync_exactly_once,
 };
 use serde_json::Value;
 
@@ -222,7 +223,7 @@ impl MemoryTools {
                 Some(number) => self.revert(file.0, number, key).await,
                 None => self.history(file.0, limit).await,
             },
-            Ok(Call::Notes(args)) => self.notes(args, key).await,
+            Ok(Call::Notes(args)) => self.call_notes(args, key).await,
             Ok(Call::Search(SearchArgs { query, k })) => self.search(query, k).await,
             Err(refused) => Err(refused),
         };
@@ -239,6 +240,31 @@ impl MemoryTools {
     /// Whatever the provider's `read` fails with.
     pub async fn document(&self, store: Store) -> Result<Document, MemoryError> {
         self.provider.read(&self.ctx.document(store)).await
+    }
+
+    /// The notes of the conversation's two scopes, each with its scope's store: what an MCP
+    /// server offers as resources beside the two documents.
+    ///
+    /// # Errors
+    /// Whatever the provider's `notes` fails with.
+    pub async fn notes(&self) -> Result<Vec<(Store, NoteMeta)>, MemoryError> {
+        notes_of_context(&*self.provider, &self.ctx).await
+    }
+
+    /// The note `note` when it is one of the conversation's two scopes' (else `None`), as the
+    /// provider holds it now.
+    ///
+    /// # Errors
+    /// Whatever the provider's `read` fails with.
+    pub async fn note(&self, note: &DocumentId) -> Result<Option<Document>, MemoryError> {
+        let in_scope = note.note_path().is_some()
+            && [Store::Memory, Store::User]
+                .iter()
+                .any(|store| self.ctx.document(*store).scope() == note.scope());
+        match in_scope {
+            true => self.provider.read(note).await.map(Some),
+            false => Ok(None),
+        }
     }
 
     /// [`MemoryTools::document`], failing with what the model reads.

@@ -12,7 +12,7 @@ use crate::dispatch::{MemoryTools, view_token};
 use crate::wording::{self, refusal};
 
 impl MemoryTools {
-    pub(crate) async fn notes(
+    pub(crate) async fn call_notes(
         &self,
         args: NotesArgs,
         key: Option<&IdempotencyKey>,

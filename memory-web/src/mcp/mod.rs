@@ -220,7 +220,7 @@ impl ServerHandler for McpServer {
         if !turn.can_read() {
             return Ok(ListResourcesResult::with_all_items(Vec::new()));
         }
-        let resources = turn
+        let mut resources: Vec<Resource> = turn
             .documents()
             .iter()
             .map(|(uri, id)| {
@@ -233,6 +233,22 @@ impl ServerHandler for McpServer {
                     .with_mime_type("text/markdown")
             })
             .collect();
+        // Each note of the two scopes, named as the prompt's index names it.
+        let notes = turn
+            .tools
+            .notes()
+            .await
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let ctx = turn.tools.context();
+        resources.extend(notes.into_iter().map(|(store, note)| {
+            let id = ctx.document(store).scope().note(note.path.clone());
+            let mut resource = Resource::new(resource_uri(&id), format!("{store}/{}", note.path))
+                .with_mime_type("text/markdown");
+            if !note.description.is_empty() {
+                resource = resource.with_description(note.description);
+            }
+            resource
+        }));
         Ok(ListResourcesResult::with_all_items(resources))
     }
 
@@ -253,26 +269,50 @@ impl ServerHandler for McpServer {
             ));
         }
         let documents = turn.documents();
-        let Some((uri, id)) = documents.iter().find(|(uri, _)| *uri == request.uri) else {
+        let found = match documents.iter().find(|(uri, _)| *uri == request.uri) {
+            Some((_, id)) => Some(
+                turn.tools
+                    .document(id.store())
+                    .await
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?,
+            ),
+            // A note of the conversation's scopes that exists.
+            None => match note_of(&request.uri) {
+                Some(note) => turn
+                    .tools
+                    .note(&note)
+                    .await
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?
+                    .filter(|read| !read.text.trim().is_empty()),
+                None => None,
+            },
+        };
+        let Some(document) = found else {
             let served: Vec<&str> = documents.iter().map(|(uri, _)| uri.as_str()).collect();
             return Err(ErrorData::resource_not_found(
                 format!(
-                    "{} is not served here; the resources are {}",
+                    "{} is not served here; the resources are {} and the notes resources/list \
+                     names",
                     request.uri,
                     served.join(" and ")
                 ),
                 None,
             ));
         };
-        let document = turn
-            .tools
-            .document(id.store())
-            .await
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let uri = &request.uri;
         let contents =
             ResourceContents::text(document.text, uri.clone()).with_mime_type("text/markdown");
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
+}
+
+/// The note a resource URI names (`memory://<its layout path>`), if it names one.
+fn note_of(uri: &str) -> Option<DocumentId> {
+    let path = uri.strip_prefix("memory://")?;
+    DocumentId::parse_relative_path(path)
+        .ok()
+        .flatten()
+        .filter(|id| id.note_path().is_some())
 }
 
 /// The JSON-RPC error for a tool this request may not call: one its key's scopes withhold
