@@ -3,7 +3,7 @@
 
 use memory_core::{
     MemoryProvider, Revision, RevisionDiff, RevisionEntry, Surface, Version, format_utc,
-    format_utc_seconds, revert_exactly_once,
+    format_utc_seconds, history_across_renames, revert_exactly_once,
 };
 use memory_wiring::Memory;
 
@@ -12,7 +12,8 @@ use crate::failure::Failure;
 use crate::output::{count, print_json};
 
 /// A document's revisions, newest first: number, time (UTC), surface, sizes, what changed
-/// and who.
+/// and who; a note's go on back through the paths it had before a rename, each marked with
+/// its path then.
 ///
 /// Every write is a revision (tool, cli, web, api; external for a hand edit noticed since).
 /// --json prints an array of revisions: number, path, version (after it; what --if-match
@@ -107,7 +108,8 @@ pub async fn log(memory: &Memory, args: LogArgs) -> Result<(), Failure> {
     } = args;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let id = parse_document(&path)?;
-    let revisions = memory.history(&id, limit).await?;
+    // A note's history goes on back through the paths it had before a rename.
+    let revisions = history_across_renames(memory, &id, limit).await?;
     if json {
         let listed: Vec<RevisionEntry> = revisions
             .iter()
@@ -119,7 +121,14 @@ pub async fn log(memory: &Memory, args: LogArgs) -> Result<(), Failure> {
         println!("{path} has no revisions: it was never written, or its provider keeps no history");
     }
     for revision in &revisions {
-        println!("{}", line(revision));
+        match revision.document == id {
+            true => println!("{}", line(revision)),
+            false => println!(
+                "{}  [{}]",
+                line(revision),
+                revision.document.relative_path()
+            ),
+        }
     }
     Ok(())
 }

@@ -6,14 +6,12 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use memory_core::{
-    DocumentId, IfMatch, MemoryProvider, MemoryUpdate, NotePath, NoteScope, PersonalityId,
-    RevisionEntry, Surface, SyncReport, UserId, format_utc, history_across_renames,
-    sync_exactly_once,
+    DocumentId, IfMatch, MemoryProvider, MemoryUpdate, NotePath, NoteScope, PersonalityId, Surface,
+    SyncReport, UserId, format_utc, sync_exactly_once,
 };
 use memory_wiring::Memory;
 
-use super::history::line;
-use super::{parse_document, settle};
+use super::{history, parse_document, settle};
 use crate::failure::Failure;
 use crate::output::{count, describe, print_json};
 
@@ -31,7 +29,7 @@ pub enum NotesCommand {
     Edit(EditArgs),
     Move(MoveArgs),
     Remove(RemoveArgs),
-    Log(LogArgs),
+    Log(history::LogArgs),
 }
 
 /// The notes of a scope, sorted by path: path, bytes, when last written, and a one-line
@@ -103,23 +101,6 @@ pub struct RemoveArgs {
     note: String,
 }
 
-/// A note's revisions, newest first, continued across renames into the revisions it had at
-/// its old path; --json as memory log prints them.
-///
-/// Example: memory notes log personalities/ada/notes/trips/kyoto.md
-#[derive(clap::Args)]
-pub struct LogArgs {
-    /// The note's layout path.
-    note: String,
-    /// Show at most this many revisions.
-    #[arg(long, default_value_t = 20, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    limit: u64,
-    /// Print the revisions as JSON.
-    #[arg(long)]
-    json: bool,
-}
-
 /// Runs one `memory notes` command.
 pub async fn run(memory: &Memory, command: NotesCommand) -> Result<(), Failure> {
     match command {
@@ -161,33 +142,7 @@ pub async fn run(memory: &Memory, command: NotesCommand) -> Result<(), Failure> 
             );
             Ok(())
         }
-        NotesCommand::Log(LogArgs { note, limit, json }) => {
-            let (id, _) = parse_note(&note)?;
-            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-            let revisions = history_across_renames(memory, &id, limit).await?;
-            if json {
-                let listed: Vec<RevisionEntry> = revisions
-                    .iter()
-                    .map(|revision| RevisionEntry::new(revision, false))
-                    .collect();
-                return print_json(&listed);
-            }
-            if revisions.is_empty() {
-                println!("{note} has no revisions: it was never written");
-            }
-            for revision in &revisions {
-                // A revision of the path it had before a rename says so.
-                match revision.document == id {
-                    true => println!("{}", line(revision)),
-                    false => println!(
-                        "{}  [{}]",
-                        line(revision),
-                        revision.document.relative_path()
-                    ),
-                }
-            }
-            Ok(())
-        }
+        NotesCommand::Log(args) => history::log(memory, args).await,
     }
 }
 
