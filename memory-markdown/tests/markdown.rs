@@ -770,3 +770,60 @@ async fn a_hand_made_or_hand_edited_note_is_what_the_agent_reads() {
         "newest first: the write, the hand edit, the write, the hand-made file"
     );
 }
+
+/// Listing keeps what it read of a note whose file is settled and reads again what changed: a
+/// note edited in place (same size, same inode) is listed as it is now, and one written so
+/// recently that a change need not move its time is read anew even when its time is put back.
+#[tokio::test]
+async fn a_listing_is_never_staler_than_the_files() {
+    use std::time::{Duration, SystemTime};
+    let (dir, provider) = setup();
+    let folder = dir.path().join("personalities/ada/notes");
+    fs::create_dir_all(&folder).unwrap();
+    let scope = ctx().document(Store::Memory).scope();
+    let set_time = |name: &str, time: SystemTime| {
+        fs::File::options()
+            .write(true)
+            .open(folder.join(name))
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    };
+    // The description and version the listing gives the note at `path`.
+    let (provider, scope) = (&provider, &scope);
+    let listed = |path: &'static str| async move {
+        let notes = provider.notes(scope, "").await.unwrap();
+        let note = notes
+            .into_iter()
+            .find(|note| note.path.as_str() == path)
+            .unwrap();
+        (note.description, note.version)
+    };
+
+    // Settled: written a minute ago, listed (and kept), then edited in place.
+    fs::write(folder.join("old.md"), "Alpha.\n").unwrap();
+    set_time("old.md", SystemTime::now() - Duration::from_secs(60));
+    assert_eq!(listed("old.md").await.0, "Alpha.");
+    fs::write(folder.join("old.md"), "Gamma.\n").unwrap();
+    let (description, version) = listed("old.md").await;
+    assert_eq!(
+        description, "Gamma.",
+        "an in-place edit moves the file's time"
+    );
+    assert_eq!(version.as_str(), sha256_hex("Gamma.\n"));
+
+    // Recent: its time put back after a same-size edit, as a coarse clock could leave it.
+    fs::write(folder.join("new.md"), "Delta.\n").unwrap();
+    let written = fs::metadata(folder.join("new.md"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(listed("new.md").await.0, "Delta.");
+    fs::write(folder.join("new.md"), "Omega.\n").unwrap();
+    set_time("new.md", written);
+    assert_eq!(
+        listed("new.md").await.0,
+        "Omega.",
+        "a recent note is read again"
+    );
+}

@@ -27,7 +27,7 @@ pub(crate) use errors::io_error;
 pub(crate) use links::{read_error, write_target};
 pub(crate) use listing::{list, refuse_case_twin};
 pub(crate) use lock::{contention, lock};
-pub(crate) use notes::{note_files, notes};
+pub(crate) use notes::{ListedNotes, note_files, notes};
 pub(crate) use paths::{beside, split};
 pub(crate) use read::{read, read_at, read_bytes, stamp};
 pub(crate) use write::{

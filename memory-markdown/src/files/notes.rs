@@ -3,9 +3,12 @@
 //! and anything a note path refuses. An empty file is a note that does not exist (a `delete`
 //! leaves one, so the note's history stays beside it); a listing leaves out blank ones too.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use memory_core::{
     DocumentId, MAX_NOTE_PATH_SEGMENTS, MemoryError, NoteMeta, NotePath, NoteScope, PersonalityId,
@@ -23,6 +26,62 @@ pub(crate) struct NoteFile {
     pub(crate) file: PathBuf,
     /// Its size in bytes.
     pub(crate) bytes: u64,
+    /// What tells this version of the file from the next: its time, size and inode.
+    stamp: Stamp,
+}
+
+/// A file's modification time, size and inode: a write renames a new file in (a new inode),
+/// a hand edit changes its time (or size).
+type Stamp = (SystemTime, u64, u64);
+
+/// How recently written a file may be and still have its listing kept: a change within a file
+/// system's time granularity (up to 2 s on some) need not move the file's time, so a note
+/// written as recently as this is read again by the next listing.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// The most listed notes kept; past it the cache starts again, and the next listings read.
+const LISTED_KEPT: usize = 100_000;
+
+/// What listings read of each note, by its file and stamp: a listing reads only the notes whose
+/// file changed since (or was too recent to trust, see [`SETTLED`]), so listing a large scope,
+/// as every prefetch does, costs a directory walk and a stat per note.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ListedNotes(Arc<Mutex<HashMap<PathBuf, Listed>>>);
+
+/// A note's file as a listing read it: its stamp then, and its listing (`None` when blank).
+type Listed = (Stamp, Option<NoteMeta>);
+
+impl ListedNotes {
+    /// The listing of `note` (`None` for a blank one), from the cache when its file is as it
+    /// was, else read.
+    fn listed(&self, scope: &NoteScope, note: NoteFile) -> Result<Option<NoteMeta>, MemoryError> {
+        let cached = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&note.file)
+            .filter(|(stamp, _)| *stamp == note.stamp)
+            .map(|(_, listed)| listed.clone());
+        if let Some(listed) = cached {
+            return Ok(listed);
+        }
+        let read_at_time = SystemTime::now();
+        let document = read_at(note.file.clone(), scope.note(note.path.clone()))?;
+        let listed = (!is_blank(&document.text)).then(|| NoteMeta::of(note.path, &document));
+        let settled = read_at_time
+            .duration_since(note.stamp.0)
+            .is_ok_and(|age| age > SETTLED);
+        // The stamp was taken before the read: a write in between shows as a new stamp next
+        // time, so the text read is never kept under the older one for long.
+        if settled && document.modified == Some(note.stamp.0) {
+            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.len() >= LISTED_KEPT {
+                kept.clear();
+            }
+            kept.insert(note.file, (note.stamp, listed.clone()));
+        }
+        Ok(listed)
+    }
 }
 
 /// The notes of `scope` that exist, sorted by path: none where the layout has no place for
@@ -37,21 +96,19 @@ pub(crate) fn note_files(tree: &Tree, scope: &NoteScope) -> Result<Vec<NoteFile>
     Ok(found)
 }
 
-/// The listing of `scope`'s notes whose path starts with `prefix`: each file read whole, so
-/// the version listed is one a read gives.
+/// The listing of `scope`'s notes whose path starts with `prefix`: each file read whole (or
+/// as `cache` last read it, when its file has not changed since), so the version listed is one
+/// a read gives.
 pub(crate) fn notes(
     tree: &Tree,
     scope: &NoteScope,
     prefix: &str,
+    cache: &ListedNotes,
 ) -> Result<Vec<NoteMeta>, MemoryError> {
     let mut listed = Vec::new();
     for note in note_files(tree, scope)? {
-        if !note.path.as_str().starts_with(prefix) {
-            continue;
-        }
-        let document = read_at(note.file, scope.note(note.path.clone()))?;
-        if !is_blank(&document.text) {
-            listed.push(NoteMeta::of(note.path, &document));
+        if note.path.as_str().starts_with(prefix) {
+            listed.extend(cache.listed(scope, note)?);
         }
     }
     Ok(listed)
@@ -149,10 +206,16 @@ fn walk(
             _ => continue,
         };
         if meta.len() > 0 {
+            #[cfg(unix)]
+            let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+            #[cfg(not(unix))]
+            let inode = 0;
+            let modified = meta.modified().map_err(unavailable)?;
             found.push(NoteFile {
                 path,
                 file,
                 bytes: meta.len(),
+                stamp: (modified, meta.len(), inode),
             });
         }
     }

@@ -17,12 +17,12 @@ use crate::{files, store};
 impl MemoryProvider for MarkdownProvider {
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
         // No lock: writes are atomic renames, so each read sees one whole version.
-        let tree = self.tree.clone();
+        let (tree, cache) = (self.tree.clone(), self.listed_notes.clone());
         let ids = (ctx.document(Store::Memory), ctx.document(Store::User));
         let (memory, user, notes, unread) = blocking(move || {
             let mut notes = Vec::new();
             for (store, id) in [(Store::Memory, &ids.0), (Store::User, &ids.1)] {
-                let listed = files::notes(&tree, &id.scope(), "")?;
+                let listed = files::notes(&tree, &id.scope(), "", &cache)?;
                 notes.extend(listed.into_iter().map(|note| (store, note)));
             }
             let documents = (files::read(&tree, ids.0)?, files::read(&tree, ids.1)?);
@@ -87,7 +87,8 @@ impl MemoryProvider for MarkdownProvider {
     /// one a read gives.
     async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
         let (tree, scope, prefix) = (self.tree.clone(), scope.clone(), prefix.to_owned());
-        blocking(move || files::notes(&tree, &scope, &prefix)).await
+        let cache = self.listed_notes.clone();
+        blocking(move || files::notes(&tree, &scope, &prefix, &cache)).await
     }
 
     /// Read without the lock, like documents, unless writes keep changing the document while it

@@ -8,6 +8,7 @@ use std::time::Duration;
 use memory_core::raw::{EventBus, LocalQueues};
 use memory_core::{DocumentId, MemoryError, Retention};
 
+use crate::files::ListedNotes;
 use crate::journal::{self, KnownTips};
 use crate::layout::{Layout, Tree};
 
@@ -37,6 +38,8 @@ pub struct MarkdownProvider {
     local_queues: LocalQueues,
     /// Where this value's writes left each journal's last line.
     known_tips: KnownTips,
+    /// What this value's listings read of each note, by its file's stamp.
+    listed_notes: ListedNotes,
 }
 
 impl MarkdownProvider {
@@ -57,6 +60,7 @@ impl MarkdownProvider {
             events: EventBus::new(),
             local_queues: LocalQueues::default(),
             known_tips: KnownTips::default(),
+            listed_notes: ListedNotes::default(),
         }
     }
 
