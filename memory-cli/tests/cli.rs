@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use common::{memory, run};
+use common::{memory, run, snapshot};
 use memory_conformance::services::Service;
 use serde_json::{Value, json};
 
@@ -17,26 +17,6 @@ fn configured(root: &Path, config: &Path) -> Command {
     let mut cmd = memory(root);
     cmd.arg("--config").arg(config);
     cmd
-}
-
-/// Every file under `dir` with its bytes, to show that a refused command wrote nothing.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                files.insert(path.clone(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
 }
 
 /// Asserts a one-line error on stderr with `code`, mentioning `needle`.

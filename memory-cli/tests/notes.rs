@@ -2,9 +2,10 @@
 //! the agent lists, every command writes through the agent's write path, and bad input writes
 //! nothing.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use common::{memory, run};
+use common::{memory, run, snapshot};
 use serde_json::Value;
 
 mod common;
@@ -172,20 +173,9 @@ fn bad_input_is_refused_naming_it_and_writes_nothing() {
 }
 
 /// Every file under `dir` with its bytes (locks aside: taking one creates it).
-fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if !path.to_string_lossy().ends_with(".lock") {
-                files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    files.sort();
+fn walk(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = snapshot(dir);
+    files.retain(|path, _| !path.to_string_lossy().ends_with(".lock"));
     files
 }
 

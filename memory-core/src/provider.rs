@@ -204,19 +204,11 @@ pub async fn revert_document<P: MemoryProvider + ?Sized>(
     }
     let history = provider.history(document, usize::MAX).await?;
     let text = revision_to_restore(document, &history, number)?;
-    let (update, if_match) = match document.note_path() {
-        None => (
-            MemoryUpdate::replace(store, text),
-            IfMatch::only(store, if_match.cloned()),
-        ),
-        Some(path) => (
-            MemoryUpdate::replace(store, text).in_note(path.clone()),
-            match if_match {
-                Some(version) => IfMatch::NONE.with_note(store, path.clone(), version.clone()),
-                None => IfMatch::NONE,
-            },
-        ),
-    };
+    let mut update = MemoryUpdate::replace(store, text);
+    if let Some(path) = document.note_path() {
+        update = update.in_note(path.clone());
+    }
+    let if_match = IfMatch::only_document(document, if_match.cloned());
     provider.sync(ctx, &[update], &if_match).await
 }
 

@@ -119,6 +119,24 @@ impl InMemoryProvider {
         })
     }
 
+    /// The listing of `scope`'s notes whose path starts with `prefix`, sorted by path: what
+    /// `notes` answers and prefetch indexes, under the lock the caller holds.
+    fn listing(
+        documents: &BTreeMap<DocumentId, Stored>,
+        scope: &NoteScope,
+        prefix: &str,
+    ) -> Vec<NoteMeta> {
+        let mut notes: Vec<NoteMeta> = Self::scope_notes(documents, scope)
+            .filter(|(path, _)| path.as_str().starts_with(prefix))
+            .map(|(path, _)| {
+                let note = Self::snapshot(documents, &scope.note(path.clone()));
+                NoteMeta::of(path.clone(), &note)
+            })
+            .collect();
+        notes.sort_by(|a, b| a.path.as_str().cmp(b.path.as_str()));
+        notes
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // The map is only mutated after every check passed, so a poisoned lock still guards
         // consistent data.
@@ -137,14 +155,8 @@ impl MemoryProvider for InMemoryProvider {
         let notes: Vec<(Store, NoteMeta)> = [Store::Memory, Store::User]
             .into_iter()
             .flat_map(|store| {
-                let scope = ctx.document(store).scope();
-                let listed: Vec<(Store, NoteMeta)> = Self::scope_notes(&documents, &scope)
-                    .map(|(path, _)| {
-                        let note = Self::snapshot(&documents, &scope.note(path.clone()));
-                        (store, NoteMeta::of(path.clone(), &note))
-                    })
-                    .collect();
-                listed
+                let listed = Self::listing(&documents, &ctx.document(store).scope(), "");
+                listed.into_iter().map(move |note| (store, note))
             })
             .collect();
         Ok(Prefetch::from_documents(ctx, &memory, &user, &notes))
@@ -238,18 +250,7 @@ impl MemoryProvider for InMemoryProvider {
     }
 
     async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
-        let documents = self.lock();
-        let mut notes: Vec<NoteMeta> = Self::scope_notes(&documents, scope)
-            .filter(|(path, _)| path.as_str().starts_with(prefix))
-            .map(|(path, _)| {
-                NoteMeta::of(
-                    path.clone(),
-                    &Self::snapshot(&documents, &scope.note(path.clone())),
-                )
-            })
-            .collect();
-        notes.sort_by(|a, b| a.path.as_str().cmp(b.path.as_str()));
-        Ok(notes)
+        Ok(Self::listing(&self.lock(), scope, prefix))
     }
 
     async fn history(

@@ -63,6 +63,17 @@ impl IfMatch {
         if_match
     }
 
+    /// A precondition on `document` only (one of the pair, or a note): `version`, or none.
+    pub fn only_document(document: &DocumentId, version: Option<Version>) -> IfMatch {
+        match (document.note_path(), version) {
+            (None, version) => IfMatch::only(document.store(), version),
+            (Some(path), Some(version)) => {
+                IfMatch::NONE.with_note(document.store(), path.clone(), version)
+            }
+            (Some(_), None) => IfMatch::NONE,
+        }
+    }
+
     /// Adds a precondition on the note `path` of `store`'s scope.
     pub fn with_note(mut self, store: Store, path: NotePath, version: Version) -> IfMatch {
         self.notes.entry(store).or_default().insert(path, version);
@@ -234,6 +245,24 @@ mod tests {
         assert_eq!(user.for_store(Store::Memory), None);
         assert_eq!(user.for_store(Store::User), Some(&v));
         assert_eq!(IfMatch::only(Store::User, None), IfMatch::NONE);
+    }
+
+    #[test]
+    fn only_document_guards_the_named_document_or_note() {
+        let v = Version::new("7");
+        let profile = DocumentId::user(&crate::id::UserId::new("u1").unwrap());
+        let guard = IfMatch::only_document(&profile, Some(v.clone()));
+        assert_eq!(guard, IfMatch::only(Store::User, Some(v.clone())));
+        let path = NotePath::new("diet.md").unwrap();
+        let note = DocumentId::note(&profile, path.clone());
+        let guard = IfMatch::only_document(&note, Some(v.clone()));
+        assert_eq!(guard.for_document(&note), Some(&v));
+        assert_eq!(
+            guard.for_document(&profile),
+            None,
+            "not the document beside it"
+        );
+        assert_eq!(IfMatch::only_document(&note, None), IfMatch::NONE);
     }
 
     #[test]

@@ -204,8 +204,8 @@ async fn edit(memory: &Memory, args: EditArgs) -> Result<(), Failure> {
         })?,
         None => in_editor(&id, &current.text)?,
     };
-    let update = MemoryUpdate::replace(id.store(), text).in_note(path.clone());
-    let guard = IfMatch::NONE.with_note(id.store(), path, current.version.clone());
+    let update = MemoryUpdate::replace(id.store(), text).in_note(path);
+    let guard = IfMatch::only_document(&id, Some(current.version.clone()));
     let report = write(memory, &id, update, guard).await?;
     match report.documents.first() {
         Some(written) if !written.written => println!("{note} unchanged"),

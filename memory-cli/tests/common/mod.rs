@@ -19,6 +19,26 @@ pub fn memory(root: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// Every file under `dir` with its bytes, to show that a refused command wrote nothing.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
 /// Runs `cmd` and returns (exit code, stdout, stderr).
 pub fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();

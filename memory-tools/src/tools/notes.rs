@@ -107,10 +107,7 @@ impl MemoryTools {
                 (MemoryUpdate::rename(store, note.clone(), to_note), None)
             }
         };
-        let mut if_match = IfMatch::NONE;
-        if let Some(version) = guard {
-            if_match = if_match.with_note(store, note, version);
-        }
+        let if_match = IfMatch::only_document(&id, guard);
         let report = sync_exactly_once(
             &*self.provider,
             &self.keyed(key),
