@@ -520,6 +520,28 @@ pub async fn rename_moves_a_note<P: MemoryProvider + ?Sized>(p: Arc<P>) {
     )
     .await;
     assert!(matches!(err, MemoryError::NoteCollision { .. }), "{err:?}");
+    // Into a folder of its own name, or onto the folder it is in: the two would both be
+    // there while it moves (a file where a folder is, on a file system).
+    for (from, to) in [
+        ("trips/Kyoto.md", "trips/Kyoto.md/inside.md"),
+        ("trips/Kyoto.md", "trips"),
+    ] {
+        let err = refused(&*p, &c, &[MemoryUpdate::rename(M, path(from), path(to))]).await;
+        assert!(
+            matches!(err, MemoryError::NoteCollision { .. }),
+            "{from} to {to}: {err:?}"
+        );
+    }
+    assert_eq!(
+        listed(&*p, &c.document(M).scope(), "trips/").await,
+        ["trips/Kyoto.md"]
+    );
+    // A folder's path, or one under a note, holds no note: it reads as one never written.
+    for nowhere in ["trips", "trips/Kyoto.md/inside.md"] {
+        let id = c.document(M).scope().note(path(nowhere));
+        let read = p.read(&id).await.unwrap();
+        assert_eq!(read.text, "", "{nowhere}");
+    }
 }
 
 /// Per note `max_note_bytes`, per scope `max_notes` and `max_bytes`: refused past them, with

@@ -152,7 +152,7 @@ async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
                 "updates": [{"action": "create", "store": "user", "note": "diet.md", "content": "x"}]
             })),
             422,
-            "send notes' updates to /v1/sync",
+            "send a note's updates to its own route",
         ),
         (
             "a missing field",
@@ -454,14 +454,16 @@ fn concrete(method: &str, template: &str, operation: &Value, p: &str, u: &str) -
         .replace("{user}", u)
         .replace("{platform}", "telegram")
         .replace("{platform_user}", "1")
-        .replace("{number}", "1");
+        .replace("{number}", "1")
+        .replace("{note}", "trips/kyoto.md");
     let id = operation["operationId"].as_str().unwrap();
     let body = match id {
         "prefetch" => Some(json!({"personality": p, "user": u})),
         "sync" => Some(json!({"personality": p, "user": u, "updates": []})),
         "search" => Some(json!({"personality": p, "query": "x"})),
         "link_identity" => Some(json!({"user": u})),
-        _ if id.starts_with("replace_") => Some(json!({"text": "x"})),
+        _ if id.starts_with("replace_") || id.starts_with("write_") => Some(json!({"text": "x"})),
+        _ if id.starts_with("rename_") => Some(json!({"to": "trips/osaka.md"})),
         _ if id.starts_with("update_") => Some(json!({"updates": []})),
         _ if id.starts_with("revert_") => Some(json!({"number": 1})),
         _ => None,
@@ -520,8 +522,11 @@ async fn every_route_under_every_key_and_restriction() {
                 cells += 1;
             }
             let Some(needs) = needs else { continue };
-            // The global MEMORY.md is no personality's of alice-app's (ada keeps her own).
-            let global = template.starts_with("/v1/documents/MEMORY.md");
+            // The global MEMORY.md and its notes are no personality's of alice-app's (ada
+            // keeps her own).
+            let global = template.starts_with("/v1/documents/")
+                && !template.contains("{personality}")
+                && !template.contains("{user}");
             for (name, key, _) in KEYS {
                 let answer = send(Some(key), "ada", "alice").send(address).await.unwrap();
                 assert!(

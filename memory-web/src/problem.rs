@@ -226,7 +226,14 @@ impl Problem {
             JsonRejection::JsonSyntaxError(_) => StatusCode::BAD_REQUEST,
             other => other.status(),
         };
-        Problem::invalid_with(status, rejection.body_text())
+        // serde's words for the field at fault, without the framework's preamble.
+        let text = rejection.body_text();
+        let detail =
+            match text.strip_prefix("Failed to deserialize the JSON body into the target type: ") {
+                Some(fault) => format!("the body is not what this operation takes: {fault}"),
+                None => text,
+            };
+        Problem::invalid_with(status, detail)
     }
 
     /// A query string that is not what the operation takes (an unknown, duplicate or mistyped

@@ -109,6 +109,15 @@ pub fn plan_sync(
                     "a `rename` needs a `to` other than its note",
                 ));
             }
+            // The note and its new path would both be there while it moves (on a file system,
+            // a folder where the other is a file), whatever the move leaves.
+            if note.collides_with(to) && note.fold_key() != to.fold_key() {
+                return Err(MemoryError::NoteCollision {
+                    scope: target(ctx, update).scope().document(),
+                    path: to.clone(),
+                    existing: note.clone(),
+                });
+            }
         }
     }
     let origin = Arc::new(Origin {

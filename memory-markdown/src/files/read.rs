@@ -13,9 +13,25 @@ use super::errors::io_error;
 use super::links::read_error;
 use crate::layout::Tree;
 
-/// The document as stored now; a missing file is the empty document.
+/// The document as stored now; a missing file is the empty document, and so is a note's path
+/// where a folder of notes is, or under another note's file: no note is there.
 pub(crate) fn read(tree: &Tree, id: DocumentId) -> Result<Document, MemoryError> {
-    read_at(tree.file(&id)?, id)
+    let path = tree.file(&id)?;
+    let no_note_there = id.note_path().is_some()
+        && match fs::metadata(&path) {
+            Ok(meta) => meta.is_dir(),
+            Err(err) => err.kind() == ErrorKind::NotADirectory,
+        };
+    if no_note_there {
+        return Ok(Document {
+            id,
+            version: Version::new(sha256_hex("")),
+            text: String::new(),
+            location: path.display().to_string(),
+            modified: None,
+        });
+    }
+    read_at(path, id)
 }
 
 pub(crate) fn read_at(path: PathBuf, id: DocumentId) -> Result<Document, MemoryError> {

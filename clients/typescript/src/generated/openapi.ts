@@ -5,6 +5,26 @@
  */
 
 export interface paths {
+  '/v1/documents/diff/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A unified diff of a note between two revisions, a revision and now, or its
+     *     newest change.
+     */
+    get: operations['diff_global_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/documents/MEMORY.md': {
     parameters: {
       query?: never;
@@ -134,6 +154,80 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/documents/notes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the scope's notes by path, each with its size, version, last write and
+     *     description (its first heading or line).
+     */
+    get: operations['list_global_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a note: its text, version (also the `ETag`), location and modification
+     *     time.
+     */
+    get: operations['read_global_notes'];
+    /**
+     * Write a note's whole text: with `If-None-Match: *` create it, with `If-Match`
+     *     replace it (one of the two is required).
+     * @description Through the agent's write path, so the write is a revision, under no
+     *     personality's caps but the scope's notes caps. `If-Match: *` writes whatever
+     *     is there, the note existing or not; blank text deletes it.
+     */
+    put: operations['write_global_notes'];
+    /**
+     * Apply a batch of updates to a note, in order, as one atomic step.
+     * @description Each update names the scope's store and this note or none (`add`, `replace`,
+     *     `remove`, `edit`, `create`, `delete`; a rename has a route of its own).
+     *     `If-Match`, when sent, guards the batch.
+     */
+    post: operations['update_global_notes'];
+    /** Delete a note: a revision of its history, so `revert` restores it. */
+    delete: operations['delete_global_notes'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/diff/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A unified diff of a note between two revisions, a revision and now, or its
+     *     newest change.
+     */
+    get: operations['diff_personality_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/documents/personalities/{personality}/MEMORY.md': {
     parameters: {
       query?: never;
@@ -257,6 +351,356 @@ export interface paths {
      *     position.
      */
     post: operations['update_personality_memory'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/notes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the scope's notes by path, each with its size, version, last write and
+     *     description (its first heading or line).
+     */
+    get: operations['list_personality_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a note: its text, version (also the `ETag`), location and modification
+     *     time.
+     */
+    get: operations['read_personality_notes'];
+    /**
+     * Write a note's whole text: with `If-None-Match: *` create it, with `If-Match`
+     *     replace it (one of the two is required).
+     * @description Through the agent's write path, so the write is a revision, under no
+     *     personality's caps but the scope's notes caps. `If-Match: *` writes whatever
+     *     is there, the note existing or not; blank text deletes it.
+     */
+    put: operations['write_personality_notes'];
+    /**
+     * Apply a batch of updates to a note, in order, as one atomic step.
+     * @description Each update names the scope's store and this note or none (`add`, `replace`,
+     *     `remove`, `edit`, `create`, `delete`; a rename has a route of its own).
+     *     `If-Match`, when sent, guards the batch.
+     */
+    post: operations['update_personality_notes'];
+    /** Delete a note: a revision of its history, so `revert` restores it. */
+    delete: operations['delete_personality_notes'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/rename/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Move a note to another path of its scope, atomically; its history follows it. */
+    post: operations['rename_personality_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/revert/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Put a note back to a kept revision's text (a deleted note comes back): itself
+     *     a revision.
+     */
+    post: operations['revert_personality_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/revisions/{number}/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One revision of a note, with its whole text. */
+    get: operations['revision_personality_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/personalities/{personality}/revisions/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a note's revisions, newest first (paginated with `before`, and a `Link`
+     *     header to the next page); a rename's revision names the other path.
+     */
+    get: operations['revisions_personality_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/rename/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Move a note to another path of its scope, atomically; its history follows it. */
+    post: operations['rename_global_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/revert/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Put a note back to a kept revision's text (a deleted note comes back): itself
+     *     a revision.
+     */
+    post: operations['revert_global_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/revisions/{number}/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One revision of a note, with its whole text. */
+    get: operations['revision_global_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/revisions/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a note's revisions, newest first (paginated with `before`, and a `Link`
+     *     header to the next page); a rename's revision names the other path.
+     */
+    get: operations['revisions_global_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/diff/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A unified diff of a note between two revisions, a revision and now, or its
+     *     newest change.
+     */
+    get: operations['diff_user_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/notes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the scope's notes by path, each with its size, version, last write and
+     *     description (its first heading or line).
+     */
+    get: operations['list_user_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a note: its text, version (also the `ETag`), location and modification
+     *     time.
+     */
+    get: operations['read_user_notes'];
+    /**
+     * Write a note's whole text: with `If-None-Match: *` create it, with `If-Match`
+     *     replace it (one of the two is required).
+     * @description Through the agent's write path, so the write is a revision, under no
+     *     personality's caps but the scope's notes caps. `If-Match: *` writes whatever
+     *     is there, the note existing or not; blank text deletes it.
+     */
+    put: operations['write_user_notes'];
+    /**
+     * Apply a batch of updates to a note, in order, as one atomic step.
+     * @description Each update names the scope's store and this note or none (`add`, `replace`,
+     *     `remove`, `edit`, `create`, `delete`; a rename has a route of its own).
+     *     `If-Match`, when sent, guards the batch.
+     */
+    post: operations['update_user_notes'];
+    /** Delete a note: a revision of its history, so `revert` restores it. */
+    delete: operations['delete_user_notes'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/rename/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Move a note to another path of its scope, atomically; its history follows it. */
+    post: operations['rename_user_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/revert/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Put a note back to a kept revision's text (a deleted note comes back): itself
+     *     a revision.
+     */
+    post: operations['revert_user_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/revisions/{number}/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One revision of a note, with its whole text. */
+    get: operations['revision_user_notes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/revisions/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a note's revisions, newest first (paginated with `before`, and a `Link`
+     *     header to the next page); a rename's revision names the other path.
+     */
+    get: operations['revisions_user_notes'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -887,6 +1331,22 @@ export interface components {
       /** @description Whose note: named as the document it sits beside. */
       scope: components['schemas']['NoteScope'];
     };
+    /** @description One note as a listing shows it: enough to choose which to open. */
+    NoteItem: {
+      /** @description Its size in UTF-8 bytes. */
+      bytes: number;
+      /** @description Its first heading or first line, shortened. */
+      description: string;
+      /**
+       * Format: int64
+       * @description When its text was last written, in milliseconds since the Unix epoch; null when unknown.
+       */
+      modified?: number | null;
+      /** @description Its path within its scope (`projects/kyoto.md`). */
+      path: string;
+      /** @description Its version: reading it gives this one or a newer one. */
+      version: components['schemas']['Version'];
+    };
     /**
      * @description A note's path within its scope (`projects/kyoto.md`), valid by construction
      *     ([`NotePath::new`]).
@@ -923,6 +1383,16 @@ export interface components {
           /** @description Whose profile. */
           user: components['schemas']['UserId'];
         };
+    /** @description A scope's notes. */
+    NotesPage: {
+      /**
+       * @description The folder of the scope in the layout (`personalities/<id>/notes`): each note's layout
+       *     path is this, `/`, and its path.
+       */
+      folder: string;
+      /** @description The notes, by path. */
+      notes: components['schemas']['NoteItem'][];
+    };
     /** @description One document of a conversation, with the caps the personality writes it under. */
     PairDocument: components['schemas']['DocumentView'] & {
       /**
@@ -1091,6 +1561,13 @@ export interface components {
        *     or there was nothing to erase.
        */
       tombstone?: number | null;
+    };
+    /** @description A note's new path within its scope. */
+    RenameRequest: {
+      session?: components['schemas']['Session'] | null;
+      surface?: components['schemas']['WriteSurface'] | null;
+      /** @description The path it moves to: it must not exist. */
+      to: components['schemas']['NotePath'];
     };
     /** @description A whole new text for a document. */
     ReplaceRequest: {
@@ -1328,6 +1805,94 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  diff_global_notes: {
+    parameters: {
+      query?: {
+        /**
+         * @description The revision to compare from (0: the empty document before the first). Without it:
+         *     the revision before `to`.
+         */
+        from?: number;
+        /**
+         * @description The revision to compare to: with `from`, the document as it is now when unset; without
+         *     `from`, the newest revision when unset.
+         */
+        to?: number;
+      };
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The diff */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionDiff'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description A revision to compare is not kept (`code` `revision-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   read_global_memory: {
     parameters: {
       query?: never;
@@ -2128,6 +2693,668 @@ export interface operations {
       };
       /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
       504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  list_global_notes: {
+    parameters: {
+      query?: {
+        /** @description List only the notes whose path starts with this (`projects/`). */
+        prefix?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The scope's notes */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotesPage'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  read_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description An ETag: answered 304 if the note is still at it */
+        'If-None-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The note */
+      200: {
+        headers: {
+          /** @description The note's version, quoted */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentView'];
+        };
+      };
+      /** @description Still at the version If-None-Match named */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`code` `note-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  write_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+        /** @description `*`: create the note, refused (409) when it exists */
+        'If-None-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ReplaceRequest'];
+      };
+    };
+    responses: {
+      /** @description What the write did */
+      200: {
+        headers: {
+          /** @description The version after the write */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note exists (`note-exists`) or would collide with another (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Neither If-None-Match: * nor If-Match was sent */
+      428: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  update_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdatesRequest'];
+      };
+    };
+    responses: {
+      /** @description What the batch did */
+      200: {
+        headers: {
+          /** @description The version after the batch */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description An update needs the note, which does not exist (`note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description A create of a note that exists, or a collision; nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  delete_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the delete did */
+      200: {
+        headers: {
+          /** @description The version after the delete */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`note-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  diff_personality_notes: {
+    parameters: {
+      query?: {
+        /**
+         * @description The revision to compare from (0: the empty document before the first). Without it:
+         *     the revision before `to`.
+         */
+        from?: number;
+        /**
+         * @description The revision to compare to: with `from`, the document as it is now when unset; without
+         *     `from`, the newest revision when unset.
+         */
+        to?: number;
+      };
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The diff */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionDiff'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description A revision to compare is not kept (`code` `revision-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -2960,6 +4187,2658 @@ export interface operations {
       };
       /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
       504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  list_personality_notes: {
+    parameters: {
+      query?: {
+        /** @description List only the notes whose path starts with this (`projects/`). */
+        prefix?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The scope's notes */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotesPage'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  read_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description An ETag: answered 304 if the note is still at it */
+        'If-None-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The note */
+      200: {
+        headers: {
+          /** @description The note's version, quoted */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentView'];
+        };
+      };
+      /** @description Still at the version If-None-Match named */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`code` `note-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  write_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+        /** @description `*`: create the note, refused (409) when it exists */
+        'If-None-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ReplaceRequest'];
+      };
+    };
+    responses: {
+      /** @description What the write did */
+      200: {
+        headers: {
+          /** @description The version after the write */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note exists (`note-exists`) or would collide with another (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Neither If-None-Match: * nor If-Match was sent */
+      428: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  update_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdatesRequest'];
+      };
+    };
+    responses: {
+      /** @description What the batch did */
+      200: {
+        headers: {
+          /** @description The version after the batch */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description An update needs the note, which does not exist (`note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description A create of a note that exists, or a collision; nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  delete_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the delete did */
+      200: {
+        headers: {
+          /** @description The version after the delete */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`note-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  rename_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The path of the note to move, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RenameRequest'];
+      };
+    };
+    responses: {
+      /** @description What the rename did: the report of the new path */
+      200: {
+        headers: {
+          /** @description The version of the note at its new path */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The new path exists (`note-exists`) or would collide (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revert_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RevertRequest'];
+      };
+    };
+    responses: {
+      /** @description What the revert did */
+      200: {
+        headers: {
+          /** @description The version after the revert */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (`code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Restoring it would collide with another note (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revision_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The revision's number */
+        number: number;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such revision is kept (`code` `revision-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revisions_personality_notes: {
+    parameters: {
+      query?: {
+        /** @description List only revisions numbered below this (the `next_before` of the page before). */
+        before?: number;
+        /** @description Include each revision's change as a unified diff against the revision before it. */
+        diff?: boolean;
+        /** @description The most revisions to list (default 20). */
+        limit?: number;
+        /** @description Include each revision's whole text. */
+        text?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of revisions */
+      200: {
+        headers: {
+          /** @description `<...>; rel="next"` when there are older revisions */
+          Link?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionsPage'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  rename_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The path of the note to move, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RenameRequest'];
+      };
+    };
+    responses: {
+      /** @description What the rename did: the report of the new path */
+      200: {
+        headers: {
+          /** @description The version of the note at its new path */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The new path exists (`note-exists`) or would collide (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revert_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RevertRequest'];
+      };
+    };
+    responses: {
+      /** @description What the revert did */
+      200: {
+        headers: {
+          /** @description The version after the revert */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (`code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Restoring it would collide with another note (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revision_global_notes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The revision's number */
+        number: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such revision is kept (`code` `revision-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revisions_global_notes: {
+    parameters: {
+      query?: {
+        /** @description List only revisions numbered below this (the `next_before` of the page before). */
+        before?: number;
+        /** @description Include each revision's change as a unified diff against the revision before it. */
+        diff?: boolean;
+        /** @description The most revisions to list (default 20). */
+        limit?: number;
+        /** @description Include each revision's whole text. */
+        text?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of revisions */
+      200: {
+        headers: {
+          /** @description `<...>; rel="next"` when there are older revisions */
+          Link?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionsPage'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  diff_user_notes: {
+    parameters: {
+      query?: {
+        /**
+         * @description The revision to compare from (0: the empty document before the first). Without it:
+         *     the revision before `to`.
+         */
+        from?: number;
+        /**
+         * @description The revision to compare to: with `from`, the document as it is now when unset; without
+         *     `from`, the newest revision when unset.
+         */
+        to?: number;
+      };
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The diff */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionDiff'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description A revision to compare is not kept (`code` `revision-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  list_user_notes: {
+    parameters: {
+      query?: {
+        /** @description List only the notes whose path starts with this (`projects/`). */
+        prefix?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The scope's notes */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NotesPage'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  read_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description An ETag: answered 304 if the note is still at it */
+        'If-None-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The note */
+      200: {
+        headers: {
+          /** @description The note's version, quoted */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentView'];
+        };
+      };
+      /** @description Still at the version If-None-Match named */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`code` `note-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  write_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+        /** @description `*`: create the note, refused (409) when it exists */
+        'If-None-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ReplaceRequest'];
+      };
+    };
+    responses: {
+      /** @description What the write did */
+      200: {
+        headers: {
+          /** @description The version after the write */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note exists (`note-exists`) or would collide with another (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Neither If-None-Match: * nor If-Match was sent */
+      428: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  update_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdatesRequest'];
+      };
+    };
+    responses: {
+      /** @description What the batch did */
+      200: {
+        headers: {
+          /** @description The version after the batch */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description An update needs the note, which does not exist (`note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description A create of a note that exists, or a collision; nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  delete_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the delete did */
+      200: {
+        headers: {
+          /** @description The version after the delete */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`note-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  rename_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The path of the note to move, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RenameRequest'];
+      };
+    };
+    responses: {
+      /** @description What the rename did: the report of the new path */
+      200: {
+        headers: {
+          /** @description The version of the note at its new path */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such note (`note-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The new path exists (`note-exists`) or would collide (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revert_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+        /** @description The ETag the document must still be at, or * */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RevertRequest'];
+      };
+    };
+    responses: {
+      /** @description What the revert did */
+      200: {
+        headers: {
+          /** @description The version after the revert */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DocumentReport'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (`code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body did not arrive whole within the server's body timeout; nothing was done */
+      408: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Restoring it would collide with another note (`note-collision`); nothing was written */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note moved on from If-Match; nothing was written */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is over the server's limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not application/json, or names a charset other than UTF-8 */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is not the JSON this operation takes (a missing, unknown or mistyped field); or the write is refused as memory stands (a text to edit not found or found twice, a hard cap: `code` says which); or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revision_user_notes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The revision's number */
+        number: number;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such revision is kept (`code` `revision-not-found`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revisions_user_notes: {
+    parameters: {
+      query?: {
+        /** @description List only revisions numbered below this (the `next_before` of the page before). */
+        before?: number;
+        /** @description Include each revision's change as a unified diff against the revision before it. */
+        diff?: boolean;
+        /** @description The most revisions to list (default 20). */
+        limit?: number;
+        /** @description Include each revision's whole text. */
+        text?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of revisions */
+      200: {
+        headers: {
+          /** @description `<...>; rel="next"` when there are older revisions */
+          Link?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionsPage'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
         headers: {
           [name: string]: unknown;
         };

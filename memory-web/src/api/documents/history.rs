@@ -122,7 +122,10 @@ pub(super) async fn revisions(
         .then(|| revisions.last().map(|item| item.entry.number))
         .flatten();
     let next = next_before.map(|before| {
-        let mut next = format!("/v1/documents/{path}/revisions?limit={limit}&before={before}");
+        let mut next = format!(
+            "{}?limit={limit}&before={before}",
+            super::history_route(&document, "revisions")
+        );
         for (flag, on) in [("text", with_text), ("diff", with_diff)] {
             if on {
                 next.push_str(&format!("&{flag}=true"));

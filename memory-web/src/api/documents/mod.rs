@@ -1,11 +1,13 @@
 //! Documents by their layout path (`MEMORY.md`, `personalities/<id>/MEMORY.md`,
 //! `users/<id>/USER.md`): read, guarded replace, a batch of updates and purge (`text`);
-//! history: revisions, one revision, a diff and revert (`history`).
+//! history: revisions, one revision, a diff and revert (`history`), for the pair and for notes;
+//! the notes beside each (`notes`).
 //!
 //! Each operation has one implementation; the macro here stamps it for the three path
 //! templates, so the OpenAPI document names each with its own path parameters.
 
 mod history;
+mod notes;
 mod text;
 
 use axum::Json;
@@ -13,7 +15,9 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use axum::response::Response;
-use memory_core::{DocumentId, DocumentReport, PersonalityId, RevisionDiff, RevisionEntry, UserId};
+use memory_core::{
+    DocumentId, DocumentReport, NotePath, PersonalityId, RevisionDiff, RevisionEntry, UserId,
+};
 
 use super::DocumentView;
 use super::write_params::{Guarded, Keyed, Replacing};
@@ -26,23 +30,49 @@ use history::{
 };
 use text::{PurgedView, ReplaceRequest, UpdatesRequest, purge, read, replace, update};
 
-/// The document a route's path names, its ids checked.
+/// The document a route's path names, its ids checked: one of the pair, or a note beside one
+/// (a `note` parameter).
 pub(crate) struct LayoutPath(pub DocumentId);
 
 impl<S: Send + Sync> FromRequestParts<S> for LayoutPath {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
-        if let Some(personality) = path_param(parts, "personality").await? {
-            let personality = PersonalityId::new(personality)?;
-            return Ok(LayoutPath(DocumentId::PersonalityMemory { personality }));
+        let pair = if let Some(personality) = path_param(parts, "personality").await? {
+            DocumentId::PersonalityMemory {
+                personality: PersonalityId::new(personality)?,
+            }
+        } else if let Some(user) = path_param(parts, "user").await? {
+            DocumentId::UserProfile {
+                user: UserId::new(user)?,
+            }
+        } else {
+            DocumentId::GlobalMemory
+        };
+        match path_param(parts, "note").await? {
+            Some(note) => Ok(LayoutPath(DocumentId::note(&pair, NotePath::new(note)?))),
+            None => Ok(LayoutPath(pair)),
         }
-        if let Some(user) = path_param(parts, "user").await? {
-            let user = UserId::new(user)?;
-            return Ok(LayoutPath(DocumentId::UserProfile { user }));
-        }
-        Ok(LayoutPath(DocumentId::GlobalMemory))
     }
+}
+
+/// The route of `operation` (`revisions`, `diff`, ...) on `document`'s history:
+/// `/v1/documents/<path>/<operation>` for the pair; for a note, whose path ends its routes,
+/// the operation comes before it: `/v1/documents/<scope>/<operation>/notes/<path>`, each
+/// segment percent-encoded.
+pub(crate) fn history_route(document: &DocumentId, operation: &str) -> String {
+    let Some(path) = document.note_path() else {
+        return format!("/v1/documents/{}/{operation}", document.relative_path());
+    };
+    let pair = document.scope().document().relative_path();
+    let scope = pair.rsplit_once('/').map_or("", |(folder, _)| folder);
+    let note: Vec<String> = path.segments().map(crate::api::query_value).collect();
+    let scope = if scope.is_empty() {
+        String::new()
+    } else {
+        format!("{scope}/")
+    };
+    format!("/v1/documents/{scope}{operation}/notes/{}", note.join("/"))
 }
 
 /// The revision number a route's path names.
@@ -321,4 +351,5 @@ pub(crate) fn routes() -> utoipa_axum::router::OpenApiRouter<App> {
     global_memory::routes()
         .merge(personality_memory::routes())
         .merge(user_profile::routes())
+        .merge(notes::routes())
 }

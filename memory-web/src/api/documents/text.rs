@@ -48,13 +48,13 @@ pub(crate) struct ReplaceRequest {
     /// The new text (stored trimmed and newline-terminated; blank clears the document); refused
     /// when it holds NUL.
     #[schema(pattern = r"^[^\x00]*$")]
-    text: String,
+    pub(super) text: String,
     /// Where the write comes from, as its revision records it (default `api`).
     #[serde(default)]
-    surface: Option<WriteSurface>,
+    pub(super) surface: Option<WriteSurface>,
     /// The caller's session, recorded in the revision.
     #[serde(default)]
-    session: Option<Session>,
+    pub(super) session: Option<Session>,
 }
 
 /// Replace one document's text, guarded by `If-Match` (required: a replace computed from an
@@ -87,18 +87,18 @@ pub(super) async fn replace(
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpdatesRequest {
     /// The updates, in order, each naming this document's store.
-    updates: Vec<MemoryUpdate>,
+    pub(super) updates: Vec<MemoryUpdate>,
     /// Where the write comes from, as its revision records it (default `api`).
     #[serde(default)]
-    surface: Option<WriteSurface>,
+    pub(super) surface: Option<WriteSurface>,
     /// The caller's session, recorded in the revision.
     #[serde(default)]
-    session: Option<Session>,
+    pub(super) session: Option<Session>,
 }
 
 /// Apply a batch of updates (`add`, `replace`, `remove`, `edit`) to one document, in order, as
 /// one atomic step; `If-Match`, when sent, guards it. Updates of notes are refused here: they
-/// go through `/v1/sync`.
+/// go to the note's route or `/v1/sync`.
 pub(super) async fn update(
     app: App,
     caller: &Principal,
@@ -123,7 +123,7 @@ pub(super) async fn update(
         return Err(Problem::invalid_with(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!(
-                "update #{index} names a note, but this route writes {} alone; send notes' updates to /v1/sync; nothing was written",
+                "update #{index} names a note, but this route writes {} alone; send a note's updates to its own route (.../notes/<path>) or /v1/sync; nothing was written",
                 document.relative_path()
             ),
         ));
