@@ -13,6 +13,7 @@ from agent_memory import (
     Add,
     Budgets,
     Caps,
+    ConflictError,
     Edit,
     IfMatch,
     MemoryClient,
@@ -22,6 +23,8 @@ from agent_memory import (
     Remove,
     Replace,
     personality_memory,
+    personality_note,
+    personality_notes,
     user_profile,
 )
 from blocking import make_client
@@ -129,6 +132,50 @@ def test_documents_get_replace_update_purge(memory: MemoryClient) -> None:
     assert purged.bytes == len("Overwritten.\n")
     assert purged.revisions >= 4
     assert memory.documents.get(path).text == ""
+
+
+def test_notes_are_read_and_written_by_layout_path(memory: MemoryClient) -> None:
+    personality = unique("ada")
+    kyoto = personality_note(personality, "trips/kyoto.md")
+    with pytest.raises(NotFoundError):
+        memory.notes.get(kyoto)
+    created = memory.notes.create(kyoto, "# Kyoto\nTemples.", session="s-1")
+    with pytest.raises(ConflictError) as exists:
+        memory.notes.create(kyoto, "again")
+    assert exists.value.code == "note-exists"
+    read = memory.notes.get(kyoto)
+    assert (read.text, read.version, read.path) == (
+        "# Kyoto\nTemples.\n",
+        created.version_after,
+        kyoto,
+    )
+
+    with pytest.raises(PreconditionFailedError):
+        memory.notes.write(kyoto, "stale", if_match="not-the-version")
+    written = memory.notes.write(kyoto, "# Kyoto\nShrines.", if_match=read.version)
+    updated = memory.notes.update(kyoto, [Add("memory", "Maples.")], if_match=written.version_after)
+    listed = memory.notes.list(personality_notes(personality), prefix="trips/")
+    assert listed.folder == personality_notes(personality)
+    assert [(n.path, n.version, n.description) for n in listed.notes] == [
+        ("trips/kyoto.md", updated.version_after, "Kyoto")
+    ]
+
+    moved = memory.notes.rename(kyoto, "trips/nara.md")
+    nara = personality_note(personality, "trips/nara.md")
+    assert memory.notes.get(nara).version == moved.version_after
+    memory.notes.delete(nara)
+    with pytest.raises(NotFoundError):
+        memory.notes.get(nara)
+
+    page = memory.history.list(nara, text=True)
+    assert [r.text or "" for r in page.revisions] == ["", "# Kyoto\nShrines.\n\nMaples.\n"]
+    arrival = page.revisions[1].number
+    assert memory.history.get(nara, arrival).number == arrival
+    assert "-Maples." in memory.history.diff(nara).diff
+    memory.history.revert(nara, arrival)
+    assert memory.notes.get(nara).text == "# Kyoto\nShrines.\n\nMaples.\n"
+    with pytest.raises(ValueError, match="not a note's layout path"):
+        memory.notes.get(personality_memory(personality))
 
 
 def test_global_memory_is_shared_by_global_scope_personalities(memory: MemoryClient) -> None:

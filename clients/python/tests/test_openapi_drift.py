@@ -39,7 +39,9 @@ PARSED: dict[str, type[Any]] = {
     "LinkChange": models.LinkChange,
     "NoteCaps": models.NoteCaps,
     "NoteId": models.NoteId,
+    "NoteItem": models.NoteItem,
     "NoteScope": models.NoteScope,
+    "NotesPage": models.NotesPage,
     "PairDocument": models.PairDocument,
     "PersonalitiesPage": models.PersonalitiesPage,
     "PersonalityView": models.Personality,
@@ -77,6 +79,7 @@ UPDATES: dict[str, type[Any]] = {
 BUILT_INLINE = {
     "LinkRequest",
     "PrefetchRequest",
+    "RenameRequest",
     "ReplaceRequest",
     "RevertRequest",
     "SearchRequest",
@@ -292,6 +295,24 @@ DOCUMENT_PATHS = (
     models.personality_memory("ada"),
     models.user_profile("grace"),
 )
+NOTE_PATHS = (
+    f"{models.GLOBAL_NOTES}/trips/kyoto.md",
+    models.personality_note("ada", "trips/kyoto.md"),
+    models.user_note("grace", "diet.md"),
+)
+NOTE_FOLDERS = (models.GLOBAL_NOTES, models.personality_notes("ada"), models.user_notes("grace"))
+HISTORY = {"list_revisions", "get_revision", "diff", "revert"}
+"""The operations on any document's history, the pair's and notes'."""
+
+
+def _paths(name: str) -> tuple[str, ...]:
+    """The layout paths the operation ``name`` takes: the pair's, notes', or notes folders."""
+    if name == "list_notes":
+        return NOTE_FOLDERS
+    if name.endswith("_note"):
+        return NOTE_PATHS
+    return DOCUMENT_PATHS + NOTE_PATHS if name in HISTORY else DOCUMENT_PATHS
+
 
 SAMPLES: dict[str, Any] = {
     "personality": "ada",
@@ -320,6 +341,8 @@ SAMPLES: dict[str, Any] = {
         models.Rename("memory", "trips/kyoto.md", "trips/osaka.md"),
     ],
     "text": "The whole text.",
+    "prefix": "trips/",
+    "to": "trips/osaka.md",
 }
 """An argument for each parameter name (``text`` a ``str``; ``bool`` ones are given
 ``True``)."""
@@ -346,7 +369,7 @@ def operations() -> Iterator[tuple[str, type[Any], bool, _core.Call[Any]]]:
             continue
         [reads] = typing.get_args(hints["return"])
         parameters = [p for p in inspect.signature(function).parameters if p in hints]
-        paths = DOCUMENT_PATHS if "path" in parameters else DOCUMENT_PATHS[:1]
+        paths = _paths(name) if "path" in parameters else DOCUMENT_PATHS[:1]
         for path in paths:
             for full in (True, False):
                 arguments = [_argument(p, hints[p], path, full) for p in parameters]
@@ -357,6 +380,8 @@ def _operation(document: Mapping[str, Any], call: _core.Call[Any]) -> tuple[str,
     """The path template and operation of ``document`` that ``call`` is, if any."""
     for template, operations in document["paths"].items():
         pattern = re.escape(template).replace(r"\{", "{").replace(r"\}", "}")
+        # A note's path ends its routes and holds `/`.
+        pattern = pattern.replace("{note}", ".+")
         if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", pattern), call.path):
             operation = operations.get(call.method.lower())
             if operation is not None:

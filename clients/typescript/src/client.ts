@@ -27,7 +27,7 @@ import type {
 } from './types.js';
 import { argsObject, optionsObject, type CallOptions } from './core/arguments.js';
 import { write, type WriteOptions, type WriteResult } from './core/writes.js';
-import { Directory, Documents, History, Identities } from './resources/index.js';
+import { Directory, Documents, History, Identities, Notes } from './resources/index.js';
 
 /** Options of a {@link MemoryClient}. */
 export type MemoryClientOptions = TransportOptions;
@@ -95,7 +95,9 @@ export interface SearchArgs {
 export class MemoryClient {
   /** Read, replace, update and purge documents by layout path. */
   readonly documents: Documents;
-  /** A document's revisions: list, read one, diff, revert. */
+  /** Notes beside the pair: list, read, create, write, update, delete, rename. */
+  readonly notes: Notes;
+  /** A document's or a note's revisions: list, read one, diff, revert. */
   readonly history: History;
   /** Platform accounts linked to users. */
   readonly identities: Identities;
@@ -106,6 +108,7 @@ export class MemoryClient {
   constructor(options: MemoryClientOptions) {
     this.transport = new Transport(options);
     this.documents = new Documents(this.transport);
+    this.notes = new Notes(this.transport);
     this.history = new History(this.transport);
     this.identities = new Identities(this.transport);
     this.directory = new Directory(this.transport);

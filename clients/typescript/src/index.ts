@@ -1,8 +1,8 @@
 /**
  * agent-memory: a typed client for the agent-memory service's `/v1` API.
  *
- * - {@link MemoryClient}: the turn cycle (`prefetch`, `sync`), documents, history, search,
- *   identities, the directory and health, with exactly-once writes.
+ * - {@link MemoryClient}: the turn cycle (`prefetch`, `sync`), documents, notes, history,
+ *   search, identities, the directory and health, with exactly-once writes.
  * - One error class per kind of the service's problems ({@link MemoryError} and its subclasses).
  * - `agent-memory/ethos`: Ethos `MemoryProvider`s over the service.
  * - `agent-memory/claude-memory-tool`: a backend for Claude's memory tool (needs `@anthropic-ai/sdk`).
@@ -19,15 +19,22 @@ export {
 } from './client.js';
 export {
   Documents,
+  Notes,
   History,
   Identities,
   Directory,
+  type CreateOptions,
+  type DeleteOptions,
+  type NotesListOptions,
   type ReplaceOptions,
   type RevisionsOptions,
+  type WriteNoteOptions,
 } from './resources/index.js';
 export {
   documentPath,
   globalMemory,
+  note,
+  notePath,
   personalityMemory,
   userProfile,
   type DocumentRef,

@@ -149,7 +149,10 @@ export interface ScopeTotals {
 
 /** One document as the API shows it: its text and what guards a write to it. */
 export interface DocumentView {
-  /** Its path in the layout: `MEMORY.md`, `personalities/<id>/MEMORY.md` or `users/<id>/USER.md`. */
+  /**
+   * Its path in the layout: `MEMORY.md`, `personalities/<id>/MEMORY.md`, `users/<id>/USER.md`,
+   * or a note's (`personalities/<id>/notes/<path>`).
+   */
   path: string;
   store: Store;
   /** Its text; empty when it was never written. */
@@ -159,6 +162,25 @@ export interface DocumentView {
   location: string;
   /** When its text was last written, in ms since the Unix epoch; null when never written. */
   modified?: number | null;
+}
+
+/** One note as a listing shows it: enough to choose which to open. */
+export interface NoteItem {
+  /** Its path within its scope (`projects/kyoto.md`). */
+  path: string;
+  bytes: number;
+  version: Version;
+  /** When its text was last written, in ms since the Unix epoch; null when unknown. */
+  modified?: number | null;
+  /** Its first heading or first line, shortened. */
+  description: string;
+}
+
+/** A scope's notes, by path. */
+export interface NotesPage {
+  /** The scope's folder in the layout: a note's layout path is this, `/`, its path. */
+  folder: string;
+  notes: NoteItem[];
 }
 
 /** One document of a conversation, with the caps the personality writes it under. */
@@ -412,6 +434,11 @@ export type ProblemCode =
   | 'revision-not-found'
   | 'misrouted'
   | 'not-in-layout'
+  | 'invalid-note-path'
+  | 'note-not-found'
+  | 'note-exists'
+  | 'note-collision'
+  | 'notes-cap-exceeded'
   | 'config';
 
 /** An RFC 9457 problem document, as every error response of the API carries. */

@@ -4,11 +4,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
+  ConflictError,
   InvalidInputError,
   MemoryClient,
   NotFoundError,
+  PreconditionFailedError,
   RefusedError,
   globalMemory,
+  note,
+  notePath,
   personalityMemory,
   userProfile,
   type RevisionItem,
@@ -173,6 +177,60 @@ describe('MemoryClient against memory serve (markdown)', () => {
     assert.ok(purged.bytes > 0);
     assert.ok(purged.revisions >= 3);
     assert.equal((await memory.documents.get(ref)).text, '');
+  });
+
+  test('notes: list, get, create, write, update, rename, delete, and their history', async () => {
+    const beside = personalityMemory('babbage');
+    const kyoto = note(beside, 'trips/kyoto.md');
+    assert.equal(notePath(kyoto), '/v1/documents/personalities/babbage/notes/trips/kyoto.md');
+    assert.equal(
+      notePath('users/grace/notes/a b.md', 'revisions'),
+      '/v1/documents/users/grace/revisions/notes/a%20b.md',
+    );
+    await assert.rejects(memory.notes.get(kyoto), NotFoundError);
+    const created = await memory.notes.create(kyoto, '# Kyoto\nTemples.', { session: 's-1' });
+    assert.equal(created.written, true);
+    await assert.rejects(memory.notes.create(kyoto, 'again'), ConflictError);
+    const read = await memory.notes.get('personalities/babbage/notes/trips/kyoto.md');
+    assert.equal(read.text, '# Kyoto\nTemples.\n');
+    assert.equal(read.version, created.version_after);
+
+    await assert.rejects(
+      memory.notes.write(kyoto, 'stale', { ifMatch: 'not-the-version' }),
+      PreconditionFailedError,
+    );
+    const written = await memory.notes.write(kyoto, '# Kyoto\nShrines.', { ifMatch: read.version });
+    const updated = await memory.notes.update(
+      kyoto,
+      [{ action: 'add', store: 'memory', content: 'Maples.' }],
+      { ifMatch: written.version_after },
+    );
+    const listed = await memory.notes.list(beside, { prefix: 'trips/' });
+    assert.equal(listed.folder, 'personalities/babbage/notes');
+    assert.deepEqual(
+      listed.notes.map((item) => [item.path, item.version, item.description]),
+      [['trips/kyoto.md', updated.version_after, 'Kyoto']],
+    );
+
+    const moved = await memory.notes.rename(kyoto, 'trips/nara.md');
+    const nara = note(beside, 'trips/nara.md');
+    assert.equal((await memory.notes.get(nara)).version, moved.version_after);
+    await assert.rejects(memory.notes.get(kyoto), NotFoundError);
+    await memory.notes.delete(nara);
+    await assert.rejects(memory.notes.get(nara), NotFoundError);
+
+    const page = await memory.history.list(nara, { text: true });
+    assert.deepEqual(
+      page.revisions.map((revision) => revision.text ?? ''),
+      ['', '# Kyoto\nShrines.\n\nMaples.\n'],
+    );
+    const arrival = page.revisions[1];
+    assert.ok(arrival !== undefined);
+    assert.equal((await memory.history.get(nara, arrival.number)).number, arrival.number);
+    assert.match((await memory.history.diff(nara)).diff, /-Maples\./);
+    await memory.history.revert(nara, arrival.number);
+    assert.equal((await memory.notes.get(nara)).text, '# Kyoto\nShrines.\n\nMaples.\n');
+    await assert.rejects(memory.documents.get(nara), InvalidInputError);
   });
 
   test('the global MEMORY.md, by id and by path, is what a global-scope personality reads', async () => {

@@ -62,8 +62,10 @@ interface HandWritten {
   MemoryUpdate: Wire.MemoryUpdate;
   NoteCaps: Wire.NoteCaps;
   NoteId: Wire.NoteId;
+  NoteItem: Wire.NoteItem;
   NotePath: Wire.NotePath;
   NoteScope: Wire.NoteScope;
+  NotesPage: Wire.NotesPage;
   PairDocument: Wire.PairDocument;
   PersonalitiesPage: Wire.PersonalitiesPage;
   PersonalityId: Wire.PersonalityId;
@@ -98,6 +100,7 @@ interface HandWritten {
 type BuiltInline =
   | 'IdempotencyKey'
   | 'LinkRequest'
+  | 'RenameRequest'
   | 'ReplaceRequest'
   | 'RevertRequest'
   | 'Session'
@@ -147,8 +150,10 @@ const COMPARED: Record<keyof HandWritten | BuiltInline, true> = {
   MemoryUpdate: true,
   NoteCaps: true,
   NoteId: true,
+  NoteItem: true,
   NotePath: true,
   NoteScope: true,
+  NotesPage: true,
   PairDocument: true,
   PersonalitiesPage: true,
   PersonalityId: true,
@@ -176,6 +181,7 @@ const COMPARED: Record<keyof HandWritten | BuiltInline, true> = {
   WriteSurface: true,
   IdempotencyKey: true,
   LinkRequest: true,
+  RenameRequest: true,
   ReplaceRequest: true,
   RevertRequest: true,
   Session: true,

@@ -28,6 +28,7 @@ from .models import (
     IfMatch,
     LinkChange,
     MemoryUpdate,
+    NotesPage,
     PersonalitiesPage,
     Personality,
     Prefetch,
@@ -49,6 +50,7 @@ __all__ = [
     "History",
     "Identities",
     "MemoryClient",
+    "Notes",
 ]
 
 T = TypeVar("T")
@@ -97,8 +99,10 @@ class MemoryClient:
         self._http = http_client or httpx.Client(timeout=_core.make_timeout(timeout))
         self.documents = Documents(self)
         """Documents by layout path: get, replace, update, purge."""
+        self.notes = Notes(self)
+        """Notes by layout path: list, get, create, write, update, delete, rename."""
         self.history = History(self)
-        """Revisions of a document: list, get, diff, revert."""
+        """Revisions of a document or a note: list, get, diff, revert."""
         self.identities = Identities(self)
         """Platform accounts linked to users."""
         self.directory = Directory(self)
@@ -245,8 +249,96 @@ class Documents:
         return self._client._send(_core.purge_document(path, idempotency_key))
 
 
+class Notes:
+    """Notes by layout path (``personalities/<id>/notes/<path>``, ``users/<id>/notes/<path>``,
+    ``notes/<path>``; see :func:`~agent_memory.personality_note` and
+    :func:`~agent_memory.user_note`): markdown documents beside the pair, with the same
+    versions, receipts and history. Their history is :attr:`MemoryClient.history`'s."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        self._client = client
+
+    def list(self, folder: str, *, prefix: str | None = None) -> NotesPage:
+        """The notes of a scope's folder (``personalities/<id>/notes``, see
+        :func:`~agent_memory.personality_notes`), by path; only those whose path starts with
+        ``prefix`` when given."""
+        return self._client._send(_core.list_notes(folder, prefix))
+
+    def get(self, path: str) -> Document:
+        """The note's text and version; :class:`~agent_memory.NotFoundError` when it does not
+        exist."""
+        return self._client._send(_core.get_note(path))
+
+    def create(
+        self,
+        path: str,
+        text: str,
+        *,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Creates the note; :class:`~agent_memory.ConflictError` (``note-exists``) when it
+        exists."""
+        return self._client._send(_core.create_note(path, text, session, surface, idempotency_key))
+
+    def write(
+        self,
+        path: str,
+        text: str,
+        *,
+        if_match: str,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Replaces the note's whole text, if it is still at ``if_match`` (``"*"`` writes
+        whatever is there, creating the note if need be); blank text deletes it."""
+        return self._client._send(
+            _core.write_note(path, text, if_match, session, surface, idempotency_key)
+        )
+
+    def update(
+        self,
+        path: str,
+        updates: Sequence[UpdateLike],
+        *,
+        if_match: str | None = None,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Applies a batch of updates to this one note (each naming its scope's store), all
+        or nothing, guarded by ``if_match`` when given."""
+        return self._client._send(
+            _core.update_note(path, updates, if_match, session, surface, idempotency_key)
+        )
+
+    def delete(
+        self, path: str, *, if_match: str | None = None, idempotency_key: str | None = None
+    ) -> DocumentReport:
+        """Deletes the note: a revision, so :meth:`History.revert` restores it."""
+        return self._client._send(_core.delete_note(path, if_match, idempotency_key))
+
+    def rename(
+        self,
+        path: str,
+        to: str,
+        *,
+        if_match: str | None = None,
+        session: str | None = None,
+        surface: WriteSurface | None = None,
+        idempotency_key: str | None = None,
+    ) -> DocumentReport:
+        """Moves the note to ``to`` (a path within the same scope, which must not exist),
+        atomically; the report is the new path's."""
+        return self._client._send(
+            _core.rename_note(path, to, if_match, session, surface, idempotency_key)
+        )
+
+
 class History:
-    """A document's revisions: every write is one."""
+    """A document's or a note's revisions: every write is one."""
 
     def __init__(self, client: MemoryClient) -> None:
         self._client = client

@@ -44,6 +44,7 @@ from .models import (
     IfMatch,
     LinkChange,
     MemoryUpdate,
+    NotesPage,
     PersonalitiesPage,
     Prefetch,
     Purged,
@@ -87,6 +88,9 @@ IDEMPOTENT_REPLAYED = "Idempotent-Replayed"
 
 _DOCUMENT_PATH = re.compile(
     r"\A(?:MEMORY\.md|personalities/[A-Za-z0-9_-]{1,64}/MEMORY\.md|users/[A-Za-z0-9_-]{1,64}/USER\.md)\Z"
+)
+_NOTES_FOLDER = re.compile(
+    r"\A(?P<scope>(?:personalities/[A-Za-z0-9_-]{1,64}/|users/[A-Za-z0-9_-]{1,64}/)?)notes"
 )
 
 
@@ -349,6 +353,38 @@ def document_route(path: str) -> str:
     return f"/v1/documents/{path}"
 
 
+def _notes_folder(path: str, *, note: bool) -> tuple[str, str]:
+    """The scope part of a notes folder's or a note's layout path (``""``,
+    ``personalities/<id>/`` or ``users/<id>/``) and, for a note, its path within the scope,
+    each segment percent-encoded (the server checks the note's path rule)."""
+    found = _NOTES_FOLDER.match(path) if isinstance(path, str) else None
+    rest = path[found.end() :] if found else ""
+    if found is None or (rest[1:] == "" if note else rest != "") or (note and rest[0] != "/"):
+        what = "a note's" if note else "a notes folder's"
+        example = "personalities/<id>/notes/<path>" if note else "personalities/<id>/notes"
+        raise ValueError(
+            f"not {what} layout path: {path!r}; for example {example!r} (or under "
+            "'users/<id>/' or at the top); agent_memory.personality_note() and user_note() "
+            "build them"
+        )
+    return found["scope"], "/".join(_segment(part) for part in rest[1:].split("/"))
+
+
+def _note_route(path: str, operation: str | None = None) -> str:
+    """A note's route, or the route of ``operation`` on it: a note's path ends its routes, so
+    the operation comes before it (``.../rename/notes/<path>``)."""
+    scope, note = _notes_folder(path, note=True)
+    return f"/v1/documents/{scope}{'' if operation is None else operation + '/'}notes/{note}"
+
+
+def history_route(path: str, operation: str) -> str:
+    """The route of ``operation`` (``revisions``, ``diff``, ...) on the history of a document
+    or a note named by its layout path."""
+    if isinstance(path, str) and _DOCUMENT_PATH.match(path):
+        return f"{document_route(path)}/{operation}"
+    return _note_route(path, operation)
+
+
 def write_key(idempotency_key: str | None) -> str:
     """The key for one logical write: the caller's, else a fresh UUID."""
     return str(uuid.uuid4()) if idempotency_key is None else idempotency_key
@@ -457,6 +493,100 @@ def purge_document(path: str, idempotency_key: str | None) -> Call[Purged]:
     )
 
 
+def list_notes(path: str, prefix: str | None) -> Call[NotesPage]:
+    scope, _ = _notes_folder(path, note=False)
+    return Call(
+        "GET", f"/v1/documents/{scope}notes", _reads(NotesPage), params=_params(prefix=prefix)
+    )
+
+
+def get_note(path: str) -> Call[Document]:
+    return Call("GET", _note_route(path), _reads(Document))
+
+
+def create_note(
+    path: str,
+    text: str,
+    session: str | None,
+    surface: WriteSurface | None,
+    idempotency_key: str | None,
+) -> Call[DocumentReport]:
+    return Call(
+        "PUT",
+        _note_route(path),
+        _document_report,
+        body={"text": text, **_write_fields(session, surface)},
+        headers={"If-None-Match": "*"},
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
+def write_note(
+    path: str,
+    text: str,
+    if_match: str,
+    session: str | None,
+    surface: WriteSurface | None,
+    idempotency_key: str | None,
+) -> Call[DocumentReport]:
+    return Call(
+        "PUT",
+        _note_route(path),
+        _document_report,
+        body={"text": text, **_write_fields(session, surface)},
+        headers={"If-Match": entity_tag(if_match)},
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
+def update_note(
+    path: str,
+    updates: Sequence[MemoryUpdate | Mapping[str, Any]],
+    if_match: str | None,
+    session: str | None,
+    surface: WriteSurface | None,
+    idempotency_key: str | None,
+) -> Call[DocumentReport]:
+    return Call(
+        "POST",
+        _note_route(path),
+        _document_report,
+        body={"updates": updates_to_json(updates), **_write_fields(session, surface)},
+        headers={} if if_match is None else {"If-Match": entity_tag(if_match)},
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
+def delete_note(
+    path: str, if_match: str | None, idempotency_key: str | None
+) -> Call[DocumentReport]:
+    return Call(
+        "DELETE",
+        _note_route(path),
+        _document_report,
+        headers={} if if_match is None else {"If-Match": entity_tag(if_match)},
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
+def rename_note(
+    path: str,
+    to: str,
+    if_match: str | None,
+    session: str | None,
+    surface: WriteSurface | None,
+    idempotency_key: str | None,
+) -> Call[DocumentReport]:
+    return Call(
+        "POST",
+        _note_route(path, "rename"),
+        _document_report,
+        body={"to": to, **_write_fields(session, surface)},
+        headers={} if if_match is None else {"If-Match": entity_tag(if_match)},
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
 def search(personality: str, query: str, limit: int | None) -> Call[SearchResult]:
     body: dict[str, Any] = {"personality": personality, "query": query}
     if limit is not None:
@@ -469,7 +599,7 @@ def list_revisions(
 ) -> Call[RevisionsPage]:
     return Call(
         "GET",
-        document_route(path) + "/revisions",
+        history_route(path, "revisions"),
         _reads(RevisionsPage),
         params=_params(
             limit=limit, before=before, text=True if text else None, diff=True if diff else None
@@ -480,7 +610,7 @@ def list_revisions(
 def get_revision(path: str, number: int) -> Call[Revision]:
     return Call(
         "GET",
-        f"{document_route(path)}/revisions/{int(number)}",
+        history_route(path, f"revisions/{int(number)}"),
         _reads(Revision),
     )
 
@@ -488,7 +618,7 @@ def get_revision(path: str, number: int) -> Call[Revision]:
 def diff(path: str, from_revision: int | None, to_revision: int | None) -> Call[RevisionDiff]:
     return Call(
         "GET",
-        document_route(path) + "/diff",
+        history_route(path, "diff"),
         _reads(RevisionDiff),
         params=_params(from_=from_revision, to=to_revision),
     )
@@ -504,7 +634,7 @@ def revert(
 ) -> Call[DocumentReport]:
     return Call(
         "POST",
-        document_route(path) + "/revert",
+        history_route(path, "revert"),
         _document_report,
         body={"number": number, **_write_fields(session, surface)},
         headers={} if if_match is None else {"If-Match": entity_tag(if_match)},

@@ -15,11 +15,13 @@ from ._client_async import AsyncDocuments as AsyncDocuments
 from ._client_async import AsyncHistory as AsyncHistory
 from ._client_async import AsyncIdentities as AsyncIdentities
 from ._client_async import AsyncMemoryClient
+from ._client_async import AsyncNotes as AsyncNotes
 from ._client_sync import Directory as Directory
 from ._client_sync import Documents as Documents
 from ._client_sync import History as History
 from ._client_sync import Identities as Identities
 from ._client_sync import MemoryClient
+from ._client_sync import Notes as Notes
 
 __all__ = ["AsyncMemoryClient", "MemoryClient"]
 

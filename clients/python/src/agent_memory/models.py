@@ -19,6 +19,7 @@ from typing import Any, Literal, Self, TypeAlias, TypeVar
 
 __all__ = [
     "GLOBAL_MEMORY",
+    "GLOBAL_NOTES",
     "Add",
     "Budgets",
     "Caps",
@@ -36,7 +37,9 @@ __all__ = [
     "MemoryUpdate",
     "NoteCaps",
     "NoteId",
+    "NoteItem",
     "NoteScope",
+    "NotesPage",
     "PairDocument",
     "PersonalitiesPage",
     "Personality",
@@ -58,7 +61,11 @@ __all__ = [
     "UsersPage",
     "WriteSurface",
     "personality_memory",
+    "personality_note",
+    "personality_notes",
     "update_from_json",
+    "user_note",
+    "user_notes",
     "user_profile",
 ]
 
@@ -80,6 +87,32 @@ def personality_memory(personality: str) -> str:
 def user_profile(user: str) -> str:
     """The layout path of a user's USER.md: ``users/<id>/USER.md``."""
     return f"users/{user}/USER.md"
+
+
+GLOBAL_NOTES = "notes"
+"""The layout folder of the notes beside the global MEMORY.md."""
+
+
+def personality_notes(personality: str) -> str:
+    """The layout folder of the notes beside a personality's MEMORY.md:
+    ``personalities/<id>/notes``."""
+    return f"personalities/{personality}/notes"
+
+
+def user_notes(user: str) -> str:
+    """The layout folder of the notes beside a user's USER.md: ``users/<id>/notes``."""
+    return f"users/{user}/notes"
+
+
+def personality_note(personality: str, path: str) -> str:
+    """The layout path of a note beside a personality's MEMORY.md:
+    ``personalities/<id>/notes/<path>``."""
+    return f"{personality_notes(personality)}/{path}"
+
+
+def user_note(user: str, path: str) -> str:
+    """The layout path of a note beside a user's USER.md: ``users/<id>/notes/<path>``."""
+    return f"{user_notes(user)}/{path}"
 
 
 class _Wire:
@@ -456,7 +489,8 @@ class Document(_Wire):
     """One document: its text and the version that guards a write to it."""
 
     path: str
-    """Its layout path: ``MEMORY.md``, ``personalities/<id>/MEMORY.md``, ``users/<id>/USER.md``."""
+    """Its layout path: ``MEMORY.md``, ``personalities/<id>/MEMORY.md``, ``users/<id>/USER.md``,
+    or a note's (``personalities/<id>/notes/<path>``)."""
     store: Store
     text: str
     """Its text; empty when never written."""
@@ -633,6 +667,30 @@ class SyncReport(_Wire):
     def get(self, store: Store) -> DocumentReport | None:
         """The report of the ``store`` document, when the call touched it."""
         return next((report for report in self.documents if report.store == store), None)
+
+
+@dataclass(frozen=True)
+class NoteItem(_Wire):
+    """One note as a listing shows it: enough to choose which to open."""
+
+    path: str
+    """Its path within its scope (``projects/kyoto.md``)."""
+    bytes: int
+    version: str
+    """Its version: reading it gives this one or a newer one."""
+    modified: int | None
+    """When last written, in milliseconds since the Unix epoch; ``None`` when unknown."""
+    description: str
+    """Its first heading or first line, shortened."""
+
+
+@dataclass(frozen=True)
+class NotesPage(_Wire):
+    """A scope's notes, by path."""
+
+    folder: str
+    """The scope's folder in the layout: a note's layout path is this, ``/``, its path."""
+    notes: tuple[NoteItem, ...]
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 /**
- * {@link History}: a document's revisions (list, read one, diff, revert).
+ * {@link History}: a document's or a note's revisions (list, read one, diff, revert).
  *
  * @module
  */
@@ -14,7 +14,7 @@ import type {
   RevisionsPage,
 } from '../types.js';
 import { optionsObject, type CallOptions } from '../core/arguments.js';
-import { documentPath, type DocumentRef } from '../core/paths.js';
+import { historyPath, type DocumentRef } from '../core/paths.js';
 import {
   ifMatchHeaders,
   sessionFields,
@@ -44,7 +44,7 @@ export class History {
     const options = optionsObject(maybeOptions, 'history.list');
     const response = await this.transport.request<RevisionsPage>({
       method: 'GET',
-      path: `${documentPath(ref)}/revisions`,
+      path: historyPath(ref, 'revisions'),
       query: {
         limit: options.limit,
         before: options.before,
@@ -81,7 +81,7 @@ export class History {
     checkRevision(revision, 'history.get');
     const response = await this.transport.request<RevisionEntry>({
       method: 'GET',
-      path: `${documentPath(ref)}/revisions/${encodeURIComponent(String(revision))}`,
+      path: historyPath(ref, `revisions/${encodeURIComponent(String(revision))}`),
       signal: options.signal,
     });
     return response.body;
@@ -99,7 +99,7 @@ export class History {
     const options = optionsObject(maybeOptions, 'history.diff');
     const response = await this.transport.request<RevisionDiff>({
       method: 'GET',
-      path: `${documentPath(ref)}/diff`,
+      path: historyPath(ref, 'diff'),
       query: { from: range.from, to: range.to },
       signal: options.signal,
     });
@@ -116,7 +116,7 @@ export class History {
     checkRevision(revision, 'history.revert');
     return write<DocumentReport>(this.transport, {
       method: 'POST',
-      path: `${documentPath(ref)}/revert`,
+      path: historyPath(ref, 'revert'),
       headers: ifMatchHeaders(options.ifMatch, 'history.revert'),
       body: { number: revision, ...sessionFields(options) },
       idempotencyKey: options.idempotencyKey,

@@ -1,5 +1,5 @@
 /**
- * The resources a {@link MemoryClient} composes, one a file: `documents`, `history`,
+ * The resources a {@link MemoryClient} composes, one a file: `documents`, `notes`, `history`,
  * `identities` and `directory`.
  *
  * @module
@@ -7,5 +7,12 @@
 
 export { Documents, type ReplaceOptions } from './documents.js';
 export { History, type RevisionsOptions } from './history.js';
+export {
+  Notes,
+  type CreateOptions,
+  type DeleteOptions,
+  type NotesListOptions,
+  type WriteNoteOptions,
+} from './notes.js';
 export { Identities } from './identities.js';
 export { Directory } from './directory.js';
