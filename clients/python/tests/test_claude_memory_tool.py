@@ -38,13 +38,16 @@ from agent_memory import (
     ConnectionFailedError,
     Edit,
     ForbiddenError,
+    IfMatch,
     MemoryClient,
     RefusedError,
     UnauthorizedError,
     personality_memory,
+    personality_note,
+    personality_notes,
     user_profile,
 )
-from agent_memory._memory_tool import _Write
+from agent_memory._memory_tool import _File, _Write
 from agent_memory.claude_memory_tool import (
     AgentMemoryTool,
     AsyncAgentMemoryTool,
@@ -148,17 +151,25 @@ def test_the_tool_definition_is_the_sdks_memory_tool(driver: Driver) -> None:
     assert driver.tool.name == "memory"
 
 
-def test_view_lists_the_two_files_with_their_sizes(driver: Driver, memory: MemoryClient) -> None:
+def test_view_lists_files_and_folders_with_their_sizes(
+    driver: Driver, memory: MemoryClient
+) -> None:
     memory.sync(
         driver.personality, driver.user, [{"action": "add", "store": "user", "content": "Grace."}]
     )
+    memory.notes.create(personality_note(driver.personality, "trips/kyoto.md"), "Temples.")
     listing = driver.execute(BetaMemoryTool20250818ViewCommand(command="view", path="/memories"))
+    # MEMORY.md is empty, so it is not there; a folder's size is the sum of its files'.
     assert listing == (
         "Here're the files and directories up to 2 levels deep in /memories, excluding hidden "
-        "items:\n7B\t/memories\n0B\t/memories/MEMORY.md\n7B\t/memories/USER.md"
+        "items:\n16B\t/memories\n7B\t/memories/USER.md\n9B\t/memories/trips/\n"
+        "9B\t/memories/trips/kyoto.md"
     )
-    for same in ["/memories/", "/memories/.", "/memories//", "/memories/notes/.."]:
-        assert driver.call({"command": "view", "path": same}) == listing
+    # Each path as given, as the SDK's reference backend shows it.
+    for same in ["/memories/", "/memories/.", "/memories/trips/.."]:
+        assert driver.call({"command": "view", "path": same}) == listing.replace("/memories", same)
+    folder = driver.call({"command": "view", "path": "/memories/trips"})
+    assert folder.endswith("9B\t/memories/trips\n9B\t/memories/trips/kyoto.md")
 
 
 def test_view_shows_numbered_lines_and_honours_view_range(
@@ -198,9 +209,9 @@ def test_view_shows_numbered_lines_and_honours_view_range(
     for bad in (["one", "two"], "1-2"):
         assert "a list of two integers" in tool_error(partial(view, bad))
 
-    # An empty file shows one empty line, as the SDK's backend shows it.
-    empty = driver.call({"command": "view", "path": "/memories/USER.md"})
-    assert empty == "Here's the content of /memories/USER.md with line numbers:\n     1\t"
+    # A file exists while it holds text: the empty USER.md is not there.
+    empty = tool_error(lambda: driver.call({"command": "view", "path": "/memories/USER.md"}))
+    assert empty == "The path /memories/USER.md does not exist. Please provide a valid path."
 
 
 def test_create_writes_the_whole_file_as_a_tool_revision(
@@ -215,9 +226,22 @@ def test_create_writes_the_whole_file_as_a_tool_revision(
     path = user_profile(driver.user)
     assert memory.documents.get(path).text == "Name: Grace.\nLikes tea.\n"
 
-    again = driver.call({"command": "create", "path": "/memories/USER.md", "file_text": "Name: G."})
-    assert "overwritten" in again and "history" in again
-    assert memory.documents.get(path).text == "Name: G.\n"
+    again = tool_error(
+        lambda: driver.call(
+            {"command": "create", "path": "/memories/USER.md", "file_text": "Name: G."}
+        )
+    )
+    assert again == "File /memories/USER.md already exists"
+    assert memory.documents.get(path).text == "Name: Grace.\nLikes tea.\n"
+    # Any other path is a note beside the personality's MEMORY.md.
+    note = driver.call(
+        {"command": "create", "path": "/memories/topics/tea.md", "file_text": "# Tea\nGreen."}
+    )
+    assert note == "File created successfully at: /memories/topics/tea.md"
+    tea = memory.notes.get(personality_note(driver.personality, "topics/tea.md"))
+    assert tea.text == "# Tea\nGreen.\n"
+    noted = memory.history.list(tea.path).revisions[0]
+    assert noted.surface == "tool" and noted.session == "conv-1"
 
     newest = memory.history.list(path).revisions[0]
     assert newest.surface == "tool" and newest.session == "conv-1"
@@ -329,9 +353,7 @@ def test_insert_puts_text_after_a_line(driver: Driver, memory: MemoryClient) -> 
     assert "[0, 5]" in negative
 
 
-def test_delete_clears_a_file_revertibly_and_never_purges(
-    driver: Driver, memory: MemoryClient
-) -> None:
+def test_delete_is_a_revision_that_revert_undoes(driver: Driver, memory: MemoryClient) -> None:
     memory.sync(
         driver.personality,
         driver.user,
@@ -340,7 +362,7 @@ def test_delete_clears_a_file_revertibly_and_never_purges(
     deleted = driver.execute(
         BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories/MEMORY.md")
     )
-    assert "Cleared /memories/MEMORY.md" in deleted and "history" in deleted
+    assert deleted == "Successfully deleted /memories/MEMORY.md"
     path = personality_memory(driver.personality)
     assert memory.documents.get(path).text == ""
     revisions = memory.history.list(path).revisions
@@ -348,51 +370,79 @@ def test_delete_clears_a_file_revertibly_and_never_purges(
     memory.history.revert(path, 1)
     assert memory.documents.get(path).text == "Keep me.\n"
 
+    # A note, and a folder's notes in one call: each a revision, restorable.
+    for name in ("trips/kyoto.md", "trips/japan/nara.md"):
+        driver.call({"command": "create", "path": f"/memories/{name}", "file_text": name})
+    assert driver.call({"command": "delete", "path": "/memories/trips"}) == (
+        "Successfully deleted /memories/trips"
+    )
+    assert memory.notes.list(personality_notes(driver.personality)).notes == ()
+    kyoto = personality_note(driver.personality, "trips/kyoto.md")
+    memory.history.revert(kyoto, 1)
+    assert memory.notes.get(kyoto).text == "trips/kyoto.md\n"
+
     directory = tool_error(lambda: driver.call({"command": "delete", "path": "/memories"}))
-    assert "Cannot delete the /memories directory itself" in directory
+    assert directory == "Cannot delete the /memories directory itself"
+    missing = tool_error(lambda: driver.call({"command": "delete", "path": "/memories/gone.md"}))
+    assert missing == "The path /memories/gone.md does not exist"
 
 
-def test_rename_is_refused_with_where_to_write(driver: Driver) -> None:
-    refused = tool_error(
-        lambda: driver.execute(
-            BetaMemoryTool20250818RenameCommand(
-                command="rename", old_path="/memories/MEMORY.md", new_path="/memories/notes.md"
-            )
+def test_rename_moves_files_and_folders(driver: Driver, memory: MemoryClient) -> None:
+    memory.sync(
+        driver.personality, driver.user, [{"action": "add", "store": "memory", "content": "Mine."}]
+    )
+    # Out of the pair: the note gets the text, MEMORY.md is emptied, in one call.
+    moved = driver.execute(
+        BetaMemoryTool20250818RenameCommand(
+            command="rename", old_path="/memories/MEMORY.md", new_path="/memories/old/memory.md"
         )
     )
-    assert "fixed names" in refused and "/memories/USER.md" in refused
-
-
-def test_other_paths_are_refused_with_where_to_write_instead(driver: Driver) -> None:
-    where = (
-        f"Only /memories/MEMORY.md (notes for every conversation with {driver.personality}) and "
-        f"/memories/USER.md (what you know about {driver.user}) exist; put this in one of them."
+    assert moved == "Successfully renamed /memories/MEMORY.md to /memories/old/memory.md"
+    assert memory.documents.get(personality_memory(driver.personality)).text == ""
+    note = personality_note(driver.personality, "old/memory.md")
+    assert memory.notes.get(note).text == "Mine.\n"
+    # A folder: each note moves, its history with it.
+    driver.call({"command": "rename", "old_path": "/memories/old", "new_path": "/memories/new"})
+    renamed = personality_note(driver.personality, "new/memory.md")
+    assert memory.notes.get(renamed).text == "Mine.\n"
+    assert [r.number for r in memory.history.list(renamed).revisions] == [1]
+    taken = tool_error(
+        lambda: driver.call(
+            {"command": "rename", "old_path": "/memories/new", "new_path": "/memories/new"}
+        )
     )
+    assert taken == "The destination /memories/new already exists"
+    root = tool_error(
+        lambda: driver.call(
+            {"command": "rename", "old_path": "/memories", "new_path": "/memories/x"}
+        )
+    )
+    assert root == "Cannot rename the /memories directory itself"
+
+
+def test_paths_are_checked_in_the_reference_backends_words(driver: Driver) -> None:
     attempts: list[dict[str, object]] = [
-        {"command": "create", "path": "/memories/notes/x.md", "file_text": "x"},
         {"command": "view", "path": "/memories/foo"},
         {"command": "str_replace", "path": "/memories/a.md", "old_str": "a", "new_str": "b"},
-        {
-            "command": "insert",
-            "path": "/memories/MEMORY.md/x",
-            "insert_line": 0,
-            "insert_text": "x",
-        },
-        {"command": "delete", "path": "/memories/USER.md.bak"},
+        {"command": "insert", "path": "/memories/x.md", "insert_line": 0, "insert_text": "x"},
     ]
     for attempt in attempts:
         message = tool_error(partial(driver.call, attempt))
-        assert message == f"The path {attempt['path']} does not exist. {where}"
-    # In the SDK reference backend's words.
+        assert message == f"The path {attempt['path']} does not exist. Please provide a valid path."
     for escaping in ["/memories/../etc/passwd", "/memories/x/../../MEMORY.md"]:
         message = tool_error(partial(driver.call, {"command": "view", "path": escaping}))
-        assert message == f"Path {escaping} would escape /memories directory. {where}"
+        assert message == f"Path {escaping} would escape /memories directory"
     for outside in ["/etc/passwd", "memories/MEMORY.md", "/memoriesX", "//memories/USER.md"]:
         message = tool_error(partial(driver.call, {"command": "view", "path": outside}))
-        assert message == f"Path must start with /memories, got: {outside}. {where}"
+        assert message == f"Path must start with /memories, got: {outside}"
+    # A path the notes' rule refuses is named, with the rule.
+    hidden = tool_error(
+        lambda: driver.call({"command": "create", "path": "/memories/.secret", "file_text": "x"})
+    )
+    assert hidden.startswith("/memories/.secret could not be written: ")
+    assert "invalid note path" in hidden
     # Normalised: a trailing slash, `.` and `..` that stay inside.
-    for same in ["/memories/", "/memories/./", "/memories/x/.."]:
-        assert "up to 2 levels deep" in driver.call({"command": "view", "path": same})
+    driver.call({"command": "create", "path": "/memories/USER.md", "file_text": "Grace."})
     assert "with line numbers" in driver.call(
         {"command": "view", "path": "/memories/notes/../USER.md"}
     )
@@ -427,15 +477,23 @@ def test_bad_input_is_a_tool_error_never_a_crash(driver: Driver) -> None:
 def test_a_write_after_someone_else_wrote_asks_to_view_again(
     driver: Driver, memory: MemoryClient
 ) -> None:
+    memory.sync(
+        driver.personality, driver.user, [{"action": "add", "store": "memory", "content": "First."}]
+    )
     driver.call({"command": "view", "path": "/memories/MEMORY.md"})
     memory.sync(
         driver.personality,
         driver.user,
-        [{"action": "add", "store": "memory", "content": "Theirs."}],
+        [{"action": "replace", "store": "memory", "content": "Theirs."}],
     )
     changed = tool_error(
         lambda: driver.call(
-            {"command": "create", "path": "/memories/MEMORY.md", "file_text": "Mine."}
+            {
+                "command": "str_replace",
+                "path": "/memories/MEMORY.md",
+                "old_str": "First.",
+                "new_str": "Mine.",
+            }
         )
     )
     assert changed.startswith("/memories/MEMORY.md changed since you last viewed it")
@@ -495,6 +553,7 @@ def test_a_tool_use_runs_once_whatever_happens_to_its_reply(
 ) -> None:
     personality, user = unique("ada"), unique("grace")
     path = personality_memory(personality)
+    memory.sync(personality, user, [Add("memory", "Start.")])
     block = use(
         {
             "command": "insert",
@@ -527,9 +586,9 @@ def test_a_tool_use_runs_once_whatever_happens_to_its_reply(
         finally:
             lossy.close()
 
-    assert memory.documents.get(path).text == "Once.\n"
+    assert memory.documents.get(path).text == "Once.\nStart.\n"
     revision = memory.history.list(path).revisions[0]
-    assert revision.number == 1
+    assert revision.number == 2
     assert revision.idempotency_key == idempotency_key_for_tool_use(block.id)
 
     # Another backend (a restarted agent) running the block again is told it already ran.
@@ -539,7 +598,7 @@ def test_a_tool_use_runs_once_whatever_happens_to_its_reply(
         assert rerun == result
     finally:
         fresh.close()
-    assert memory.documents.get(path).text == "Once.\n"
+    assert memory.documents.get(path).text == "Once.\nStart.\n"
 
 
 def test_a_tool_use_run_again_elsewhere_after_the_file_changed_is_already_carried_out(
@@ -609,7 +668,9 @@ def test_the_servers_no_match_comes_in_the_tools_words(flavour: str, server: Ser
     assert no_match.code == "no-match"
     backend = Driver(flavour, server.url, personality, user)
     try:
-        step = _Write("memory", Edit("memory", "coffee", "water"), "some-version")
+        step = _Write(
+            _File("MEMORY.md"), (Edit("memory", "coffee", "water"),), IfMatch(memory="some-version")
+        )
         mapped = backend.tool._commands.failure(no_match, step)
     finally:
         backend.close()
@@ -647,26 +708,28 @@ def _script() -> ScriptedModel:
     )
 
 
-def _check_runner_results(model: ScriptedModel, memory: MemoryClient, user: str) -> None:
+def _check_runner_results(
+    model: ScriptedModel, memory: MemoryClient, personality: str, user: str
+) -> None:
     assert model.requests[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
     results = {result["tool_use_id"]: result for result in model.tool_results()}
     assert set(results) == {"toolu_1", "toolu_2", "toolu_3"}
-    assert "/memories/USER.md" in str(results["toolu_1"]["content"])
+    assert "up to 2 levels deep in /memories" in str(results["toolu_1"]["content"])
     assert not results["toolu_1"].get("is_error")
     assert "File created successfully at: /memories/USER.md" in str(results["toolu_2"]["content"])
-    assert results["toolu_3"].get("is_error") is True
-    assert "put this in one of them" in str(results["toolu_3"]["content"])
+    assert "File created successfully at: /memories/notes.md" in str(results["toolu_3"]["content"])
     assert memory.documents.get(user_profile(user)).text == "Name: Grace.\n"
+    assert memory.notes.get(personality_note(personality, "notes.md")).text == "x\n"
 
 
 def test_the_sdks_tool_runner_runs_the_backend(server: Server, memory: MemoryClient) -> None:
     model = _script()
-    user = unique("grace")
+    personality, user = unique("ada"), unique("grace")
     anthropic_client = anthropic.Anthropic(
         api_key="test-key", http_client=httpx2.Client(transport=httpx2.MockTransport(model))
     )
     with MemoryClient(server.url) as client:
-        tool = AgentMemoryTool(client, unique("ada"), user)
+        tool = AgentMemoryTool(client, personality, user)
         final = anthropic_client.beta.messages.tool_runner(
             model="claude-sonnet-5-5",
             max_tokens=1024,
@@ -674,14 +737,14 @@ def test_the_sdks_tool_runner_runs_the_backend(server: Server, memory: MemoryCli
             tools=[tool],
         ).until_done()
     assert final.content[0].type == "text"
-    _check_runner_results(model, memory, user)
+    _check_runner_results(model, memory, personality, user)
 
 
 def test_the_sdks_async_tool_runner_runs_the_async_backend(
     server: Server, memory: MemoryClient
 ) -> None:
     model = _script()
-    user = unique("grace")
+    personality, user = unique("ada"), unique("grace")
 
     async def converse() -> None:
         async def respond(request: httpx2.Request) -> httpx2.Response:
@@ -692,7 +755,7 @@ def test_the_sdks_async_tool_runner_runs_the_async_backend(
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(respond)),
         )
         async with AsyncMemoryClient(server.url) as client:
-            tool = AsyncAgentMemoryTool(client, unique("ada"), user)
+            tool = AsyncAgentMemoryTool(client, personality, user)
             final = await anthropic_client.beta.messages.tool_runner(
                 model="claude-sonnet-5-5",
                 max_tokens=1024,
@@ -702,7 +765,7 @@ def test_the_sdks_async_tool_runner_runs_the_async_backend(
         assert final.content[0].type == "text"
 
     asyncio.run(converse())
-    _check_runner_results(model, memory, user)
+    _check_runner_results(model, memory, personality, user)
 
 
 def test_a_str_replace_run_again_is_already_carried_out(
@@ -769,7 +832,7 @@ def test_deployment_failures_are_raised_to_the_developer(
     flavour: str, keyed_server: KeyedServer
 ) -> None:
     personality, user = unique("ada"), unique("grace")
-    view: dict[str, object] = {"command": "view", "path": "/memories/MEMORY.md"}
+    view: dict[str, object] = {"command": "view", "path": "/memories"}
     create: dict[str, object] = {
         "command": "create",
         "path": "/memories/MEMORY.md",
@@ -789,7 +852,7 @@ def test_deployment_failures_are_raised_to_the_developer(
         flavour, keyed_server.server.url, personality, user, api_key=keyed_server.keys.reader
     )
     try:
-        assert "with line numbers" in reader.call(view)
+        assert "up to 2 levels deep" in reader.call(view)
         with pytest.raises(ForbiddenError):
             reader.call(create)
     finally:

@@ -16,16 +16,13 @@ import {
   MemoryClient,
   NetworkError,
   UnauthorizedError,
+  note,
   personalityMemory,
   userProfile,
 } from 'agent-memory';
 import { AgentMemoryToolBackend, idempotencyKeyFor } from 'agent-memory/claude-memory-tool';
 
 import { markdownConfig, startServer, type RunningServer } from './support/server.js';
-
-const ONLY_TWO =
-  'Only /memories/MEMORY.md (notes for every conversation with ada) and /memories/USER.md ' +
-  '(what you know about grace) exist; put this in one of them.';
 
 /** The result a tool_use gets when its write already landed when it first ran. */
 function alreadyDone(toolUseId: string, _path?: string): string {
@@ -69,6 +66,9 @@ caps.memory = { hard = 120 }
     for (const ref of [personalityMemory('ada'), userProfile('grace')]) {
       await client.documents.replace(ref, '', { ifMatch: '*' });
     }
+    for (const listed of (await client.notes.list(personalityMemory('ada'))).notes) {
+      await client.notes.delete(note(personalityMemory('ada'), listed.path));
+    }
     backend = new AgentMemoryToolBackend({
       client,
       personality: 'ada',
@@ -84,19 +84,24 @@ caps.memory = { hard = 120 }
     assert.deepEqual(tool.cache_control, { type: 'ephemeral' });
   });
 
-  test('view /memories lists the two files with their sizes; trailing slash and ./ are normalised', async () => {
+  test('view lists files and folders with their sizes, each path as given', async () => {
     await client.documents.replace(userProfile('grace'), 'Name: Grace.', { ifMatch: '*' });
+    await client.notes.create(note(personalityMemory('ada'), 'trips/kyoto.md'), 'Temples.');
     const listing = await run({ command: 'view', path: '/memories' });
+    // MEMORY.md is empty, so it is not there; a folder's size is the sum of its files'.
     assert.deepEqual(listing, {
       isError: false,
       content:
         "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n" +
-        '13B\t/memories\n0B\t/memories/MEMORY.md\n13B\t/memories/USER.md',
+        '22B\t/memories\n13B\t/memories/USER.md\n9B\t/memories/trips/\n9B\t/memories/trips/kyoto.md',
     });
-    assert.deepEqual(await run({ command: 'view', path: '/memories/' }), listing);
+    assert.deepEqual(await run({ command: 'view', path: '/memories/' }), {
+      isError: false,
+      content: listing.content.replaceAll('/memories', '/memories/'),
+    });
     assert.equal(
       (await run({ command: 'view', path: '/memories/./USER.md/' })).content.split('\n')[0],
-      "Here's the content of /memories/USER.md with line numbers:",
+      "Here's the content of /memories/./USER.md/ with line numbers:",
     );
   });
 
@@ -108,17 +113,11 @@ caps.memory = { hard = 120 }
         "Here's the content of /memories/MEMORY.md with line numbers:\n" +
         '     1\tone\n     2\ttwo\n     3\tthree\n     4\t',
     });
-    assert.equal(
-      (await run({ command: 'view', path: '/memories/MEMORY.md', view_range: [2, 3] })).content,
-      "Here's the content of /memories/MEMORY.md with line numbers:\n     2\ttwo\n     3\tthree",
-    );
-    assert.equal(
-      (await run({ command: 'view', path: '/memories/MEMORY.md', view_range: [3, -1] })).content,
-      "Here's the content of /memories/MEMORY.md with line numbers:\n     3\tthree\n     4\t",
-    );
     // As the SDK's reference: no range errors, the start clamped to 1, the slice as given.
     const header = "Here's the content of /memories/MEMORY.md with line numbers:\n";
     for (const [range, shown] of [
+      [[2, 3], '     2\ttwo\n     3\tthree'],
+      [[3, -1], '     3\tthree\n     4\t'],
       [[0, 2], '     1\tone\n     2\ttwo'],
       [[3, 2], ''],
       [[2, 9], '     2\ttwo\n     3\tthree\n     4\t'],
@@ -137,24 +136,25 @@ caps.memory = { hard = 120 }
           'Error: Invalid `view_range` parameter: ["1",2]. It should be a list of two integers: the first and last line to show (-1 for the end).',
       },
     );
-    // An empty file is one empty line, as the reference shows it.
+    // A file exists while it holds text: the empty USER.md is not there.
     assert.deepEqual(await run({ command: 'view', path: '/memories/USER.md' }), {
-      isError: false,
-      content: "Here's the content of /memories/USER.md with line numbers:\n     1\t",
+      isError: true,
+      content: 'Error: The path /memories/USER.md does not exist. Please provide a valid path.',
     });
   });
 
-  test('other paths are refused with where to write instead', async () => {
+  test("paths are checked in the reference backend's words; any other file is a note", async () => {
     assert.deepEqual(await run({ command: 'view', path: '/memories/notes.md' }), {
       isError: true,
-      content: `Error: The path /memories/notes.md does not exist. ${ONLY_TWO}`,
+      content: 'Error: The path /memories/notes.md does not exist. Please provide a valid path.',
     });
     assert.deepEqual(
       await run({ command: 'create', path: '/memories/notes/x.md', file_text: 'x' }),
-      {
-        isError: true,
-        content: `Error: The path /memories/notes/x.md does not exist. ${ONLY_TWO}`,
-      },
+      { isError: false, content: 'File created successfully at: /memories/notes/x.md' },
+    );
+    assert.equal(
+      (await client.notes.get(note('personalities/ada/MEMORY.md', 'notes/x.md'))).text,
+      'x\n',
     );
     assert.deepEqual(await run({ command: 'view', path: '/etc/passwd' }), {
       isError: true,
@@ -168,10 +168,16 @@ caps.memory = { hard = 120 }
       isError: true,
       content: 'Error: Path must start with /memories, got: /memoriesX/MEMORY.md',
     });
+    const hidden = await run({ command: 'create', path: '/memories/.secret', file_text: 'x' });
+    assert.equal(hidden.isError, true);
+    assert.match(
+      hidden.content,
+      /^Error: \/memories\/\.secret could not be written: .*invalid note path/,
+    );
     assert.equal((await client.documents.get(personalityMemory('ada'))).text, '');
   });
 
-  test('create replaces the whole text, keyed on the tool_use id', async () => {
+  test('create makes a file, keyed on the tool_use id; refused when it exists', async () => {
     assert.deepEqual(
       await run(
         { command: 'create', path: '/memories/USER.md', file_text: 'Name: Grace.\n' },
@@ -188,8 +194,8 @@ caps.memory = { hard = 120 }
     assert.equal(first.revisions[0]?.surface, 'tool');
     assert.equal(first.revisions[0]?.session, 'chat-1');
 
-    // The same tool_use run again (a retried turn) writes nothing more: against the version its
-    // own write left, it is another request with the same key, which the service refuses.
+    // The same tool_use run again (a retried turn) writes nothing more: the service knows its
+    // key, and says so.
     assert.deepEqual(
       await run(
         { command: 'create', path: '/memories/USER.md', file_text: 'Name: Grace.\n' },
@@ -202,13 +208,19 @@ caps.memory = { hard = 120 }
 
     assert.deepEqual(
       await run({ command: 'create', path: '/memories/USER.md', file_text: 'Name: Grace Hopper.' }),
-      {
-        isError: false,
-        content:
-          'File /memories/USER.md has been overwritten with the new text (the previous text is kept in its history).',
-      },
+      { isError: true, content: 'Error: File /memories/USER.md already exists' },
     );
-    assert.equal((await client.documents.get(userProfile('grace'))).text, 'Name: Grace Hopper.\n');
+    assert.equal((await client.documents.get(userProfile('grace'))).text, 'Name: Grace.\n');
+    // A note: created beside MEMORY.md, refused when it exists.
+    assert.equal(
+      (await run({ command: 'create', path: '/memories/topics/tea.md', file_text: '# Tea' }))
+        .content,
+      'File created successfully at: /memories/topics/tea.md',
+    );
+    assert.equal(
+      (await run({ command: 'create', path: '/memories/topics/tea.md', file_text: 'x' })).content,
+      'Error: File /memories/topics/tea.md already exists',
+    );
   });
 
   test('str_replace: the edit, its snippet, and old_str missing, not unique or empty', async () => {
@@ -273,7 +285,7 @@ caps.memory = { hard = 120 }
           new_str: 'x',
         })
       ).content,
-      'Error: No replacement was performed, old_str is empty: give the text to replace in /memories/MEMORY.md.',
+      'Error: No replacement was performed: `old_str` must not be empty.',
     );
     // Two edits in a row: the second checks the text the first left.
     assert.equal(
@@ -329,20 +341,21 @@ caps.memory = { hard = 120 }
       await run({ command: 'insert', path: '/memories/USER.md', insert_line: 9, insert_text: 'x' }),
       {
         isError: true,
-        content: 'Error: Invalid `insert_line` parameter: 9. It should be within the range [0, 3].',
+        content:
+          'Error: Invalid `insert_line` parameter: 9. It should be within the range of lines of the file: [0, 4]',
       },
     );
   });
 
   test('a write after someone else wrote since the view is refused with a message to view again', async () => {
+    await client.documents.replace(userProfile('grace'), 'Mine.', { ifMatch: '*' });
     await run({ command: 'view', path: '/memories/USER.md' });
-    await client.documents.update(userProfile('grace'), [
-      { action: 'add', store: 'user', content: 'Written elsewhere.' },
-    ]);
+    await client.documents.replace(userProfile('grace'), 'Written elsewhere.', { ifMatch: '*' });
     const refused = await run({
-      command: 'create',
+      command: 'str_replace',
       path: '/memories/USER.md',
-      file_text: 'Overwrite.',
+      old_str: 'Mine.',
+      new_str: 'Overwrite.',
     });
     assert.deepEqual(refused, {
       isError: true,
@@ -353,8 +366,14 @@ caps.memory = { hard = 120 }
     assert.equal((await client.documents.get(userProfile('grace'))).text, 'Written elsewhere.\n');
     await run({ command: 'view', path: '/memories/USER.md' });
     assert.equal(
-      (await run({ command: 'create', path: '/memories/USER.md', file_text: 'Overwrite.' }))
-        .isError,
+      (
+        await run({
+          command: 'str_replace',
+          path: '/memories/USER.md',
+          old_str: 'Written',
+          new_str: 'Seen',
+        })
+      ).isError,
       false,
     );
   });
@@ -494,11 +513,12 @@ caps.memory = { hard = 120 }
     assert.equal((await client.documents.get(personalityMemory('ada'))).text, '');
   });
 
-  test('delete clears a file, revertibly; the directory and other paths are refused', async () => {
+  test('delete is a revision that revert undoes; a folder is each of its notes', async () => {
     await client.documents.replace(personalityMemory('ada'), 'Keep me.', { ifMatch: '*' });
-    const cleared = await run({ command: 'delete', path: '/memories/MEMORY.md' });
-    assert.equal(cleared.isError, false);
-    assert.match(cleared.content, /^Cleared \/memories\/MEMORY\.md: its text is now empty\./);
+    assert.deepEqual(await run({ command: 'delete', path: '/memories/MEMORY.md' }), {
+      isError: false,
+      content: 'Successfully deleted /memories/MEMORY.md',
+    });
     assert.equal((await client.documents.get(personalityMemory('ada'))).text, '');
     const history = await client.history.list(personalityMemory('ada'), { limit: 2 });
     const [clearing, before] = history.revisions;
@@ -506,30 +526,51 @@ caps.memory = { hard = 120 }
     await client.history.revert(personalityMemory('ada'), before.number);
     assert.equal((await client.documents.get(personalityMemory('ada'))).text, 'Keep me.\n');
 
+    for (const name of ['trips/kyoto.md', 'trips/japan/nara.md']) {
+      await run({ command: 'create', path: `/memories/${name}`, file_text: name });
+    }
+    assert.equal(
+      (await run({ command: 'delete', path: '/memories/trips' })).content,
+      'Successfully deleted /memories/trips',
+    );
+    assert.deepEqual((await client.notes.list(personalityMemory('ada'))).notes, []);
+    const kyoto = note(personalityMemory('ada'), 'trips/kyoto.md');
+    const [, created] = (await client.history.list(kyoto, { limit: 2 })).revisions;
+    assert.ok(created !== undefined);
+    await client.history.revert(kyoto, created.number);
+    assert.equal((await client.notes.get(kyoto)).text, 'trips/kyoto.md\n');
+
     assert.deepEqual(await run({ command: 'delete', path: '/memories' }), {
       isError: true,
       content: 'Error: Cannot delete the /memories directory itself',
     });
     assert.deepEqual(await run({ command: 'delete', path: '/memories/old.md' }), {
       isError: true,
-      content: `Error: The path /memories/old.md does not exist. ${ONLY_TWO}`,
+      content: 'Error: The path /memories/old.md does not exist',
     });
   });
 
-  test('rename is refused: the two files have fixed names', async () => {
+  test('rename moves a file or a folder; refused onto one that exists', async () => {
+    await client.documents.replace(personalityMemory('ada'), 'Mine.', { ifMatch: '*' });
     assert.deepEqual(
       await run({
         command: 'rename',
         old_path: '/memories/MEMORY.md',
-        new_path: '/memories/notes.md',
+        new_path: '/memories/old/memory.md',
       }),
       {
-        isError: true,
-        content:
-          'Error: Cannot rename /memories/MEMORY.md: /memories holds exactly two files with fixed names, ' +
-          '/memories/MEMORY.md (notes for every conversation with ada) and /memories/USER.md (what you know ' +
-          'about grace). Write into one of them instead (view it, then str_replace, insert or create).',
+        isError: false,
+        content: 'Successfully renamed /memories/MEMORY.md to /memories/old/memory.md',
       },
+    );
+    assert.equal((await client.documents.get(personalityMemory('ada'))).text, '');
+    await run({ command: 'rename', old_path: '/memories/old', new_path: '/memories/new' });
+    const moved = note(personalityMemory('ada'), 'new/memory.md');
+    assert.equal((await client.notes.get(moved)).text, 'Mine.\n');
+    assert.equal(
+      (await run({ command: 'rename', old_path: '/memories/new', new_path: '/memories/new' }))
+        .content,
+      'Error: The destination /memories/new already exists',
     );
     assert.equal(
       (await run({ command: 'rename', old_path: '/memories', new_path: '/memories/x' })).content,
@@ -580,15 +621,15 @@ caps.memory = { hard = 120 }
         user: 'grace',
       });
       await assert.rejects(
-        noKey.runToolUse({ id: 'toolu_y', input: { command: 'view', path: '/memories/USER.md' } }),
+        noKey.runToolUse({ id: 'toolu_y', input: { command: 'view', path: '/memories' } }),
         UnauthorizedError,
       );
       assert.deepEqual(
-        await noKey.runToolUse({ id: 'toolu_z', input: { command: 'view', path: '/memories/x' } }),
+        await noKey.runToolUse({ id: 'toolu_z', input: { command: 'view', path: '/x' } }),
         {
           type: 'tool_result',
           tool_use_id: 'toolu_z',
-          content: `Error: The path /memories/x does not exist. ${ONLY_TWO}`,
+          content: 'Error: Path must start with /memories, got: /x',
           is_error: true,
         },
       );

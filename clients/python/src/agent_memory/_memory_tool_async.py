@@ -33,14 +33,16 @@ from ._memory_tool import (
     _AlreadyDone,
     _Commands,
     _error_text,
-    _if_match,
+    _List,
     _Plan,
+    _ReadNote,
     _result,
     _tool_use_parts,
     _Write,
 )
 from .client import AsyncMemoryClient
-from .errors import AgentMemoryError
+from .errors import AgentMemoryError, InvalidInputError, NotFoundError
+from .models import Document
 
 __all__ = ["AsyncAgentMemoryTool"]
 
@@ -55,12 +57,13 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
             model=..., max_tokens=..., messages=..., tools=[tool]
         )
 
-    Keep one per conversation: it remembers the version of each document it viewed, and
-    guards its writes with it.
+    Keep one per conversation: it remembers the version of each file it viewed, and guards
+    its writes with it.
 
     Args:
         client: The client of the memory service.
-        personality: The personality speaking (its MEMORY.md is ``/memories/MEMORY.md``).
+        personality: The personality speaking (its MEMORY.md is ``/memories/MEMORY.md``, and
+            every other file under ``/memories`` is one of its notes).
         user: The user spoken to (their USER.md is ``/memories/USER.md``).
         session: The conversation's id, recorded in the revisions the tool writes.
         cache_control: Passed to the tool's definition, as the SDK's own tools take it.
@@ -115,11 +118,13 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
         return await super().execute(self._commands.checked(command))
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        """``/memories``: the two files and their sizes; a file: its numbered lines."""
+        """A folder (``/memories`` too): its files and folders two levels deep, with their
+        sizes; a file: its numbered lines."""
         return await self._drive(self._commands.view(command))
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        """Replaces the whole file with ``file_text``."""
+        """Creates a file (a note, or one of the pair while it is empty); refused when it
+        exists."""
         return await self._drive(self._commands.create(command))
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
@@ -131,11 +136,11 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
         return await self._drive(self._commands.insert(command))
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        """Clears the file (revertible from its history); the file itself stays."""
+        """Deletes a file or a folder's files: revisions, which can be reverted."""
         return await self._drive(self._commands.delete(command))
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        """Refused: the two files have fixed names."""
+        """Moves a file or a folder's files; refused onto one that exists."""
         return await self._drive(self._commands.rename(command))
 
     async def clear_all_memory(self) -> str:
@@ -148,20 +153,27 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
 
     async def _drive(self, plan: _Plan) -> str:
         commands = self._commands
+        writes = 0
         try:
             step = next(plan)
             while True:
                 try:
+                    answer: object
                     if isinstance(step, _Write):
-                        answer: object = await self._client.sync(
+                        answer = await self._client.sync(
                             commands.personality,
                             commands.user,
-                            [step.update],
-                            if_match=_if_match(step),
+                            list(step.updates),
+                            if_match=step.if_match,
                             session=self._session,
                             surface="tool",
-                            idempotency_key=commands.key(),
+                            idempotency_key=commands.key(writes),
                         )
+                        writes += 1
+                    elif isinstance(step, _ReadNote):
+                        answer = await self._read_note(step.note)
+                    elif isinstance(step, _List):
+                        answer = await self._client.notes.list(commands.notes_folder())
                     else:
                         answer = await self._client.prefetch(commands.personality, commands.user)
                 except AgentMemoryError as error:
@@ -177,3 +189,11 @@ class AsyncAgentMemoryTool(BetaAsyncAbstractMemoryTool):
             return already.text
         finally:
             plan.close()
+
+    async def _read_note(self, note: str) -> Document | None:
+        """The note, or ``None`` when there is none at that path (or none can be: a path the
+        notes' rule refuses)."""
+        try:
+            return await self._client.notes.get(f"{self._commands.notes_folder()}/{note}")
+        except (NotFoundError, InvalidInputError):
+            return None

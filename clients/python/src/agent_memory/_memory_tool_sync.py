@@ -34,14 +34,16 @@ from ._memory_tool import (
     _AlreadyDone,
     _Commands,
     _error_text,
-    _if_match,
+    _List,
     _Plan,
+    _ReadNote,
     _result,
     _tool_use_parts,
     _Write,
 )
 from .client import MemoryClient
-from .errors import AgentMemoryError
+from .errors import AgentMemoryError, InvalidInputError, NotFoundError
+from .models import Document
 
 __all__ = ["AgentMemoryTool"]
 
@@ -56,12 +58,13 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
             model=..., max_tokens=..., messages=..., tools=[tool]
         )
 
-    Keep one per conversation: it remembers the version of each document it viewed, and
-    guards its writes with it.
+    Keep one per conversation: it remembers the version of each file it viewed, and guards
+    its writes with it.
 
     Args:
         client: The client of the memory service.
-        personality: The personality speaking (its MEMORY.md is ``/memories/MEMORY.md``).
+        personality: The personality speaking (its MEMORY.md is ``/memories/MEMORY.md``, and
+            every other file under ``/memories`` is one of its notes).
         user: The user spoken to (their USER.md is ``/memories/USER.md``).
         session: The conversation's id, recorded in the revisions the tool writes.
         cache_control: Passed to the tool's definition, as the SDK's own tools take it.
@@ -116,11 +119,13 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
         return super().execute(self._commands.checked(command))
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        """``/memories``: the two files and their sizes; a file: its numbered lines."""
+        """A folder (``/memories`` too): its files and folders two levels deep, with their
+        sizes; a file: its numbered lines."""
         return self._drive(self._commands.view(command))
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        """Replaces the whole file with ``file_text``."""
+        """Creates a file (a note, or one of the pair while it is empty); refused when it
+        exists."""
         return self._drive(self._commands.create(command))
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
@@ -132,11 +137,11 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
         return self._drive(self._commands.insert(command))
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        """Clears the file (revertible from its history); the file itself stays."""
+        """Deletes a file or a folder's files: revisions, which can be reverted."""
         return self._drive(self._commands.delete(command))
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        """Refused: the two files have fixed names."""
+        """Moves a file or a folder's files; refused onto one that exists."""
         return self._drive(self._commands.rename(command))
 
     def clear_all_memory(self) -> str:
@@ -149,20 +154,27 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
 
     def _drive(self, plan: _Plan) -> str:
         commands = self._commands
+        writes = 0
         try:
             step = next(plan)
             while True:
                 try:
+                    answer: object
                     if isinstance(step, _Write):
-                        answer: object = self._client.sync(
+                        answer = self._client.sync(
                             commands.personality,
                             commands.user,
-                            [step.update],
-                            if_match=_if_match(step),
+                            list(step.updates),
+                            if_match=step.if_match,
                             session=self._session,
                             surface="tool",
-                            idempotency_key=commands.key(),
+                            idempotency_key=commands.key(writes),
                         )
+                        writes += 1
+                    elif isinstance(step, _ReadNote):
+                        answer = self._read_note(step.note)
+                    elif isinstance(step, _List):
+                        answer = self._client.notes.list(commands.notes_folder())
                     else:
                         answer = self._client.prefetch(commands.personality, commands.user)
                 except AgentMemoryError as error:
@@ -178,3 +190,11 @@ class AgentMemoryTool(BetaAbstractMemoryTool):
             return already.text
         finally:
             plan.close()
+
+    def _read_note(self, note: str) -> Document | None:
+        """The note, or ``None`` when there is none at that path (or none can be: a path the
+        notes' rule refuses)."""
+        try:
+            return self._client.notes.get(f"{self._commands.notes_folder()}/{note}")
+        except (NotFoundError, InvalidInputError):
+            return None

@@ -7,27 +7,33 @@ SDK's tool runner like any tool. Needs the Anthropic SDK, the package's ``anthro
 (``pip install './clients/python[anthropic]'`` from a checkout, or
 ``pip install 'anthropic>=2.13,<3'``).
 
-One backend serves one conversation: a personality and a user. Under ``/memories`` the model
-sees exactly two files:
+One backend serves one conversation: a personality and a user. ``/memories`` holds:
 
-- ``/memories/MEMORY.md``: the personality's notes, for every conversation with it;
-- ``/memories/USER.md``: what is known about the user, shared by every personality.
+- ``/memories/MEMORY.md``: the personality's memory, for every conversation with it;
+- ``/memories/USER.md``: what is known about the user, shared by every personality;
+- any other path (``/memories/trips/kyoto.md``): a note beside the personality's MEMORY.md,
+  with the same versions, history and receipts, and listed in its prompt.
 
 Every command maps onto the memory's updates, written with ``sync`` for the conversation and
-guarded by the version this backend last viewed of that document, so a write never overwrites
-what another conversation or process wrote since (the model is told to view again):
+guarded by the version this backend last viewed of that file, so a write never overwrites
+what another conversation or process wrote since (the model is told to view again). Results
+and refusals are the SDK's reference filesystem backend's, word for word, except where the
+README lists a difference:
 
-- ``view``: ``/memories`` lists the two files with their sizes; a file shows its text with line
-  numbers, split and numbered (``view_range`` too) exactly as the SDK's reference backend does.
-- ``create``: replaces the whole file with ``file_text`` (the tool's "create or overwrite").
+- ``view``: a folder lists its files and folders two levels deep with their sizes (a
+  folder's size is the sum of its files'); a file shows its text with line numbers, split and
+  numbered (``view_range`` too) as the reference backend does.
+- ``create``: a note's ``create``; one of the pair is written while it is empty. Refused
+  when the file exists.
 - ``str_replace``: an ``edit`` update, after checking ``old_str`` occurs exactly once (run
   with a ``tool_use`` id, the edit is sent anyway and the server's answer decides).
 - ``insert``: the new text computed from the viewed one, written with ``replace``.
-- ``delete``: clears the file (a ``replace`` with nothing), a revision that can be reverted;
-  the files themselves always exist, and nothing is purged.
-- ``rename``: refused; the two files have fixed names.
+- ``delete``: a note's ``delete`` (a folder: each note in it, in one call); one of the pair
+  is emptied. Each is a revision that ``memory revert`` undoes; nothing is purged.
+- ``rename``: a note's ``rename`` (a folder: each note, one call each); to or from the pair,
+  the text is written to the target and the source emptied, in one call.
 
-Any other path is refused with a message telling the model where to write instead. What the
+A file exists while it holds text, and a folder while it holds a file. What the
 model can fix (a bad path or range, an ``old_str`` missing or not unique, a hard cap, a file
 changed since it viewed it, invalid text) is raised as the SDK's ``ToolError``, which its runner
 returns as an ``is_error`` tool result. What it cannot (unauthorized, forbidden, no connection,

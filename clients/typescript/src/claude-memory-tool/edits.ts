@@ -1,18 +1,12 @@
 /**
- * The text a command leaves, worked out here as the service works it out, so the backend can
- * keep the text at the version a write leaves (held to the service's hash of it) and check a
- * `str_replace` against the text the model viewed.
+ * The text a command leaves, worked out as the SDK's reference backend works it out, so the
+ * backend checks a `str_replace` against the text the model viewed and writes what an
+ * `insert` leaves.
  *
  * @module
  */
 
 import { MemoryToolError } from './error.js';
-
-/** The text a `replace` update leaves: trimmed and newline-terminated, or empty when blank. */
-export function replaced(content: string): string {
-  const trimmed = content.trim();
-  return trimmed.length === 0 ? '' : `${trimmed}\n`;
-}
 
 /** The text with the first occurrence of `old` replaced by `replacement`; undefined without one. */
 export function replacedFirst(text: string, old: string, replacement: string): string | undefined {
@@ -22,36 +16,43 @@ export function replacedFirst(text: string, old: string, replacement: string): s
     : text.slice(0, index) + replacement + text.slice(index + old.length);
 }
 
-/** The text with `insertText` after line `insertLine` (0: at the top), as `insert` leaves it. */
+/**
+ * The text with `insertText` at line `insertLine` (0: at the top), as the reference backend
+ * inserts it: every `\n` splits, so a final newline counts a last, empty line.
+ */
 export function inserted(text: string, insertLine: number, insertText: string): string {
-  // The SDK's reference backend counts lines without the empty tail a final newline
-  // leaves, so a file of four lines ending in a newline takes insert_line 0 to 4.
   const lines = text.split('\n');
-  if (lines.at(-1) === '') lines.pop();
   if (!Number.isInteger(insertLine) || insertLine < 0 || insertLine > lines.length) {
     throw new MemoryToolError(
-      `Invalid \`insert_line\` parameter: ${insertLine}. It should be within the range [0, ${lines.length}].`,
+      `Invalid \`insert_line\` parameter: ${insertLine}. It should be within the range of lines of the file: [0, ${lines.length}]`,
     );
   }
-  lines.splice(insertLine, 0, insertText.replace(/\n+$/, ''));
-  return `${lines.join('\n')}\n`;
+  lines.splice(insertLine, 0, insertText.replace(/\n$/, ''));
+  return lines.join('\n');
 }
 
 /**
- * The (1-based) line each occurrence of `needle` starts on, overlapping ones included, as the
- * SDK's reference backend lists them (two on one line name it twice).
+ * The (1-based) lines that hold `needle`, as the reference backend finds an `old_str`: a line
+ * once however often it holds it. A needle spanning lines, which no line holds, is found where
+ * it starts (the reference never finds one).
  */
-export function occurrenceLines(text: string, needle: string): number[] {
+export function matchingLines(text: string, needle: string): number[] {
   const lines: number[] = [];
-  if (needle.length === 0) return lines;
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
-    lines.push(text.slice(0, at).split('\n').length);
+  if (needle.includes('\n')) {
+    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
+      lines.push(text.slice(0, at).split('\n').length);
+    }
+    return lines;
   }
+  text.split('\n').forEach((line, index) => {
+    if (line.includes(needle)) lines.push(index + 1);
+  });
   return lines;
 }
 
-/** The hex SHA-256 of the text's UTF-8, as the service reports a document's (`sha256_after`). */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+/** How many times `needle` occurs in `text`, overlapping occurrences included (as the service counts). */
+export function occurrences(text: string, needle: string): number {
+  let count = 0;
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) count++;
+  return count;
 }

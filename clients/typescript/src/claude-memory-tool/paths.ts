@@ -1,6 +1,6 @@
 /**
- * `/memories` and its two files: which store a path the model gives names, and how the
- * files are described to it when a path names neither.
+ * `/memories` and its files: the name under it a path gives, and which files are the pair.
+ * Every other file is a note beside the personality's MEMORY.md.
  *
  * @module
  */
@@ -8,30 +8,26 @@
 import type { Store } from '../types.js';
 import { MemoryToolError } from './error.js';
 
-/** Whose files they are: the personality speaking and the user spoken to. */
-export interface Conversation {
-  readonly personality: string;
-  readonly user: string;
+export const ROOT = '/memories';
+
+/** The two files that are the pair, by their name under `/memories`. */
+export const PAIR: Readonly<Record<string, Store>> = { 'MEMORY.md': 'memory', 'USER.md': 'user' };
+
+/** The store a file's name belongs to: the pair's own, or the memory's for a note. */
+export function storeOf(name: string): Store {
+  return PAIR[name] ?? 'memory';
 }
 
-export const ROOT = '/memories';
-export const FILES: Record<Store, string> = {
-  memory: `${ROOT}/MEMORY.md`,
-  user: `${ROOT}/USER.md`,
-};
+/** Whether a file's name is a note's rather than one of the pair. */
+export function isNote(name: string): boolean {
+  return PAIR[name] === undefined;
+}
 
-/** `/memories`, one of the two files, or (when allowed) null for another path under it. */
-export function resolvePath(
-  path: string,
-  conversation: Conversation,
-  options: { mayBeOther: true },
-): Store | 'root' | null;
-export function resolvePath(path: string, conversation: Conversation): Store | 'root';
-export function resolvePath(
-  path: string,
-  conversation: Conversation,
-  options?: { mayBeOther: true },
-): Store | 'root' | null {
+/**
+ * The name under `/memories` a path gives (`''` for `/memories` itself), `.` and `..`
+ * resolved; refused in the SDK reference backend's words when it is not under `/memories`.
+ */
+export function nameOf(path: string): string {
   if (typeof path !== 'string' || !(path === ROOT || path.startsWith(`${ROOT}/`))) {
     throw new MemoryToolError(`Path must start with ${ROOT}, got: ${String(path)}`);
   }
@@ -46,30 +42,5 @@ export function resolvePath(
     }
     segments.push(segment);
   }
-  if (segments.length === 0) return 'root';
-  if (segments.length === 1 && segments[0] === 'MEMORY.md') return 'memory';
-  if (segments.length === 1 && segments[0] === 'USER.md') return 'user';
-  if (options?.mayBeOther === true) return null;
-  throw new MemoryToolError(
-    `The path ${path} does not exist. Only ${describeFiles(conversation)} exist; put this in one of them.`,
-  );
-}
-
-/** The file a path names; the directory itself is refused. */
-export function fileOnly(path: string, conversation: Conversation): Store {
-  const target = resolvePath(path, conversation);
-  if (target === 'root') {
-    throw new MemoryToolError(
-      `The path ${path} is not a file. ${describeFiles(conversation, true)}`,
-    );
-  }
-  return target;
-}
-
-/** The two files and what each holds, as a phrase or (`sentence`) a sentence. */
-export function describeFiles(conversation: Conversation, sentence = false): string {
-  const files =
-    `${FILES.memory} (notes for every conversation with ${conversation.personality}) and ` +
-    `${FILES.user} (what you know about ${conversation.user})`;
-  return sentence ? `Its files are ${files}.` : files;
+  return segments.join('/');
 }

@@ -1,28 +1,28 @@
 /**
  * What a failed command tells: the model, in a {@link MemoryToolError}, when it can fix it (a
- * stale view, an old_str that does not match once, a cap), else the developer, with the
- * client's error thrown on.
+ * stale view, an old_str that does not match once, a file that exists or does not, a path the
+ * notes' rule refuses, a cap), else the developer, with the client's error thrown on.
  *
  * @module
  */
 
 import {
+  ConflictError,
   InvalidInputError,
   MemoryError,
   PreconditionFailedError,
   RefusedError,
 } from '../errors.js';
-import type { ProblemCode, Store } from '../types.js';
+import type { ProblemCode } from '../types.js';
 import { MemoryToolError } from './error.js';
-import { FILES } from './paths.js';
 
 /**
- * The SDK's texts for an old_str that does not occur exactly once: `lines` are where it
- * occurs in the text the edit was based on (when they do not show the ambiguity the service
- * found, the file is named instead).
+ * The SDK's texts for an old_str that does not occur exactly once: `lines` are the lines
+ * that hold it in the text the edit was based on (when they do not show the ambiguity the
+ * service found, the file is named instead).
  */
 export function unmatched(
-  store: Store,
+  path: string,
   old: string,
   lines: readonly number[],
   ambiguous = lines.length > 1,
@@ -30,11 +30,11 @@ export function unmatched(
 ): MemoryToolError {
   if (!ambiguous) {
     return new MemoryToolError(
-      `No replacement was performed, old_str \`${old}\` did not appear verbatim in ${FILES[store]}.`,
+      `No replacement was performed, old_str \`${old}\` did not appear verbatim in ${path}.`,
       { cause },
     );
   }
-  const where = lines.length > 1 ? `lines: ${lines.join(', ')}` : FILES[store];
+  const where = lines.length > 1 ? `lines: ${lines.join(', ')}` : path;
   return new MemoryToolError(
     `No replacement was performed. Multiple occurrences of old_str \`${old}\` in ${where}. Please ensure it is unique`,
     { cause },
@@ -42,9 +42,9 @@ export function unmatched(
 }
 
 /** A write refused because the file moved on from the version the model viewed. */
-export function changedSinceViewed(store: Store): MemoryToolError {
+export function changedSinceViewed(path: string): MemoryToolError {
   return new MemoryToolError(
-    `The file ${FILES[store]} has changed since you last viewed it (another conversation or a ` +
+    `The file ${path} has changed since you last viewed it (another conversation or a ` +
       'person wrote to it), so nothing was written. View it again, then redo your change.',
   );
 }
@@ -64,21 +64,33 @@ export function isStale(error: unknown): boolean {
 }
 
 /**
- * What a failed service call becomes: a {@link MemoryToolError} (the model's tool result) when
- * the model can fix it, else the error itself, thrown on to the developer (the service is
- * unreachable, refuses the key, is busy or misconfigured: nothing the model could change).
+ * What a failed write becomes: a {@link MemoryToolError} (the model's tool result) when the
+ * model can fix it, in the reference backend's words where it has them, else the error
+ * itself, thrown on to the developer (the service is unreachable, refuses the key, is busy or
+ * misconfigured: nothing the model could change).
  */
-export function toolError(error: unknown, store: Store | undefined): unknown {
+export function toolError(error: unknown, path: string, renaming: boolean): unknown {
   if (error instanceof MemoryToolError) return error;
-  if (isStale(error) && store !== undefined) return changedSinceViewed(store);
-  if (error instanceof RefusedError) {
-    // `hard-cap-exceeded` and any other refusal: the service's detail says what limit or
-    // rule the change broke (the cap's text, in bytes), which is what the model needs.
-    return new MemoryToolError(`Nothing was written: ${error.detail}`, { cause: error });
+  if (isStale(error)) return changedSinceViewed(path);
+  const code = codeOf(error);
+  if (code === 'note-exists') {
+    return new MemoryToolError(
+      renaming ? `The destination ${path} already exists` : `File ${path} already exists`,
+      { cause: error },
+    );
   }
-  if (error instanceof InvalidInputError && codeOf(error) === 'invalid-update') {
-    // The update the model's input made is malformed (its own text): it can fix that.
-    return new MemoryToolError(`Nothing was written: ${error.detail}`, { cause: error });
+  if (code === 'note-not-found') {
+    return new MemoryToolError(`The path ${path} does not exist`, { cause: error });
+  }
+  if (error instanceof RefusedError || error instanceof ConflictError) {
+    // A cap or a collision: the service's detail says what limit or rule the change broke
+    // (the cap's text, in bytes; the note already there), which is what the model needs.
+    return new MemoryToolError(`Nothing was written: ${error.detail} (${path})`, { cause: error });
+  }
+  if (error instanceof InvalidInputError) {
+    // The model's own path or text (the ids were good enough to read): a name a memory
+    // file cannot have, a malformed update.
+    return new MemoryToolError(`${path} could not be written: ${error.detail}`, { cause: error });
   }
   return error;
 }
