@@ -1,7 +1,8 @@
 //! `memory serve` end to end: the server as a process, its refusals, and the Memory page (a
 //! client of the `/v1` API) in headless Chromium driven by Playwright
 //! (`tests/browser/memory-page.mjs`): editing, a stale save refused, a document's history with
-//! its diffs, and reverts (a stale one refused).
+//! its diffs, and reverts (a stale one refused); a note created, refused over an agent's write,
+//! reverted, renamed and deleted.
 //!
 //! The browser test needs Debian's `chromium` (installed by `scripts/test-prerequisites.sh`), Node
 //! and playwright-core (installed here with `npm ci` when absent). Without them it fails, or
@@ -258,4 +259,36 @@ fn the_page_edits_memory_in_a_browser_and_refuses_a_stale_save() {
         "{user}"
     );
     assert!(!user.contains("Prefers tea."), "{user}");
+
+    // The note the page made, moved and deleted: gone from disk, and its history (at its last
+    // path, from the web) is the move and the delete, the move keeping its text.
+    let notes = config
+        .parent()
+        .unwrap()
+        .join("memory/personalities/ada/notes");
+    assert!(!notes.join("travel/kyoto.md").exists());
+    assert!(!notes.join("trips/kyoto.md").exists());
+    let (status, body) = server.request(
+        "GET",
+        "/v1/documents/personalities/ada/revisions/notes/travel/kyoto.md?text=true",
+        None,
+    );
+    assert!(status.ends_with("200 OK"), "{status}: {body}");
+    let history: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let moves: Vec<(&str, &str)> = history["revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["surface"].as_str().unwrap(),
+                r["updates"][0]["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(moves, [("web", "delete"), ("web", "rename")], "{history}");
+    assert_eq!(
+        history["revisions"][1]["text"],
+        "# Kyoto\nTemples at dawn.\n"
+    );
 }

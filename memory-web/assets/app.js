@@ -1,9 +1,11 @@
 "use strict";
 
-// The Memory page: two dropdowns, two editors with their history, and the prefetch the agent
-// would get. It is a client of the /v1 API like any other: every save is a sync of a
-// `replace` guarded by the version its editor loaded, and every revert carries that version
-// in If-Match, so neither ever overwrites a newer one.
+// The Memory page: two dropdowns, two editors with their history, the notes beside each
+// document (one opened at a time in a third editor, with its history), and the prefetch the
+// agent would get. It is a client of the /v1 API like any other: every save is a sync of a
+// `replace` guarded by the version its editor loaded (a note's: a `create`, `replace`,
+// `rename` or `delete` naming it), and every revert carries that version in If-Match, so none
+// ever overwrites a newer one.
 
 const OTHER = "\u0000other";
 const STORES = ["memory", "user"];
@@ -13,19 +15,46 @@ const $ = (selector) => document.querySelector(selector);
 const personalitySelect = $("#personality");
 const userSelect = $("#user");
 const FILE_NAMES = { memory: "MEMORY.md", user: "USER.md" };
-const panels = Object.fromEntries(STORES.map((store) => [store, editor(store)]));
+const panels = Object.fromEntries([...STORES, "note"].map((key) => [key, editor(key)]));
+panels.note.hidden = true;
 // The document each editor last loaded or saved: its version guards the next save.
-const loaded = { memory: null, user: null };
+const loaded = { memory: null, user: null, note: null };
+// The note the note editor shows: the store whose scope it is in, its path there, and whether
+// it is still to be created (a new note before its first save).
+let opened = null;
 let token = sessionStorage.getItem(TOKEN_KEY);
 
-// An editor for `store`'s document, placed before the prefetch.
-function editor(store) {
+// An editor for `key`'s document (`memory`, `user`, or `note`: the note opened), the pair's
+// before the notes, the note's after them.
+function editor(key) {
   const panel = $("#editor").content.firstElementChild.cloneNode(true);
-  panel.dataset.store = store;
-  panel.querySelector("h2").textContent = FILE_NAMES[store];
-  panel.querySelector("textarea").setAttribute("aria-label", `${FILE_NAMES[store]} text`);
-  $("main").insertBefore(panel, $(".prefetch"));
+  panel.dataset.store = key;
+  const name = FILE_NAMES[key] ?? "Note";
+  panel.querySelector("h2").textContent = name;
+  panel.querySelector("textarea").setAttribute("aria-label", `${name} text`);
+  $("main").insertBefore(panel, key === "note" ? $(".prefetch") : $(".notes"));
   return panel;
+}
+
+// What the layout paths of `store`'s scope start with: "" beside the global MEMORY.md,
+// "personalities/<id>/" or "users/<id>/".
+function scopeOf(store) {
+  const path = loaded[store]?.path ?? "";
+  return path.slice(0, path.lastIndexOf("/") + 1);
+}
+
+// The route of a note of `store`'s scope, or of `operation` on it ("revisions", "revert"):
+// a note's path ends its routes, so the operation comes before it.
+function noteRoute(store, path, operation) {
+  const segments = path.split("/").map(encodeURIComponent).join("/");
+  return `/v1/documents/${scopeOf(store)}${operation ? `${operation}/` : ""}notes/${segments}`;
+}
+
+// The route of `operation` on the history of what editor `key` shows.
+function historyRoute(key, operation) {
+  return key === "note"
+    ? noteRoute(opened.store, opened.path, operation)
+    : `/v1/documents/${loaded[key].path}/${operation}`;
 }
 
 // A problem document (RFC 9457) from the API: `kind` is the error's class.
@@ -33,6 +62,7 @@ class ApiError extends Error {
   constructor(status, body) {
     super(body.detail || `the server answered HTTP ${status}`);
     this.kind = body.kind;
+    this.status = status;
   }
 }
 
@@ -98,6 +128,7 @@ async function loadPair(stores) {
   try {
     const view = await api("/v1/prefetch", { method: "POST", body: JSON.stringify(request) });
     for (const store of stores) show(store, view[store]);
+    await loadNotes();
     $("#prefetch").textContent =
       view.context ?? "(nothing remembered yet: the agent gets no memory section)";
     const warnings = $("#prefetch-warnings");
@@ -121,9 +152,9 @@ function show(store, doc) {
   const rows = [
     ["Path", doc.path],
     ["Location", doc.location],
-    ["Version", doc.version],
+    ["Version", doc.version ?? "none yet"],
     ["Modified", doc.modified ? new Date(doc.modified).toLocaleString() : "never written"],
-    ["Size", `${bytes} bytes${describeCaps(doc.caps)}`],
+    ["Size", `${bytes} bytes${doc.caps ? describeCaps(doc.caps) : ""}`],
   ];
   panel.querySelector("dl").replaceChildren(
     ...rows.flatMap(([term, value]) => {
@@ -147,7 +178,7 @@ async function loadHistory(store) {
   const path = panel.dataset.path;
   const note = panel.querySelector(".history-note");
   try {
-    const view = await api(`/v1/documents/${path}/revisions?diff=true`);
+    const view = await api(`${historyRoute(store, "revisions")}?diff=true`);
     // Another document was shown meanwhile: this answer is not about it.
     if (panel.dataset.path !== path) return;
     const current = loaded[store]?.version;
@@ -231,18 +262,18 @@ async function revert(store, number, button) {
   if (!window.confirm(question)) return;
   button.disabled = true;
   try {
-    const report = await api(`/v1/documents/${doc.path}/revert`, {
+    const report = await api(historyRoute(store, "revert"), {
       method: "POST",
       headers: { "If-Match": `"${doc.version}"` },
       body: JSON.stringify({ number, surface: "web" }),
     });
-    await loadPair([store]);
+    await refresh(store);
     const advice = report.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
     status(store, report.written ? `Reverted to #${number}${advice}.` : "Nothing changed.", "ok");
   } catch (err) {
     if (err.kind === "precondition-failed") {
       // The page showed an older version: show the new one, then say why nothing happened.
-      await loadPair([store]);
+      await refresh(store);
       const message = `Not reverted: ${doc.path} changed since you loaded it. `
         + "It is reloaded now: check its history again before reverting.";
       status(store, message, "error");
@@ -271,6 +302,39 @@ function problem(message) {
   $("#problem").hidden = !message;
 }
 
+// The update a save of editor `key` sends, and the version it is guarded by.
+function saving(key, text) {
+  if (key !== "note") {
+    const update = { action: "replace", store: key, content: text };
+    return { updates: [update], if_match: { [key]: loaded[key].version } };
+  }
+  const { store, path, creating } = opened;
+  const action = creating ? "create" : "replace";
+  const update = { action, store, note: path, content: text };
+  return creating
+    ? { updates: [update] }
+    : { updates: [update], if_match: { notes: { [store]: { [path]: loaded.note.version } } } };
+}
+
+// The sync of `updates` for the chosen pair, from the page: the personality's scope and caps
+// apply, as to the agent's own writes.
+function sync(body) {
+  return api("/v1/sync", {
+    method: "POST",
+    body: JSON.stringify({ ...chosenPair(), ...body, surface: "web" }),
+  });
+}
+
+// What editor `key` shows, read again: the note from its route, the pair with the prefetch.
+async function refresh(key) {
+  if (key === "note") {
+    await openNote(opened.store, opened.path);
+    await loadPair([]);
+  } else {
+    await loadPair([key]);
+  }
+}
+
 async function save(store) {
   const pair = chosenPair();
   const doc = loaded[store];
@@ -279,18 +343,10 @@ async function save(store) {
   const button = panel.querySelector(".save");
   button.disabled = true;
   try {
-    // The agent's own write path for this pair: the personality's scope and caps apply.
-    const report = await api("/v1/sync", {
-      method: "POST",
-      body: JSON.stringify({
-        ...pair,
-        updates: [{ action: "replace", store, content: panel.querySelector("textarea").value }],
-        if_match: { [store]: doc.version },
-        surface: "web",
-      }),
-    });
-    const written = report.documents.find((document) => document.store === store);
-    await loadPair([store]);
+    const report = await sync(saving(store, panel.querySelector("textarea").value));
+    const written = report.documents[0];
+    if (store === "note") opened.creating = false;
+    await refresh(store);
     const advice = written?.over_soft_cap ? "; it is over its soft cap, consolidate it soon" : "";
     status(store, written?.written ? `Saved${advice}.` : "Nothing changed.", "ok");
   } catch (err) {
@@ -304,9 +360,124 @@ async function save(store) {
   }
 }
 
+// Lists the notes beside each document of the pair, each a button that opens it.
+async function loadNotes() {
+  for (const store of STORES) {
+    const list = $(`.note-list[data-store="${store}"] ul`);
+    const page = await api(`/v1/documents/${scopeOf(store)}notes`);
+    list.replaceChildren(
+      ...page.notes.map((listed) => {
+        const item = document.createElement("li");
+        const open = document.createElement("button");
+        open.type = "button";
+        open.className = "open-note";
+        open.textContent = listed.path;
+        open.addEventListener("click", () => openNote(store, listed.path));
+        const about = document.createElement("span");
+        about.className = "meta";
+        about.textContent = ` ${listed.bytes} bytes${listed.description ? ` · ${listed.description}` : ""}`;
+        item.append(open, about);
+        return item;
+      }),
+    );
+    if (page.notes.length === 0) {
+      const none = document.createElement("li");
+      none.className = "meta";
+      none.textContent = "No notes yet.";
+      list.replaceChildren(none);
+    }
+  }
+}
+
+// Shows a note of `store`'s scope in the note editor.
+async function openNote(store, path) {
+  if (isDirty("note") && opened?.path !== path && !window.confirm("Discard your unsaved edit?")) {
+    return;
+  }
+  try {
+    const doc = await api(noteRoute(store, path));
+    opened = { store, path, creating: false };
+    panels.note.hidden = false;
+    show("note", doc);
+  } catch (err) {
+    if (err.status === 404 && opened?.path === path) closeNote();
+    notesStatus(`${path}: ${err.message}`, "error");
+  }
+}
+
+function closeNote() {
+  opened = null;
+  loaded.note = null;
+  panels.note.hidden = true;
+  panels.note.dataset.path = "";
+  panels.note.dataset.dirty = "false";
+}
+
+// A new note of `store`'s scope, at a path the person gives: written on its first save.
+function newNote(store) {
+  const path = window.prompt("Path of the new note (for example projects/kyoto.md):")?.trim();
+  if (!path || !chosenPair()) return;
+  opened = { store, path, creating: true };
+  panels.note.hidden = false;
+  show("note", {
+    path: `${scopeOf(store)}notes/${path}`,
+    text: "",
+    version: null,
+    location: "not written yet",
+    modified: null,
+  });
+  panels.note.querySelector("textarea").focus();
+}
+
+async function renameNote() {
+  if (!opened || opened.creating) return;
+  const { store, path } = opened;
+  const to = window.prompt(`Move ${path} to:`, path)?.trim();
+  if (!to || to === path) return;
+  try {
+    await sync({
+      updates: [{ action: "rename", store, note: path, to }],
+      if_match: { notes: { [store]: { [path]: loaded.note.version } } },
+    });
+    await openNote(store, to);
+    await loadPair([]);
+    notesStatus(`Moved ${path} to ${to}.`, "ok");
+  } catch (err) {
+    status("note", `Not moved: ${err.message}`, "error");
+  }
+}
+
+async function deleteNote() {
+  if (!opened) return;
+  const { store, path, creating } = opened;
+  if (creating) return closeNote();
+  if (!window.confirm(`Delete ${path}? Its history keeps it: a revert brings it back.`)) return;
+  try {
+    await sync({
+      updates: [{ action: "delete", store, note: path }],
+      if_match: { notes: { [store]: { [path]: loaded.note.version } } },
+    });
+    closeNote();
+    await loadPair([]);
+    notesStatus(`Deleted ${path}.`, "ok");
+  } catch (err) {
+    const message = err.kind === "precondition-failed"
+      ? `Not deleted: ${path} changed since you loaded it; press Reload to see it.`
+      : `Not deleted: ${err.message}`;
+    status("note", message, "error");
+  }
+}
+
+function notesStatus(message, tone) {
+  const line = $("#notes-status");
+  line.textContent = message;
+  line.className = `status ${tone}`;
+}
+
 async function reload(store) {
   if (isDirty(store) && !window.confirm("Discard your unsaved edit?")) return;
-  await loadPair([store]);
+  if (store === "note" && opened?.creating) return closeNote();
+  await refresh(store);
 }
 
 // A dropdown change; "Other…" asks for an id (the server validates it).
@@ -319,18 +490,19 @@ async function picked(select, label, stores) {
     }
     choose(select, id);
   }
-  const losing = stores.filter(isDirty);
+  const losing = [...stores, "note"].filter(isDirty);
   if (losing.length && !window.confirm("Discard your unsaved edit?")) {
     select.value = select.dataset.previous;
     return;
   }
   select.dataset.previous = select.value;
+  closeNote();
   await loadPair(stores);
 }
 
 async function start() {
   takeTokenFromFragment();
-  for (const store of STORES) {
+  for (const store of [...STORES, "note"]) {
     const panel = panels[store];
     panel.querySelector(".save").addEventListener("click", () => save(store));
     panel.querySelector(".reload").addEventListener("click", () => reload(store));
@@ -342,6 +514,11 @@ async function start() {
       status(store, "Unsaved changes.", "");
     });
   }
+  panels.note.querySelector(".rename").addEventListener("click", renameNote);
+  panels.note.querySelector(".delete").addEventListener("click", deleteNote);
+  for (const store of STORES) {
+    $(`.note-list[data-store="${store}"] .new-note`).addEventListener("click", () => newNote(store));
+  }
   personalitySelect.addEventListener("change", () =>
     // The personality decides the provider, so both editors follow it.
     picked(personalitySelect, "Personality", STORES),
@@ -352,7 +529,7 @@ async function start() {
     loadPair([]);
   });
   window.addEventListener("beforeunload", (event) => {
-    if (STORES.some(isDirty)) event.preventDefault();
+    if ([...STORES, "note"].some(isDirty)) event.preventDefault();
   });
 
   try {

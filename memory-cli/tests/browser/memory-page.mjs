@@ -3,6 +3,8 @@
 // writes to it (through `memory sync`) and check that the stale save is refused and a reload
 // shows the agent's write; then open MEMORY.md's history, read a diff, revert to the text it had
 // before the edit, and check that a revert over a newer agent write is refused and reloads.
+// Then the notes: create one beside MEMORY.md, see it listed and in the prefetch, have its save
+// refused over an agent's write, read its history and revert, rename it, delete it.
 //
 // Env: MEMORY_PAGE_URL, MEMORY_BIN, MEMORY_CONFIG, CHROMIUM, EDITED_MEMORY; SCREENSHOT (a PNG
 // path, optional).
@@ -40,7 +42,9 @@ const browser = await chromium.launch({
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   page.setDefaultTimeout(60_000);
-  page.on("dialog", (dialog) => dialog.accept());
+  // A prompt gets the answer the step sets; a confirm is accepted.
+  let answer = "";
+  page.on("dialog", (dialog) => (dialog.type() === "prompt" ? dialog.accept(answer) : dialog.accept()));
   const failures = [];
   page.on("pageerror", (err) => failures.push(err.message));
 
@@ -122,9 +126,57 @@ try {
     (text) => document.querySelector('section[data-store="memory"] textarea').value.includes(text),
     agentMemoryWrite,
   );
+  // A new note beside MEMORY.md: listed once saved, and in what the agent sees.
+  answer = "trips/kyoto.md";
+  await page.locator('.note-list[data-store="memory"] .new-note').click();
+  const notePanel = page.locator('section[data-store="note"]');
+  await notePanel.locator("textarea").fill("# Kyoto\nTemples at dawn.");
+  await notePanel.locator(".save").click();
+  await notePanel.locator(".status.ok", { hasText: "Saved." }).waitFor();
+  const listed = page.locator('.note-list[data-store="memory"] .open-note', { hasText: "trips/kyoto.md" });
+  await listed.waitFor();
+  await page.locator("#prefetch", { hasText: "trips/kyoto.md" }).waitFor();
+  await notePanel.locator("dl", { hasText: "personalities/ada/notes/trips/kyoto.md" }).waitFor();
+
+  // The agent adds to the note while the page has an edit of its own: refused, then reloaded.
+  execFileSync(env("MEMORY_BIN"), ["--config", env("MEMORY_CONFIG"), "sync",
+    "--personality", "ada", "--user", "grace"], {
+    input: JSON.stringify([{ action: "add", store: "memory", note: "trips/kyoto.md", content: "Agent: moss garden." }]),
+    stdio: ["pipe", "ignore", "inherit"],
+  });
+  await notePanel.locator("textarea").fill("# Kyoto\nOverwritten.");
+  await notePanel.locator(".save").click();
+  await notePanel.locator(".status.error", { hasText: "changed since you loaded it" }).waitFor();
+  await notePanel.locator(".reload").click();
+  await page.waitForFunction(
+    () => document.querySelector('section[data-store="note"] textarea').value.includes("moss garden"),
+  );
+
+  // Its history: #1 the page's create, #2 the agent's add (current); revert to #1.
+  await notePanel.locator(".history > summary").click();
+  const noteRevision = (number) => notePanel.locator(`li.revision[data-number="${number}"]`);
+  await noteRevision(2).waitFor();
+  check((await noteRevision(1).locator(".surface").innerText()) === "web", "the note's create is not from the web");
+  await noteRevision(1).locator(".revert").click();
+  await notePanel.locator(".status.ok", { hasText: "Reverted to #1." }).waitFor();
+  check(!(await notePanel.locator("textarea").inputValue()).includes("moss garden"),
+    "the note's revert did not bring its first text back");
+
+  // Renamed, then deleted: the list follows, and the file with it.
+  answer = "travel/kyoto.md";
+  await notePanel.locator(".rename").click();
+  await page.locator('.note-list[data-store="memory"] .open-note', { hasText: "travel/kyoto.md" }).waitFor();
+  await notePanel.locator("dl", { hasText: "personalities/ada/notes/travel/kyoto.md" }).waitFor();
+  check(await listed.count() === 0, "the old path is still listed after the rename");
+  await notePanel.locator(".delete").click();
+  await page.locator("#notes-status", { hasText: "Deleted travel/kyoto.md." }).waitFor();
+  check(await notePanel.isHidden(), "the note editor stays open on a deleted note");
+  await page.locator('.note-list[data-store="memory"] li', { hasText: "No notes yet." }).waitFor();
+
   check(failures.length === 0, `the page threw: ${failures.join("; ")}`);
   console.log("memory-page: edit saved, stale save refused, reload shows the agent's write; "
-    + "history shows the diff, revert restores, a stale revert is refused and reloads");
+    + "history shows the diff, revert restores, a stale revert is refused and reloads; "
+    + "a note created, listed, refused over the agent's write, reverted, renamed and deleted");
 } finally {
   await browser.close();
 }

@@ -8,7 +8,7 @@
 
 use axum::Json;
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use memory_core::{
     DocumentId, IfMatch, MemoryProvider, MemoryUpdate, NotePath, PersonalityId, UserId, Version,
     sync_exactly_once,
@@ -18,9 +18,9 @@ use utoipa::openapi::Components;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
-use super::text::{ReplaceRequest, UpdatesRequest, only, read_report};
+use super::text::{ReplaceRequest, UpdatesRequest, read_report, shown};
 use super::{LayoutPath, allowed};
-use crate::api::{DocumentView, Session, WriteSurface, origin, report_response, with_etag};
+use crate::api::{Session, WriteSurface, origin, report_response};
 use crate::auth::Principal;
 use crate::conditional;
 use crate::problem::Problem;
@@ -138,17 +138,7 @@ pub(super) async fn read(
     if read.text.trim().is_empty() {
         return Err(not_found(&document, &path));
     }
-    let version = read.version.clone();
-    if conditional::none_match(headers, &version) {
-        return Ok(with_etag(
-            StatusCode::NOT_MODIFIED.into_response(),
-            &version,
-        ));
-    }
-    Ok(with_etag(
-        Json(DocumentView::from(read)).into_response(),
-        &version,
-    ))
+    Ok(shown(read, headers))
 }
 
 /// Write a note's whole text: `If-None-Match: *` creates it (409 when it exists), `If-Match`
@@ -267,17 +257,16 @@ pub(super) async fn rename(
     request: RenameRequest,
 ) -> Result<Response, Problem> {
     let (document, path) = allowed_note(&app, caller, document)?;
-    let target = DocumentId::note(&document, request.to.clone());
     let guard = conditional::if_match(headers)?.and_then(|guard| guard.version());
-    let (ctx, _) = app.deployment.writing(&document)?;
-    let mut ctx = origin(ctx, request.surface, request.session);
-    if let Some(key) = idempotency_key(headers)? {
-        ctx = ctx.with_idempotency_key(key);
-    }
-    let update = MemoryUpdate::rename(document.store(), path, request.to);
     let if_match = IfMatch::only_document(&document, guard);
-    let report = sync_exactly_once(&app.memory, &ctx, &[update], &if_match).await?;
-    Ok(report_response(only(report, &target)?))
+    let target = DocumentId::note(&document, request.to.clone());
+    let body = UpdatesRequest {
+        updates: vec![MemoryUpdate::rename(document.store(), path, request.to)],
+        surface: request.surface,
+        session: request.session,
+    };
+    // The new path's report: the note moves within its scope, so its context is the same.
+    written(&app, &target, headers, body, &if_match).await
 }
 
 /// Writes `request`'s updates to `document` through the agent's write path, keyed by the
@@ -348,6 +337,7 @@ macro_rules! note_routes {
             use super::super::RevisionNumber;
             use axum::extract::State;
             use memory_core::{DocumentReport, RevisionDiff, RevisionEntry};
+            use crate::api::DocumentView;
             use crate::api::write_params::Guarded;
             use crate::auth::{Reader, Writer};
             use crate::problem::ProblemDocument;

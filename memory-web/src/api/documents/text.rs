@@ -27,18 +27,17 @@ pub(super) async fn read(
     headers: &HeaderMap,
 ) -> Result<Response, Problem> {
     let document = allowed(&app, caller, document)?;
-    let read = app.memory.read(&document).await?;
+    Ok(shown(app.memory.read(&document).await?, headers))
+}
+
+/// A document read, as a `GET` answers it: with its `ETag`, or 304 when `If-None-Match` names
+/// it.
+pub(super) fn shown(read: memory_core::Document, headers: &HeaderMap) -> Response {
     let version = read.version.clone();
     if conditional::none_match(headers, &version) {
-        return Ok(with_etag(
-            StatusCode::NOT_MODIFIED.into_response(),
-            &version,
-        ));
+        return with_etag(StatusCode::NOT_MODIFIED.into_response(), &version);
     }
-    Ok(with_etag(
-        Json(DocumentView::from(read)).into_response(),
-        &version,
-    ))
+    with_etag(Json(DocumentView::from(read)).into_response(), &version)
 }
 
 /// A whole new text for a document.
