@@ -58,6 +58,9 @@ pub struct Args {
     /// Prefetch + add cycles that grow a MEMORY.md from empty, with history off and on each.
     #[arg(long, default_value_t = 1000)]
     pub grown_adds: usize,
+    /// Notes in the scope the notes section lists and prefetches.
+    #[arg(long, default_value_t = 1000)]
+    pub notes: usize,
     /// Entry counts for the recall run (each grows the same document; the entries of the last
     /// size are most of a default run's time).
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
@@ -119,6 +122,7 @@ impl Args {
             ("--recall-entries", self.recall_entries.clone()),
             ("--large-adds", vec![self.large_adds]),
             ("--grown-adds", vec![self.grown_adds]),
+            ("--notes", vec![self.notes]),
         ] {
             if values.contains(&0) {
                 return Err(format!("{flag} must be at least 1").into());

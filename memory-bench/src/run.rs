@@ -240,6 +240,9 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
             .push(workloads::contention(backend, &provider, writers, args.contention_adds).await?);
         settled().await;
     }
+    progress(name, &format!("notes: adds, a scope of {}", args.notes));
+    let notes = workloads::notes(&*provider, args.samples, args.notes).await?;
+    settled().await;
     progress(name, "growth");
     let growth = workloads::growth(&*provider, args.growth_cap).await?;
     settled().await;
@@ -254,6 +257,7 @@ async fn measure(backend: &Backend, args: &Args) -> Result<Measured, BoxError> {
         large,
         http,
         contention,
+        notes,
         growth,
     })
 }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memory_core::{
-    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, PersonalityId, Retention,
-    Store, UserId,
+    IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate, NotePath, PersonalityId,
+    Retention, Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, RecallConfig, VectorProvider};
@@ -418,5 +418,104 @@ pub async fn large_document(
         adds: (off_adds, on_adds),
         cycles_per_second: (rate(busy[0]), rate(busy[1])),
         history_bytes,
+    })
+}
+
+/// What the notes section measured on one provider.
+#[derive(Debug, Clone)]
+pub struct NotesMeasured {
+    /// One add to MEMORY.md, alternating with [`NotesMeasured::note_add`] so that drift in the
+    /// machine's speed lands on both alike.
+    pub document_add: Samples,
+    /// One add to a note of the same scope.
+    pub note_add: Samples,
+    /// How many notes the listed scope holds.
+    pub listed: usize,
+    /// Listing that scope (every note: path, bytes, version, last write, description).
+    pub listing: Samples,
+    /// Prefetch of a context whose scope holds no note, alternating with
+    /// [`NotesMeasured::prefetch_with`]; the same MEMORY.md and USER.md in both.
+    pub prefetch_without: Samples,
+    /// Prefetch of a context whose scope holds `listed` notes.
+    pub prefetch_with: Samples,
+}
+
+/// The notes section: a note's add against a document's, listing a scope of `count` notes,
+/// and prefetch with those notes against prefetch without.
+pub async fn notes(
+    provider: &dyn MemoryProvider,
+    samples: usize,
+    count: usize,
+) -> Result<NotesMeasured, MemoryError> {
+    let path = |name: &str| NotePath::new(name).expect("bench note paths are valid");
+    let adds = ctx("notes-add");
+    let note = path("topics/adds.md");
+    provider
+        .sync(
+            &adds,
+            &[MemoryUpdate::create(Store::Memory, note.clone(), entry(0))],
+            &IfMatch::NONE,
+        )
+        .await?;
+    let (mut document_add, mut note_add) = (Samples::default(), Samples::default());
+    for i in 0..samples {
+        let to_document = [MemoryUpdate::add(Store::Memory, entry(i))];
+        let to_note = [MemoryUpdate::add(Store::Memory, entry(i)).in_note(note.clone())];
+        document_add
+            .time(provider.sync(&adds, &to_document, &IfMatch::NONE))
+            .await?;
+        note_add
+            .time(provider.sync(&adds, &to_note, &IfMatch::NONE))
+            .await?;
+    }
+
+    // Two contexts with the same pair, one whose scope holds `count` notes.
+    let (without, with) = (
+        ctx("notes-none").with_query(QUERY),
+        ctx("notes-many").with_query(QUERY),
+    );
+    for ctx in [&without, &with] {
+        let pair = [
+            MemoryUpdate::replace(Store::Memory, text_of_size(4 * 1024)),
+            MemoryUpdate::replace(Store::User, "Name: Bench. Prefers short answers."),
+        ];
+        provider.sync(ctx, &pair, &IfMatch::NONE).await?;
+    }
+    const CREATES_PER_CALL: usize = 100;
+    for first in (0..count).step_by(CREATES_PER_CALL) {
+        let creates: Vec<MemoryUpdate> = (first..count.min(first + CREATES_PER_CALL))
+            .map(|i| {
+                let name = format!("topic-{:02}/note-{i:05}.md", i % 50);
+                MemoryUpdate::create(
+                    Store::Memory,
+                    path(&name),
+                    format!("# Note {i}\n{}", entry(i)),
+                )
+            })
+            .collect();
+        provider.sync(&with, &creates, &IfMatch::NONE).await?;
+    }
+    let scope = with.document(Store::Memory).scope();
+    let mut listing = Samples::default();
+    let listed = provider.notes(&scope, "").await?.len();
+    for _ in 0..samples {
+        listing.time(provider.notes(&scope, "")).await?;
+    }
+    for _ in 0..samples.min(10) {
+        provider.prefetch(&without).await?;
+        provider.prefetch(&with).await?;
+    }
+    let (mut prefetch_without, mut prefetch_with) = (Samples::default(), Samples::default());
+    for _ in 0..samples {
+        prefetch_without.time(provider.prefetch(&without)).await?;
+        prefetch_with.time(provider.prefetch(&with)).await?;
+    }
+    Ok(NotesMeasured {
+        document_add,
+        note_add,
+        listed,
+        listing,
+        prefetch_without,
+        prefetch_with,
     })
 }

@@ -24,7 +24,7 @@ fn a_small_run_writes_the_report_and_the_charts() {
     let report = run_bench(
         "--providers markdown --samples 5 --prefetch-kib 1,2 --writers 1,4 \
          --contention-adds 16 --growth-cap 3000 --large-bytes 20000 --large-adds 5 \
-         --grown-adds 10",
+         --grown-adds 10 --notes 40",
         out.path(),
     );
     for heading in [
@@ -34,9 +34,20 @@ fn a_small_run_writes_the_report_and_the_charts() {
         "## The floor",
         "## Growth",
         "## History on large documents",
+        "## Notes",
     ] {
         assert!(report.contains(heading), "{heading} missing:\n{report}");
     }
+    // The notes section lists the scope it made, and the goals table judges it.
+    assert!(
+        report.contains("| markdown, listing 40 notes, p50 |"),
+        "{report}"
+    );
+    let notes_row = report
+        .lines()
+        .find(|l| l.starts_with("| markdown | ") && l.matches('|').count() == 9)
+        .unwrap_or_else(|| panic!("no notes row:\n{report}"));
+    assert!(notes_row.contains('×'), "{notes_row}");
     // A row for the large document and one for the grown one, each with its history's bytes.
     let large: Vec<&str> = report
         .lines()
@@ -98,7 +109,7 @@ fn a_small_vector_run_reports_recall_at_each_size() {
     let report = run_bench(
         &format!(
             "--providers vector --samples 3 --prefetch-kib 1 --writers 1,2 --contention-adds 4 \
-             --growth-cap 600 --recall-entries 20,60 --recall-queries 3 --recall-data {}",
+             --growth-cap 600 --notes 12 --recall-entries 20,60 --recall-queries 3 --recall-data {}",
             data.display()
         ),
         out.path(),

@@ -193,6 +193,7 @@ impl Report<'_> {
                 }
             }
         }
+        rows.extend(self.notes_goals());
         let minutes = self.took.as_secs_f64() / 60.0;
         rows.push((
             "this run".to_owned(),

@@ -15,6 +15,8 @@ mod history;
 mod http;
 // Concurrent writers on one document, beside the naive baseline.
 mod contention;
+// Notes: a note's add, a scope's listing, prefetch with many notes.
+mod notes;
 // Through PgBouncer, on a Redis Cluster, and PostgreSQL over TLS.
 mod deployments;
 // The vector provider's recall: speed at each size, and quality on LoCoMo.
@@ -36,7 +38,7 @@ use crate::http::HttpMeasured;
 use crate::recall_eval::Evaluated;
 use crate::stats::Samples;
 use crate::tls::Connection;
-use crate::workloads::{Contention, LargeDocument, RecallRound};
+use crate::workloads::{Contention, LargeDocument, NotesMeasured, RecallRound};
 
 pub use machine::{command_line, machine};
 
@@ -62,6 +64,8 @@ pub struct Measured {
     /// The same calls over HTTP through `memory serve`.
     pub http: HttpMeasured,
     pub contention: Vec<Contention>,
+    /// A note's add against a document's, a scope's listing, prefetch with notes.
+    pub notes: NotesMeasured,
     pub growth: Vec<(usize, Duration, Duration)>,
 }
 
@@ -94,6 +98,7 @@ impl Report<'_> {
             self.large_documents(),
             self.http(),
             self.contention(),
+            self.notes(),
             self.deployments(),
             self.tls(),
             self.floor(),

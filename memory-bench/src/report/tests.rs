@@ -99,6 +99,14 @@ fn measured(provider: &'static str, scale: f64) -> Measured {
             mcp_add: (samples(2.0 * scale), samples(2.0 * scale + 0.4)),
         },
         contention: vec![contention(1, scale, 0), contention(16, scale, 0)],
+        notes: NotesMeasured {
+            document_add: samples(scale * 1.7),
+            note_add: samples(scale * 1.9),
+            listed: 1000,
+            listing: samples(scale * 3.0),
+            prefetch_without: samples(scale * 0.8),
+            prefetch_with: samples(scale * 0.9),
+        },
         growth: (1..=30)
             .map(|i| {
                 let sync = Duration::from_secs_f64(scale * (1.0 + f64::from(i) / 30.0) / 1e3);
