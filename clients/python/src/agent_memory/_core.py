@@ -456,12 +456,44 @@ def replace_document(
     surface: WriteSurface | None,
     idempotency_key: str | None,
 ) -> Call[DocumentReport]:
+    guard = {"If-Match": entity_tag(if_match)}
+    return _text_write(document_route(path), text, guard, session, surface, idempotency_key)
+
+
+def _text_write(
+    route: str,
+    text: str,
+    precondition: Mapping[str, str],
+    session: str | None,
+    surface: WriteSurface | None,
+    idempotency_key: str | None,
+) -> Call[DocumentReport]:
+    """A ``PUT`` of a whole text, under ``precondition`` (``If-Match`` or ``If-None-Match``)."""
     return Call(
         "PUT",
-        document_route(path),
+        route,
         _document_report,
         body={"text": text, **_write_fields(session, surface)},
-        headers={"If-Match": entity_tag(if_match)},
+        headers=precondition,
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
+def _updates_write(
+    route: str,
+    updates: Sequence[MemoryUpdate | Mapping[str, Any]],
+    if_match: str | None,
+    session: str | None,
+    surface: WriteSurface | None,
+    idempotency_key: str | None,
+) -> Call[DocumentReport]:
+    """A ``POST`` of a batch of updates, guarded by ``if_match`` when given."""
+    return Call(
+        "POST",
+        route,
+        _document_report,
+        body={"updates": updates_to_json(updates), **_write_fields(session, surface)},
+        headers={} if if_match is None else {"If-Match": entity_tag(if_match)},
         idempotency_key=write_key(idempotency_key),
     )
 
@@ -474,14 +506,8 @@ def update_document(
     surface: WriteSurface | None,
     idempotency_key: str | None,
 ) -> Call[DocumentReport]:
-    return Call(
-        "POST",
-        document_route(path) + "/updates",
-        _document_report,
-        body={"updates": updates_to_json(updates), **_write_fields(session, surface)},
-        headers={} if if_match is None else {"If-Match": entity_tag(if_match)},
-        idempotency_key=write_key(idempotency_key),
-    )
+    route = document_route(path) + "/updates"
+    return _updates_write(route, updates, if_match, session, surface, idempotency_key)
 
 
 def purge_document(path: str, idempotency_key: str | None) -> Call[Purged]:
@@ -511,14 +537,8 @@ def create_note(
     surface: WriteSurface | None,
     idempotency_key: str | None,
 ) -> Call[DocumentReport]:
-    return Call(
-        "PUT",
-        _note_route(path),
-        _document_report,
-        body={"text": text, **_write_fields(session, surface)},
-        headers={"If-None-Match": "*"},
-        idempotency_key=write_key(idempotency_key),
-    )
+    creates = {"If-None-Match": "*"}
+    return _text_write(_note_route(path), text, creates, session, surface, idempotency_key)
 
 
 def write_note(
@@ -529,14 +549,8 @@ def write_note(
     surface: WriteSurface | None,
     idempotency_key: str | None,
 ) -> Call[DocumentReport]:
-    return Call(
-        "PUT",
-        _note_route(path),
-        _document_report,
-        body={"text": text, **_write_fields(session, surface)},
-        headers={"If-Match": entity_tag(if_match)},
-        idempotency_key=write_key(idempotency_key),
-    )
+    guard = {"If-Match": entity_tag(if_match)}
+    return _text_write(_note_route(path), text, guard, session, surface, idempotency_key)
 
 
 def update_note(
@@ -547,14 +561,7 @@ def update_note(
     surface: WriteSurface | None,
     idempotency_key: str | None,
 ) -> Call[DocumentReport]:
-    return Call(
-        "POST",
-        _note_route(path),
-        _document_report,
-        body={"updates": updates_to_json(updates), **_write_fields(session, surface)},
-        headers={} if if_match is None else {"If-Match": entity_tag(if_match)},
-        idempotency_key=write_key(idempotency_key),
-    )
+    return _updates_write(_note_route(path), updates, if_match, session, surface, idempotency_key)
 
 
 def delete_note(
