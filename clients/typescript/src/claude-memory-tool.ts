@@ -84,7 +84,7 @@ interface Viewed {
   text: string | undefined;
 }
 
-/** Every file under `/memories` with its size, and each note's version, as listed. */
+/** Every file under `/memories` with its size, and each file's version, as read. */
 interface Tree {
   files: Map<string, number>;
   versions: Map<string, Version>;
@@ -286,7 +286,7 @@ export class AgentMemoryToolBackend {
     } else if (tree.files.has(name) || isFolder(tree, name)) {
       throw new MemoryToolError(exists);
     } else {
-      const ifMatch = isNote(name) ? {} : guard(name, (await this.read())[store].version);
+      const ifMatch = isNote(name) ? {} : guard(name, tree.versions.get(name) ?? '');
       done = await this.write(name, command.path, [update], ifMatch, toolUseId);
     }
     if (done !== undefined) return done;
@@ -476,7 +476,12 @@ export class AgentMemoryToolBackend {
     ] as const) {
       if (document.text.trim().length > 0) files.set(name, utf8Length(document.text));
     }
-    const versions = new Map<string, Version>();
+    // Each file's version, the pair's whether or not it holds text (a create is guarded by the
+    // empty one's).
+    const versions = new Map<string, Version>([
+      ['MEMORY.md', prefetch.memory.version],
+      ['USER.md', prefetch.user.version],
+    ]);
     for (const item of listed.notes) {
       files.set(item.path, item.bytes);
       versions.set(item.path, item.version);

@@ -236,7 +236,10 @@ class _Tree:
             for name, document in (("MEMORY.md", prefetch.memory), ("USER.md", prefetch.user))
             if document.text.strip()
         }
-        self.versions = {note.path: note.version for note in notes.notes}
+        # Each file's version, the pair's whether or not it holds text (a create is guarded by
+        # the empty one's).
+        self.versions = {"MEMORY.md": prefetch.memory.version, "USER.md": prefetch.user.version}
+        self.versions.update((note.path, note.version) for note in notes.notes)
         self.files.update((note.path, note.bytes) for note in notes.notes)
 
     def under(self, folder: str) -> list[str]:
@@ -503,11 +506,8 @@ class _Commands:
         elif file.name in tree.files or tree.is_folder(file.name):
             raise ToolError(exists)
         elif file.note is None:
-            prefetch: Prefetch = yield _READ
-            version = (prefetch.memory if file.store == "memory" else prefetch.user).version
-            yield from self.write(
-                file, path, (self.created(file, file_text),), _guard(file, version)
-            )
+            guard = _guard(file, tree.versions[file.name])
+            yield from self.write(file, path, (self.created(file, file_text),), guard)
         else:
             yield from self.write(file, path, (self.created(file, file_text),), IfMatch())
         return f"File created successfully at: {path}"
