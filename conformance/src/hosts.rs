@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::raw::{
-    CasWrite, CasWriter, CompareAndSwap, EventBus, Fetched, Versioned, VersionedStore, sha256_hex,
+    CasWrite, CasWriter, CompareAndSwap, EventBus, Fetched, Swapped, Versioned, VersionedStore,
+    sha256_hex,
 };
 use memory_core::{
     DEFAULT_KEEP, DocumentId, DocumentReport, IdempotencyKey, IfMatch, MemoryContext, MemoryError,
@@ -287,7 +288,7 @@ impl<S: CompareAndSwap + ?Sized> CompareAndSwap for Raced<'_, S> {
         &self,
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         let attempt = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
         if attempt <= self.races {
             let updates: Vec<MemoryUpdate> = [Store::Memory, Store::User]

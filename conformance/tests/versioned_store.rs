@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use memory_conformance::{Fixture, Host};
 use memory_core::raw::{
-    CasWrite, CompareAndSwap, Fetched, RevisionTip, StoredHistory, Versioned, VersionedStore,
-    droppable,
+    CasWrite, CompareAndSwap, Fetched, RevisionTip, StoredHistory, Swapped, Versioned,
+    VersionedStore, droppable, from_signed_unix_millis, signed_unix_millis,
 };
 use memory_core::{
     Document, DocumentId, Identity, IdentityMap, InMemoryIdentityMap, MemoryError, Purged,
@@ -42,12 +42,20 @@ struct MemoryStore {
     identities: Arc<InMemoryIdentityMap>,
     /// How many times `history` was read, for the tests of how often the provider reads it.
     history_reads: Arc<AtomicUsize>,
+    /// How many notes were read, for the tests of what a listing reads.
+    note_reads: Arc<AtomicUsize>,
 }
 
 impl MemoryStore {
     fn storage(&self) -> std::sync::MutexGuard<'_, Storage> {
         self.storage.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Whether `id` is a note, not a scope's index (whose path no note can have).
+fn is_note(id: &DocumentId) -> bool {
+    id.note_path()
+        .is_some_and(|path| memory_core::NotePath::new(path.as_str()).is_ok())
 }
 
 fn fetched(storage: &Storage, id: &DocumentId, receipts: bool) -> Fetched {
@@ -73,6 +81,8 @@ fn fetched(storage: &Storage, id: &DocumentId, receipts: bool) -> Fetched {
 #[async_trait]
 impl CompareAndSwap for MemoryStore {
     async fn fetch(&self, ids: &[DocumentId], receipts: bool) -> Result<Vec<Fetched>, MemoryError> {
+        let notes = ids.iter().filter(|id| is_note(id)).count();
+        self.note_reads.fetch_add(notes, Ordering::Relaxed);
         let storage = self.storage();
         Ok(ids
             .iter()
@@ -84,7 +94,7 @@ impl CompareAndSwap for MemoryStore {
         &self,
         writes: &[CasWrite<'_>],
         _lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         let mut storage = self.storage();
         for write in writes {
             let now = fetched(&storage, write.id, false);
@@ -96,10 +106,11 @@ impl CompareAndSwap for MemoryStore {
                 .first()
                 .is_some_and(|first| first.number != now.tip.number + 1);
             if now.version != write.expected || moved || purged {
-                return Ok(Some(write.id.clone()));
+                return Ok(Swapped::Lost(write.id.clone()));
             }
         }
-        let now = SystemTime::now();
+        // To the millisecond, as a database keeps a time.
+        let now = from_signed_unix_millis(signed_unix_millis(SystemTime::now()));
         for write in writes {
             let previous = storage.documents.get(write.id).cloned();
             storage.documents.insert(
@@ -121,7 +132,7 @@ impl CompareAndSwap for MemoryStore {
             let dropped = droppable(stored, tip, now, &write.retention);
             history.drain(..dropped);
         }
-        Ok(None)
+        Ok(Swapped::Landed(Some(now)))
     }
 
     fn checks_text(&self) -> bool {
@@ -336,5 +347,91 @@ fn history_reads_back_only_to_rebuild_a_change() {
             assert_eq!(history.len(), limit.min(3), "{why}");
             assert_eq!(reads(), expected_reads, "{why}");
         }
+    });
+}
+
+/// A scope's listing comes from its index, which every write of its notes keeps in the same
+/// step, without reading a note; a line the index keeps without its listing (as indexes were
+/// written before they kept listings) is listed by reading that note, until a write lists it
+/// whole again.
+#[test]
+fn a_listing_reads_only_the_notes_its_index_does_not_list() {
+    use memory_core::{IfMatch, MemoryProvider, MemoryUpdate, NoteMeta, NotePath, Store};
+    memory_conformance::block_on(async {
+        let store = MemoryStore::default();
+        let p = Versioned::new(store.clone());
+        let c = memory_conformance::cases::ctx("ada", "u1");
+        let path = |at: &str| NotePath::new(at).unwrap();
+        let write = |updates: Vec<MemoryUpdate>| {
+            let (p, c) = (&p, &c);
+            async move { p.sync(c, &updates, &IfMatch::NONE).await.unwrap() }
+        };
+        write(vec![
+            MemoryUpdate::create(Store::Memory, path("a.md"), "# Alpha"),
+            MemoryUpdate::create(Store::Memory, path("b/c.md"), "Charlie."),
+        ])
+        .await;
+        write(vec![MemoryUpdate::create(
+            Store::Memory,
+            path("d.md"),
+            "Delta.",
+        )])
+        .await;
+        let scope = c.document(Store::Memory).scope();
+        let reads = || store.note_reads.swap(0, Ordering::Relaxed);
+        let as_read = |notes: &[NoteMeta]| {
+            let (p, scope) = (&p, &scope);
+            let paths: Vec<NotePath> = notes.iter().map(|note| note.path.clone()).collect();
+            async move {
+                let mut read = Vec::new();
+                for path in paths {
+                    let document = p.read(&scope.note(path.clone())).await.unwrap();
+                    read.push(NoteMeta::of(path, &document));
+                }
+                read
+            }
+        };
+
+        reads();
+        let listed = p.notes(&scope, "").await.unwrap();
+        assert_eq!(reads(), 0, "listed from the index alone");
+        assert_eq!(listed, as_read(&listed).await);
+        assert_eq!(listed.len(), 3);
+
+        // The index as written before it kept listings: `<bytes>\t<path>` lines.
+        {
+            let mut storage = store.storage();
+            let index = storage
+                .documents
+                .iter_mut()
+                .find(|(id, _)| id.note_path().is_some() && !is_note(id))
+                .map(|(_, stored)| stored)
+                .expect("the scope's index");
+            index.text = index
+                .text
+                .lines()
+                .map(|line| {
+                    let fields: Vec<&str> = line.split('\t').collect();
+                    format!("{}\t{}\n", fields[0], fields[3])
+                })
+                .collect();
+        }
+        reads();
+        assert_eq!(p.notes(&scope, "").await.unwrap(), listed);
+        assert_eq!(reads(), 3, "each note read");
+        write(vec![
+            MemoryUpdate::add(Store::Memory, "More.").in_note(path("a.md")),
+        ])
+        .await;
+        reads();
+        let after = p.notes(&scope, "").await.unwrap();
+        assert_eq!(reads(), 2, "the note written is listed whole again");
+        assert_eq!(after, as_read(&after).await);
+        reads();
+        let seen = p.prefetch(&c).await.unwrap().context.unwrap();
+        assert!(seen.contains("- memory/a.md (15 bytes): Alpha"), "{seen}");
+        assert_eq!(reads(), 2, "prefetch lists the same way");
+        p.prefetch(&c).await.unwrap();
+        assert_eq!(reads(), 0, "and once per version of the index");
     });
 }

@@ -40,7 +40,11 @@ pub use note::path::{
 };
 pub use note::{MAX_DESCRIPTION_CHARS, NoteCaps, NoteMeta, ScopeTotals, note_description};
 pub use prefetch::Prefetch;
-pub use provider::{MemoryProvider, history_across_renames, notes_of_context, revert_document};
+pub use prompt::NewestNotes;
+pub use provider::{
+    MemoryProvider, history_across_renames, newest_notes_of_context, notes_of_context,
+    revert_document,
+};
 pub use recall::{Recall, Recalled};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};

@@ -3,9 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::context::MemoryContext;
-use crate::document::{Document, Store};
-use crate::note::NoteMeta;
-use crate::prompt::render_with_notes;
+use crate::document::Document;
+use crate::prompt::{NewestNotes, render_with_notes};
 
 /// The result of [`crate::MemoryProvider::prefetch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,13 +25,13 @@ pub struct Prefetch {
 }
 
 impl Prefetch {
-    /// Renders both documents read in full, and the index of the context's `notes` (each with
-    /// its scope's store; see [`crate::notes_of_context`]), for providers without recall.
+    /// Renders both documents read in full, and the index of the context's `notes` (see
+    /// [`crate::MemoryProvider::newest_notes`]), for providers without recall.
     pub fn from_documents(
         ctx: &MemoryContext,
         memory: &Document,
         user: &Document,
-        notes: &[(Store, NoteMeta)],
+        notes: &NewestNotes,
     ) -> Self {
         Prefetch {
             context: render_with_notes(&user.text, &memory.text, notes, ctx.max_chars),

@@ -12,10 +12,69 @@ pub const NOTES_INDEX_LINES: usize = 20;
 /// The most chars the index's note lines take together; the rest are counted.
 pub const NOTES_INDEX_CHARS: usize = 2_000;
 
+/// The notes a prompt's index can name: the newest [`NOTES_INDEX_LINES`] of a context's notes,
+/// most recently updated first (never-dated last, then by store and path), and how many notes
+/// there are in all. What [`crate::MemoryProvider::newest_notes`] gives: a backend that keeps
+/// its listing gives it without handing over every note.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewestNotes {
+    newest: Vec<(Store, NoteMeta)>,
+    total: usize,
+}
+
+/// Most recently updated first, never-dated last, then by store and path.
+fn newest_first(a: &(Store, &NoteMeta), b: &(Store, &NoteMeta)) -> std::cmp::Ordering {
+    (Reverse(a.1.modified), a.0, &a.1.path).cmp(&(Reverse(b.1.modified), b.0, &b.1.path))
+}
+
+impl NewestNotes {
+    /// The newest of `notes` (each with its scope's store), and their count.
+    pub fn of<'a>(notes: impl IntoIterator<Item = (Store, &'a NoteMeta)>) -> NewestNotes {
+        let mut candidates: Vec<(Store, &NoteMeta)> = notes.into_iter().collect();
+        let total = candidates.len();
+        // The newest few of many without sorting them all: a prefetch runs this every turn.
+        if candidates.len() > NOTES_INDEX_LINES {
+            candidates.select_nth_unstable_by(NOTES_INDEX_LINES - 1, newest_first);
+            candidates.truncate(NOTES_INDEX_LINES);
+        }
+        candidates.sort_by(newest_first);
+        NewestNotes {
+            newest: candidates
+                .into_iter()
+                .map(|(store, note)| (store, note.clone()))
+                .collect(),
+            total,
+        }
+    }
+
+    /// The newest of `parts` together (each scope's, say): the newest of their newest, and
+    /// all their notes counted.
+    pub fn merged<'a>(parts: impl IntoIterator<Item = &'a NewestNotes>) -> NewestNotes {
+        let parts: Vec<&NewestNotes> = parts.into_iter().collect();
+        let mut merged = NewestNotes::of(
+            parts
+                .iter()
+                .flat_map(|part| part.newest.iter().map(|(store, note)| (*store, note))),
+        );
+        merged.total = parts.iter().map(|part| part.total).sum();
+        merged
+    }
+
+    /// The newest notes, newest first: at most [`NOTES_INDEX_LINES`].
+    pub fn newest(&self) -> &[(Store, NoteMeta)] {
+        &self.newest
+    }
+
+    /// How many notes there are in all.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+}
+
 /// Renders `## About You` then `## Memory`, dropping blank sections, then keeps the tail within
 /// `max_chars` chars (see [`truncate_keeping_tail`]). `None` when both are blank.
 pub fn render(user: &str, memory: &str, max_chars: usize) -> Option<String> {
-    render_with_notes(user, memory, &[], max_chars)
+    render_with_notes(user, memory, &NewestNotes::default(), max_chars)
 }
 
 /// [`render`] with the index of `notes` (see [`notes_index`]) as a last section. With no notes
@@ -23,7 +82,7 @@ pub fn render(user: &str, memory: &str, max_chars: usize) -> Option<String> {
 pub fn render_with_notes(
     user: &str,
     memory: &str,
-    notes: &[(Store, NoteMeta)],
+    notes: &NewestNotes,
     max_chars: usize,
 ) -> Option<String> {
     let sections: Vec<String> = [("About You", user), ("Memory", memory)]
@@ -43,15 +102,13 @@ pub fn render_with_notes(
 /// `- <store>/<path> (<bytes> bytes): <description>`, at most [`NOTES_INDEX_LINES`] lines and
 /// [`NOTES_INDEX_CHARS`] chars of them, then `- ... and N more` for the rest. `None` for no
 /// notes.
-pub fn notes_index(notes: &[(Store, NoteMeta)]) -> Option<String> {
-    if notes.is_empty() {
+pub fn notes_index(notes: &NewestNotes) -> Option<String> {
+    if notes.total == 0 {
         return None;
     }
-    let mut newest_first: Vec<&(Store, NoteMeta)> = notes.iter().collect();
-    newest_first.sort_by_key(|(store, note)| (Reverse(note.modified), *store, &note.path));
     let mut section = String::from("## Notes\n");
     let (mut shown, mut chars) = (0, 0);
-    for (store, note) in &newest_first {
+    for (store, note) in &notes.newest {
         let mut line = format!("\n- {store}/{} ({} bytes)", note.path, note.bytes);
         if !note.description.is_empty() {
             line.push_str(": ");
@@ -65,8 +122,8 @@ pub fn notes_index(notes: &[(Store, NoteMeta)]) -> Option<String> {
         shown += 1;
         chars += length;
     }
-    if shown < notes.len() {
-        section.push_str(&format!("\n- ... and {} more", notes.len() - shown));
+    if shown < notes.total {
+        section.push_str(&format!("\n- ... and {} more", notes.total - shown));
     }
     Some(section)
 }
@@ -127,15 +184,53 @@ mod tests {
         }
     }
 
+    fn newest(notes: &[(Store, NoteMeta)]) -> NewestNotes {
+        NewestNotes::of(notes.iter().map(|(store, note)| (*store, note)))
+    }
+
+    #[test]
+    fn the_newest_of_each_scope_merged_are_the_newest_of_all() {
+        // Times that interleave between the scopes, ties and undated notes among them.
+        let notes: Vec<(Store, NoteMeta)> = (0..90u64)
+            .map(|i| {
+                let store = if i % 3 == 0 {
+                    Store::User
+                } else {
+                    Store::Memory
+                };
+                let at = (i % 7 != 0).then_some((i * 37) % 50);
+                (store, note(&format!("n{i:02}.md"), 1, at, "d"))
+            })
+            .collect();
+        let whole = newest(&notes);
+        assert_eq!(
+            (whole.total(), whole.newest().len()),
+            (90, NOTES_INDEX_LINES)
+        );
+        let mut sorted = notes.clone();
+        sorted.sort_by_key(|(store, note)| (Reverse(note.modified), *store, note.path.clone()));
+        assert_eq!(whole.newest(), &sorted[..NOTES_INDEX_LINES]);
+        let scope = |wanted: Store| {
+            let part: Vec<(Store, NoteMeta)> = notes
+                .iter()
+                .filter(|(store, _)| *store == wanted)
+                .cloned()
+                .collect();
+            newest(&part)
+        };
+        let merged = NewestNotes::merged([&scope(Store::Memory), &scope(Store::User)]);
+        assert_eq!(merged, whole);
+    }
+
     #[test]
     fn without_notes_the_prompt_is_the_pairs_alone() {
         for (user, memory) in [("", ""), ("Ada\n", ""), ("", "note\n"), ("Ada", "x\n\ny")] {
             assert_eq!(
-                render_with_notes(user, memory, &[], 100),
+                render_with_notes(user, memory, &NewestNotes::default(), 100),
                 render(user, memory, 100)
             );
         }
-        assert_eq!(notes_index(&[]), None);
+        assert_eq!(notes_index(&NewestNotes::default()), None);
     }
 
     #[test]
@@ -149,11 +244,11 @@ mod tests {
             (Store::Memory, note("undated.md", 5, None, "")),
         ];
         assert_eq!(
-            render_with_notes("Ada\n", "", &notes, 1_000).unwrap(),
+            render_with_notes("Ada\n", "", &newest(&notes), 1_000).unwrap(),
             "## About You\n\nAda\n\n## Notes\n\n- user/diet.md (30 bytes): Vegetarian\n- memory/projects/kyoto.md (120 bytes): Kyoto trip\n- memory/undated.md (5 bytes)"
         );
         assert_eq!(
-            render_with_notes("", "", &notes[..1], 1_000).unwrap(),
+            render_with_notes("", "", &newest(&notes[..1]), 1_000).unwrap(),
             "## Notes\n\n- memory/projects/kyoto.md (120 bytes): Kyoto trip",
             "notes alone are a memory context"
         );
@@ -164,7 +259,7 @@ mod tests {
         let many: Vec<(Store, NoteMeta)> = (0..50)
             .map(|i| (Store::Memory, note(&format!("n{i:02}.md"), 1, Some(i), "d")))
             .collect();
-        let index = notes_index(&many).unwrap();
+        let index = notes_index(&newest(&many)).unwrap();
         assert_eq!(
             index.lines().filter(|l| l.ends_with(": d")).count(),
             NOTES_INDEX_LINES
@@ -177,7 +272,7 @@ mod tests {
         let wide: Vec<(Store, NoteMeta)> = (0..20)
             .map(|i| (Store::User, note(&format!("w{i:02}.md"), 1, Some(i), &long)))
             .collect();
-        let index = notes_index(&wide).unwrap();
+        let index = notes_index(&newest(&wide)).unwrap();
         let lines: usize = index
             .lines()
             .filter(|l| l.starts_with("- user/"))

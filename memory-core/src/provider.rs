@@ -13,6 +13,7 @@ use crate::history::revision::{Purged, Revision, Surface};
 use crate::idempotency::receipts::Receipts;
 use crate::note::NoteMeta;
 use crate::prefetch::Prefetch;
+use crate::prompt::NewestNotes;
 use crate::report::{IfMatch, Subscription, SyncReport};
 use crate::update::MemoryUpdate;
 
@@ -101,6 +102,22 @@ pub trait MemoryProvider: Send + Sync {
     ///   acknowledged is listed by any listing that starts after the acknowledgement.
     /// - A layout with no place for notes is [`MemoryError::NotInLayout`].
     async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError>;
+
+    /// The newest notes of `scope`, each labelled `store` (the document of a context they sit
+    /// beside), and how many it has: what the prompt's `## Notes` index names of it.
+    ///
+    /// # Behavior
+    /// - The same as [`NewestNotes::of`] over [`MemoryProvider::notes`] of the whole scope,
+    ///   which the default does; a backend that keeps its listing answers without listing
+    ///   every note, since a prefetch asks every turn.
+    async fn newest_notes(
+        &self,
+        scope: &NoteScope,
+        store: Store,
+    ) -> Result<NewestNotes, MemoryError> {
+        let notes = self.notes(scope, "").await?;
+        Ok(NewestNotes::of(notes.iter().map(|note| (store, note))))
+    }
 
     /// The revisions of `document`, newest first, at most `limit`.
     ///
@@ -271,6 +288,23 @@ pub async fn notes_of_context<P: MemoryProvider + ?Sized>(
     Ok(notes)
 }
 
+/// What the prompt's `## Notes` index names of `ctx`'s two scopes: the newest notes of both
+/// ([`MemoryProvider::newest_notes`]), merged.
+///
+/// # Errors
+/// What `provider`'s [`MemoryProvider::newest_notes`] fails with.
+pub async fn newest_notes_of_context<P: MemoryProvider + ?Sized>(
+    provider: &P,
+    ctx: &MemoryContext,
+) -> Result<NewestNotes, MemoryError> {
+    let mut parts = Vec::with_capacity(2);
+    for store in [Store::Memory, Store::User] {
+        let scope = ctx.document(store).scope();
+        parts.push(provider.newest_notes(&scope, store).await?);
+    }
+    Ok(NewestNotes::merged(&parts))
+}
+
 /// How many renames [`history_across_renames`] follows back at most.
 const MAX_RENAMES_FOLLOWED: usize = 1000;
 
@@ -309,6 +343,14 @@ macro_rules! forward_provider {
                 prefix: &str,
             ) -> Result<Vec<NoteMeta>, MemoryError> {
                 (**self).notes(scope, prefix).await
+            }
+
+            async fn newest_notes(
+                &self,
+                scope: &NoteScope,
+                store: Store,
+            ) -> Result<NewestNotes, MemoryError> {
+                (**self).newest_notes(scope, store).await
             }
 
             async fn history(

@@ -16,6 +16,7 @@ use crate::idempotency::receipts::Receipts;
 use crate::note::NoteMeta;
 use crate::note::path::NotePath;
 use crate::prefetch::Prefetch;
+use crate::prompt::NewestNotes;
 use crate::provider::MemoryProvider;
 use crate::raw::events::EventBus;
 use crate::raw::kept::history_view;
@@ -159,6 +160,7 @@ impl MemoryProvider for InMemoryProvider {
                 listed.into_iter().map(move |note| (store, note))
             })
             .collect();
+        let notes = NewestNotes::of(notes.iter().map(|(store, note)| (*store, note)));
         Ok(Prefetch::from_documents(ctx, &memory, &user, &notes))
     }
 

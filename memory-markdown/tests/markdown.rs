@@ -827,3 +827,126 @@ async fn a_listing_is_never_staler_than_the_files() {
         "a recent note is read again"
     );
 }
+
+/// A listing kept while the folder's watch reports nothing is never staler than the files:
+/// each change a person can make between two listings shows in the second, in a folder under
+/// the scope's, through a symbolic link or a second hard link (which the watch does not see,
+/// so such a folder is listed file by file), and when a folder above the scope's is renamed.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_watched_listing_sees_every_change_between_two_listings() {
+    use std::time::{Duration, SystemTime};
+    let (dir, provider) = setup();
+    let folder = dir.path().join("personalities/ada/notes");
+    fs::create_dir_all(folder.join("trips")).unwrap();
+    let scope = ctx().document(Store::Memory).scope();
+    let settled = |path: &Path, text: &str| {
+        fs::write(path, text).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+    };
+    let (provider, scope) = (&provider, &scope);
+    // Each note listed as `path: description (bytes)`; the prompt's index agrees.
+    let listing = || async move {
+        let notes = provider.notes(scope, "").await.unwrap();
+        let shown: Vec<String> = notes
+            .iter()
+            .map(|note| format!("{}: {} ({})", note.path, note.description, note.bytes))
+            .collect();
+        let prompt = provider.prefetch(&ctx()).await.unwrap().context;
+        for note in &notes {
+            let line = format!("- memory/{} ({} bytes)", note.path, note.bytes);
+            assert!(
+                prompt.as_deref().unwrap_or("").contains(&line),
+                "{prompt:?}"
+            );
+        }
+        shown
+    };
+    settled(&folder.join("a.md"), "Alpha.\n");
+    settled(&folder.join("trips/kyoto.md"), "Kyoto.\n");
+    assert_eq!(
+        listing().await,
+        ["a.md: Alpha. (7)", "trips/kyoto.md: Kyoto. (7)"]
+    );
+    assert_eq!(
+        listing().await,
+        ["a.md: Alpha. (7)", "trips/kyoto.md: Kyoto. (7)"]
+    );
+
+    // Appended to in place, in a folder under the scope's.
+    {
+        use std::io::Write;
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(folder.join("trips/kyoto.md"))
+            .unwrap();
+        file.write_all(b"Temples.\n").unwrap();
+    }
+    assert_eq!(
+        listing().await,
+        ["a.md: Alpha. (7)", "trips/kyoto.md: Kyoto. (16)"]
+    );
+
+    // A new folder, then a note made in it after a listing.
+    fs::create_dir(folder.join("food")).unwrap();
+    assert_eq!(listing().await.len(), 2);
+    settled(&folder.join("food/ramen.md"), "Ramen.\n");
+    assert_eq!(
+        listing().await,
+        [
+            "a.md: Alpha. (7)",
+            "food/ramen.md: Ramen. (7)",
+            "trips/kyoto.md: Kyoto. (16)"
+        ]
+    );
+
+    // Deleted, and renamed.
+    fs::remove_file(folder.join("a.md")).unwrap();
+    fs::rename(folder.join("food/ramen.md"), folder.join("ramen.md")).unwrap();
+    assert_eq!(
+        listing().await,
+        ["ramen.md: Ramen. (7)", "trips/kyoto.md: Kyoto. (16)"]
+    );
+
+    // A second hard link outside the scope, written through: the same file, edited.
+    let outside = dir.path().join("elsewhere");
+    fs::create_dir(&outside).unwrap();
+    fs::hard_link(folder.join("ramen.md"), outside.join("ramen.md")).unwrap();
+    assert_eq!(listing().await.len(), 2);
+    fs::write(outside.join("ramen.md"), "Shoyu ramen.\n").unwrap();
+    assert_eq!(
+        listing().await,
+        ["ramen.md: Shoyu ramen. (13)", "trips/kyoto.md: Kyoto. (16)"]
+    );
+    fs::remove_file(outside.join("ramen.md")).unwrap();
+
+    // A note that is a symbolic link, its target written.
+    settled(&outside.join("target.md"), "Target.\n");
+    std::os::unix::fs::symlink(outside.join("target.md"), folder.join("linked.md")).unwrap();
+    assert_eq!(listing().await.len(), 3);
+    fs::write(outside.join("target.md"), "Moved target.\n").unwrap();
+    assert!(
+        listing()
+            .await
+            .contains(&"linked.md: Moved target. (14)".to_owned()),
+        "{:?}",
+        listing().await
+    );
+    fs::remove_file(folder.join("linked.md")).unwrap();
+    assert_eq!(listing().await.len(), 2);
+
+    // The personality's folder renamed away and another put in its place (the watch is on
+    // the one that moved), then removed.
+    let personality = dir.path().join("personalities/ada");
+    fs::rename(&personality, dir.path().join("personalities/ada-old")).unwrap();
+    fs::create_dir_all(&folder).unwrap();
+    settled(&folder.join("fresh.md"), "Fresh.\n");
+    assert_eq!(listing().await, ["fresh.md: Fresh. (7)"]);
+    fs::remove_dir_all(&personality).unwrap();
+    assert_eq!(listing().await, Vec::<String>::new());
+}

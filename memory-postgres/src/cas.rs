@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use memory_core::raw::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
+use memory_core::raw::{
+    CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold, Swapped, from_signed_unix_millis,
+};
 use memory_core::{DocumentId, MemoryError};
 use sqlx::postgres::PgArguments;
 use sqlx::query::QueryAs;
 use sqlx::{Executor, Postgres};
 
 use crate::lease::{Lease, finish};
-use crate::rows::{SelectedRow, WriteBinds};
+use crate::rows::{LandedRow, SelectedRow, WriteBinds};
 use crate::store::{PostgresStore, row_key};
 
 /// The two round trips [`CasWriter`](memory_core::raw::CasWriter) needs: one snapshot read, one conditional write.
@@ -39,9 +41,9 @@ impl CompareAndSwap for PostgresStore {
         &self,
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         if writes.is_empty() {
-            return Ok(None);
+            return Ok(Swapped::Landed(None));
         }
         // Each row may wait its own `lock_timeout`, so they share what is left.
         let rows = u32::try_from(writes.len()).unwrap_or(u32::MAX);
@@ -76,7 +78,7 @@ impl CompareAndSwap for PostgresStore {
             Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
             Err(err) => return Err(self.db_error(err)),
         };
-        Ok(lost_on(writes, &landed))
+        Ok(swapped(writes, &landed))
     }
 
     /// The write statement compares the text too, where a write gives it.
@@ -203,17 +205,14 @@ struct PgTurn<'a> {
 
 #[async_trait]
 impl HeldTurn for PgTurn<'_> {
-    async fn write(
-        self: Box<Self>,
-        writes: &[CasWrite<'_>],
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    async fn write(self: Box<Self>, writes: &[CasWrite<'_>]) -> Result<Swapped, MemoryError> {
         let PgTurn {
             provider,
             mut lease,
         } = *self;
         let Some(first) = writes.first() else {
             let _ = finish(lease, "ROLLBACK").await;
-            return Ok(None);
+            return Ok(Swapped::Landed(None));
         };
         let binds = match WriteBinds::of(writes) {
             Ok(binds) => binds,
@@ -227,20 +226,20 @@ impl HeldTurn for PgTurn<'_> {
             .fetch_all(&mut *lease)
             .await;
         match landed {
-            Ok(landed) => match lost_on(writes, &landed) {
-                None => {
+            Ok(landed) => match swapped(writes, &landed) {
+                Swapped::Landed(at) => {
                     finish(lease, "COMMIT")
                         .await
                         .map_err(|err| provider.db_error(err))?;
-                    Ok(None)
+                    Ok(Swapped::Landed(at))
                 }
                 // The hold was lost: a document without a row that another writer inserted
                 // meanwhile. Nothing of the others is committed either.
-                Some(lost) => {
+                lost @ Swapped::Lost(_) => {
                     finish(lease, "ROLLBACK")
                         .await
                         .map_err(|err| provider.db_error(err))?;
-                    Ok(Some(lost))
+                    Ok(lost)
                 }
             },
             Err(sqlx::Error::Database(err)) => {
@@ -249,7 +248,7 @@ impl HeldTurn for PgTurn<'_> {
                     .await
                     .map_err(|err| provider.db_error(err))?;
                 if retryable {
-                    Ok(Some(first.id.clone()))
+                    Ok(Swapped::Lost(first.id.clone()))
                 } else {
                     Err(provider.db_error(sqlx::Error::Database(err)))
                 }
@@ -265,30 +264,35 @@ impl HeldTurn for PgTurn<'_> {
     }
 }
 
-/// The first of `writes` whose row is not among `landed` (the rows the write statement
-/// returned): the document another writer changed first.
-fn lost_on(writes: &[CasWrite<'_>], landed: &[(String, String)]) -> Option<DocumentId> {
-    writes
-        .iter()
-        .map(|write| write.id)
-        .find(|id| {
-            let (key_kind, key_owner) = row_key(id);
-            !landed
-                .iter()
-                .any(|(kind, owner)| *kind == key_kind && *owner == key_owner)
-        })
-        .cloned()
+/// What the write statement came to, from the rows it returned (`landed`): lost on the first
+/// of `writes` whose row is not among them (another writer changed it first), else landed at
+/// the statement's time.
+fn swapped(writes: &[CasWrite<'_>], landed: &[LandedRow]) -> Swapped {
+    let lost = writes.iter().map(|write| write.id).find(|id| {
+        let (key_kind, key_owner) = row_key(id);
+        !landed
+            .iter()
+            .any(|(kind, owner, _)| *kind == key_kind && *owner == key_owner)
+    });
+    match lost {
+        Some(id) => Swapped::Lost(id.clone()),
+        None => Swapped::Landed(
+            landed
+                .first()
+                .map(|(_, _, at)| from_signed_unix_millis(*at)),
+        ),
+    }
 }
 
 /// The upsert of `rows` rows in `transaction`, committed only if every row landed; with the
 /// transaction's `lock_timeout` lowered to `lower_to` first, if given.
 async fn write_in_transaction<'q>(
     mut transaction: sqlx::Transaction<'_, Postgres>,
-    query: QueryAs<'q, Postgres, (String, String), PgArguments>,
+    query: QueryAs<'q, Postgres, LandedRow, PgArguments>,
     rows: usize,
     lower_to: Option<Duration>,
     persistent: bool,
-) -> Result<Vec<(String, String)>, sqlx::Error> {
+) -> Result<Vec<LandedRow>, sqlx::Error> {
     if let Some(lock_wait) = lower_to {
         // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
         sqlx::query("SELECT set_config('lock_timeout', $1, true)")

@@ -203,6 +203,10 @@ pub(crate) struct WriteBinds<'a> {
     max_age_ms: Option<i64>,
 }
 
+/// A row the write statement landed: its key, and the statement's time (epoch milliseconds,
+/// as a read gives `updated_at`), which dated it.
+pub(crate) type LandedRow = (String, String, i64);
+
 impl<'a> WriteBinds<'a> {
     /// The values for `writes`, pruned as their retention says (the provider's: one for all).
     ///
@@ -256,8 +260,8 @@ impl<'a> WriteBinds<'a> {
     /// `statement` (the write statement) with these values bound.
     pub(crate) fn bound<'q>(
         &'q self,
-        statement: QueryAs<'q, Postgres, (String, String), PgArguments>,
-    ) -> QueryAs<'q, Postgres, (String, String), PgArguments> {
+        statement: QueryAs<'q, Postgres, LandedRow, PgArguments>,
+    ) -> QueryAs<'q, Postgres, LandedRow, PgArguments> {
         let query = statement
             .bind(&self.kinds)
             .bind(&self.owners)
@@ -372,8 +376,8 @@ impl<'a> RevisionColumns<'a> {
     /// [`Statements::write`](crate::sql::Statements::write) takes them.
     fn bind<'q>(
         &'q self,
-        query: QueryAs<'q, Postgres, (String, String), PgArguments>,
-    ) -> QueryAs<'q, Postgres, (String, String), PgArguments> {
+        query: QueryAs<'q, Postgres, LandedRow, PgArguments>,
+    ) -> QueryAs<'q, Postgres, LandedRow, PgArguments> {
         query
             .bind(&self.kind)
             .bind(&self.owner)

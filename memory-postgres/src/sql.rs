@@ -262,7 +262,8 @@ impl Statements {
                  pruned AS ( \
                    DELETE FROM {history} AS h USING doomed AS x \
                    WHERE h.kind = x.kind AND h.owner = x.owner AND h.number = x.number) \
-                 SELECT kind, owner FROM landed"
+                 SELECT kind, owner, \
+                   (extract(epoch FROM statement_timestamp()) * 1000)::int8 AS at FROM landed"
             )
             .into(),
             history: format!(

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, UNIX_EPOCH};
 
 use memory_conformance::cases::ctx;
-use memory_core::raw::{CasWrite, CompareAndSwap};
+use memory_core::raw::{CasWrite, CompareAndSwap, Swapped};
 use memory_core::{
     DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Retention, Store, Surface,
 };
@@ -420,7 +420,7 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
         .compare_and_swap(&[resurrecting], Duration::from_secs(1))
         .await
         .unwrap();
-    assert_eq!(lost_on.as_ref(), Some(&document), "a lost race");
+    assert_eq!(lost_on, Swapped::Lost(document.clone()), "a lost race");
     assert_eq!(p.read(&document).await.unwrap().text, "After.\n");
     let log = p.history(&document, usize::MAX).await.unwrap();
     assert!(!format!("{log:?}").contains("ecret"), "{log:?}");
@@ -447,7 +447,7 @@ async fn a_write_computed_before_a_purge_never_lands_after_it() {
         .compare_and_swap(&[first], Duration::from_secs(1))
         .await
         .unwrap();
-    assert_eq!(lost_on.as_ref(), Some(&profile));
+    assert_eq!(lost_on, Swapped::Lost(profile.clone()));
     assert_eq!(p.read(&profile).await.unwrap().text, "");
 }
 

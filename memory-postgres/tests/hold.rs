@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_conformance::cases::ctx;
-use memory_core::raw::{CasWrite, CompareAndSwap, Hold};
+use memory_core::raw::{CasWrite, CompareAndSwap, Hold, Swapped};
 use memory_core::{DocumentId, IfMatch, MemoryProvider, MemoryUpdate, Store, Surface};
 use memory_postgres::{PostgresConfig, PostgresProvider};
 
@@ -160,9 +160,11 @@ async fn a_hold_makes_other_writers_wait_and_its_end_lets_them_in() {
         revisions: &[],
         retention: Retention::default(),
     };
-    assert_eq!(
-        held.turn.write(&[write]).await.unwrap(),
-        None,
+    assert!(
+        matches!(
+            held.turn.write(&[write]).await.unwrap(),
+            Swapped::Landed(Some(_))
+        ),
         "held: cannot lose"
     );
     let theirs = waiting.await.unwrap().unwrap();
@@ -258,7 +260,13 @@ async fn a_dropped_turn_leaves_the_documents_free() {
             retention: Retention::default(),
         })
         .collect();
-    assert_eq!(held.turn.write(&writes).await.unwrap(), None);
+    let Swapped::Landed(Some(at)) = held.turn.write(&writes).await.unwrap() else {
+        panic!("a held write lands, and tells its time")
+    };
+    for id in &ids {
+        let modified = p1.read(id).await.unwrap().modified;
+        assert_eq!(modified, Some(at), "the time each written document holds");
+    }
     let report = p1
         .sync(&c, &[MemoryUpdate::add(M, "again")], &IfMatch::NONE)
         .await

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use memory_core::raw::{CasWrite, CompareAndSwap, Fetched, Hold, sha256_hex};
+use memory_core::raw::{CasWrite, CompareAndSwap, Fetched, Hold, Swapped, sha256_hex};
 use memory_core::{DocumentId, MemoryError, Retention};
 use redis::Script;
 
 use crate::queue::WAKE_TTL;
-use crate::rows::max_age_arg;
+use crate::rows::{max_age_arg, modified_at};
 use crate::store::RedisStore;
 
 #[async_trait]
@@ -29,7 +29,7 @@ impl CompareAndSwap for RedisStore {
         &self,
         writes: &[CasWrite<'_>],
         _lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         self.write_documents(writes, None).await
     }
 
@@ -71,7 +71,7 @@ impl RedisStore {
         &self,
         writes: &[CasWrite<'_>],
         held: Option<(&[DocumentId], &str)>,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         let mut invocation = ScriptCall::default();
         for write in writes {
             // The write's own revision (the last) hashed this same text already.
@@ -161,40 +161,43 @@ impl RedisStore {
             .arg(locked.len())
             .arg(held.map_or("", |(_, token)| token))
             .arg(WAKE_TTL.as_millis() as u64);
-        let lost_at = self.run_write(&invocation, writes).await?;
-        Ok(lost_at
-            .checked_sub(1)
-            .and_then(|index| writes.get(index))
-            .map(|write| write.id.clone()))
+        self.run_write(&invocation, writes).await
     }
 }
 
 impl RedisStore {
     /// Runs the write script with `call`, and with `wait_replicas` set, `WAIT` after it in the
     /// same pipeline, so on the same connection: the write is acknowledged only once that many
-    /// replicas have it. Returns what the script returns: 0, or the position of the document
-    /// that lost its race (nothing was written then).
+    /// replicas have it. The script answers with the position of the document that lost its
+    /// race (nothing was written then), or with 0 and the time it dated every write.
     async fn run_write(
         &self,
         call: &ScriptCall,
         writes: &[CasWrite<'_>],
-    ) -> Result<usize, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         let mut pipeline = redis::pipe();
         pipeline.add_command(call.command(&self.write_script));
         let replies = self.with_wait(pipeline, Some(&self.write_script)).await?;
-        let lost_at = match replies.first() {
-            Some(reply) => redis::from_redis_value_ref::<usize>(reply).ok(),
-            None => None,
-        };
-        let Some(lost_at) = lost_at else {
+        let answer = replies.first().and_then(|reply| {
+            let lost = |at: usize| writes.get(at.checked_sub(1)?).map(|write| write.id.clone());
+            match redis::from_redis_value_ref::<(usize, Vec<u8>)>(reply) {
+                Ok((0, at)) => Some(Swapped::Landed(modified_at(&at).ok().flatten())),
+                Ok(_) => None,
+                Err(_) => redis::from_redis_value_ref::<usize>(reply)
+                    .ok()
+                    .and_then(lost)
+                    .map(Swapped::Lost),
+            }
+        });
+        let Some(answer) = answer else {
             return Err(self.unknown_shape("the write script", &replies));
         };
-        if lost_at == 0
+        if matches!(answer, Swapped::Landed(_))
             && let Some(first) = writes.first()
         {
             self.check_replicas(first.id, &replies)?;
         }
-        Ok(lost_at)
+        Ok(answer)
     }
 
     /// Sends `pipeline` (one write: `script`'s run, if any), followed by `WAIT` when the

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use memory_core::raw::{CasWrite, Held, HeldTurn, Hold};
+use memory_core::raw::{CasWrite, Held, HeldTurn, Hold, Swapped};
 use memory_core::{DocumentId, MemoryError};
 use redis::{Script, Value};
 use tokio::time::Instant;
@@ -189,10 +189,7 @@ struct RedisTurn<'a> {
 
 #[async_trait]
 impl HeldTurn for RedisTurn<'_> {
-    async fn write(
-        mut self: Box<Self>,
-        writes: &[CasWrite<'_>],
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    async fn write(mut self: Box<Self>, writes: &[CasWrite<'_>]) -> Result<Swapped, MemoryError> {
         let written = self
             .provider
             .write_documents(writes, Some((&self.ids, &self.token)))

@@ -337,7 +337,7 @@ const ENTRY_FIELDS: [&str; 15] = [
 /// A document's `updated_at_ms` as its `modified` time. Empty (a hash written by hand) is
 /// unknown; so is an integer no clock gives, before 1970 or after the year 9999, rather than a
 /// time that overflows or breaks whoever formats it. Anything but an integer is corrupt.
-fn modified_at(millis: &[u8]) -> Result<Option<SystemTime>, &'static str> {
+pub(crate) fn modified_at(millis: &[u8]) -> Result<Option<SystemTime>, &'static str> {
     let not_an_integer = "its updated_at_ms is not a plain integer";
     let millis = std::str::from_utf8(millis).map_err(|_| not_an_integer)?;
     if millis.is_empty() {

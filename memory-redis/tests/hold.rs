@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::Topology;
 use memory_conformance::cases::ctx;
 use memory_conformance::hosts::entries;
-use memory_core::raw::{CasWrite, CompareAndSwap, Hold};
+use memory_core::raw::{CasWrite, CompareAndSwap, Hold, Swapped};
 use memory_core::{DocumentId, IfMatch, MemoryError, MemoryProvider, MemoryUpdate, Store};
 use memory_redis::RedisProvider;
 use redis::AsyncCommands;
@@ -181,7 +181,11 @@ async fn a_racing_write_loses_to_the_holder() {
         .compare_and_swap(&[racing], Duration::ZERO)
         .await
         .unwrap();
-    assert_eq!(lost, Some(id.clone()), "the racer loses to the holder");
+    assert_eq!(
+        lost,
+        Swapped::Lost(id.clone()),
+        "the racer loses to the holder"
+    );
     assert_eq!(racer.read(&id).await.unwrap().version.as_str(), "0");
     assert!(busy(&racer, &id).await, "and cannot hold it either");
 
@@ -189,8 +193,11 @@ async fn a_racing_write_loses_to_the_holder() {
         text: "- holder\n",
         ..racing
     };
-    assert_eq!(held.turn.write(&[own]).await.unwrap(), None);
+    let Swapped::Landed(Some(at)) = held.turn.write(&[own]).await.unwrap() else {
+        panic!("the holder's write lands, and tells its time")
+    };
     let document = racer.read(&id).await.unwrap();
+    assert_eq!(document.modified, Some(at), "the time the document holds");
     assert_eq!(
         (document.text.as_str(), document.version.as_str()),
         ("- holder\n", "1")
@@ -244,7 +251,8 @@ async fn a_waiting_writer_gets_the_document_when_the_holder_writes() {
         revisions: &[],
         retention: Retention::default(),
     };
-    assert_eq!(held.turn.write(&[write]).await.unwrap(), None);
+    let landed = held.turn.write(&[write]).await.unwrap();
+    assert!(matches!(landed, Swapped::Landed(Some(_))), "{landed:?}");
     assert_eq!(waiting.await.unwrap(), Ok(1));
 }
 

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use memory_core::raw::{Receipts, render_with_notes};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    NoteMeta, NoteScope, Prefetch, Recall, Recalled, Store, Subscription, SyncReport,
-    notes_of_context,
+    NewestNotes, NoteMeta, NoteScope, Prefetch, Recall, Recalled, Store, Subscription, SyncReport,
+    newest_notes_of_context,
 };
 
 use crate::config::RecallConfig;
@@ -256,7 +256,7 @@ impl MemoryProvider for VectorProvider {
         let (memory, user, notes) = tokio::try_join!(
             self.recalled_memory(&memory, query),
             self.indexer.source.read(&user),
-            notes_of_context(&*self.indexer.source, ctx),
+            newest_notes_of_context(&*self.indexer.source, ctx),
         )?;
         Ok(memory.prefetch(ctx, &user, &notes))
     }
@@ -296,6 +296,14 @@ impl MemoryProvider for VectorProvider {
 
     async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
         self.indexer.source.notes(scope, prefix).await
+    }
+
+    async fn newest_notes(
+        &self,
+        scope: &NoteScope,
+        store: Store,
+    ) -> Result<NewestNotes, MemoryError> {
+        self.indexer.source.newest_notes(scope, store).await
     }
 
     async fn history(
@@ -380,12 +388,7 @@ impl RecalledMemory {
 
     /// The prefetch for `ctx` with this memory section, `user`'s profile in full and the
     /// index of the context's `notes`.
-    pub fn prefetch(
-        self,
-        ctx: &MemoryContext,
-        user: &Document,
-        notes: &[(Store, NoteMeta)],
-    ) -> Prefetch {
+    pub fn prefetch(self, ctx: &MemoryContext, user: &Document, notes: &NewestNotes) -> Prefetch {
         Prefetch {
             context: render_with_notes(&user.text, &self.text, notes, ctx.max_chars),
             memory: self.document,

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use memory_core::raw::{Receipts, plan_sync, revert_by_replace};
 use memory_core::{
     Document, DocumentId, DocumentReport, IfMatch, MemoryContext, MemoryError, MemoryProvider,
-    MemoryUpdate, NoteMeta, NoteScope, Prefetch, Purged, Revision, Store, Subscription, Surface,
-    SyncReport, Version, is_blank,
+    MemoryUpdate, NewestNotes, NoteMeta, NoteScope, Prefetch, Purged, Revision, Store,
+    Subscription, Surface, SyncReport, Version, is_blank,
 };
 
 #[cfg(feature = "recall")]
@@ -127,16 +127,10 @@ impl Memory {
         let notes = async {
             let (memory_scope, user_scope) = (memory.scope(), ctx.document(Store::User).scope());
             let (in_memory, in_user) = tokio::try_join!(
-                through.provider.notes(&memory_scope, ""),
-                user_home.notes(&user_scope, ""),
+                through.provider.newest_notes(&memory_scope, Store::Memory),
+                user_home.newest_notes(&user_scope, Store::User),
             )?;
-            Ok::<_, MemoryError>(
-                in_memory
-                    .into_iter()
-                    .map(|note| (Store::Memory, note))
-                    .chain(in_user.into_iter().map(|note| (Store::User, note)))
-                    .collect::<Vec<_>>(),
-            )
+            Ok::<_, MemoryError>(NewestNotes::merged([&in_memory, &in_user]))
         };
         let (mut prefetch, user) = match (query, through) {
             #[cfg(feature = "recall")]
@@ -350,6 +344,20 @@ impl MemoryProvider for Memory {
         let config = &self.inner.config;
         let storage = config.storage_of(config.home_of(&scope.document()));
         self.provider(storage).await?.notes(scope, prefix).await
+    }
+
+    /// From the same provider as `notes`.
+    async fn newest_notes(
+        &self,
+        scope: &NoteScope,
+        store: Store,
+    ) -> Result<NewestNotes, MemoryError> {
+        let config = &self.inner.config;
+        let storage = config.storage_of(config.home_of(&scope.document()));
+        self.provider(storage)
+            .await?
+            .newest_notes(scope, store)
+            .await
     }
 
     /// From the provider that stores the document's bytes, as `read`: a recall provider keeps

@@ -23,7 +23,7 @@ pub use apply::{Applied, apply_batch};
 pub use backend::{BackendConfig, Opened, ResolveFields};
 pub use backoff::Backoff;
 pub use cas::queues::LocalQueues;
-pub use cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
+pub use cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold, Swapped};
 pub use cas::writer::{CasWriter, DEFAULT_DEADLINE, LONGEST_DEADLINE};
 pub use events::{EVENT_BUFFER, EventBus};
 pub use kept::{droppable, history_view, kept_revisions};

@@ -22,12 +22,14 @@ mod lock;
 mod listing;
 // The notes a scope's folder holds.
 mod notes;
+// Whether anything in a notes folder changed since it was listed.
+mod watch;
 
 pub(crate) use errors::io_error;
 pub(crate) use links::{read_error, write_target};
 pub(crate) use listing::{list, refuse_case_twin};
 pub(crate) use lock::{contention, lock};
-pub(crate) use notes::{ListedNotes, note_files, notes};
+pub(crate) use notes::{ListedNotes, newest_notes, note_files, notes};
 pub(crate) use paths::{beside, split};
 pub(crate) use read::{read, read_at, read_bytes, stamp};
 pub(crate) use write::{

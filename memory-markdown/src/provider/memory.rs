@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use memory_core::raw::{Receipts, plan_sync};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    NoteMeta, NoteScope, Prefetch, Purged, Revision, Store, Subscription, Surface, SyncReport,
+    NewestNotes, NoteMeta, NoteScope, Prefetch, Purged, Revision, Store, Subscription, Surface,
+    SyncReport,
 };
 
 use super::{MarkdownProvider, blocking};
@@ -20,11 +21,11 @@ impl MemoryProvider for MarkdownProvider {
         let (tree, cache) = (self.tree.clone(), self.listed_notes.clone());
         let ids = (ctx.document(Store::Memory), ctx.document(Store::User));
         let (memory, user, notes, unread) = blocking(move || {
-            let mut notes = Vec::new();
+            let mut parts = Vec::with_capacity(2);
             for (store, id) in [(Store::Memory, &ids.0), (Store::User, &ids.1)] {
-                let listed = files::notes(&tree, &id.scope(), "", &cache)?;
-                notes.extend(listed.into_iter().map(|note| (store, note)));
+                parts.push(files::newest_notes(&tree, &id.scope(), store, &cache)?);
             }
+            let notes = NewestNotes::merged(&parts);
             let documents = (files::read(&tree, ids.0)?, files::read(&tree, ids.1)?);
             Ok((documents.0, documents.1, notes, tree.unread_root_user()))
         })
@@ -89,6 +90,17 @@ impl MemoryProvider for MarkdownProvider {
         let (tree, scope, prefix) = (self.tree.clone(), scope.clone(), prefix.to_owned());
         let cache = self.listed_notes.clone();
         blocking(move || files::notes(&tree, &scope, &prefix, &cache)).await
+    }
+
+    /// As `notes`, from the same listing.
+    async fn newest_notes(
+        &self,
+        scope: &NoteScope,
+        store: Store,
+    ) -> Result<NewestNotes, MemoryError> {
+        let (tree, scope) = (self.tree.clone(), scope.clone());
+        let cache = self.listed_notes.clone();
+        blocking(move || files::newest_notes(&tree, &scope, store, &cache)).await
     }
 
     /// Read without the lock, like documents, unless writes keep changing the document while it

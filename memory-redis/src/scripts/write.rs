@@ -229,7 +229,8 @@ for i = 1, n do
     redis.call('HSET', KEYS[i], 'history_bases', table.concat(kept, ' '))
   end
 end
-return 0
+-- Landed: with the time every written document now holds.
+return {0, now}
 end
 local result = write_documents()
 -- Written, lost or refused, the holder's turn ends here: its documents go to the next writer.

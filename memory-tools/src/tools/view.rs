@@ -2,7 +2,7 @@
 //! and the view state `memory_consolidate` needs; with a query, the most relevant entries.
 
 use memory_core::raw::render_with_notes;
-use memory_core::{Prefetch, Store, is_blank, notes_of_context};
+use memory_core::{Prefetch, Store, is_blank, newest_notes_of_context};
 
 use crate::dispatch::{MemoryTools, view_token};
 use crate::wording::{self, refusal};
@@ -25,7 +25,7 @@ impl MemoryTools {
         // rendering had to cut them.
         let memory = self.read(Store::Memory).await?;
         let user = self.read(Store::User).await?;
-        let notes = notes_of_context(&*self.provider, &self.ctx)
+        let notes = newest_notes_of_context(&*self.provider, &self.ctx)
             .await
             .map_err(|e| refusal(&e))?;
         let prefetch = Prefetch::from_documents(&self.ctx, &memory, &user, &notes);

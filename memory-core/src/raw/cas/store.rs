@@ -1,7 +1,7 @@
 //! What a store implements for the compare-and-swap writer: one snapshot read, one conditional
 //! write, and a hold where the store can.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
@@ -52,6 +52,17 @@ pub struct CasWrite<'a> {
     pub retention: Retention,
 }
 
+/// What a [`CompareAndSwap::compare_and_swap`] came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Swapped {
+    /// Every write landed, as one step the store dated `at` by its clock: the `modified` a
+    /// read now gives each written document, where the store tells it (`None`: it does not).
+    Landed(Option<SystemTime>),
+    /// Another writer changed this document first, or held its lock past the wait: nothing
+    /// was written.
+    Lost(DocumentId),
+}
+
 /// Documents a store holds for one writer, from its read to its write: see
 /// [`CompareAndSwap::hold`].
 pub struct Held<'a> {
@@ -75,12 +86,9 @@ pub enum Hold<'a> {
 #[async_trait]
 pub trait HeldTurn: Send {
     /// [`CompareAndSwap::compare_and_swap`] on the held documents, then lets them go. Other
-    /// writers waited, so this loses (`Ok(Some(id))`) only if the hold itself was lost (it
+    /// writers waited, so this loses ([`Swapped::Lost`]) only if the hold itself was lost (it
     /// outlived its lock's expiry, or the store could not hold a document not yet written).
-    async fn write(
-        self: Box<Self>,
-        writes: &[CasWrite<'_>],
-    ) -> Result<Option<DocumentId>, MemoryError>;
+    async fn write(self: Box<Self>, writes: &[CasWrite<'_>]) -> Result<Swapped, MemoryError>;
 
     /// Lets the documents go unwritten: the call refused, replayed, or changed nothing.
     async fn release(self: Box<Self>);
@@ -101,14 +109,16 @@ pub trait CompareAndSwap: Send + Sync {
     /// Writes every one of `writes` if each document is still at its expected version, and its
     /// history still ends just before the first of [`CasWrite::revisions`] (a purge restarts
     /// versions but not revision numbers, so this is what tells a write planned before one), as
-    /// one atomic step. `Ok(None)` when they all landed; `Ok(Some(id))` naming a document
-    /// another writer changed first, or whose lock another writer held past `lock_wait`, and
-    /// then nothing was written.
+    /// one atomic step, dated once: [`Swapped::Landed`] when they all landed (with that time,
+    /// which a store should tell: a writer keeps it in its views, and a scope's index dates
+    /// the notes written with it by it); [`Swapped::Lost`] naming a document another writer
+    /// changed first, or whose lock another writer held past `lock_wait`, and then nothing
+    /// was written.
     async fn compare_and_swap(
         &self,
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError>;
+    ) -> Result<Swapped, MemoryError>;
 
     /// Whether [`CompareAndSwap::compare_and_swap`] (and a held write) honour
     /// [`CasWrite::expected_text`]. Then a writer plans its next write from its last view of a

@@ -2,7 +2,7 @@
 //! can be planned from without a read, and the races it lost a moment ago.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
@@ -27,9 +27,10 @@ pub(super) struct Step {
 }
 
 impl Step {
-    /// The document as it is once this step landed: what the next write can be planned from.
-    /// `None` for a replay, which read receipts only.
-    fn view_after(&self) -> Option<(DocumentId, View)> {
+    /// The document as it is once this step landed, dated `at` if written (the store's time
+    /// for the write, where it told it): what the next write can be planned from. `None` for
+    /// a replay, which read receipts only.
+    fn view_after(&self, at: Option<SystemTime>) -> Option<(DocumentId, View)> {
         let Planned::Write(write) = &self.planned else {
             return None;
         };
@@ -41,8 +42,7 @@ impl Step {
                     text: text.to_owned(),
                     version: Version::new((self.version + 1).to_string()),
                     location: before.location.clone(),
-                    // Written now: no change since that anyone could have left unrecorded.
-                    modified: None,
+                    modified: at,
                 },
                 self.version + 1,
             ),
@@ -115,10 +115,10 @@ impl Views {
             .collect()
     }
 
-    /// Keeps the documents as `steps` left them.
-    pub(super) fn keep(&self, steps: &[Step]) {
+    /// Keeps the documents as `steps` left them, those written dated `at`.
+    pub(super) fn keep(&self, steps: &[Step], at: Option<SystemTime>) {
         let mut kept = self.kept();
-        for (id, view) in steps.iter().filter_map(Step::view_after) {
+        for (id, view) in steps.iter().filter_map(|step| step.view_after(at)) {
             if kept.views.len() >= VIEWS_KEPT && !kept.views.contains_key(&id) {
                 kept.views.clear();
             }

@@ -13,12 +13,13 @@ use crate::document::{DocumentId, NoteScope, Version};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::idempotency::receipts::Receipts;
+use crate::note::path::NotePath;
 use crate::raw::backoff::Backoff;
 use crate::raw::cas::queues::LocalQueues;
-use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Hold};
+use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Hold, Swapped};
 use crate::raw::cas::views::{Step, View, Views};
 use crate::raw::events::EventBus;
-use crate::raw::notes::{index_text, parse_index};
+use crate::raw::notes::{Indexed, index_text, parse_index};
 use crate::raw::plan::{DocumentBatch, Planned, PlannedWrite, check_scopes, plan_sync};
 use crate::report::{IfMatch, SyncReport};
 use crate::update::MemoryUpdate;
@@ -130,10 +131,10 @@ impl CasWriter {
                 return Ok(());
             };
             let mut listed = parse_index(&index.document)?;
-            if !listed.iter().any(|(listed, _)| listed == path) {
+            if !listed.iter().any(|note| note.path == *path) {
                 return Ok(());
             }
-            listed.retain(|(listed, _)| listed != path);
+            listed.retain(|note| note.path != *path);
             let text = index_text(&listed);
             let write = CasWrite {
                 id: &ids[0],
@@ -145,11 +146,8 @@ impl CasWriter {
                 retention: self.retention,
             };
             self.views.forget(&ids);
-            if store
-                .compare_and_swap(&[write], DEFAULT_DEADLINE)
-                .await?
-                .is_none()
-            {
+            let swapped = store.compare_and_swap(&[write], DEFAULT_DEADLINE).await?;
+            if matches!(swapped, Swapped::Landed(_)) {
                 return Ok(());
             }
             if attempt < self.max_attempts {
@@ -397,7 +395,7 @@ impl CasWriter {
             if steps.iter().any(replayed) {
                 store.confirm_replay(ids).await?;
             }
-            self.views.keep(&steps);
+            self.views.keep(&steps, None);
             return Ok(Outcome::Landed(steps));
         }
         // Until the outcome is known (the reply, or the read that checks for a lost one), a
@@ -407,34 +405,33 @@ impl CasWriter {
             Some(turn) => turn.write(&writes).await,
             None => store.compare_and_swap(&writes, lock_wait()).await,
         };
-        let lost_on = match written {
-            Ok(lost_on) => lost_on,
+        let swapped = match written {
+            Ok(swapped) => swapped,
             // The reply was lost: if the write landed, one read shows it, and the call
             // succeeded. If that cannot be told, the caller must hear so: a retry here could
             // apply the updates twice.
             Err(MemoryError::Unavailable {
                 message, source, ..
-            }) => {
-                if landed(store, &writes).await {
-                    None
-                } else {
+            }) => match landed(store, &writes).await {
+                Some(at) => Swapped::Landed(at),
+                None => {
                     return Err(MemoryError::OutcomeUnknown {
                         document: writes[0].id.clone(),
                         message,
                         source,
                     });
                 }
-            }
+            },
             Err(err) => return Err(err),
         };
         progress.writing.store(false, Ordering::SeqCst);
         drop(writes);
-        Ok(match lost_on {
-            None => {
-                self.views.keep(&steps);
+        Ok(match swapped {
+            Swapped::Landed(at) => {
+                self.views.keep(&steps, at);
                 Outcome::Landed(steps)
             }
-            Some(document) => {
+            Swapped::Lost(document) => {
                 self.views.forget(ids);
                 Outcome::Lost(document)
             }
@@ -474,12 +471,49 @@ impl CasWriter {
             listed.insert(scope.clone(), parse_index(&view.fetched.document)?);
         }
         let after = check_scopes(&mut planned, |scope| {
-            Ok(listed.remove(scope).unwrap_or_default())
+            Ok(listed.get(scope).map_or_else(Vec::new, |notes| {
+                notes
+                    .iter()
+                    .map(|note| (note.path.clone(), note.bytes))
+                    .collect()
+            }))
         })?;
+        // The notes this call changes, as the index lists them once it lands.
+        let mut written: BTreeMap<DocumentId, Indexed> = BTreeMap::new();
+        for (planned, (_, version, ..)) in planned.iter().zip(&read) {
+            if let Planned::Write(write) = planned
+                && let Some(path) = write.before().id.note_path()
+                && let Some(text) = write.new_text()
+            {
+                let indexed = Indexed::written(path.clone(), text, version + 1);
+                written.insert(write.before().id.clone(), indexed);
+            }
+        }
         let indexes = scopes.iter().zip(index_views).map(|(scope, view)| {
             let text = after.get(scope).map_or_else(
                 || view.fetched.document.text.clone(),
-                |notes| index_text(notes),
+                |notes| {
+                    let mut kept: BTreeMap<NotePath, Indexed> = listed
+                        .remove(scope)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|note| (note.path.clone(), note))
+                        .collect();
+                    let notes: Vec<Indexed> = notes
+                        .iter()
+                        .map(|(path, bytes)| {
+                            written
+                                .remove(&scope.note(path.clone()))
+                                .or_else(|| kept.remove(path))
+                                .unwrap_or_else(|| Indexed {
+                                    path: path.clone(),
+                                    bytes: *bytes,
+                                    listed: None,
+                                })
+                        })
+                        .collect();
+                    index_text(&notes)
+                },
             );
             Step {
                 planned: Planned::Write(PlannedWrite::scope_index(view.fetched.document, text)),
@@ -552,13 +586,21 @@ enum Outcome {
 }
 
 /// Whether each of `writes` is what its document holds now, exactly one version on: then the
-/// compare-and-swap whose reply was lost landed. (Another writer making that same step with the
-/// same text would leave the same document, which is the outcome the caller asked for.)
-async fn landed<S: CompareAndSwap + ?Sized>(store: &S, writes: &[CasWrite<'_>]) -> bool {
+/// compare-and-swap whose reply was lost landed (`Some`, with the time the store dated it).
+/// (Another writer making that same step with the same text would leave the same document,
+/// which is the outcome the caller asked for.)
+async fn landed<S: CompareAndSwap + ?Sized>(
+    store: &S,
+    writes: &[CasWrite<'_>],
+) -> Option<Option<SystemTime>> {
     let ids: Vec<DocumentId> = writes.iter().map(|write| write.id.clone()).collect();
-    store.fetch(&ids, false).await.is_ok_and(|current| {
-        current.iter().zip(writes).all(|(fetched, write)| {
-            fetched.version == write.expected + 1 && fetched.document.text == write.text
-        })
+    let current = store.fetch(&ids, false).await.ok()?;
+    let all = current.iter().zip(writes).all(|(fetched, write)| {
+        fetched.version == write.expected + 1 && fetched.document.text == write.text
+    });
+    all.then(|| {
+        current
+            .first()
+            .and_then(|fetched| fetched.document.modified)
     })
 }

@@ -182,32 +182,77 @@ fn a_large_scope_is_checked_by_lookups() {
 
 #[test]
 fn a_scope_index_reads_back_as_written_and_names_a_damaged_line() {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
     use crate::document::{Document, Version};
-    use crate::raw::notes::{index_text, parse_index};
+    use crate::raw::notes::{Indexed, IndexedListing, index_text, parse_index};
+    let at = |millis: u64| UNIX_EPOCH + Duration::from_millis(millis);
+    let index = |text: &str, modified: Option<SystemTime>| Document {
+        id: DocumentId::GlobalMemory,
+        text: text.to_owned(),
+        version: Version::new("9"),
+        location: "mem://index".to_owned(),
+        modified,
+    };
+    let earlier = Indexed {
+        path: path("b.md"),
+        bytes: 7,
+        listed: Some(IndexedListing {
+            version: 3,
+            modified: Some(at(1_700_000_000_123)),
+            description: "Tabs\tstay in a description".to_owned(),
+        }),
+    };
     let notes = vec![
-        (NotePath::new("b.md").unwrap(), 7),
-        (NotePath::new("a/é tab.md").unwrap(), 12),
-        (NotePath::new("gone.md").unwrap(), 0),
+        earlier.clone(),
+        Indexed::written(path("a/é tab.md"), "# Kyoto\nTemples.", 2),
+        Indexed::written(path("gone.md"), "", 5),
+        Indexed {
+            path: path("old.md"),
+            bytes: 4,
+            listed: None,
+        },
     ];
     let text = index_text(&notes);
     assert_eq!(
-        text, "12\ta/é tab.md\n7\tb.md\n",
-        "sorted, without deleted notes"
+        text,
+        "16\t2\t=\ta/é tab.md\tKyoto\n\
+         7\t3\t1700000000123\tb.md\tTabs\tstay in a description\n\
+         4\told.md\n",
+        "sorted, without deleted notes; written now dated by the index; unknown listings short"
     );
-    let index = |text: &str| Document {
-        id: DocumentId::GlobalMemory,
-        text: text.to_owned(),
-        version: Version::new("1"),
-        location: "mem://index".to_owned(),
-        modified: None,
-    };
+    let written_at = at(1_800_000_000_000);
+    let read = parse_index(&index(&text, Some(written_at))).unwrap();
+    let kyoto = read[0].meta().expect("listed whole");
     assert_eq!(
-        parse_index(&index(&text)).unwrap(),
-        notes[..2].iter().rev().cloned().collect::<Vec<_>>()
+        (kyoto.path.as_str(), kyoto.bytes, kyoto.version.as_str()),
+        ("a/é tab.md", 16, "2")
     );
-    assert_eq!(parse_index(&index("")).unwrap(), []);
-    for damaged in ["7 b.md\n", "x\tb.md\n", "7\t../b.md\n", "7\tb.md\n\n"] {
-        match parse_index(&index(damaged)) {
+    assert_eq!(
+        (kyoto.modified, kyoto.description.as_str()),
+        (Some(written_at), "Kyoto"),
+        "dated as the index"
+    );
+    assert_eq!(read[1], earlier);
+    assert_eq!((read[2].path.as_str(), read[2].bytes), ("old.md", 4));
+    assert_eq!(read[2].meta(), None, "a line without its listing");
+    let undated = parse_index(&index(&text, None)).unwrap();
+    assert_eq!(
+        undated[0].listed, None,
+        "the index's time unknown: its own lines are listed by a read"
+    );
+    assert_eq!(undated[1], earlier);
+    assert_eq!(parse_index(&index("", None)).unwrap(), []);
+    for damaged in [
+        "7 b.md\n",
+        "x\tb.md\n",
+        "7\t../b.md\n",
+        "7\tb.md\n\n",
+        "7\t1\tb.md\n",
+        "7\tx\t1\tb.md\td\n",
+        "7\t1\tsoon\tb.md\td\n",
+    ] {
+        match parse_index(&index(damaged, None)) {
             Err(MemoryError::Corrupt { location, .. }) => {
                 assert!(location.starts_with("mem://index, line "), "{location}");
             }

@@ -1,13 +1,14 @@
 //! [`Versioned`]: the memory contract on a [`VersionedStore`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::time::Duration;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
 use crate::context::MemoryContext;
-use crate::document::{Document, DocumentId, NoteScope, Store};
+use crate::document::{Document, DocumentId, NoteScope, Store, Version};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::history::revision::{Purged, Revision, Surface};
@@ -16,11 +17,12 @@ use crate::idempotency::receipts::Receipts;
 use crate::identity::{Identity, IdentityMap};
 use crate::note::NoteMeta;
 use crate::prefetch::Prefetch;
-use crate::provider::{MemoryProvider, notes_of_context};
+use crate::prompt::NewestNotes;
+use crate::provider::MemoryProvider;
 use crate::raw::cas::writer::{CasWriter, LONGEST_DEADLINE};
 use crate::raw::events::EventBus;
 use crate::raw::kept::{history_view, kept_revisions};
-use crate::raw::notes::parse_index;
+use crate::raw::notes::{Indexed, parse_index};
 use crate::raw::versioned::settings::{DEFAULT_MAX_ATTEMPTS, Settings};
 use crate::raw::versioned::store::{Connect, StoredHistory, VersionedStore};
 use crate::report::{IfMatch, Subscription, SyncReport};
@@ -34,6 +36,36 @@ pub struct Versioned<S> {
     writer: CasWriter,
     events: EventBus,
     settings: Settings,
+    newest: NewestByIndex,
+}
+
+/// The newest notes of each scope by the version of its index they were worked out from:
+/// a write of a note changes the index's version and time, so a prefetch with no note written
+/// since reuses them.
+#[derive(Debug, Default)]
+struct NewestByIndex(std::sync::Mutex<HashMap<DocumentId, (IndexSeen, Arc<NewestNotes>)>>);
+
+/// The store its notes are labelled with, and the index's version and last write as read.
+type IndexSeen = (Store, Version, Option<SystemTime>);
+
+/// The most scopes [`NewestByIndex`] keeps; past it, it starts again.
+const NEWEST_KEPT: usize = 1024;
+
+impl NewestByIndex {
+    fn get(&self, index: &DocumentId, seen: &IndexSeen) -> Option<Arc<NewestNotes>> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.get(index)
+            .filter(|(kept, _)| kept == seen)
+            .map(|(_, newest)| newest.clone())
+    }
+
+    fn keep(&self, index: DocumentId, seen: IndexSeen, newest: Arc<NewestNotes>) {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= NEWEST_KEPT && !kept.contains_key(&index) {
+            kept.clear();
+        }
+        kept.insert(index, (seen, newest));
+    }
 }
 
 impl<S> std::fmt::Debug for Versioned<S>
@@ -56,6 +88,7 @@ impl<S: VersionedStore> Versioned<S> {
             writer: CasWriter::new(DEFAULT_MAX_ATTEMPTS),
             events: EventBus::new(),
             settings: Settings::default(),
+            newest: NewestByIndex::default(),
         }
     }
 
@@ -133,6 +166,62 @@ impl<S: VersionedStore> Versioned<S> {
         }
     }
 
+    /// The notes of `scope` whose path starts with `prefix`, from its `index` as read: each as
+    /// the index lists it, or read (together) where the index does not know all a listing
+    /// shows (a line written before the index kept it).
+    async fn listed(
+        &self,
+        scope: &NoteScope,
+        index: &Document,
+        prefix: &str,
+    ) -> Result<Vec<NoteMeta>, MemoryError> {
+        let indexed: Vec<Indexed> = parse_index(index)?
+            .into_iter()
+            .filter(|note| note.path.as_str().starts_with(prefix))
+            .collect();
+        let unknown: Vec<DocumentId> = indexed
+            .iter()
+            .filter(|note| note.listed.is_none())
+            .map(|note| scope.note(note.path.clone()))
+            .collect();
+        let mut read = if unknown.is_empty() {
+            Vec::new()
+        } else {
+            self.within_deadline(|| scope.document().to_string(), "", self.read_all(&unknown))
+                .await?
+        }
+        .into_iter();
+        let mut listed = Vec::with_capacity(indexed.len());
+        for note in indexed {
+            if note.listed.is_some() {
+                listed.extend(note.meta());
+            } else if let Some(document) = read.next()
+                && !is_blank(&document.text)
+            {
+                listed.push(NoteMeta::of(note.path, &document));
+            }
+        }
+        Ok(listed)
+    }
+
+    /// The newest notes of `scope` (whose notes belong to `store` of a context) from its
+    /// `index` as read; worked out once per version of the index, as every prefetch asks.
+    async fn newest_of(
+        &self,
+        store: Store,
+        scope: &NoteScope,
+        index: &Document,
+    ) -> Result<Arc<NewestNotes>, MemoryError> {
+        let seen = (store, index.version.clone(), index.modified);
+        if let Some(newest) = self.newest.get(&index.id, &seen) {
+            return Ok(newest);
+        }
+        let listed = self.listed(scope, index, "").await?;
+        let newest = Arc::new(NewestNotes::of(listed.iter().map(|note| (store, note))));
+        self.newest.keep(index.id.clone(), seen, newest.clone());
+        Ok(newest)
+    }
+
     /// `ids` read in one step, exactly one document each.
     async fn read_all(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
         let documents = self.store.read(ids).await?;
@@ -154,8 +243,19 @@ impl<S: VersionedStore> Versioned<S> {
 
 #[async_trait]
 impl<S: VersionedStore> MemoryProvider for Versioned<S> {
+    /// The pair and its scopes' indexes in one read: the notes' listing comes from the
+    /// indexes, so a scope of many notes costs one document more per scope, not a read each.
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let ids = [ctx.document(Store::Memory), ctx.document(Store::User)];
+        let scopes = [
+            ctx.document(Store::Memory).scope(),
+            ctx.document(Store::User).scope(),
+        ];
+        let ids = [
+            ctx.document(Store::Memory),
+            ctx.document(Store::User),
+            scopes[0].index(),
+            scopes[1].index(),
+        ];
         let documents = self
             .within_deadline(
                 || format!("{} and {}", ids[0], ids[1]),
@@ -163,13 +263,36 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
                 self.read_all(&ids),
             )
             .await?;
-        let notes = notes_of_context(self, ctx).await?;
+        let notes = NewestNotes::merged([
+            &*self
+                .newest_of(Store::Memory, &scopes[0], &documents[2])
+                .await?,
+            &*self
+                .newest_of(Store::User, &scopes[1], &documents[3])
+                .await?,
+        ]);
         Ok(Prefetch::from_documents(
             ctx,
             &documents[0],
             &documents[1],
             &notes,
         ))
+    }
+
+    /// From the scope's index.
+    async fn newest_notes(
+        &self,
+        scope: &NoteScope,
+        store: Store,
+    ) -> Result<NewestNotes, MemoryError> {
+        let index = self
+            .within_deadline(
+                || scope.document().to_string(),
+                "",
+                self.read_all(&[scope.index()]),
+            )
+            .await?;
+        Ok((*self.newest_of(store, scope, &index[0]).await?).clone())
     }
 
     async fn sync(
@@ -235,30 +358,13 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         Ok(ids)
     }
 
-    /// From the scope's index, which every write of its notes keeps in the same step, then
-    /// the notes it names, read together.
+    /// From the scope's index, which every write of its notes keeps in the same step.
     async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
         let index = scope.index();
         let index = self
             .within_deadline(|| scope.document().to_string(), "", self.read_all(&[index]))
             .await?;
-        let ids: Vec<DocumentId> = parse_index(&index[0])?
-            .into_iter()
-            .filter(|(path, _)| path.as_str().starts_with(prefix))
-            .map(|(path, _)| scope.note(path))
-            .collect();
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let documents = self
-            .within_deadline(|| scope.document().to_string(), "", self.read_all(&ids))
-            .await?;
-        Ok(ids
-            .iter()
-            .zip(&documents)
-            .filter(|(_, document)| !is_blank(&document.text))
-            .filter_map(|(id, document)| Some(NoteMeta::of(id.note_path()?.clone(), document)))
-            .collect())
+        self.listed(scope, &index[0], prefix).await
     }
 
     async fn history(

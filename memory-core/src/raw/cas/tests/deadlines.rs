@@ -111,5 +111,7 @@ fn stalled(_: &FlakyStore, _: &[CasWrite<'_>], lock_wait: Duration) -> CasAnswer
 
 /// Every race is lost, on the call's last document.
 fn lost_on_the_last(_: &FlakyStore, writes: &[CasWrite<'_>], _: Duration) -> CasAnswer {
-    Some(Ok(writes.last().map(|write| write.id.clone())))
+    Some(Ok(writes.last().map_or(Swapped::Landed(None), |write| {
+        Swapped::Lost(write.id.clone())
+    })))
 }

@@ -18,10 +18,7 @@ struct TestTurn<'a>(&'a HoldingStore);
 
 #[async_trait]
 impl HeldTurn for TestTurn<'_> {
-    async fn write(
-        self: Box<Self>,
-        writes: &[CasWrite<'_>],
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    async fn write(self: Box<Self>, writes: &[CasWrite<'_>]) -> Result<Swapped, MemoryError> {
         // Held: the races `lose` stands for cannot happen.
         let lose = self.0.store.lose.swap(0, Ordering::SeqCst);
         let result = self.0.store.compare_and_swap(writes, Duration::ZERO).await;
@@ -44,7 +41,7 @@ impl CompareAndSwap for HoldingStore {
         &self,
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         self.store.compare_and_swap(writes, lock_wait).await
     }
 

@@ -26,7 +26,7 @@ use crate::id::{PersonalityId, UserId};
 use crate::idempotency::key::IdempotencyKey;
 use crate::idempotency::receipts::Receipts;
 use crate::raw::cas::queues::{LOCAL_QUEUES, queue_of};
-use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold};
+use crate::raw::cas::store::{CasWrite, CompareAndSwap, Fetched, Held, HeldTurn, Hold, Swapped};
 use crate::raw::cas::views::{CONTENDED_FOR, VIEWS_KEPT, Views};
 use crate::raw::cas::writer::{CasWriter, DEFAULT_DEADLINE, ends_before};
 use crate::raw::events::EventBus;
@@ -105,14 +105,14 @@ impl CompareAndSwap for FlakyStore {
         &self,
         writes: &[CasWrite<'_>],
         _lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         self.attempts.fetch_add(1, Ordering::SeqCst);
         let lost = self
             .lose
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         if lost {
-            return Ok(Some(writes[0].id.clone()));
+            return Ok(Swapped::Lost(writes[0].id.clone()));
         }
         let drop_reply = self.drop_reply.lock().unwrap().take();
         let dropped = || MemoryError::unavailable("test", "connection reset");
@@ -124,7 +124,7 @@ impl CompareAndSwap for FlakyStore {
             let (text, current, _) = documents.get(write.id).cloned().unwrap_or_default();
             let text_moved = write.expected_text.is_some_and(|expected| expected != text);
             if current != write.expected || text_moved {
-                return Ok(Some(write.id.clone()));
+                return Ok(Swapped::Lost(write.id.clone()));
             }
         }
         for write in writes {
@@ -141,7 +141,7 @@ impl CompareAndSwap for FlakyStore {
         }
         match drop_reply {
             Some(true) => Err(dropped()),
-            _ => Ok(None),
+            _ => Ok(Swapped::Landed(None)),
         }
     }
 }
@@ -166,7 +166,7 @@ fn keyed(key: &str) -> MemoryContext {
 
 /// What a scripted compare-and-swap answers: `None` never answers, as behind a proxy that
 /// stopped forwarding.
-type CasAnswer = Option<Result<Option<DocumentId>, MemoryError>>;
+type CasAnswer = Option<Result<Swapped, MemoryError>>;
 
 /// A [`FlakyStore`] whose compare-and-swap a test scripts, and whose reads may fall silent.
 struct ScriptedStore {
@@ -204,7 +204,7 @@ impl CompareAndSwap for ScriptedStore {
         &self,
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         match (self.cas)(&self.store, writes, lock_wait) {
             Some(answer) => answer,
             None => std::future::pending().await,
@@ -238,7 +238,7 @@ impl CompareAndSwap for SlowStore {
         &self,
         writes: &[CasWrite<'_>],
         lock_wait: Duration,
-    ) -> Result<Option<DocumentId>, MemoryError> {
+    ) -> Result<Swapped, MemoryError> {
         self.store.compare_and_swap(writes, lock_wait).await
     }
 }
