@@ -61,6 +61,9 @@ pub struct Args {
     /// Notes in the scope the notes section lists and prefetches.
     #[arg(long, default_value_t = 1000)]
     pub notes: usize,
+    /// Measures the notes section only, and prints it instead of writing the report.
+    #[arg(long)]
+    pub notes_only: bool,
     /// Entry counts for the recall run (each grows the same document; the entries of the last
     /// size are most of a default run's time).
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]

@@ -61,6 +61,9 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
         }
     }
 
+    if args.notes_only {
+        return notes_only(&backends, &args).await;
+    }
     let mut measured = Vec::new();
     for backend in backends {
         let result = measure(&backend, &args).await;
@@ -175,6 +178,28 @@ async fn recall_quality(
         }
     }
     Ok(found)
+}
+
+/// `--notes-only`: the notes section of each backend, printed.
+async fn notes_only(backends: &[Backend], args: &Args) -> Result<(), BoxError> {
+    let mut measured = Vec::new();
+    for backend in backends {
+        let name = backend.name();
+        progress(name, &format!("notes: adds, a scope of {}", args.notes));
+        let result = async {
+            let (provider, _index) = backend.open_with_index().await?;
+            Ok::<_, BoxError>(workloads::notes(&*provider, args.samples, args.notes).await?)
+        }
+        .await;
+        if let Err(err) = backends::clean_up(backend).await {
+            eprintln!("!!! could not clean up after {name}: {err}");
+        }
+        measured.push((name, result?));
+    }
+    let rows: Vec<(&str, &workloads::NotesMeasured)> =
+        measured.iter().map(|(name, m)| (*name, m)).collect();
+    print!("{}", report::notes_section(args.notes, &rows));
+    Ok(())
 }
 
 fn skip(skipped: &mut Vec<(String, String)>, name: &str, reason: &str) {

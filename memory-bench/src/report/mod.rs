@@ -17,6 +17,7 @@ mod http;
 mod contention;
 // Notes: a note's add, a scope's listing, prefetch with many notes.
 mod notes;
+pub use notes::notes_section;
 // Through PgBouncer, on a Redis Cluster, and PostgreSQL over TLS.
 mod deployments;
 // The vector provider's recall: speed at each size, and quality on LoCoMo.
