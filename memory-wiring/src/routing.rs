@@ -2,6 +2,7 @@
 //! call whose two documents live apart checked whole before either is written, and the
 //! personality's configured settings applied.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,6 +37,17 @@ impl Route<'_> {
 }
 
 impl Memory {
+    /// The provider that stores `document`'s bytes (a note's: the home of the document its
+    /// scope sits beside): what reads go to, a recall provider's model not being needed.
+    async fn storage_provider(
+        &self,
+        document: &DocumentId,
+    ) -> Result<Arc<dyn MemoryProvider>, MemoryError> {
+        let config = &self.inner.config;
+        self.provider(config.storage_of(config.home_of(document)))
+            .await
+    }
+
     /// Where the documents of `ctx` live, with the personality's settings applied to it.
     fn route(&self, ctx: &MemoryContext) -> Route<'_> {
         let config = &self.inner.config;
@@ -302,18 +314,17 @@ impl MemoryProvider for Memory {
         synced
     }
 
+    /// From the provider that stores its bytes: a recall provider's model is not needed to
+    /// read a document whole.
     async fn read(&self, document: &DocumentId) -> Result<Document, MemoryError> {
-        // From the provider that stores its bytes: a recall provider's model is not needed to
-        // read a document whole.
-        let config = &self.inner.config;
-        let storage = config.storage_of(config.home_of(document));
-        self.provider(storage).await?.read(document).await
+        self.storage_provider(document).await?.read(document).await
     }
 
     async fn receipts(&self, document: &DocumentId) -> Result<Receipts, MemoryError> {
-        let config = &self.inner.config;
-        let storage = config.storage_of(config.home_of(document));
-        self.provider(storage).await?.receipts(document).await
+        self.storage_provider(document)
+            .await?
+            .receipts(document)
+            .await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {
@@ -341,9 +352,8 @@ impl MemoryProvider for Memory {
     /// From the provider that stores the notes' bytes: the home of the document their scope
     /// sits beside.
     async fn notes(&self, scope: &NoteScope, prefix: &str) -> Result<Vec<NoteMeta>, MemoryError> {
-        let config = &self.inner.config;
-        let storage = config.storage_of(config.home_of(&scope.document()));
-        self.provider(storage).await?.notes(scope, prefix).await
+        let home = self.storage_provider(&scope.document()).await?;
+        home.notes(scope, prefix).await
     }
 
     /// From the same provider as `notes`.
@@ -352,12 +362,8 @@ impl MemoryProvider for Memory {
         scope: &NoteScope,
         store: Store,
     ) -> Result<NewestNotes, MemoryError> {
-        let config = &self.inner.config;
-        let storage = config.storage_of(config.home_of(&scope.document()));
-        self.provider(storage)
-            .await?
-            .newest_notes(scope, store)
-            .await
+        let home = self.storage_provider(&scope.document()).await?;
+        home.newest_notes(scope, store).await
     }
 
     /// From the provider that stores the document's bytes, as `read`: a recall provider keeps
@@ -367,9 +373,10 @@ impl MemoryProvider for Memory {
         document: &DocumentId,
         limit: usize,
     ) -> Result<Vec<Revision>, MemoryError> {
-        let config = &self.inner.config;
-        let storage = config.storage_of(config.home_of(document));
-        self.provider(storage).await?.history(document, limit).await
+        self.storage_provider(document)
+            .await?
+            .history(document, limit)
+            .await
     }
 
     /// The document the personality's settings route `ctx` to (its scope may be configured
