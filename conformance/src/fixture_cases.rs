@@ -25,6 +25,14 @@ where
     hosts::two_document_calls_land_whole(&f.hosts(HOSTS, Host::default()).await).await;
 }
 
+/// [`hosts::prefetch_lists_what_other_hosts_wrote`] on two hosts.
+pub async fn prefetch_lists_what_other_hosts_wrote<P>(f: &Fixture<P>)
+where
+    P: MemoryProvider + ?Sized + 'static,
+{
+    hosts::prefetch_lists_what_other_hosts_wrote(&f.hosts(2, Host::default()).await).await;
+}
+
 /// [`hosts::contention_is_reported_never_dropped`] on [`HOSTS`] hosts allowed one attempt.
 pub async fn contention_is_reported_never_dropped<P>(f: &Fixture<P>)
 where
@@ -93,6 +101,13 @@ pub async fn a_held_document_gives_up_at_once<P: MemoryProvider + ?Sized + 'stat
         async |release| release().await,
     )
     .await;
+}
+
+/// [`hosts::a_write_of_two_documents_lands_whole_or_not_at_all`] on the fixture's provider.
+pub async fn a_write_of_two_documents_lands_whole_or_not_at_all<S: VersionedStore + 'static>(
+    f: &Fixture<Versioned<S>>,
+) {
+    hosts::a_write_of_two_documents_lands_whole_or_not_at_all(&*f.provider()).await;
 }
 
 /// A host keeping `keep` revisions, `ctx("ada", "u1")`'s MEMORY.md, and four adds of `entries`

@@ -480,6 +480,101 @@ pub async fn a_write_between_read_and_write_loses_nothing<S>(
     );
 }
 
+/// A compare-and-swap of two documents (a note and its scope's index, MEMORY.md and USER.md)
+/// where one of them changed since it was read: neither lands, whichever of the two is the
+/// stale one, and the store names that one. With both current, both land.
+pub async fn a_write_of_two_documents_lands_whole_or_not_at_all<S>(provider: &Versioned<S>)
+where
+    S: VersionedStore,
+{
+    let store = provider.store();
+    let c = ctx("whole", "u1");
+    let ids = [c.document(Store::Memory), c.document(Store::User)];
+    let pair = [
+        MemoryUpdate::add(Store::Memory, "m1"),
+        MemoryUpdate::add(Store::User, "u1"),
+    ];
+    provider.sync(&c, &pair, &IfMatch::NONE).await.unwrap();
+    let write = |id, text, expected| CasWrite {
+        id,
+        text,
+        expected,
+        expected_text: None,
+        receipts: None,
+        revisions: &[],
+        retention: provider.settings().retention,
+    };
+    let wait = Duration::from_secs(5);
+    for stale in 0..2 {
+        let expected = |at: usize| if at == stale { 0 } else { 1 };
+        let writes = [
+            write(&ids[0], "m2\n", expected(0)),
+            write(&ids[1], "u2\n", expected(1)),
+        ];
+        let swapped = store.compare_and_swap(&writes, wait).await.unwrap();
+        assert_eq!(
+            swapped,
+            Swapped::Lost(ids[stale].clone()),
+            "the stale document is named"
+        );
+        for (id, text) in ids.iter().zip(["m1\n", "u1\n"]) {
+            let document = provider.read(id).await.unwrap();
+            assert_eq!(
+                (document.text.as_str(), document.version.as_str()),
+                (text, "1"),
+                "{id}: nothing of a write that lost landed"
+            );
+        }
+    }
+    let writes = [write(&ids[0], "m2\n", 1), write(&ids[1], "u2\n", 1)];
+    let swapped = store.compare_and_swap(&writes, wait).await.unwrap();
+    assert!(matches!(swapped, Swapped::Landed(_)), "{swapped:?}");
+    for (id, text) in ids.iter().zip(["m2\n", "u2\n"]) {
+        assert_eq!(provider.read(id).await.unwrap().text, text);
+    }
+}
+
+/// Prefetch on one host (which keeps what it worked out from a scope's notes while they do
+/// not change) lists what another host wrote since: a new note, a note grown, a note deleted,
+/// in either of the context's scopes.
+pub async fn prefetch_lists_what_other_hosts_wrote<P: MemoryProvider + ?Sized>(hosts: &[Arc<P>]) {
+    let [reader, writer] = [&hosts[0], &hosts[1]];
+    let c = ctx("listed", "u1");
+    let path = |path: &str| memory_core::NotePath::new(path).unwrap();
+    let write = async |update: MemoryUpdate| {
+        writer.sync(&c, &[update], &IfMatch::NONE).await.unwrap();
+    };
+    let listed = async || {
+        let context = reader
+            .prefetch(&c)
+            .await
+            .unwrap()
+            .context
+            .unwrap_or_default();
+        let mut lines: Vec<String> = context
+            .split_once("## Notes\n")
+            .map(|(_, index)| index.lines().filter(|line| !line.is_empty()))
+            .into_iter()
+            .flatten()
+            .map(str::to_owned)
+            .collect();
+        lines.sort_unstable();
+        lines
+    };
+    write(MemoryUpdate::add(Store::Memory, "Pair.")).await;
+    assert!(listed().await.is_empty());
+    write(MemoryUpdate::create(Store::Memory, path("a.md"), "A.")).await;
+    assert_eq!(listed().await, ["- memory/a.md (3 bytes): A."]);
+    write(MemoryUpdate::add(Store::Memory, "More.").in_note(path("a.md"))).await;
+    write(MemoryUpdate::create(Store::User, path("b.md"), "B.")).await;
+    assert_eq!(
+        listed().await,
+        ["- memory/a.md (10 bytes): A.", "- user/b.md (3 bytes): B."]
+    );
+    write(MemoryUpdate::delete(Store::Memory, path("a.md"))).await;
+    assert_eq!(listed().await, ["- user/b.md (3 bytes): B."]);
+}
+
 /// What the reports of many concurrent writes claim, per document, to check against what the
 /// provider holds afterwards.
 #[derive(Default)]

@@ -9,13 +9,14 @@
 ///
 /// After a `;`, groups of cases that need more of the fixture than a provider:
 /// - `hosts` ([`Fixture::with_hosts`]): many hosts writing one document, two-document calls
-///   landing whole, retention;
+///   landing whole, prefetch listing the notes another host wrote, retention;
 /// - `hand_edits` ([`Fixture::with_hand_edits`], and [`Fixture::with_hosts`] for a host with a
 ///   small retention): a change made outside the provider, and the property test that every
 ///   kept revision reads back as the text written, across hand edits, checkpoints and pruning
 ///   ([`history::kept_revisions_rebuild_to_the_texts_written`]);
 /// - `versioned` (hosts of a [`memory_core::raw::Versioned`] store): contention reported
-///   (one version step per entry), the retry engine beaten by another host;
+///   (one version step per entry), the retry engine beaten by another host, a write of two
+///   documents that lands whole or not at all;
 /// - `outside_holds` ([`Fixture::with_outside_holds`]): a document another writer holds;
 /// - `stored_history` ([`Fixture::with_stored_history`], [`Fixture::with_history_damage`] and
 ///   [`Fixture::with_hosts`]): a purge leaves no text of the document anywhere, checkpoints
@@ -57,6 +58,7 @@ macro_rules! __stamp_group {
             $setup;
             many_hosts_lose_nothing,
             two_document_calls_from_many_hosts_land_whole,
+            prefetch_lists_what_other_hosts_wrote,
             retention_keeps_the_newest_three,
         );
     };
@@ -74,6 +76,7 @@ macro_rules! __stamp_group {
             contention_is_reported_never_dropped,
             the_engine_gives_up_after_max_attempts,
             a_write_between_read_and_write_loses_nothing,
+            a_write_of_two_documents_lands_whole_or_not_at_all,
         );
     };
     (outside_holds, $setup:path) => {

@@ -398,7 +398,8 @@ fn a_listing_reads_only_the_notes_its_index_does_not_list() {
         assert_eq!(listed, as_read(&listed).await);
         assert_eq!(listed.len(), 3);
 
-        // The index as written before it kept listings: `<bytes>\t<path>` lines.
+        // The index as a writer of the version before listings wrote it: `<bytes>\t<path>`
+        // lines, and the next version.
         {
             let mut storage = store.storage();
             let index = storage
@@ -415,6 +416,7 @@ fn a_listing_reads_only_the_notes_its_index_does_not_list() {
                     format!("{}\t{}\n", fields[0], fields[3])
                 })
                 .collect();
+            index.version += 1;
         }
         reads();
         assert_eq!(p.notes(&scope, "").await.unwrap(), listed);

@@ -32,9 +32,9 @@ impl CompareAndSwap for PostgresStore {
             .collect()
     }
 
-    /// One statement for all writes. It runs alone when the connections' `lock_timeout`
-    /// keeps its lock waits within `lock_wait`; otherwise (and for two documents, which commit
-    /// only if both rows landed) in a transaction, which first lowers `lock_timeout` to fit.
+    /// One statement for all writes, which land all or none (see the statement). It runs
+    /// alone when the connections' `lock_timeout` keeps its lock waits within `lock_wait`;
+    /// otherwise in a transaction, which first lowers `lock_timeout` to fit.
     /// A row another session holds locked is not waited for: it is about to change, so the
     /// write loses at once, and [`CasWriter`](memory_core::raw::CasWriter) holds the documents next (see `hold`).
     async fn compare_and_swap(
@@ -45,40 +45,36 @@ impl CompareAndSwap for PostgresStore {
         if writes.is_empty() {
             return Ok(Swapped::Landed(None));
         }
-        // Each row may wait its own `lock_timeout`, so they share what is left.
-        let rows = u32::try_from(writes.len()).unwrap_or(u32::MAX);
+        // Only a new document's row can wait, on another writer inserting the same key (and
+        // its first revision with it): an existing row is taken only if no one holds it
+        // (`free`), and its revisions only after it. Each such wait may take its own
+        // `lock_timeout`, so they share what is left.
+        let inserts = writes.iter().filter(|write| write.expected == 0).count();
+        let waits = u32::try_from(inserts.max(1)).unwrap_or(u32::MAX);
         // At least the shortest wait a `lock_timeout` takes (0 would be none): near the
         // deadline the write still tries, and a lost race names the row that was held.
-        let per_row = (lock_wait / rows).max(SHORTEST_LOCK_WAIT);
+        let per_row = (lock_wait / waits).max(SHORTEST_LOCK_WAIT);
         let binds = WriteBinds::of(writes)?;
         let query = binds.bound(self.query_as(&self.sql.write));
         let bounded = self.lock_timeout.is_some_and(|timeout| timeout <= per_row);
-        let landed = if writes.len() == 1 && bounded {
+        let landed = if bounded {
             self.single(async |connection| query.fetch_all(connection).await)
                 .await?
         } else {
-            let lower_to = (!bounded).then_some(per_row);
             self.leased(async |connection| {
                 let transaction = self.transaction(connection).await?;
-                write_in_transaction(
-                    transaction,
-                    query,
-                    writes.len(),
-                    lower_to,
-                    self.keeps_prepared(),
-                )
-                .await
+                write_in_transaction(transaction, query, per_row, self.keeps_prepared()).await
             })
             .await?
         };
-        let landed = match landed {
-            Ok(rows) => rows,
-            // A lock held past `lock_timeout`, two writers locking the same rows in a
-            // different order, or a revision number taken meanwhile: a lost race too.
-            Err(sqlx::Error::Database(err)) if is_retryable(err.code().as_deref()) => Vec::new(),
-            Err(err) => return Err(self.db_error(err)),
-        };
-        Ok(swapped(writes, &landed))
+        match landed {
+            Ok(rows) => Ok(swapped(writes, &rows)),
+            Err(sqlx::Error::Database(err)) => match lost_on(&*err, writes) {
+                Some(lost) => Ok(Swapped::Lost(lost.clone())),
+                None => Err(self.db_error(sqlx::Error::Database(err))),
+            },
+            Err(err) => Err(self.db_error(err)),
+        }
     }
 
     /// The write statement compares the text too, where a write gives it.
@@ -210,10 +206,10 @@ impl HeldTurn for PgTurn<'_> {
             provider,
             mut lease,
         } = *self;
-        let Some(first) = writes.first() else {
+        if writes.is_empty() {
             let _ = finish(lease, "ROLLBACK").await;
             return Ok(Swapped::Landed(None));
-        };
+        }
         let binds = match WriteBinds::of(writes) {
             Ok(binds) => binds,
             Err(err) => {
@@ -243,14 +239,13 @@ impl HeldTurn for PgTurn<'_> {
                 }
             },
             Err(sqlx::Error::Database(err)) => {
-                let retryable = is_retryable(err.code().as_deref());
+                let lost = lost_on(&*err, writes).cloned();
                 finish(lease, "ROLLBACK")
                     .await
                     .map_err(|err| provider.db_error(err))?;
-                if retryable {
-                    Ok(Swapped::Lost(first.id.clone()))
-                } else {
-                    Err(provider.db_error(sqlx::Error::Database(err)))
+                match lost {
+                    Some(lost) => Ok(Swapped::Lost(lost)),
+                    None => Err(provider.db_error(sqlx::Error::Database(err))),
                 }
             }
             // No reply: the lease closes the connection, which rolls the transaction back.
@@ -284,25 +279,22 @@ fn swapped(writes: &[CasWrite<'_>], landed: &[LandedRow]) -> Swapped {
     }
 }
 
-/// The upsert of `rows` rows in `transaction`, committed only if every row landed; with the
-/// transaction's `lock_timeout` lowered to `lower_to` first, if given.
+/// The write statement in `transaction`, with the transaction's `lock_timeout` lowered to
+/// `lock_wait` first; committed only if it succeeded.
 async fn write_in_transaction<'q>(
     mut transaction: sqlx::Transaction<'_, Postgres>,
     query: QueryAs<'q, Postgres, LandedRow, PgArguments>,
-    rows: usize,
-    lower_to: Option<Duration>,
+    lock_wait: Duration,
     persistent: bool,
 ) -> Result<Vec<LandedRow>, sqlx::Error> {
-    if let Some(lock_wait) = lower_to {
-        // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
-        sqlx::query("SELECT set_config('lock_timeout', $1, true)")
-            .persistent(persistent)
-            .bind(format!("{}ms", lock_wait.as_millis().max(1)))
-            .execute(&mut *transaction)
-            .await?;
-    }
+    // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
+    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+        .persistent(persistent)
+        .bind(format!("{}ms", lock_wait.as_millis().max(1)))
+        .execute(&mut *transaction)
+        .await?;
     let landed = query.fetch_all(&mut *transaction).await;
-    if landed.as_ref().is_ok_and(|landed| landed.len() == rows) {
+    if landed.is_ok() {
         transaction.commit().await?;
     } else {
         // Answered here, not when the connection next goes out. A rollback that fails leaves
@@ -315,6 +307,34 @@ async fn write_in_transaction<'q>(
 /// The shortest `lock_timeout` a write or a hold sets: whole milliseconds, and 0 would mean no
 /// bound at all.
 const SHORTEST_LOCK_WAIT: Duration = Duration::from_millis(1);
+
+/// The document a write statement that failed with `err` lost its race on, if that is why it
+/// failed: the one `memory_lost` names (its position among `writes`, from 1), or the first of
+/// `writes` for any other lost race (see `is_retryable`).
+fn lost_on<'w>(
+    err: &dyn sqlx::error::DatabaseError,
+    writes: &'w [CasWrite<'_>],
+) -> Option<&'w DocumentId> {
+    let first = writes.first().map(|write| write.id);
+    match err.code().as_deref() {
+        Some(LOST_IN_PART) => {
+            let named = err
+                .message()
+                .parse::<usize>()
+                .ok()
+                .and_then(|position| position.checked_sub(1))
+                .and_then(|index| writes.get(index))
+                .map(|write| write.id);
+            named.or(first)
+        }
+        code if is_retryable(code) => first,
+        _ => None,
+    }
+}
+
+/// The code of `memory_lost`'s error (migration `all_landed`): some of a write's documents
+/// landed and another did not, so none did.
+const LOST_IN_PART: &str = "ML001";
 
 /// Serialization failures, deadlocks, lock waits past `lock_timeout`, and unique violations
 /// (only a revision number can be one: a purge's tombstone took it after the writer read the

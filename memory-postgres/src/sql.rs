@@ -192,12 +192,15 @@ impl Statements {
             // materialized so that the plan starts from those few rows, not from all the
             // document's revisions. A NULL receipts value keeps the stored one. Times are the
             // statement's: in a held write's transaction `now()` is when it began to wait, so
-            // its revision could be older than the one it waited for.
+            // its revision could be older than the one it waited for. Several documents land
+            // all or none: where some landed and another did not, `memory_lost` fails the
+            // statement (which undoes what landed) naming the first that did not, so a write
+            // of several needs no transaction around it.
             write: format!(
                 "WITH w AS ( \
-                   SELECT * FROM {writes} \
+                   SELECT * FROM {writes} WITH ORDINALITY \
                      AS w(kind, owner, content, expected, sha256, receipts, first, tip, oldest, \
-                          expected_text, base)), \
+                          expected_text, base, position)), \
                  free AS ( \
                    SELECT d.kind, d.owner FROM {table} AS d \
                    JOIN w ON d.kind = w.kind AND d.owner = w.owner \
@@ -263,7 +266,13 @@ impl Statements {
                    DELETE FROM {history} AS h USING doomed AS x \
                    WHERE h.kind = x.kind AND h.owner = x.owner AND h.number = x.number) \
                  SELECT kind, owner, \
-                   (extract(epoch FROM statement_timestamp()) * 1000)::int8 AS at FROM landed"
+                   (extract(epoch FROM statement_timestamp()) * 1000)::int8 AS at FROM landed \
+                 UNION ALL \
+                 SELECT NULL, NULL, \"{schema}\".memory_lost(m.position) \
+                 FROM (SELECT min(w.position) AS position FROM w \
+                       WHERE NOT EXISTS (SELECT FROM landed AS l \
+                                         WHERE l.kind = w.kind AND l.owner = w.owner)) AS m \
+                 WHERE m.position IS NOT NULL AND EXISTS (SELECT FROM landed)"
             )
             .into(),
             history: format!(

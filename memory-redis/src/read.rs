@@ -40,6 +40,79 @@ impl RedisStore {
             .collect())
     }
 
+    /// [`memory_core::raw::VersionedStore::read_changed`]: one transaction that reads the
+    /// version alone of each document with a `known` version, and the others as
+    /// [`RedisStore::read_documents`] does. Where a known version changed (or the key is not
+    /// what a document is), every document is read again whole, in one snapshot as before:
+    /// two round trips, only after a write.
+    pub(crate) async fn read_changed(
+        &self,
+        ids: &[DocumentId],
+        known: &[Option<&Version>],
+    ) -> Result<Vec<Option<Document>>, MemoryError> {
+        let whole = async || {
+            let documents = self.read_documents(ids).await?;
+            Ok(documents.into_iter().map(Some).collect())
+        };
+        if known.len() != ids.len() || known.iter().all(Option::is_none) {
+            return whole().await;
+        }
+        let (unknown, keys): (Vec<DocumentId>, Vec<String>) = ids
+            .iter()
+            .zip(known)
+            .filter(|(_, known)| known.is_none())
+            .map(|(id, _)| (id.clone(), self.key(id)))
+            .unzip();
+        let mut transaction = redis::pipe();
+        transaction.atomic().ignore_errors();
+        for (id, known) in ids.iter().zip(known) {
+            if known.is_some() {
+                transaction.cmd("HGET").arg(self.key(id)).arg("version");
+            }
+        }
+        self.queue_reads(&mut transaction, &unknown, &keys, false, false);
+        let reply: Result<Vec<Value>, RedisError> = self
+            .send_repeatable(|mut connection| {
+                let transaction = &transaction;
+                async move { transaction.query_async(&mut connection).await }
+            })
+            .await;
+        let replies = match reply {
+            Ok(replies) => replies,
+            Err(err) if err.code().is_some() => return whole().await,
+            Err(err) => return Err(self.error(err)),
+        };
+        let versions = known.iter().flatten().count();
+        if replies.len() < versions {
+            return whole().await;
+        }
+        let (versions, reads) = replies.split_at(versions);
+        let unchanged = known
+            .iter()
+            .flatten()
+            .zip(versions)
+            .all(|(known, read)| match read {
+                Value::BulkString(read) => read.as_slice() == known.as_str().as_bytes(),
+                _ => false,
+            });
+        if !unchanged {
+            return whole().await;
+        }
+        let mut read = match self.parse_reads(&unknown, &keys, reads, false, false) {
+            Some(read) => read?,
+            None => return whole().await,
+        }
+        .into_iter()
+        .map(|fetched| fetched.document);
+        Ok(known
+            .iter()
+            .map(|known| match known {
+                Some(_) => None,
+                None => read.next(),
+            })
+            .collect())
+    }
+
     /// [`memory_core::raw::CompareAndSwap::fetch`] as a transaction, with the receipts if
     /// `receipts` and the tips if `tips`; the read script for anything the transaction cannot
     /// tell. One round trip, two for what the script must tell.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::raw::{StoredHistory, VersionedStore};
-use memory_core::{Document, DocumentId, MemoryError, Purged, Retention, Surface};
+use memory_core::{Document, DocumentId, MemoryError, Purged, Retention, Surface, Version};
 use redis::{RedisError, Script};
 
 use crate::connection::RedisConnection;
@@ -178,6 +178,15 @@ impl VersionedStore for RedisStore {
     /// One transaction (see `read.rs`), without receipts or tips.
     async fn read(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
         self.read_documents(ids).await
+    }
+
+    /// One transaction (see `read.rs`) that sends no text of a document `known` still has.
+    async fn read_changed(
+        &self,
+        ids: &[DocumentId],
+        known: &[Option<&Version>],
+    ) -> Result<Vec<Option<Document>>, MemoryError> {
+        RedisStore::read_changed(self, ids, known).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

@@ -59,6 +59,14 @@ impl NewestByIndex {
             .map(|(_, newest)| newest.clone())
     }
 
+    /// The version of `index` whose newest notes, labelled with `store`, are kept, and those.
+    fn kept(&self, index: &DocumentId, store: Store) -> Option<(Version, Arc<NewestNotes>)> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.get(index)
+            .filter(|((labelled, ..), _)| *labelled == store)
+            .map(|((_, version, _), newest)| (version.clone(), newest.clone()))
+    }
+
     fn keep(&self, index: DocumentId, seen: IndexSeen, newest: Arc<NewestNotes>) {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if kept.len() >= NEWEST_KEPT && !kept.contains_key(&index) {
@@ -222,21 +230,112 @@ impl<S: VersionedStore> Versioned<S> {
         Ok(newest)
     }
 
+    /// The newest notes of the scopes of `ctx`'s pair, each labelled with the store of the
+    /// context its notes belong to, read with the pair in one step: an index whose version
+    /// is the one its newest notes were kept for is not read again.
+    async fn pair_and_newest(
+        &self,
+        ctx: &MemoryContext,
+    ) -> Result<(Document, Document, NewestNotes), MemoryError> {
+        let stores = [Store::Memory, Store::User];
+        let scopes = stores.map(|store| ctx.document(store).scope());
+        let ids = [
+            ctx.document(Store::Memory),
+            ctx.document(Store::User),
+            scopes[0].index(),
+            scopes[1].index(),
+        ];
+        let kept = [
+            self.newest.kept(&ids[2], stores[0]),
+            self.newest.kept(&ids[3], stores[1]),
+        ];
+        let known = [
+            None,
+            None,
+            kept[0].as_ref().map(|(version, _)| version),
+            kept[1].as_ref().map(|(version, _)| version),
+        ];
+        let read = self
+            .within_deadline(
+                || format!("{} and {}", ids[0], ids[1]),
+                "",
+                self.read_changed(&ids, &known),
+            )
+            .await?;
+        let [memory, user, memory_index, user_index] =
+            <[_; 4]>::try_from(read).map_err(|_| self.unanswered(&ids[0]))?;
+        let [kept_memory, kept_user] = kept;
+        let newest = [
+            self.newest_from(stores[0], &scopes[0], memory_index, kept_memory)
+                .await?,
+            self.newest_from(stores[1], &scopes[1], user_index, kept_user)
+                .await?,
+        ];
+        let (Some(memory), Some(user)) = (memory, user) else {
+            return Err(self.unanswered(&ids[0]));
+        };
+        Ok((
+            memory,
+            user,
+            NewestNotes::merged([&*newest[0], &*newest[1]]),
+        ))
+    }
+
+    /// The newest notes of `scope` from its `index` as [`VersionedStore::read_changed`]
+    /// answered: worked out from it where it was read, else those `kept` for its version.
+    async fn newest_from(
+        &self,
+        store: Store,
+        scope: &NoteScope,
+        index: Option<Document>,
+        kept: Option<(Version, Arc<NewestNotes>)>,
+    ) -> Result<Arc<NewestNotes>, MemoryError> {
+        match (index, kept) {
+            (Some(index), _) => self.newest_of(store, scope, &index).await,
+            (None, Some((_, kept))) => Ok(kept),
+            (None, None) => Err(self.unanswered(&scope.index())),
+        }
+    }
+
     /// `ids` read in one step, exactly one document each.
     async fn read_all(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
         let documents = self.store.read(ids).await?;
-        if documents.len() == ids.len() {
-            Ok(documents)
+        self.one_each(ids, documents)
+    }
+
+    /// [`VersionedStore::read_changed`], exactly one answer each.
+    async fn read_changed(
+        &self,
+        ids: &[DocumentId],
+        known: &[Option<&Version>],
+    ) -> Result<Vec<Option<Document>>, MemoryError> {
+        let documents = self.store.read_changed(ids, known).await?;
+        self.one_each(ids, documents)
+    }
+
+    /// `answers`, where the store gave one for each of `ids`.
+    fn one_each<T>(&self, ids: &[DocumentId], answers: Vec<T>) -> Result<Vec<T>, MemoryError> {
+        if answers.len() == ids.len() {
+            Ok(answers)
         } else {
             Err(MemoryError::Unavailable {
                 what: self.store.location(),
                 message: format!(
                     "asked for {} documents, the store answered with {}",
                     ids.len(),
-                    documents.len()
+                    answers.len()
                 ),
                 source: None,
             })
+        }
+    }
+
+    /// The store left out the text of `document`, which the caller did not have.
+    fn unanswered(&self, document: &DocumentId) -> MemoryError {
+        MemoryError::Unavailable {
+            what: self.store.location(),
+            message: format!("the store answered without the text of {document}"),
+            source: None,
         }
     }
 }
@@ -244,39 +343,11 @@ impl<S: VersionedStore> Versioned<S> {
 #[async_trait]
 impl<S: VersionedStore> MemoryProvider for Versioned<S> {
     /// The pair and its scopes' indexes in one read: the notes' listing comes from the
-    /// indexes, so a scope of many notes costs one document more per scope, not a read each.
+    /// indexes, so a scope of many notes costs one document more per scope, not a read each,
+    /// and an index not written since the last prefetch is not sent again.
     async fn prefetch(&self, ctx: &MemoryContext) -> Result<Prefetch, MemoryError> {
-        let scopes = [
-            ctx.document(Store::Memory).scope(),
-            ctx.document(Store::User).scope(),
-        ];
-        let ids = [
-            ctx.document(Store::Memory),
-            ctx.document(Store::User),
-            scopes[0].index(),
-            scopes[1].index(),
-        ];
-        let documents = self
-            .within_deadline(
-                || format!("{} and {}", ids[0], ids[1]),
-                "",
-                self.read_all(&ids),
-            )
-            .await?;
-        let notes = NewestNotes::merged([
-            &*self
-                .newest_of(Store::Memory, &scopes[0], &documents[2])
-                .await?,
-            &*self
-                .newest_of(Store::User, &scopes[1], &documents[3])
-                .await?,
-        ]);
-        Ok(Prefetch::from_documents(
-            ctx,
-            &documents[0],
-            &documents[1],
-            &notes,
-        ))
+        let (memory, user, notes) = self.pair_and_newest(ctx).await?;
+        Ok(Prefetch::from_documents(ctx, &memory, &user, &notes))
     }
 
     /// From the scope's index.
@@ -285,14 +356,18 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         scope: &NoteScope,
         store: Store,
     ) -> Result<NewestNotes, MemoryError> {
-        let index = self
+        let index = scope.index();
+        let kept = self.newest.kept(&index, store);
+        let known = kept.as_ref().map(|(version, _)| version);
+        let read = self
             .within_deadline(
                 || scope.document().to_string(),
                 "",
-                self.read_all(&[scope.index()]),
+                self.read_changed(std::slice::from_ref(&index), &[known]),
             )
             .await?;
-        Ok((*self.newest_of(store, scope, &index[0]).await?).clone())
+        let index = read.into_iter().next().flatten();
+        Ok((*self.newest_from(store, scope, index, kept).await?).clone())
     }
 
     async fn sync(

@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 
-use crate::document::{Document, DocumentId};
+use crate::document::{Document, DocumentId, Version};
 use crate::error::MemoryError;
 use crate::history::retention::Retention;
 use crate::history::revision::{Purged, Revision, Surface};
@@ -46,6 +46,19 @@ pub trait VersionedStore: CompareAndSwap {
             .into_iter()
             .map(|fetched| fetched.document)
             .collect())
+    }
+
+    /// `ids` as [`VersionedStore::read`] reads them, except that a document whose version is
+    /// still the one `known` gives for it may come back as `None`: the caller has its text
+    /// already. For documents only agent-memory writes (a scope's index), whose version
+    /// changes with every write and never repeats. The default reads them all.
+    async fn read_changed(
+        &self,
+        ids: &[DocumentId],
+        known: &[Option<&Version>],
+    ) -> Result<Vec<Option<Document>>, MemoryError> {
+        debug_assert_eq!(ids.len(), known.len());
+        Ok(self.read(ids).await?.into_iter().map(Some).collect())
     }
 
     /// Every document stored (written at least once, even if cleared since), in any order.
