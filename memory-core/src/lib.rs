@@ -45,7 +45,7 @@ pub use provider::{
     MemoryProvider, history_across_renames, newest_notes_of_context, notes_of_context,
     revert_document,
 };
-pub use recall::{Recall, Recalled};
+pub use recall::{Recall, Recalled, RecalledEntry};
 pub use reference::InMemoryProvider;
 pub use report::{DocumentReport, IfMatch, MemoryEvent, Subscription, SyncReport};
 pub use update::{Budgets, Caps, MemoryUpdate, is_blank};

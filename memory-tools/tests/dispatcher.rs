@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memory_core::{
     Budgets, Caps, Document, DocumentId, IfMatch, InMemoryProvider, MemoryContext, MemoryError,
-    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Recall, Recalled, Revision,
-    Store, Subscription, Surface, SyncReport, UserId,
+    MemoryProvider, MemoryUpdate, PersonalityId, Prefetch, Purged, Recall, Recalled, RecalledEntry,
+    Revision, Store, Subscription, Surface, SyncReport, UserId,
 };
 use memory_tools::{MAX_DIFF_CHARS, MAX_HISTORY_CHARS, MemoryTools, Tool, ToolOutput};
 use serde_json::{Value, json};
@@ -73,11 +73,17 @@ impl Recall for WordOverlap {
         let entries: Vec<String> = text.split("\n\n").map(|e| e.trim().to_owned()).collect();
         let indexed = self.indexed.unwrap_or(entries.len()).min(entries.len());
         let mut found = Recalled {
-            ranked: ranked(&entries[..indexed], query, limit),
+            ranked: ranked(&entries[..indexed], query, limit)
+                .into_iter()
+                .map(RecalledEntry::of_document)
+                .collect(),
             ..Recalled::default()
         };
         if self.indexed.is_some() {
-            found.unranked = entries[indexed..].to_vec();
+            found.unranked = entries[indexed..]
+                .iter()
+                .map(RecalledEntry::of_document)
+                .collect();
             found.behind = Some("the index is 1 entry behind".to_owned());
         }
         Ok(found)

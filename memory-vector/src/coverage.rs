@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use memory_core::raw::Backoff;
-use memory_core::{Document, MemoryError};
+use memory_core::{Document, MemoryError, NoteMeta};
 use serde::{Deserialize, Serialize};
 
 const FILE: &str = "coverage.json";
@@ -54,6 +54,17 @@ impl Mark {
             version: document.version.as_str().to_owned(),
             bytes: document.text.len(),
             modified_ms: document.modified.map(unix_millis),
+            model: model.to_owned(),
+        }
+    }
+
+    /// The mark a listing shows of a note (a listing agrees with a read of it), for rows
+    /// embedded by `model`.
+    pub fn listed(note: &NoteMeta, model: &str) -> Mark {
+        Mark {
+            version: note.version.as_str().to_owned(),
+            bytes: note.bytes,
+            modified_ms: note.modified.map(unix_millis),
             model: model.to_owned(),
         }
     }

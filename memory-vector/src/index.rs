@@ -22,6 +22,9 @@ use crate::entries::Entry;
 
 const TABLE: &str = "entries";
 
+/// An entry a search found: the scope (its document's path) and the entry's hash.
+pub(crate) type Hit = (String, String);
+
 /// One indexed entry, as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Row {
@@ -257,16 +260,16 @@ impl EntryTable {
         self.delete_where(scope_filter(scope)).await
     }
 
-    /// The hashes of the `limit` entries of `scope` embedded by `model` nearest to `vector`,
-    /// best first, with their cosine similarity to it. Rows of another model are never ranked:
-    /// their vectors do not compare with this model's.
+    /// The `limit` entries of `scopes` embedded by `model` nearest to `vector`, best first,
+    /// each as its scope and hash with its cosine similarity to `vector`. Rows of another model
+    /// are never ranked: their vectors do not compare with this model's.
     pub async fn nearest(
         &self,
-        scope: &str,
+        scopes: &[String],
         model: &str,
         vector: &[f32],
         limit: usize,
-    ) -> Result<Vec<(String, f32)>, MemoryError> {
+    ) -> Result<Vec<(Hit, f32)>, MemoryError> {
         let batches = self
             .run(
                 self.table
@@ -276,37 +279,42 @@ impl EntryTable {
                     .distance_type(DistanceType::Cosine)
                     .only_if(format!(
                         "{} AND model = {}",
-                        scope_filter(scope),
+                        scopes_filter(scopes),
                         sql_string(model)
                     ))
-                    .select(Select::columns(&["hash"]))
+                    .select(Select::columns(&["scope", "hash"]))
                     .limit(limit),
             )
             .await?;
-        Ok(batches
-            .iter()
-            .flat_map(|batch| {
-                let hashes = strings(batch, "hash");
-                let distances = batch
-                    .column_by_name("_distance")
-                    .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
-                    .expect("a vector query returns the _distance column");
-                (0..batch.num_rows())
-                    // LanceDB's cosine distance is 1 - cosine similarity.
-                    .map(|i| (hashes.value(i).to_owned(), 1.0 - distances.value(i)))
-                    .collect::<Vec<_>>()
-            })
-            .collect())
+        let mut nearest = Vec::new();
+        for batch in &batches {
+            let Some(distances) = batch
+                .column_by_name("_distance")
+                .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+            else {
+                return Err(MemoryError::unavailable(
+                    format!("the recall index at {}", self.location),
+                    "a vector query returned no _distance column",
+                ));
+            };
+            // LanceDB's cosine distance is 1 - cosine similarity.
+            nearest.extend(
+                hits(batch)
+                    .into_iter()
+                    .zip((0..batch.num_rows()).map(|i| 1.0 - distances.value(i))),
+            );
+        }
+        Ok(nearest)
     }
 
-    /// The hashes of the `limit` entries of `scope` that best match `query` by BM25, best
-    /// first; none before the full-text index exists (it is built by the first catch-up).
+    /// The `limit` entries of `scopes` that best match `query` by BM25, best first, each as its
+    /// scope and hash; none before the full-text index exists (the first catch-up builds it).
     pub async fn full_text(
         &self,
-        scope: &str,
+        scopes: &[String],
         query: &str,
         limit: usize,
-    ) -> Result<Vec<String>, MemoryError> {
+    ) -> Result<Vec<Hit>, MemoryError> {
         if !self.has_text_index().await? {
             return Ok(Vec::new());
         }
@@ -315,12 +323,12 @@ impl EntryTable {
                 self.table
                     .query()
                     .full_text_search(FullTextSearchQuery::new(query.to_owned()))
-                    .only_if(scope_filter(scope))
-                    .select(Select::columns(&["hash"]))
+                    .only_if(scopes_filter(scopes))
+                    .select(Select::columns(&["scope", "hash"]))
                     .limit(limit),
             )
             .await?;
-        Ok(hashes(&batches))
+        Ok(batches.iter().flat_map(hits).collect())
     }
 
     /// Whether `column` has an index.
@@ -457,6 +465,18 @@ fn scope_filter(scope: &str) -> String {
     format!("scope = {}", sql_string(scope))
 }
 
+/// The rows of any of `scopes` (none when it is empty).
+fn scopes_filter(scopes: &[String]) -> String {
+    match scopes {
+        [] => "false".to_owned(),
+        [scope] => scope_filter(scope),
+        _ => {
+            let scopes: Vec<String> = scopes.iter().map(|scope| sql_string(scope)).collect();
+            format!("scope IN ({})", scopes.join(", "))
+        }
+    }
+}
+
 /// `value` as an SQL string literal. Scopes and hashes never hold a quote (they are built from
 /// validated ids and hex), but a model id is whatever `Embedder::with_id` was given.
 fn sql_string(value: &str) -> String {
@@ -470,14 +490,9 @@ fn strings<'a>(batch: &'a RecordBatch, column: &str) -> &'a StringArray {
         .expect("the table's schema has this string column")
 }
 
-fn hashes(batches: &[RecordBatch]) -> Vec<String> {
-    batches
-        .iter()
-        .flat_map(|batch| {
-            let hashes = strings(batch, "hash");
-            (0..batch.num_rows())
-                .map(|i| hashes.value(i).to_owned())
-                .collect::<Vec<_>>()
-        })
+fn hits(batch: &RecordBatch) -> Vec<Hit> {
+    let (scopes, hashes) = (strings(batch, "scope"), strings(batch, "hash"));
+    (0..batch.num_rows())
+        .map(|i| (scopes.value(i).to_owned(), hashes.value(i).to_owned()))
         .collect()
 }

@@ -172,7 +172,7 @@ impl Indexer {
 
     /// Runs a catch-up of `document` as a task of its own, so that it goes on when the caller
     /// stops waiting for it. `queued`: it is the queued one of [`Indexer::schedule`].
-    fn spawn_catch_up(
+    pub(crate) fn spawn_catch_up(
         self: &Arc<Self>,
         document: DocumentId,
         queued: bool,

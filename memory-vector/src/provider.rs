@@ -11,15 +11,15 @@ use async_trait::async_trait;
 use memory_core::raw::{Receipts, render_with_notes};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
-    NewestNotes, NoteMeta, NoteScope, Prefetch, Recall, Recalled, Store, Subscription, SyncReport,
-    newest_notes_of_context,
+    NewestNotes, NoteMeta, NoteScope, Prefetch, Recall, Recalled, RecalledEntry, Store,
+    Subscription, SyncReport, newest_notes_of_context,
 };
 
 use crate::config::RecallConfig;
 use crate::embed::Embedder;
 use crate::entries;
 use crate::indexer::Indexer;
-use crate::ranking::{Ranking, Selection};
+use crate::ranking::{At, Ranking, Selection};
 
 /// A source-of-truth provider with a recall index beside it.
 ///
@@ -178,10 +178,12 @@ impl VectorProvider {
         self.indexer.rank(&parsed, query, ranking, limit).await
     }
 
-    /// `document` (a `MEMORY.md`) cut to the `k` entries that best match `query`, in document
-    /// order under their headings (see [`RecalledMemory::text`]), after the index has caught up
-    /// with the source. When the index is behind past its time budget, the entries it has not
-    /// covered are kept too; when it fails, the whole text is. Either way `warnings` says so.
+    /// `document` (a `MEMORY.md`) cut to the `k` entries that best match `query` among its own
+    /// and its scope's notes', in document order under their headings, each note's after it
+    /// under a line naming the note (see [`RecalledMemory::text`]), after the index has caught
+    /// up with the source. When the index is behind past its time budget, the entries it has
+    /// not covered are kept too; when it fails, the whole text and every note's are. Either
+    /// way `warnings` says so.
     ///
     /// # Errors
     /// Whatever reading the source fails with; never an index failure.
@@ -192,28 +194,50 @@ impl VectorProvider {
     ) -> Result<RecalledMemory, MemoryError> {
         let k = self.indexer.recall.k;
         let Selection {
-            document,
-            parsed,
+            sources,
             picked,
             behind,
         } = self.indexer.select(document, query, k, true).await?;
-        let all = parsed.entries();
+        let all: usize = sources
+            .iter()
+            .map(|source| source.parsed.entries().len())
+            .sum();
         let warnings = behind
             .iter()
             .map(|behind| {
                 format!(
-                    "{behind}; {} of its {} entries are shown unranked",
+                    "{behind}; {} of its {all} entries are shown unranked",
                     picked.unranked.len(),
-                    all.len()
                 )
             })
             .collect();
-        let shown: BTreeSet<usize> = picked.ranked.into_iter().chain(picked.unranked).collect();
-        let text = if shown.len() == all.len() {
-            document.text.clone()
-        } else {
-            entries::render_selection(all, &shown)
-        };
+        let mut shown: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); sources.len()];
+        for (at, position) in picked.ranked.into_iter().chain(picked.unranked) {
+            shown[at].insert(position);
+        }
+        let mut sections = Vec::with_capacity(sources.len());
+        for (source, shown) in sources.iter().zip(&shown) {
+            let entries = source.parsed.entries();
+            let text = if shown.len() == entries.len() && source.note().is_none() {
+                source.document.text.clone()
+            } else {
+                entries::render_selection(entries, shown)
+            };
+            sections.push(match source.note() {
+                None => text,
+                Some(note) => format!("From {}/{note}:\n{text}", Store::Memory),
+            });
+        }
+        let text = sections
+            .into_iter()
+            .filter(|section| !section.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let document = sources
+            .into_iter()
+            .next()
+            .map(|source| source.document)
+            .ok_or_else(|| MemoryError::unavailable("the recall index", "no document selected"))?;
         Ok(RecalledMemory {
             document,
             text,
@@ -231,17 +255,21 @@ impl Recall for VectorProvider {
         limit: usize,
     ) -> Result<Recalled, MemoryError> {
         let selection = self.indexer.select(document, query, limit, false).await?;
-        let texts = |positions: Vec<usize>| -> Vec<String> {
-            positions
-                .into_iter()
-                .filter_map(|i| selection.parsed.entries().get(i))
-                .map(|entry| entry.text.clone())
+        let found = |picked: &[At]| -> Vec<RecalledEntry> {
+            picked
+                .iter()
+                .filter_map(|at| {
+                    Some(RecalledEntry {
+                        text: selection.text(*at)?.to_owned(),
+                        note: selection.sources.get(at.0)?.note().cloned(),
+                    })
+                })
                 .collect()
         };
         Ok(Recalled {
-            ranked: texts(selection.picked.ranked),
-            unranked: texts(selection.picked.unranked),
-            behind: selection.behind,
+            ranked: found(&selection.picked.ranked),
+            unranked: found(&selection.picked.unranked),
+            behind: selection.behind.clone(),
         })
     }
 }
@@ -271,11 +299,8 @@ impl MemoryProvider for VectorProvider {
     ) -> Result<SyncReport, MemoryError> {
         let report = self.indexer.source.sync(ctx, updates, if_match).await?;
         for written in &report.documents {
-            // Notes are not indexed yet (issue 63): recall ranks MEMORY.md's entries.
-            if written.written
-                && written.store == Store::Memory
-                && written.document.note_path().is_none()
-            {
+            // MEMORY.md and the notes of a memory scope, which recall ranks with it.
+            if written.written && written.store == Store::Memory {
                 self.indexer.schedule(written.document.clone());
             }
         }
@@ -324,7 +349,7 @@ impl MemoryProvider for VectorProvider {
         surface: memory_core::Surface,
     ) -> Result<memory_core::Purged, MemoryError> {
         let indexer = &self.indexer;
-        if document.store() != Store::Memory || document.note_path().is_some() {
+        if document.store() != Store::Memory {
             return indexer.source.purge(document, surface).await;
         }
         let _writing = indexer.writing().await?;

@@ -2,12 +2,14 @@
 //! vectors, BM25, or both fused by score; and which of them a query shows, beside any the
 //! index has not covered yet.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
-use memory_core::{Document, DocumentId, MemoryError};
+use memory_core::{Document, DocumentId, MemoryError, NotePath, Store};
 
-use crate::coverage::Mark;
+use crate::coverage::{self, Mark};
+use crate::index::Hit;
 use crate::indexer::{Indexer, Snapshot};
 use crate::parsed::{Parsed, ParsedCache};
 use crate::terms;
@@ -25,19 +27,19 @@ pub enum Ranking {
     Hybrid,
 }
 
-/// Fuses the nearest entries (hashes with their cosine similarity, best first) and the
-/// BM25 ranking (hashes, best first); either may be empty. Each entry found by either is
-/// scored `vector_weight × similarity + (1 − vector_weight) × coverage(hash)`, where an
-/// entry BM25 found but the vector search did not is given the lowest similarity the
-/// vector search returned (its own is at most that). Returns at most `limit` hashes, best
-/// first; ties go to the smaller hash, so the result is deterministic.
-fn fuse(
+/// Fuses the nearest entries (keys with their cosine similarity, best first) and the BM25
+/// ranking (keys, best first); either may be empty. Each entry found by either is scored
+/// `vector_weight × similarity + (1 − vector_weight) × coverage(key)`, where an entry BM25
+/// found but the vector search did not is given the lowest similarity the vector search
+/// returned (its own is at most that). Returns at most `limit` keys, best first; ties go to
+/// the smaller key, so the result is deterministic.
+fn fuse<K: Ord + std::hash::Hash + Clone>(
     vector_weight: f32,
-    nearest: &[(String, f32)],
-    text: &[String],
-    coverage: impl Fn(&str) -> f32,
+    nearest: &[(K, f32)],
+    text: &[K],
+    coverage: impl Fn(&K) -> f32,
     limit: usize,
-) -> Vec<String> {
+) -> Vec<K> {
     let floor = nearest
         .iter()
         .map(|(_, similarity)| *similarity)
@@ -45,44 +47,82 @@ fn fuse(
             Some(low.map_or(s, |low| low.min(s)))
         })
         .unwrap_or(0.0);
-    let mut similarity: HashMap<&str, f32> = HashMap::new();
-    for (hash, s) in nearest {
-        similarity.entry(hash).or_insert(*s);
+    let mut similarity: HashMap<&K, f32> = HashMap::new();
+    for (key, s) in nearest {
+        similarity.entry(key).or_insert(*s);
     }
-    for hash in text {
-        similarity.entry(hash).or_insert(floor);
+    for key in text {
+        similarity.entry(key).or_insert(floor);
     }
-    let mut ranked: Vec<(&str, f32)> = similarity
+    let mut ranked: Vec<(&K, f32)> = similarity
         .into_iter()
-        .map(|(hash, s)| {
-            let score = vector_weight * s + (1.0 - vector_weight) * coverage(hash);
-            (hash, score)
+        .map(|(key, s)| {
+            let score = vector_weight * s + (1.0 - vector_weight) * coverage(key);
+            (key, score)
         })
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     ranked
         .into_iter()
         .take(limit)
-        .map(|(hash, _)| hash.to_owned())
+        .map(|(key, _)| key.clone())
         .collect()
 }
 
-/// What a query picked, as positions among the document's entries.
-pub(crate) struct Picked {
-    /// Best first.
-    pub ranked: Vec<usize>,
-    /// Entries the ranking could not cover, in document order (only when the index is behind).
-    pub unranked: Vec<usize>,
-}
-
-/// A document as a query was answered from it: its entries and the ones picked.
-pub(crate) struct Selection {
+/// One document a query answered from: the document asked for, or a note of its scope.
+pub(crate) struct Source {
+    /// As the source holds it.
     pub document: Document,
     pub parsed: Arc<Parsed>,
+}
+
+impl Source {
+    /// The note this is, or `None` for the document asked for.
+    pub fn note(&self) -> Option<&NotePath> {
+        self.document.id.note_path()
+    }
+}
+
+/// An entry a query picked: the source (an index into [`Selection::sources`]) and its position
+/// among that source's entries.
+pub(crate) type At = (usize, usize);
+
+/// What a query picked.
+pub(crate) struct Picked {
+    /// Best first.
+    pub ranked: Vec<At>,
+    /// Entries the ranking could not cover, in document order, the document asked for first
+    /// (only when the index is behind).
+    pub unranked: Vec<At>,
+}
+
+/// A document as a query was answered from it, with the notes of its scope that showed: their
+/// entries and the ones picked.
+pub(crate) struct Selection {
+    /// The document asked for first, then each note with an entry picked.
+    pub sources: Vec<Source>,
     pub picked: Picked,
     /// Why `picked.unranked` is not empty (the index behind, or failing); `None` when the
-    /// ranking covered the whole document.
+    /// ranking covered the whole document and its notes.
     pub behind: Option<String>,
+}
+
+impl Selection {
+    /// The text of the entry at `at`.
+    pub fn text(&self, (source, position): At) -> Option<&str> {
+        let entry = self.sources.get(source)?.parsed.entries().get(position)?;
+        Some(&entry.text)
+    }
+}
+
+/// The notes of a query's scope as listed, against what the index covers of them.
+struct NotesState {
+    /// Notes whose rows reflect them as listed, with the mark they were listed at.
+    covered: Vec<(DocumentId, Mark)>,
+    /// Notes the index does not reflect (not caught up within the budget, or failing).
+    behind: Vec<DocumentId>,
+    /// Why `behind` is not empty.
+    why: Option<String>,
 }
 
 /// How often a query is tried when the index changes under it or fails: a catch-up that
@@ -100,17 +140,15 @@ impl Indexer {
             .map_err(|err| MemoryError::unavailable("the embedding task", err))?
     }
 
-    /// The hashes of the best entries of `parsed` for `query` by `ranking`, from the index as
-    /// it is now; the document's entries weigh the query's words.
-    pub async fn rank(
+    /// The candidates of `scopes` for `query` by `ranking`, from the index as it is now: the
+    /// nearest by vector with their similarity, and the best by BM25, `candidates` each.
+    async fn candidates(
         &self,
-        parsed: &Parsed,
+        scopes: &[String],
         query: &str,
         ranking: Ranking,
-        limit: usize,
-    ) -> Result<Vec<String>, MemoryError> {
-        let scope = parsed.id().relative_path();
-        let candidates = self.recall.candidates.max(limit);
+        candidates: usize,
+    ) -> Result<(Vec<(Hit, f32)>, Vec<Hit>), MemoryError> {
         // The two searches run side by side: the query's embedding is made on the blocking
         // pool while the full-text search runs.
         let nearest = async {
@@ -119,7 +157,7 @@ impl Indexer {
                 _ => {
                     let vector = self.embed_query(query).await?;
                     self.table
-                        .nearest(&scope, self.model(), &vector, candidates)
+                        .nearest(scopes, self.model(), &vector, candidates)
                         .await
                 }
             }
@@ -127,20 +165,39 @@ impl Indexer {
         let text = async {
             match ranking {
                 Ranking::Vector => Ok(Vec::new()),
-                _ => self.table.full_text(&scope, query, candidates).await,
+                _ => self.table.full_text(scopes, query, candidates).await,
             }
         };
-        let (nearest, text) = tokio::try_join!(nearest, text)?;
-        let mut ranked: Vec<String> = match ranking {
-            Ranking::Vector => nearest.into_iter().map(|(hash, _)| hash).collect(),
+        tokio::try_join!(nearest, text)
+    }
+
+    /// The best of `candidates` by `ranking`, at most `limit`, best first; each source's
+    /// entries (`parsed`, by scope) weigh the query's words for its own.
+    fn fused(
+        &self,
+        (nearest, text): (Vec<(Hit, f32)>, Vec<Hit>),
+        parsed: &HashMap<String, Arc<Parsed>>,
+        query: &str,
+        ranking: Ranking,
+        limit: usize,
+    ) -> Vec<Hit> {
+        let mut ranked: Vec<Hit> = match ranking {
+            Ranking::Vector => nearest.into_iter().map(|(hit, _)| hit).collect(),
             Ranking::FullText => text,
             Ranking::Hybrid => {
-                let stats = parsed.stats();
                 let query = terms::terms(query);
-                let coverage = |hash: &str| {
-                    parsed.entry(hash).map_or(0.0, |entry| {
-                        stats.coverage(&query, &terms::terms(&entry.indexed()))
-                    })
+                let coverage = |(scope, hash): &Hit| {
+                    parsed
+                        .get(scope)
+                        .and_then(|parsed| {
+                            let entry = parsed.entry(hash)?;
+                            Some(
+                                parsed
+                                    .stats()
+                                    .coverage(&query, &terms::terms(&entry.indexed())),
+                            )
+                        })
+                        .unwrap_or(0.0)
                 };
                 fuse(
                     self.recall.vector_weight_for(self.embedder.model()),
@@ -152,13 +209,41 @@ impl Indexer {
             }
         };
         ranked.truncate(limit);
-        Ok(ranked)
+        ranked
     }
 
-    /// `document` as the source holds it, and up to `limit` of its entries for `query`, best
-    /// first, with every entry the index did not cover; `whole_if_within`: a document of at
-    /// most `limit` entries is taken whole, unranked. A query the index changed under, or
-    /// failed, is tried again; then the whole document is taken, with the reason.
+    /// The hashes of the best entries of `parsed` for `query` by `ranking`, from the index as
+    /// it is now; the document's entries weigh the query's words.
+    pub async fn rank(
+        &self,
+        parsed: &Arc<Parsed>,
+        query: &str,
+        ranking: Ranking,
+        limit: usize,
+    ) -> Result<Vec<String>, MemoryError> {
+        let scope = parsed.id().relative_path();
+        let candidates = self
+            .candidates(
+                std::slice::from_ref(&scope),
+                query,
+                ranking,
+                self.recall.candidates.max(limit),
+            )
+            .await?;
+        let parsed = HashMap::from([(scope, Arc::clone(parsed))]);
+        Ok(self
+            .fused(candidates, &parsed, query, ranking, limit)
+            .into_iter()
+            .map(|(_, hash)| hash)
+            .collect())
+    }
+
+    /// `document` as the source holds it and up to `limit` of its entries for `query`, best
+    /// first, with every entry the index did not cover; for a `MEMORY.md`, the notes of its
+    /// scope are ranked with it, and each note an entry is picked from comes along.
+    /// `whole_if_within`: a document of at most `limit` entries, in a scope without notes, is
+    /// taken whole, unranked. A query the index changed under, or failed, is tried again; then
+    /// the whole document and every note is taken, with the reason.
     pub async fn select(
         self: &Arc<Self>,
         document: &DocumentId,
@@ -169,82 +254,213 @@ impl Indexer {
         let mut why = String::new();
         for _ in 0..QUERY_ATTEMPTS {
             let snapshot = self.current(document).await?;
+            let notes = self.current_notes(document).await?;
             let parsed = self
                 .parsed
                 .parsed(&snapshot.document, !whole_if_within)
                 .await;
             let count = parsed.entries().len();
-            if whole_if_within && count <= limit {
+            let no_notes = notes.covered.is_empty() && notes.behind.is_empty();
+            if whole_if_within && no_notes && count <= limit {
                 let picked = Picked {
-                    ranked: (0..count).collect(),
+                    ranked: (0..count).map(|i| (0, i)).collect(),
                     unranked: Vec::new(),
                 };
                 return Ok(Selection {
-                    document: snapshot.document,
-                    parsed,
+                    sources: vec![Source {
+                        document: snapshot.document,
+                        parsed,
+                    }],
                     picked,
                     behind: None,
                 });
             }
             // Ranked: the words' weights are wanted too (made once per state of the text).
             let parsed = ParsedCache::weighed(parsed).await;
-            match self.pick(&snapshot, &parsed, query, limit).await {
-                Ok(Some(picked)) => {
-                    return Ok(Selection {
-                        document: snapshot.document,
-                        parsed,
-                        picked,
-                        behind: snapshot.behind,
-                    });
-                }
+            match self.pick(snapshot, parsed, &notes, query, limit).await {
+                Ok(Some(selection)) => return Ok(selection),
                 Ok(None) => why = "the recall index kept changing while it was read".to_owned(),
                 Err(err) => why = format!("the recall index failed ({err})"),
             }
         }
         let document = self.source.read(document).await?;
-        let parsed = self.parsed.parsed(&document, false).await;
-        let picked = Picked {
-            ranked: Vec::new(),
-            unranked: (0..parsed.entries().len()).collect(),
-        };
+        let mut sources = vec![self.source_of(document).await];
+        for note in self.notes_of(&sources[0].document.id).await? {
+            let read = self.source.read(&note).await?;
+            sources.push(self.source_of(read).await);
+        }
+        let unranked = every_entry(&sources);
         Ok(Selection {
-            document,
-            parsed,
-            picked,
+            sources,
+            picked: Picked {
+                ranked: Vec::new(),
+                unranked,
+            },
             behind: Some(why),
         })
     }
 
-    /// Up to `limit` of the snapshot's entries (`parsed`) for `query`, best first; and when the
-    /// index is behind, every entry it has not covered. `None` when the ranking trusted the
-    /// coverage record and a catch-up changed the table meanwhile: ask again.
+    /// `document` parsed and weighed.
+    async fn source_of(&self, document: Document) -> Source {
+        let parsed = self.parsed.parsed(&document, true).await;
+        Source { document, parsed }
+    }
+
+    /// The notes ranked with `document`: those of its scope for a `MEMORY.md`, else none.
+    async fn notes_of(&self, document: &DocumentId) -> Result<Vec<DocumentId>, MemoryError> {
+        if document.store() != Store::Memory || document.note_path().is_some() {
+            return Ok(Vec::new());
+        }
+        let scope = document.scope();
+        Ok(self
+            .source
+            .notes(&scope, "")
+            .await?
+            .into_iter()
+            .map(|note| scope.note(note.path))
+            .collect())
+    }
+
+    /// The notes ranked with `document` as the source lists them now, with the index brought
+    /// up to each one that is behind first, waited for up to the time budget (the catch-ups
+    /// go on in the background after it).
+    async fn current_notes(
+        self: &Arc<Self>,
+        document: &DocumentId,
+    ) -> Result<NotesState, MemoryError> {
+        let mut state = NotesState {
+            covered: Vec::new(),
+            behind: Vec::new(),
+            why: None,
+        };
+        if document.store() != Store::Memory || document.note_path().is_some() {
+            return Ok(state);
+        }
+        let scope = document.scope();
+        let listed: Vec<(DocumentId, Mark)> = self
+            .source
+            .notes(&scope, "")
+            .await?
+            .into_iter()
+            .map(|note| {
+                let mark = Mark::listed(&note, self.model());
+                (scope.note(note.path), mark)
+            })
+            .collect();
+        let is_covered = |record: &coverage::Record, (id, mark): &(DocumentId, Mark)| {
+            record.documents.get(&id.relative_path()) == Some(mark)
+        };
+        let record = self.coverage.read();
+        let stale: Vec<DocumentId> = listed
+            .iter()
+            .filter(|note| !is_covered(&record, note))
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !stale.is_empty() {
+            let budget = Duration::from_millis(self.recall.catch_up_ms);
+            let catching_up: Vec<_> = stale
+                .iter()
+                .map(|note| self.spawn_catch_up(note.clone(), false))
+                .collect();
+            let waited = tokio::time::timeout(budget, futures::future::join_all(catching_up)).await;
+            if waited.is_err() {
+                state.why = Some(format!(
+                    "the recall index is still catching up with the notes beside {document} (past its {} ms budget)",
+                    self.recall.catch_up_ms
+                ));
+            }
+        }
+        let record = self.coverage.read();
+        for note in listed {
+            if is_covered(&record, &note) {
+                state.covered.push(note);
+            } else {
+                state.behind.push(note.0);
+            }
+        }
+        if !state.behind.is_empty() && state.why.is_none() {
+            state.why = Some(format!(
+                "the recall index could not catch up with {} notes beside {document}",
+                state.behind.len()
+            ));
+        }
+        Ok(state)
+    }
+
+    /// Up to `limit` entries of the snapshot (`parsed`) and its covered notes for `query`,
+    /// best first; and every entry the index has not covered: of the document when it is
+    /// behind, of each note behind. `None` when the ranking trusted the coverage record and a
+    /// catch-up changed the table meanwhile: ask again.
     async fn pick(
         &self,
-        snapshot: &Snapshot,
-        parsed: &Parsed,
+        snapshot: Snapshot,
+        parsed: Arc<Parsed>,
+        notes: &NotesState,
         query: &str,
         limit: usize,
-    ) -> Result<Option<Picked>, MemoryError> {
+    ) -> Result<Option<Selection>, MemoryError> {
         let scope = snapshot.document.id.relative_path();
         let before = match snapshot.behind {
             Some(_) => Some(self.indexed(&scope).await?),
             None => None,
         };
+        let mut scopes = vec![scope.clone()];
+        scopes.extend(notes.covered.iter().map(|(id, _)| id.relative_path()));
         // Ask for more than `limit`: the index may still hold entries the source has lost.
-        let hashes = self
-            .rank(parsed, query, Ranking::Hybrid, limit.saturating_mul(2))
+        let wanted = limit.saturating_mul(2);
+        let candidates = self
+            .candidates(
+                &scopes,
+                query,
+                Ranking::Hybrid,
+                self.recall.candidates.max(wanted),
+            )
             .await?;
-        let all = parsed.entries();
-        let ranked: Vec<usize> = hashes
+        // The notes among the candidates, read: what they hold now is what is shown.
+        let mut sources = vec![Source {
+            document: snapshot.document,
+            parsed,
+        }];
+        let mut source_of_scope = HashMap::from([(scope.clone(), 0)]);
+        let mut changed_notes = Vec::new();
+        let found: BTreeSet<&String> = candidates
+            .0
             .iter()
-            .filter_map(|hash| parsed.position(hash))
+            .map(|((scope, _), _)| scope)
+            .chain(candidates.1.iter().map(|(scope, _)| scope))
+            .collect();
+        for (id, mark) in &notes.covered {
+            let note_scope = id.relative_path();
+            if !found.contains(&note_scope) {
+                continue;
+            }
+            let read = self.source.read(id).await?;
+            if Mark::of(&read, self.model()) != *mark {
+                // Written since it was listed: its entries are shown unranked below.
+                changed_notes.push(read);
+                continue;
+            }
+            source_of_scope.insert(note_scope, sources.len());
+            sources.push(self.source_of(read).await);
+        }
+        let parsed: HashMap<String, Arc<Parsed>> = source_of_scope
+            .iter()
+            .map(|(scope, at)| (scope.clone(), Arc::clone(&sources[*at].parsed)))
+            .collect();
+        let hits = self.fused(candidates, &parsed, query, Ranking::Hybrid, wanted);
+        let ranked: Vec<At> = hits
+            .iter()
+            .filter_map(|(scope, hash)| {
+                let at = *source_of_scope.get(scope)?;
+                Some((at, sources[at].parsed.position(hash)?))
+            })
             .take(limit)
             .collect();
-        let unranked = match before {
+        let mut unranked: Vec<At> = match before {
             None => {
                 // A catch-up withdraws the record before it changes the table: if it is still
                 // the one trusted, the ranking saw the rows of exactly this document.
-                let mark = Mark::of(&snapshot.document, self.model());
+                let mark = Mark::of(&sources[0].document, self.model());
                 if self.coverage.read().documents.get(&scope) != Some(&mark) {
                     return Ok(None);
                 }
@@ -254,16 +470,64 @@ impl Indexer {
                 // Rows a catch-up adds or deletes while the ranking runs may not have been
                 // ranked: only rows there before and after count as covered.
                 let after = self.indexed(&scope).await?;
+                let all = sources[0].parsed.entries();
                 (0..all.len())
                     .filter(|i| {
                         let hash = &all[*i].hash;
                         let covered = before.contains(hash) && after.contains(hash);
-                        !covered && !ranked.contains(i)
+                        !covered && !ranked.contains(&(0, *i))
                     })
+                    .map(|i| (0, i))
                     .collect()
             }
         };
-        Ok(Some(Picked { ranked, unranked }))
+        // The same for the notes: each covered note's record still the one trusted.
+        let record = self.coverage.read();
+        if notes
+            .covered
+            .iter()
+            .any(|(id, mark)| record.documents.get(&id.relative_path()) != Some(mark))
+        {
+            return Ok(None);
+        }
+        // The notes the index does not reflect: every entry of each, unranked.
+        let mut behind = snapshot.behind.or_else(|| notes.why.clone());
+        for id in &notes.behind {
+            changed_notes.push(self.source.read(id).await?);
+        }
+        for read in changed_notes {
+            behind.get_or_insert_with(|| {
+                format!("{} was written while the recall index was read", read.id)
+            });
+            let at = sources.len();
+            sources.push(self.source_of(read).await);
+            unranked.extend((0..sources[at].parsed.entries().len()).map(|i| (at, i)));
+        }
+        // Only the notes something was picked from come along.
+        let shown: BTreeSet<usize> = ranked.iter().chain(&unranked).map(|(at, _)| *at).collect();
+        let renumbered: HashMap<usize, usize> = std::iter::once(0)
+            .chain(shown.iter().copied().filter(|at| *at != 0))
+            .enumerate()
+            .map(|(new, old)| (old, new))
+            .collect();
+        let renumber = |picked: Vec<At>| -> Vec<At> {
+            picked
+                .into_iter()
+                .filter_map(|(at, i)| Some((*renumbered.get(&at)?, i)))
+                .collect()
+        };
+        let (ranked, unranked) = (renumber(ranked), renumber(unranked));
+        let sources = sources
+            .into_iter()
+            .enumerate()
+            .filter(|(at, _)| renumbered.contains_key(at))
+            .map(|(_, source)| source)
+            .collect();
+        Ok(Some(Selection {
+            sources,
+            picked: Picked { ranked, unranked },
+            behind,
+        }))
     }
 
     /// The hashes of `scope`'s rows embedded by this model.
@@ -279,6 +543,15 @@ impl Indexer {
     }
 }
 
+/// Every entry of `sources`, in order.
+fn every_entry(sources: &[Source]) -> Vec<At> {
+    sources
+        .iter()
+        .enumerate()
+        .flat_map(|(at, source)| (0..source.parsed.entries().len()).map(move |i| (at, i)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,7 +564,7 @@ mod tests {
         found.iter().map(|(h, s)| ((*h).to_owned(), *s)).collect()
     }
 
-    fn covering(of: &[(&str, f32)]) -> impl Fn(&str) -> f32 {
+    fn covering(of: &[(&str, f32)]) -> impl Fn(&String) -> f32 {
         let of: HashMap<String, f32> = of.iter().map(|(h, c)| ((*h).to_owned(), *c)).collect();
         move |hash| of.get(hash).copied().unwrap_or(0.0)
     }

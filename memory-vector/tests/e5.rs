@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use memory_core::{
-    IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Recall, Store, UserId,
+    IfMatch, MemoryContext, MemoryProvider, MemoryUpdate, PersonalityId, Recall, RecalledEntry,
+    Store, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, ModelConfig, ModelName, RecallConfig, VectorProvider};
@@ -159,7 +160,11 @@ async fn an_index_of_another_model_is_rebuilt_for_e5() {
         .search(&c.document(Store::Memory), "Quando vence o passaporte?", 1)
         .await
         .unwrap();
-    assert_eq!(found.ranked, [notes[1]], "{found:?}");
+    assert_eq!(
+        found.ranked,
+        [RecalledEntry::of_document(notes[1])],
+        "{found:?}"
+    );
     assert!(
         found.unranked.is_empty() && found.behind.is_none(),
         "{found:?}"

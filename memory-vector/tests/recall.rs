@@ -292,7 +292,10 @@ async fn a_hand_appended_paragraph_is_recalled_by_the_next_query() {
 
     append("Plays the cello in a community orchestra.");
     let found = p.search(&doc, "string instrument", 3).await.unwrap();
-    assert_eq!(found.ranked[0], "Plays the cello in a community orchestra.");
+    assert_eq!(
+        found.ranked[0].text,
+        "Plays the cello in a community orchestra."
+    );
     assert!(
         found.unranked.is_empty() && found.behind.is_none(),
         "{found:?}"
@@ -432,7 +435,10 @@ async fn a_query_past_its_budget_shows_what_the_index_has_not_covered() {
     .unwrap();
     let found = p.search(&doc, "shellfish allergy", 2).await.unwrap();
     assert_eq!(found.ranked.len(), 2);
-    assert_eq!(found.unranked, ["The boiler is serviced every October."]);
+    assert_eq!(
+        texts(&found.unranked),
+        ["The boiler is serviced every October."]
+    );
     assert!(found.behind.is_some());
     drop(other_process);
     assert!(p.settle().await.is_empty());
@@ -513,7 +519,12 @@ async fn the_first_query_after_a_large_sync_never_waits_on_the_catch_up() {
         // The budget, the query's own embedding and one batch of the catch-up's, and the
         // index's reads: seconds at most, where waiting for the catch-up took 17.
         assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
-        let shown: Vec<&String> = found.ranked.iter().chain(&found.unranked).collect();
+        let shown: Vec<&String> = found
+            .ranked
+            .iter()
+            .chain(&found.unranked)
+            .map(|entry| &entry.text)
+            .collect();
         assert!(
             shown
                 .iter()
@@ -528,7 +539,7 @@ async fn the_first_query_after_a_large_sync_never_waits_on_the_catch_up() {
         "{found:?}"
     );
     assert!(
-        found.ranked[0].contains("Allergic to shellfish"),
+        found.ranked[0].text.contains("Allergic to shellfish"),
         "{found:?}"
     );
 }
@@ -782,12 +793,12 @@ async fn search_returns_the_current_text_of_the_best_entries_of_one_document() {
         .await
         .unwrap();
     assert_eq!(found.ranked.len(), 2);
-    assert_eq!(found.ranked[0], NOTES[1]);
+    assert_eq!(found.ranked[0].text, NOTES[1]);
     assert!(
         found
             .ranked
             .iter()
-            .all(|entry| NOTES.contains(&entry.as_str()))
+            .all(|entry| NOTES.contains(&entry.text.as_str()))
     );
     assert!(found.unranked.is_empty() && found.behind.is_none());
 
@@ -804,11 +815,11 @@ async fn search_returns_the_current_text_of_the_best_entries_of_one_document() {
         .unwrap()
         .ranked;
     assert!(
-        !after.iter().any(|entry| entry.contains("aisle")),
+        !after.iter().any(|entry| entry.text.contains("aisle")),
         "{after:?}"
     );
     assert!(
-        !after.iter().any(|entry| entry.contains("window")),
+        !after.iter().any(|entry| entry.text.contains("window")),
         "{after:?}"
     );
 }
@@ -869,9 +880,12 @@ async fn a_query_gets_one_bullet_of_a_list_under_its_heading() {
         .search(&c.document(Store::Memory), query, 3)
         .await
         .unwrap();
-    assert_eq!(found.ranked[0], "- Window seat on trains.", "{found:?}");
+    assert_eq!(
+        found.ranked[0].text, "- Window seat on trains.",
+        "{found:?}"
+    );
     assert!(
-        found.ranked.iter().all(|entry| !entry.contains('\n')),
+        found.ranked.iter().all(|entry| !entry.text.contains('\n')),
         "one bullet per entry: {found:?}"
     );
 
@@ -915,12 +929,12 @@ async fn a_query_gets_one_entry_of_a_section_sign_file() {
         .search(&c.document(Store::Memory), query, 2)
         .await
         .unwrap();
-    assert_eq!(found.ranked[0], notes[1], "{found:?}");
+    assert_eq!(found.ranked[0].text, notes[1], "{found:?}");
     assert!(
         found
             .ranked
             .iter()
-            .all(|entry| notes.contains(&entry.as_str()))
+            .all(|entry| notes.contains(&entry.text.as_str()))
     );
 
     let (memory, warnings) = recalled(&p, &c, query).await;
@@ -1008,4 +1022,168 @@ async fn recall_follows_a_revert() {
     assert!(p.settle().await.is_empty());
     let (memory, _) = recalled(&p, &c, "shellfish allergy").await;
     assert!(memory.contains("Allergic to shellfish"), "{memory}");
+}
+
+/// The texts of `entries`, in order.
+fn texts(entries: &[memory_core::RecalledEntry]) -> Vec<&str> {
+    entries.iter().map(|entry| entry.text.as_str()).collect()
+}
+
+/// The notes beside MEMORY.md are ranked with its entries: a query finds an entry of a note
+/// (written through the provider, or by hand), names the note in prefetch and in search, and
+/// never shows a note's entry once the note is deleted or renamed away.
+#[tokio::test(flavor = "multi_thread")]
+async fn notes_are_ranked_with_memory_and_named() {
+    use memory_core::{NotePath, Recall};
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let p = open(dir.path(), embedder(), 3).await;
+    add_all(&p, &c, &NOTES).await;
+    let path = |path: &str| NotePath::new(path).unwrap();
+    let kyoto = "Kyoto: stay in a ryokan near Gion and see the temples of Higashiyama.";
+    let write = async |update: MemoryUpdate| {
+        p.sync(&c, &[update], &IfMatch::NONE).await.unwrap();
+    };
+    write(MemoryUpdate::create(
+        Store::Memory,
+        path("trips/kyoto.md"),
+        format!("# Kyoto\n\n{kyoto}\n\nBudget: 2,000 euros."),
+    ))
+    .await;
+    assert!(p.settle().await.is_empty());
+    let (memory, warnings) = recalled(&p, &c, "ryokan temples in Kyoto").await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        memory.contains(&format!("From memory/trips/kyoto.md:\n# Kyoto\n{kyoto}")),
+        "the note's entry, named, under its heading: {memory}"
+    );
+    let memory_md = c.document(Store::Memory);
+    let found = p
+        .search(&memory_md, "ryokan temples in Kyoto", 3)
+        .await
+        .unwrap();
+    assert_eq!(found.ranked[0].text, kyoto, "{found:?}");
+    assert_eq!(found.ranked[0].note, Some(path("trips/kyoto.md")));
+    assert!(
+        found.ranked[1..]
+            .iter()
+            .all(|entry| entry.note.is_none() || entry.text.contains("2,000")),
+        "{found:?}"
+    );
+    // MEMORY.md's entries still rank where they match best.
+    let found = p.search(&memory_md, "shellfish allergy", 1).await.unwrap();
+    assert_eq!(found.ranked[0].text, NOTES[2]);
+    assert_eq!(found.ranked[0].note, None);
+
+    // A note written by hand: the next query catches up with it (no write told the index).
+    let scope = memory_md.scope();
+    let by_hand = dir
+        .path()
+        .join("memory")
+        .join(scope.note(path("pets.md")).relative_path());
+    std::fs::write(&by_hand, "The cat, Miso, eats wet food twice a day.\n").unwrap();
+    let found = p
+        .search(&memory_md, "what does the cat eat", 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (found.ranked[0].text.as_str(), found.ranked[0].note.clone()),
+        (
+            "The cat, Miso, eats wet food twice a day.",
+            Some(path("pets.md"))
+        ),
+        "{found:?}"
+    );
+
+    // Renamed: named by its new path. Deleted: gone.
+    write(MemoryUpdate::rename(
+        Store::Memory,
+        path("trips/kyoto.md"),
+        path("japan/kyoto.md"),
+    ))
+    .await;
+    let found = p
+        .search(&memory_md, "ryokan temples in Kyoto", 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        found.ranked[0].note,
+        Some(path("japan/kyoto.md")),
+        "{found:?}"
+    );
+    write(MemoryUpdate::delete(Store::Memory, path("japan/kyoto.md"))).await;
+    let found = p
+        .search(&memory_md, "ryokan temples in Kyoto", 3)
+        .await
+        .unwrap();
+    assert!(
+        found
+            .ranked
+            .iter()
+            .all(|entry| !entry.text.contains("ryokan")),
+        "{found:?}"
+    );
+    let (memory, _) = recalled(&p, &c, "ryokan temples in Kyoto").await;
+    assert!(!memory.contains("From memory/"), "{memory}");
+    assert!(p.settle().await.is_empty());
+}
+
+/// A note the index cannot catch up with in time (another process holds the index lock) is
+/// shown whole, unranked and named, with a warning: recall never shows less than the notes
+/// hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_note_the_index_is_behind_on_is_shown_unranked() {
+    use memory_core::{NotePath, Recall};
+    let dir = TempDir::new().unwrap();
+    let c = ctx("ada", "grace");
+    let impatient = RecallConfig {
+        k: 3,
+        catch_up_ms: 100,
+        ..RecallConfig::default()
+    };
+    let p = open_with(dir.path(), embedder(), impatient).await;
+    add_all(&p, &c, &NOTES).await;
+    let other_process = hold_index_lock(dir.path());
+    let note = NotePath::new("garden.md").unwrap();
+    p.sync(
+        &c,
+        &[MemoryUpdate::create(
+            Store::Memory,
+            note.clone(),
+            "Water the tomatoes every evening.\n\nThe shed key is under the blue pot.",
+        )],
+        &IfMatch::NONE,
+    )
+    .await
+    .unwrap();
+    let (memory, warnings) = recalled(&p, &c, "shellfish allergy").await;
+    assert!(
+        memory.contains(
+            "From memory/garden.md:\nWater the tomatoes every evening.\n\nThe shed key is under the blue pot."
+        ),
+        "{memory}"
+    );
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("still catching up with the notes"),
+        "{warnings:?}"
+    );
+    let found = p
+        .search(&c.document(Store::Memory), "shellfish allergy", 2)
+        .await
+        .unwrap();
+    assert_eq!(texts(&found.unranked).len(), 2, "{found:?}");
+    assert!(
+        found
+            .unranked
+            .iter()
+            .all(|entry| entry.note == Some(note.clone()))
+    );
+    assert!(found.behind.is_some());
+    drop(other_process);
+    assert!(p.settle().await.is_empty());
+    let (memory, warnings) = recalled(&p, &c, "shellfish allergy").await;
+    assert!(
+        warnings.is_empty() && !memory.contains("From memory/garden.md"),
+        "{memory}"
+    );
 }

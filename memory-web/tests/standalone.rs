@@ -9,7 +9,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use memory_core::{
-    DocumentId, Identity, MemoryError, MemoryProvider, PersonalityId, Recall, Recalled, UserId,
+    DocumentId, Identity, MemoryError, MemoryProvider, PersonalityId, Recall, Recalled,
+    RecalledEntry, UserId,
 };
 use memory_markdown::MarkdownProvider;
 use memory_web::{Access, Deployment, Service, Settings, Standalone};
@@ -190,7 +191,7 @@ impl Recall for Grep {
             .lines()
             .filter(|entry| query.split_whitespace().all(|word| entry.contains(word)))
             .take(limit)
-            .map(str::to_owned)
+            .map(RecalledEntry::of_document)
             .collect();
         Ok(Recalled {
             ranked,

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memory_core::{MemoryContext, PersonalityId, Recall, Recalled, Store, UserId};
+use memory_core::{MemoryContext, PersonalityId, Recall, Recalled, RecalledEntry, Store, UserId};
 use memory_markdown::MarkdownProvider;
 use memory_vector::{Embedder, ModelConfig, ModelName, Ranking, RecallConfig, VectorProvider};
 
@@ -260,6 +260,7 @@ pub async fn evaluate(
                         ranked: hashes
                             .iter()
                             .filter_map(|hash| text_of_hash.get(hash.as_str()).cloned())
+                            .map(RecalledEntry::of_document)
                             .collect(),
                         ..Recalled::default()
                     }
@@ -280,7 +281,7 @@ pub async fn evaluate(
             let ranked = recalled
                 .ranked
                 .iter()
-                .map(|text| {
+                .map(|RecalledEntry { text, .. }| {
                     ids.get(text).ok_or_else(|| {
                         format!(
                             "{}: the index returned a text that is no entry: {text:?}",

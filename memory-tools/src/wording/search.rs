@@ -1,6 +1,6 @@
 //! What `memory_search` says.
 
-use memory_core::Recalled;
+use memory_core::{Recalled, RecalledEntry, Store};
 
 use super::names::entries;
 
@@ -17,7 +17,7 @@ pub(crate) fn found(query: &str, found: &Recalled) -> String {
         .ranked
         .iter()
         .enumerate()
-        .map(|(rank, entry)| format!("[{}] {}", rank + 1, entry.trim()))
+        .map(|(rank, entry)| format!("[{}] {}", rank + 1, shown(entry)))
         .collect();
     let mut text = match (listed.is_empty(), &found.behind) {
         (true, None) => return format!("No entry of MEMORY.md matches {query:?}."),
@@ -32,7 +32,7 @@ pub(crate) fn found(query: &str, found: &Recalled) -> String {
         let unranked: Vec<String> = found
             .unranked
             .iter()
-            .map(|entry| format!("[-] {}", entry.trim()))
+            .map(|entry| format!("[-] {}", shown(entry)))
             .collect();
         text.push_str(&format!(
             "\n\n(The search index is behind MEMORY.md: {behind}. {} it has not indexed \
@@ -42,4 +42,13 @@ pub(crate) fn found(query: &str, found: &Recalled) -> String {
         ));
     }
     text
+}
+
+/// An entry as a search lists it: one of a note names the note first, as prefetch's list of
+/// notes names it (`memory_notes` reads it).
+fn shown(entry: &RecalledEntry) -> String {
+    match &entry.note {
+        None => entry.text.trim().to_owned(),
+        Some(note) => format!("({}/{note}) {}", Store::Memory, entry.text.trim()),
+    }
 }

@@ -289,10 +289,19 @@ pub(crate) async fn search(
         ));
     };
     let found = recall.search(&document, &request.query, limit).await?;
+    // MEMORY.md's own entries: this route does not name notes yet, and an entry must not
+    // pass for one of MEMORY.md's.
+    let own = |entries: Vec<memory_core::RecalledEntry>| -> Vec<String> {
+        entries
+            .into_iter()
+            .filter(|entry| entry.note.is_none())
+            .map(|entry| entry.text)
+            .collect()
+    };
     Ok(Json(SearchView {
         path: document.relative_path(),
-        ranked: found.ranked,
-        unranked: found.unranked,
+        ranked: own(found.ranked),
+        unranked: own(found.unranked),
         behind: found.behind,
     }))
 }
