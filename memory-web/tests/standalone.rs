@@ -235,6 +235,11 @@ async fn search_uses_the_recall_given_and_is_refused_without_one() {
         ranked[0].as_str().unwrap().contains("Likes green tea."),
         "{body}"
     );
+    assert_eq!(
+        body["ranked_from"],
+        json!(["personalities/ada/MEMORY.md"]),
+        "each entry names its document: {body}"
+    );
     let (_, body) = send(&recalling, "GET", "/v1/personalities", None).await;
     assert_eq!(body["items"][0]["recall"], true, "{body}");
 }

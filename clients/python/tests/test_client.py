@@ -294,6 +294,26 @@ def test_search_ranks_a_recall_personalitys_entries(memory: MemoryClient) -> Non
     assert 1 <= len(found.ranked) <= 5
     mine = [entry for entry in found.ranked if marker in entry]
     assert mine and f"Trip {marker}" in mine[0]
+    assert len(found.ranked_from) == len(found.ranked)
+
+
+def test_search_names_the_note_an_entry_is_in(memory: MemoryClient) -> None:
+    marker = uuid.uuid4().hex[:8]
+    note = personality_note("recaller", f"pets/{marker}.md")
+    memory.notes.create(note, f"The cat {marker} eats wet salmon food twice a day.")
+    try:
+        found = memory.search("recaller", f"what does the cat {marker} eat", limit=5)
+    finally:
+        # Other tests list the recall personality's resources: it keeps no note of ours.
+        memory.notes.delete(note)
+    entries = list(
+        zip(found.ranked + found.unranked, found.ranked_from + found.unranked_from, strict=True)
+    )
+    assert (f"The cat {marker} eats wet salmon food twice a day.", note) in entries
+    assert all(
+        source == found.path or source.startswith(personality_notes("recaller") + "/")
+        for _, source in entries
+    )
 
 
 def test_health_and_readiness(memory: MemoryClient) -> None:

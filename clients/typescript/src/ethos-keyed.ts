@@ -239,9 +239,12 @@ export class AgentMemoryKeyedProvider implements EthosKeyedMemoryProvider {
         query: trimmed,
         limit: Math.max(1, Math.min(MAX_SEARCH_LIMIT, Math.floor(limit))),
       });
-      for (const content of [...view.ranked, ...view.unranked]) {
-        found.push({ key: 'MEMORY.md', content });
-      }
+      // MEMORY.md's own entries: Ethos keys nothing else (its roots hold no notes).
+      const entries = [...view.ranked, ...view.unranked];
+      const from = [...view.ranked_from, ...view.unranked_from];
+      entries.forEach((content, at) => {
+        if (from[at] === view.path) found.push({ key: 'MEMORY.md', content });
+      });
       if (opts.mode === 'semantic') return found.slice(0, limit);
     }
     const needle = trimmed.toLowerCase();

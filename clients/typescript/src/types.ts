@@ -279,8 +279,14 @@ export interface SearchRequest {
 /** The entries a search found. */
 export interface SearchView {
   path: string;
+  /** The best entries' current text, best first: MEMORY.md's and its notes', ranked together. */
   ranked: string[];
+  /** For each entry of `ranked`, the path of the document it is in (`path` for MEMORY.md's own). */
+  ranked_from: string[];
+  /** Entries the index has not covered yet, in document order (MEMORY.md's first). */
   unranked: string[];
+  /** For each entry of `unranked`, the path of the document it is in. */
+  unranked_from: string[];
   behind?: string | null;
 }
 

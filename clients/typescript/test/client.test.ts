@@ -476,6 +476,22 @@ provider = "recall"
       assert.equal(found.path, 'personalities/ada/MEMORY.md');
       assert.deepEqual([...found.ranked, ...found.unranked].length >= 1, true);
       assert.match(found.ranked[0] ?? found.unranked[0] ?? '', /peanuts/);
+      assert.deepEqual(
+        found.ranked_from,
+        found.ranked.map(() => 'personalities/ada/MEMORY.md'),
+      );
+      const cat = note(personalityMemory('ada'), 'pets/cat.md');
+      await memory.notes.create(cat, 'The cat eats wet salmon food twice a day.');
+      const inNote = await memory.search({
+        personality: 'ada',
+        query: 'what does the cat eat',
+        limit: 3,
+      });
+      const entries = [...inNote.ranked, ...inNote.unranked];
+      const from = [...inNote.ranked_from, ...inNote.unranked_from];
+      const at = entries.indexOf('The cat eats wet salmon food twice a day.');
+      assert.notEqual(at, -1, JSON.stringify(inNote));
+      assert.equal(from[at], 'personalities/ada/notes/pets/cat.md');
       const view = await memory.prefetch({ personality: 'ada', user: 'grace', query: 'deadline' });
       assert.equal(view.personality.recall, true);
       assert.match(view.context ?? '', /deadline is Friday/);

@@ -22,11 +22,15 @@ pub(crate) fn found(query: &str, found: &Recalled) -> String {
     let mut text = match (listed.is_empty(), &found.behind) {
         (true, None) => return format!("No entry of MEMORY.md matches {query:?}."),
         (true, Some(_)) => format!("No indexed entry of MEMORY.md matches {query:?}."),
-        (false, _) => format!(
-            "{} of MEMORY.md for {query:?}, best first:\n\n{}",
-            entries(listed.len()),
-            listed.join("\n\n")
-        ),
+        (false, _) => {
+            let from_notes = found.ranked.iter().any(|entry| entry.note.is_some());
+            format!(
+                "{} of MEMORY.md{} for {query:?}, best first:\n\n{}",
+                entries(listed.len()),
+                if from_notes { " and its notes" } else { "" },
+                listed.join("\n\n")
+            )
+        }
     };
     if let Some(behind) = &found.behind {
         let unranked: Vec<String> = found
@@ -50,5 +54,32 @@ fn shown(entry: &RecalledEntry) -> String {
     match &entry.note {
         None => entry.text.trim().to_owned(),
         Some(note) => format!("({}/{note}) {}", Store::Memory, entry.text.trim()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::NotePath;
+
+    use super::*;
+
+    #[test]
+    fn a_notes_entry_names_its_note_and_memorys_do_not() {
+        let recalled = Recalled {
+            ranked: vec![
+                RecalledEntry {
+                    text: "The cat eats twice a day.\n".to_owned(),
+                    note: Some(NotePath::new("pets/cat.md").unwrap()),
+                },
+                RecalledEntry::of_document("Likes tea."),
+            ],
+            unranked: Vec::new(),
+            behind: None,
+        };
+        assert_eq!(
+            found("cat", &recalled),
+            "2 entries of MEMORY.md and its notes for \"cat\", best first:\n\n\
+             [1] (memory/pets/cat.md) The cat eats twice a day.\n\n[2] Likes tea."
+        );
     }
 }

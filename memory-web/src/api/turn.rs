@@ -235,10 +235,16 @@ pub(crate) struct SearchRequest {
 pub(crate) struct SearchView {
     /// The path of the document searched.
     path: String,
-    /// The best entries' current text, best first.
+    /// The best entries' current text, best first: MEMORY.md's and its notes', ranked together.
     ranked: Vec<String>,
-    /// Entries the index has not covered yet, in document order: shown rather than hidden.
+    /// For each entry of `ranked`, in the same order, the path of the document it is in:
+    /// `path` for MEMORY.md's own, the note's for a note's.
+    ranked_from: Vec<String>,
+    /// Entries the index has not covered yet, in document order (MEMORY.md's first): shown
+    /// rather than hidden.
     unranked: Vec<String>,
+    /// For each entry of `unranked`, in the same order, the path of the document it is in.
+    unranked_from: Vec<String>,
     /// Why the ranking does not cover the whole document, when it does not.
     behind: Option<String>,
 }
@@ -246,8 +252,10 @@ pub(crate) struct SearchView {
 /// Search: the entries of a recall personality's memory most relevant to a query.
 ///
 /// Only for a personality whose `MEMORY.md` is read through a recall (vector) provider; any
-/// other is refused with 422. The index catches up with the document first, so hand edits
-/// and other hosts' writes are found; what it cannot cover in time is returned unranked.
+/// other is refused with 422. The notes beside MEMORY.md are searched with it, each entry
+/// naming the document it is in. The index catches up with the document and its notes first,
+/// so hand edits and other hosts' writes are found; what it cannot cover in time is returned
+/// unranked.
 #[utoipa::path(
     post,
     path = "/v1/search",
@@ -289,19 +297,26 @@ pub(crate) async fn search(
         ));
     };
     let found = recall.search(&document, &request.query, limit).await?;
-    // MEMORY.md's own entries: this route does not name notes yet, and an entry must not
-    // pass for one of MEMORY.md's.
-    let own = |entries: Vec<memory_core::RecalledEntry>| -> Vec<String> {
+    let split = |entries: Vec<memory_core::RecalledEntry>| -> (Vec<String>, Vec<String>) {
         entries
             .into_iter()
-            .filter(|entry| entry.note.is_none())
-            .map(|entry| entry.text)
-            .collect()
+            .map(|entry| {
+                let from = match entry.note {
+                    Some(note) => document.scope().note(note).relative_path(),
+                    None => document.relative_path(),
+                };
+                (entry.text, from)
+            })
+            .unzip()
     };
+    let (ranked, ranked_from) = split(found.ranked);
+    let (unranked, unranked_from) = split(found.unranked);
     Ok(Json(SearchView {
         path: document.relative_path(),
-        ranked: own(found.ranked),
-        unranked: own(found.unranked),
+        ranked,
+        ranked_from,
+        unranked,
+        unranked_from,
         behind: found.behind,
     }))
 }

@@ -712,9 +712,15 @@ class SearchResult(_Wire):
 
     path: str
     ranked: tuple[str, ...]
-    """The best entries' current text, best first."""
+    """The best entries' current text, best first: MEMORY.md's and its notes', ranked
+    together."""
+    ranked_from: tuple[str, ...]
+    """For each entry of ``ranked``, in the same order, the path of the document it is in:
+    ``path`` for MEMORY.md's own, the note's for a note's."""
     unranked: tuple[str, ...]
-    """Entries the index has not covered yet, in document order."""
+    """Entries the index has not covered yet, in document order (MEMORY.md's first)."""
+    unranked_from: tuple[str, ...]
+    """For each entry of ``unranked``, in the same order, the path of the document it is in."""
     behind: str | None
     """Why the ranking does not cover the whole document, when it does not."""
 

@@ -965,8 +965,10 @@ export interface paths {
     /**
      * Search: the entries of a recall personality's memory most relevant to a query.
      * @description Only for a personality whose `MEMORY.md` is read through a recall (vector) provider; any
-     *     other is refused with 422. The index catches up with the document first, so hand edits
-     *     and other hosts' writes are found; what it cannot cover in time is returned unranked.
+     *     other is refused with 422. The notes beside MEMORY.md are searched with it, each entry
+     *     naming the document it is in. The index catches up with the document and its notes first,
+     *     so hand edits and other hosts' writes are found; what it cannot cover in time is returned
+     *     unranked.
      */
     post: operations['search'];
     delete?: never;
@@ -1714,10 +1716,20 @@ export interface components {
       behind?: string | null;
       /** @description The path of the document searched. */
       path: string;
-      /** @description The best entries' current text, best first. */
+      /** @description The best entries' current text, best first: MEMORY.md's and its notes', ranked together. */
       ranked: string[];
-      /** @description Entries the index has not covered yet, in document order: shown rather than hidden. */
+      /**
+       * @description For each entry of `ranked`, in the same order, the path of the document it is in:
+       *     `path` for MEMORY.md's own, the note's for a note's.
+       */
+      ranked_from: string[];
+      /**
+       * @description Entries the index has not covered yet, in document order (MEMORY.md's first): shown
+       *     rather than hidden.
+       */
       unranked: string[];
+      /** @description For each entry of `unranked`, in the same order, the path of the document it is in. */
+      unranked_from: string[];
     };
     /** @description The caller's session (a conversation id), recorded in the revisions the write makes. */
     Session: string;
