@@ -165,14 +165,23 @@ impl Indexer {
     /// Catches `document` up in the background after a write, unless a catch-up that has not
     /// started yet will cover it.
     pub fn schedule(self: &Arc<Self>, document: DocumentId) {
-        if self.queued().insert(document.clone()) {
-            drop(self.spawn_catch_up(document, true));
-        }
+        drop(self.queue(document));
+    }
+
+    /// [`Indexer::schedule`], returning the catch-up's task when this call queued it; `None`
+    /// when one queued before, not started yet, covers it.
+    pub(crate) fn queue(
+        self: &Arc<Self>,
+        document: DocumentId,
+    ) -> Option<tokio::task::JoinHandle<Result<Document, MemoryError>>> {
+        self.queued()
+            .insert(document.clone())
+            .then(|| self.spawn_catch_up(document, true))
     }
 
     /// Runs a catch-up of `document` as a task of its own, so that it goes on when the caller
     /// stops waiting for it. `queued`: it is the queued one of [`Indexer::schedule`].
-    pub(crate) fn spawn_catch_up(
+    fn spawn_catch_up(
         self: &Arc<Self>,
         document: DocumentId,
         queued: bool,

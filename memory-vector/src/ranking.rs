@@ -125,6 +125,9 @@ struct NotesState {
     why: Option<String>,
 }
 
+/// How often a query waiting for notes that other catch-ups are indexing looks at the record.
+const RECORD_POLL: Duration = Duration::from_millis(20);
+
 /// How often a query is tried when the index changes under it or fails: a catch-up that
 /// started meanwhile, a version dropped by housekeeping under a reader. After that, the whole
 /// document is shown.
@@ -350,27 +353,27 @@ impl Indexer {
         let is_covered = |record: &coverage::Record, (id, mark): &(DocumentId, Mark)| {
             record.documents.get(&id.relative_path()) == Some(mark)
         };
-        let record = self.coverage.read();
-        let stale: Vec<DocumentId> = listed
-            .iter()
-            .filter(|note| !is_covered(&record, note))
-            .map(|(id, _)| id.clone())
-            .collect();
-        if !stale.is_empty() {
+        let mut record = self.coverage.read();
+        if listed.iter().any(|note| !is_covered(&record, note)) {
             let budget = Duration::from_millis(self.recall.catch_up_ms);
-            let catching_up: Vec<_> = stale
+            let until = tokio::time::Instant::now() + budget;
+            // Queued, so that queries while a scope's notes are indexed do not pile up
+            // catch-ups of the same notes. Those this query queued are waited for; one queued
+            // earlier is watched for in the record, within the same budget.
+            let catching_up: Vec<_> = listed
                 .iter()
-                .map(|note| self.spawn_catch_up(note.clone(), false))
+                .filter(|note| !is_covered(&record, note))
+                .filter_map(|(id, _)| self.queue(id.clone()))
                 .collect();
-            let waited = tokio::time::timeout(budget, futures::future::join_all(catching_up)).await;
-            if waited.is_err() {
-                state.why = Some(format!(
-                    "the recall index is still catching up with the notes beside {document} (past its {} ms budget)",
-                    self.recall.catch_up_ms
-                ));
+            let _ = tokio::time::timeout_at(until, futures::future::join_all(catching_up)).await;
+            record = self.coverage.read();
+            while listed.iter().any(|note| !is_covered(&record, note))
+                && tokio::time::Instant::now() < until
+            {
+                tokio::time::sleep(RECORD_POLL).await;
+                record = self.coverage.read();
             }
         }
-        let record = self.coverage.read();
         for note in listed {
             if is_covered(&record, &note) {
                 state.covered.push(note);
@@ -378,10 +381,12 @@ impl Indexer {
                 state.behind.push(note.0);
             }
         }
-        if !state.behind.is_empty() && state.why.is_none() {
+        if !state.behind.is_empty() {
             state.why = Some(format!(
-                "the recall index could not catch up with {} notes beside {document}",
-                state.behind.len()
+                "the recall index is still catching up with {} note{} beside {document} (past its {} ms budget, or failing: see `memory reindex`)",
+                state.behind.len(),
+                if state.behind.len() == 1 { "" } else { "s" },
+                self.recall.catch_up_ms
             ));
         }
         Ok(state)

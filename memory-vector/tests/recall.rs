@@ -1164,7 +1164,7 @@ async fn a_note_the_index_is_behind_on_is_shown_unranked() {
         "{memory}"
     );
     assert!(
-        warnings.len() == 1 && warnings[0].contains("still catching up with the notes"),
+        warnings.len() == 1 && warnings[0].contains("still catching up with 1 note beside"),
         "{warnings:?}"
     );
     let found = p
