@@ -303,9 +303,15 @@ impl Indexer {
         })
     }
 
-    /// `document` parsed and weighed.
+    /// `document` parsed and weighed. A note's parse is not kept: a query may read a hundred
+    /// notes, which would push MEMORY.md's (the one worth keeping) out of the few kept, and a
+    /// note is small.
     async fn source_of(&self, document: Document) -> Source {
-        let parsed = self.parsed.parsed(&document, true).await;
+        let parsed = if document.id.note_path().is_some() {
+            ParsedCache::weighed(Arc::new(Parsed::of(&document))).await
+        } else {
+            self.parsed.parsed(&document, true).await
+        };
         Source { document, parsed }
     }
 
