@@ -71,16 +71,8 @@ impl RedisStore {
             }
         }
         self.queue_reads(&mut transaction, &unknown, &keys, false, false);
-        let reply: Result<Vec<Value>, RedisError> = self
-            .send_repeatable(|mut connection| {
-                let transaction = &transaction;
-                async move { transaction.query_async(&mut connection).await }
-            })
-            .await;
-        let replies = match reply {
-            Ok(replies) => replies,
-            Err(err) if err.code().is_some() => return whole().await,
-            Err(err) => return Err(self.error(err)),
+        let Some(replies) = self.send_transaction(&transaction).await? else {
+            return whole().await;
         };
         let versions = known.iter().flatten().count();
         if replies.len() < versions {
@@ -128,20 +120,31 @@ impl RedisStore {
         // reply, not a failure of the whole: the read script then says what the key holds.
         transaction.atomic().ignore_errors();
         self.queue_reads(&mut transaction, ids, &keys, receipts, tips);
-        let reply: Result<Vec<Value>, RedisError> = self
-            .send_repeatable(|mut connection| {
-                let transaction = &transaction;
-                async move { transaction.query_async(&mut connection).await }
-            })
-            .await;
-        let replies = match reply {
-            Ok(replies) => replies,
-            Err(err) if err.code().is_some() => Vec::new(),
-            Err(err) => return Err(self.error(err)),
-        };
+        let replies = self
+            .send_transaction(&transaction)
+            .await?
+            .unwrap_or_default();
         match self.parse_reads(ids, &keys, &replies, receipts, tips) {
             Some(fetched) => fetched,
             None => self.fetch_with(ids, receipts, tips).await,
+        }
+    }
+
+    /// The replies to `transaction`, or `None` when the server refused it as a whole (the
+    /// reads then go to the read script, which says what is wrong).
+    async fn send_transaction(
+        &self,
+        transaction: &redis::Pipeline,
+    ) -> Result<Option<Vec<Value>>, MemoryError> {
+        let reply: Result<Vec<Value>, RedisError> = self
+            .send_repeatable(|mut connection| async move {
+                transaction.query_async(&mut connection).await
+            })
+            .await;
+        match reply {
+            Ok(replies) => Ok(Some(replies)),
+            Err(err) if err.code().is_some() => Ok(None),
+            Err(err) => Err(self.error(err)),
         }
     }
 

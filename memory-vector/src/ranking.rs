@@ -288,7 +288,7 @@ impl Indexer {
         }
         let document = self.source.read(document).await?;
         let mut sources = vec![self.source_of(document).await];
-        for note in self.notes_of(&sources[0].document.id).await? {
+        for (note, _) in self.notes_beside(&sources[0].document.id).await? {
             let read = self.source.read(&note).await?;
             sources.push(self.source_of(read).await);
         }
@@ -315,8 +315,12 @@ impl Indexer {
         Source { document, parsed }
     }
 
-    /// The notes ranked with `document`: those of its scope for a `MEMORY.md`, else none.
-    async fn notes_of(&self, document: &DocumentId) -> Result<Vec<DocumentId>, MemoryError> {
+    /// The notes ranked with `document`, as the source lists them now, each with the mark of
+    /// its listing: those of its scope for a `MEMORY.md`, else none.
+    async fn notes_beside(
+        &self,
+        document: &DocumentId,
+    ) -> Result<Vec<(DocumentId, Mark)>, MemoryError> {
         if document.store() != Store::Memory || document.note_path().is_some() {
             return Ok(Vec::new());
         }
@@ -326,7 +330,10 @@ impl Indexer {
             .notes(&scope, "")
             .await?
             .into_iter()
-            .map(|note| scope.note(note.path))
+            .map(|note| {
+                let mark = Mark::listed(&note, self.model());
+                (scope.note(note.path), mark)
+            })
             .collect())
     }
 
@@ -342,20 +349,7 @@ impl Indexer {
             behind: Vec::new(),
             why: None,
         };
-        if document.store() != Store::Memory || document.note_path().is_some() {
-            return Ok(state);
-        }
-        let scope = document.scope();
-        let listed: Vec<(DocumentId, Mark)> = self
-            .source
-            .notes(&scope, "")
-            .await?
-            .into_iter()
-            .map(|note| {
-                let mark = Mark::listed(&note, self.model());
-                (scope.note(note.path), mark)
-            })
-            .collect();
+        let listed = self.notes_beside(document).await?;
         let is_covered = |record: &coverage::Record, (id, mark): &(DocumentId, Mark)| {
             record.documents.get(&id.relative_path()) == Some(mark)
         };
