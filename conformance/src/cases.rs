@@ -15,7 +15,7 @@ use memory_core::{
 pub use crate::history::{
     a_second_purge_replaces_the_tombstone, concurrent_writes_have_one_revision_each,
     every_change_is_one_revision_newest_first, purge_leaves_only_a_tombstone,
-    revert_restores_a_revision_as_a_new_one,
+    redaction_erases_one_revision_and_keeps_the_rest, revert_restores_a_revision_as_a_new_one,
 };
 pub use crate::support::ctx;
 use crate::support::{M, U, sync};

@@ -182,3 +182,67 @@ where
         "{revert:?}"
     );
 }
+
+/// A redaction leaves the erased text nowhere the backend stores: redacting the revision that
+/// added a secret and the one that removed it (whose update names it) erases it from the
+/// stored history, checkpoint or change, while the revisions after them still rebuild, the
+/// newest included.
+pub async fn redaction_leaves_no_text_in_storage<P: MemoryProvider + ?Sized + 'static>(
+    f: &Fixture<P>,
+) {
+    let p = f
+        .host(Host {
+            retention: Some(Retention::keep(3)),
+            ..Host::default()
+        })
+        .await;
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    for update in [
+        MemoryUpdate::add(M, "Public."),
+        MemoryUpdate::add(M, "Secret two."),
+        MemoryUpdate::remove(M, "Secret two."),
+    ] {
+        sync(p.as_ref(), &c, &[update]).await;
+    }
+    assert!(f.stored(document.clone()).await.contains("Secret two."));
+    // Revision 3, a checkpoint, is the newest: a store may not hold its text apart from the
+    // document yet (markdown links it at the next write).
+    p.redact(&document, 2).await.expect("redact 2");
+    sync(p.as_ref(), &c, &[MemoryUpdate::add(M, "After.")]).await;
+    p.redact(&document, 3).await.expect("redact 3");
+    let after = f.stored(document.clone()).await;
+    assert!(
+        !after.contains("Secret"),
+        "the redacted text is erased: {after}"
+    );
+    let log = p.history(&document, 10).await.expect("history");
+    let numbers: Vec<(u64, bool)> = log.iter().map(|r| (r.number, r.is_redacted())).collect();
+    assert_eq!(numbers, [(4, false), (3, true), (2, true)]);
+    assert_eq!(log[0].text.as_deref(), Some("Public.\n\nAfter.\n"));
+    sync(p.as_ref(), &c, &[MemoryUpdate::add(M, "Later.")]).await;
+    let log = p
+        .history(&document, 10)
+        .await
+        .expect("history after a write");
+    assert_eq!(
+        log.iter().map(|r| r.text.as_deref()).collect::<Vec<_>>(),
+        [
+            Some("Public.\n\nAfter.\n\nLater.\n"),
+            Some("Public.\n\nAfter.\n"),
+            None
+        ]
+    );
+}
+
+/// [`history::a_hand_edit_frees_the_newest_revision_for_redaction`], edited with the
+/// fixture's hand.
+pub async fn a_hand_edit_frees_the_newest_revision_for_redaction<P>(f: &Fixture<P>)
+where
+    P: MemoryProvider + ?Sized + 'static,
+{
+    history::a_hand_edit_frees_the_newest_revision_for_redaction(f.provider(), |document, text| {
+        f.hand_edit(document, text)
+    })
+    .await;
+}

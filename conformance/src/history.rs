@@ -580,3 +580,179 @@ where
         panic!("a kept revision does not read back as its text: {e}");
     }
 }
+
+/// The revisions of `document` with their texts, keyed by number, as `history` gives them.
+async fn texts<P: MemoryProvider + ?Sized>(
+    p: &P,
+    document: &DocumentId,
+) -> HashMap<u64, Option<String>> {
+    history(p, document)
+        .await
+        .into_iter()
+        .map(|revision| (revision.number, revision.text))
+        .collect()
+}
+
+/// A redaction erases one kept revision's text and updates and nothing else: it keeps its
+/// number, time, origin, sizes and hashes, `history` shows it without text, `revert` to it is
+/// `RevisionNotFound`, and every other revision still shows its text (the revisions stored as
+/// changes after it were rebased). The revision the document holds now is refused, and so is
+/// one not kept; a second redaction of the same revision changes nothing.
+pub async fn redaction_erases_one_revision_and_keeps_the_rest<P: MemoryProvider + ?Sized>(
+    p: Arc<P>,
+) {
+    let c = ctx("ada", "u1").with_surface(Surface::Tool);
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Code: opal-heron.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
+    sync(
+        &*p,
+        &c,
+        &[MemoryUpdate::edit(M, "Code: opal-heron.", "No code.")],
+    )
+    .await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Flies Friday.")]).await;
+    let document = c.document(M);
+    let before = history(&*p, &document).await;
+    let before_texts = texts(&*p, &document).await;
+
+    let newest = p.redact(&document, 4).await.unwrap_err();
+    assert!(
+        matches!(&newest, MemoryError::RevisionInUse { number: 4, .. }),
+        "the document holds revision 4's text: {newest}"
+    );
+    assert_eq!(newest.kind(), ErrorKind::Refused);
+    assert_eq!(
+        history(&*p, &document).await,
+        before,
+        "refused: nothing written"
+    );
+    for missing in [0, 5, 99] {
+        let err = p.redact(&document, missing).await.unwrap_err();
+        assert!(
+            matches!(&err, MemoryError::RevisionNotFound { number, .. } if *number == missing),
+            "{err}"
+        );
+    }
+
+    let redacted = p.redact(&document, 2).await.expect("redact revision 2");
+    let shown = history(&*p, &document).await;
+    assert_eq!(shown.len(), 4);
+    assert_chained(&shown);
+    assert_eq!(
+        shown[2], redacted,
+        "history shows the revision redact returned"
+    );
+    let original = &before[2];
+    assert!(redacted.is_redacted() && !redacted.is_tombstone());
+    assert_eq!(
+        (redacted.text.as_deref(), redacted.updates.as_slice()),
+        (None, &[][..]),
+        "its text and updates are erased"
+    );
+    assert_eq!(
+        Revision {
+            text: None,
+            updates: Vec::new(),
+            redacted_at: None,
+            ..redacted.clone()
+        },
+        Revision {
+            text: None,
+            updates: Vec::new(),
+            ..original.clone()
+        },
+        "number, versions, hashes, sizes, time and origin are kept"
+    );
+    let at = redacted.redacted_at.unwrap();
+    let now = SystemTime::now();
+    assert!(at > now - CLOCK_SKEW && at < now + CLOCK_SKEW, "{at:?}");
+    for number in [1, 3, 4] {
+        assert_eq!(
+            texts(&*p, &document).await[&number],
+            before_texts[&number],
+            "revision {number} still rebuilds"
+        );
+    }
+    let err = p.revert(&c, M, 2, None).await.unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::RevisionNotFound { number: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        p.redact(&document, 2).await.expect("again"),
+        redacted,
+        "redacting it again changes nothing"
+    );
+    assert_eq!(history(&*p, &document).await, shown);
+
+    // Every revision that held the code, the first and the edit that removed it: the code is
+    // gone from history, and the revisions after them still rebuild.
+    for number in [3, 1] {
+        p.redact(&document, number).await.expect("redact");
+    }
+    let log = history(&*p, &document).await;
+    assert!(!format!("{log:?}").contains("opal-heron"), "{log:?}");
+    assert_eq!(log[0].text, before_texts[&4]);
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Reads.")]).await;
+    p.redact(&document, 4)
+        .await
+        .expect("revision 4 is no longer the document's text");
+    let log = history(&*p, &document).await;
+    assert_chained(&log);
+    assert_eq!(log[0].number, 5);
+    assert_eq!(
+        log[0].text.as_deref(),
+        Some("No code.\n\nLikes tea.\n\nFlies Friday.\n\nReads.\n")
+    );
+    assert_eq!(log.iter().filter(|r| r.is_redacted()).count(), 4, "{log:?}");
+    assert_eq!(
+        p.read(&document).await.unwrap().text,
+        "No code.\n\nLikes tea.\n\nFlies Friday.\n\nReads.\n",
+        "the document itself is untouched"
+    );
+}
+
+/// The newest recorded revision can be redacted once a hand edit changed the document (the
+/// document no longer holds its text); the hand edit itself, shown at the head of history
+/// until a write records it, cannot. The next write records the hand edit whole, and history
+/// rebuilds.
+pub async fn a_hand_edit_frees_the_newest_revision_for_redaction<P, F, Fut>(p: Arc<P>, edit: F)
+where
+    P: MemoryProvider + ?Sized,
+    F: Fn(DocumentId, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let c = ctx("ada", "u1");
+    let document = c.document(M);
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Likes tea.")]).await;
+    sync(&*p, &c, &[MemoryUpdate::add(M, "Password: opal-heron.")]).await;
+    // Not the text before revision 2: markdown would take a hand edit back to it, made
+    // within the millisecond, for revision 2's write never landing.
+    edit(document.clone(), "Likes coffee.\n".to_owned()).await;
+
+    let err = p.redact(&document, 3).await.unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::RevisionInUse { number: 3, .. }),
+        "the hand edit is the document's text: {err}"
+    );
+    let redacted = p.redact(&document, 2).await.expect("redact 2");
+    let log = history(&*p, &document).await;
+    assert_eq!(log.len(), 3);
+    assert_eq!((log[0].number, log[0].surface), (3, Surface::External));
+    assert_eq!(log[1], redacted);
+    assert!(!format!("{log:?}").contains("opal-heron"), "{log:?}");
+
+    sync(&*p, &c, &[MemoryUpdate::add(M, "More.")]).await;
+    let log = history(&*p, &document).await;
+    assert_chained(&log);
+    let texts: Vec<Option<&str>> = log.iter().map(|r| r.text.as_deref()).collect();
+    assert_eq!(
+        texts,
+        [
+            Some("Likes coffee.\n\nMore.\n"),
+            Some("Likes coffee.\n"),
+            None,
+            Some("Likes tea.\n")
+        ]
+    );
+}

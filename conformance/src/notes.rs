@@ -959,3 +959,64 @@ pub fn hostile_note_paths() -> Vec<String> {
     paths.push(vec!["y".repeat(90); 3].join("/"));
     paths
 }
+
+/// A note's revision is redacted as a document's is, and history still follows the note
+/// across a rename whose arrival was redacted (the rename's update, only paths, stays).
+pub async fn a_note_revision_is_redacted<P: MemoryProvider + ?Sized>(p: Arc<P>) {
+    let c = ctx("ada", "u1");
+    let (from, to) = (path("drafts/kyoto.md"), path("trips/kyoto.md"));
+    let (from_id, to_id) = (note(&c, M, from.as_str()), note(&c, M, to.as_str()));
+    for update in [
+        MemoryUpdate::create(M, from.clone(), "Temples."),
+        MemoryUpdate::add(M, "Door code opal-heron.").in_note(from.clone()),
+        MemoryUpdate::rename(M, from.clone(), to.clone()),
+        MemoryUpdate::add(M, "Ryokan.").in_note(to.clone()),
+    ] {
+        sync(&*p, &c, &[update]).await;
+    }
+    let err = p.redact(&to_id, 2).await.unwrap_err();
+    assert!(
+        matches!(err, MemoryError::RevisionInUse { .. }),
+        "the note holds it: {err}"
+    );
+    let missing = p.redact(&note(&c, M, "none.md"), 1).await.unwrap_err();
+    assert!(
+        matches!(missing, MemoryError::RevisionNotFound { .. }),
+        "{missing}"
+    );
+
+    p.redact(&from_id, 2).await.expect("redact the add");
+    let arrival = p.redact(&to_id, 1).await.expect("redact the arrival");
+    assert_eq!(
+        arrival.updates,
+        [MemoryUpdate::rename(M, from.clone(), to.clone())],
+        "a rename's update stays"
+    );
+    let followed = history_across_renames(&*p, &to_id, 10)
+        .await
+        .expect("history across the rename");
+    let seen: Vec<(String, u64, bool)> = followed
+        .iter()
+        .map(|r| (r.document.relative_path(), r.number, r.is_redacted()))
+        .collect();
+    let (to_path, from_path) = (to_id.relative_path(), from_id.relative_path());
+    assert_eq!(
+        seen,
+        [
+            (to_path.clone(), 2, false),
+            (to_path, 1, true),
+            (from_path.clone(), 3, false),
+            (from_path.clone(), 2, true),
+            (from_path, 1, false),
+        ]
+    );
+    assert_eq!(
+        followed[0].text.as_deref(),
+        Some("Temples.\n\nDoor code opal-heron.\n\nRyokan.\n"),
+        "the revision after the arrival still rebuilds"
+    );
+    assert_eq!(
+        text_of(&*p, &to_id).await,
+        "Temples.\n\nDoor code opal-heron.\n\nRyokan.\n"
+    );
+}

@@ -63,7 +63,11 @@ macro_rules! __stamp_group {
         );
     };
     (hand_edits, $setup:path) => {
-        $crate::__stamp_fixture_cases!($setup; hand_edits_become_external_revisions);
+        $crate::__stamp_fixture_cases!(
+            $setup;
+            hand_edits_become_external_revisions,
+            a_hand_edit_frees_the_newest_revision_for_redaction,
+        );
 
         #[test]
         fn kept_revisions_rebuild_to_the_texts_written() {
@@ -87,6 +91,7 @@ macro_rules! __stamp_group {
             $setup;
             purge_erases_checkpoints_and_changes_alike,
             a_damaged_chain_is_corrupt_naming_the_revision,
+            redaction_leaves_no_text_in_storage,
         );
     };
 }
@@ -169,6 +174,7 @@ macro_rules! conformance_cases {
             purge_leaves_only_a_tombstone,
             a_second_purge_replaces_the_tombstone,
             concurrent_writes_have_one_revision_each,
+            redaction_erases_one_revision_and_keeps_the_rest,
         );
     };
 }
@@ -193,6 +199,7 @@ macro_rules! notes_suite {
             racing_writers_on_notes_lose_nothing,
             purging_a_note_erases_it,
             prefetch_indexes_the_notes,
+            a_note_revision_is_redacted,
         );
     };
 }

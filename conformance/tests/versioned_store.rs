@@ -209,6 +209,35 @@ impl VersionedStore for MemoryStore {
             tombstone,
         })
     }
+
+    async fn redact(
+        &self,
+        document: &DocumentId,
+        redacted: &Revision,
+        rebased: Option<&Revision>,
+        tip: u64,
+    ) -> Result<bool, MemoryError> {
+        let mut storage = self.storage();
+        let Some(history) = storage.histories.get_mut(document) else {
+            return Ok(false);
+        };
+        let unchanged = history.last().is_some_and(|newest| newest.number == tip);
+        let Some(at) = history
+            .iter()
+            .position(|r| r.number == redacted.number && !r.is_redacted())
+            .filter(|_| unchanged)
+        else {
+            return Ok(false);
+        };
+        history[at] = redacted.clone();
+        if let Some((rebased, stored)) = rebased.zip(history.get_mut(at + 1))
+            && stored.number == rebased.number
+            && stored.is_change_only()
+        {
+            *stored = rebased.clone();
+        }
+        Ok(true)
+    }
 }
 
 /// The identity map is the store's own: the provider adds the deadline and the order.

@@ -679,6 +679,14 @@ impl MemoryProvider for Counted {
         self.inner.purge(document, surface).await
     }
 
+    async fn redact(
+        &self,
+        document: &DocumentId,
+        number: u64,
+    ) -> Result<memory_core::Revision, MemoryError> {
+        self.inner.redact(document, number).await
+    }
+
     fn subscribe(&self) -> Subscription {
         self.inner.subscribe()
     }

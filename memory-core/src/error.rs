@@ -198,6 +198,18 @@ pub enum MemoryError {
         reason: String,
     },
 
+    /// A redaction named the revision whose text the document still holds: erasing it would
+    /// leave the document's own text unrecorded. Nothing was written.
+    #[error(
+        "revision {number} of {document} holds the text the document has now, which a redaction cannot erase; change the document first (or purge it), then redact revision {number}; nothing was written"
+    )]
+    RevisionInUse {
+        /// The document.
+        document: DocumentId,
+        /// The revision asked for.
+        number: u64,
+    },
+
     /// A write named a document by its path that the wiring does not write for its owner: a
     /// personality configured with global scope writes the global `MEMORY.md`, never its own
     /// file. Nothing was written.
@@ -446,7 +458,8 @@ impl MemoryError {
             | MemoryError::AmbiguousMatch { .. }
             | MemoryError::HardCapExceeded { .. }
             | MemoryError::KeyReused { .. }
-            | MemoryError::NotesCapExceeded { .. } => ErrorKind::Refused,
+            | MemoryError::NotesCapExceeded { .. }
+            | MemoryError::RevisionInUse { .. } => ErrorKind::Refused,
             MemoryError::Conflict { .. } => ErrorKind::PreconditionFailed,
             MemoryError::IdentityTaken { .. }
             | MemoryError::NoteExists { .. }
@@ -485,6 +498,7 @@ impl MemoryError {
             MemoryError::IdentityTaken { .. } => "identity-taken",
             MemoryError::KeyReused { .. } => KEY_REUSED_CODE,
             MemoryError::RevisionNotFound { .. } => "revision-not-found",
+            MemoryError::RevisionInUse { .. } => "revision-in-use",
             MemoryError::Misrouted { .. } => "misrouted",
             MemoryError::NotInLayout { .. } => "not-in-layout",
             MemoryError::InvalidNotePath { .. } => "invalid-note-path",

@@ -167,6 +167,23 @@ pub trait MemoryProvider: Send + Sync {
     ///   purging one already purged replaces its tombstone with a newer one.
     async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError>;
 
+    /// Erases the text and updates of revision `number` of `document` (a pair document or a
+    /// note), and returns it as `history` now shows it.
+    ///
+    /// # Behavior
+    /// - The revision keeps its number, time, origin, sizes and hashes, and gets `redacted_at`;
+    ///   `history` shows it without text, and `revert` to it is
+    ///   [`MemoryError::RevisionNotFound`]. A rename's update stays (the note's paths), so
+    ///   history still follows the note across it.
+    /// - The revisions after it still rebuild: the one after it is stored whole, in the same
+    ///   atomic step, where it was stored as its change alone.
+    /// - The revision whose text the document holds now is [`MemoryError::RevisionInUse`]:
+    ///   change the document first. A revision not kept, or a purge's tombstone, is
+    ///   [`MemoryError::RevisionNotFound`]. Nothing is written then.
+    /// - Redacting a revision redacted already writes nothing and returns it.
+    /// - The document itself, its receipts and its recall index are untouched.
+    async fn redact(&self, document: &DocumentId, number: u64) -> Result<Revision, MemoryError>;
+
     /// Subscribes to this provider's `memory.updated` and `memory.eviction` events.
     ///
     /// # Behavior
@@ -377,6 +394,14 @@ macro_rules! forward_provider {
                 surface: Surface,
             ) -> Result<Purged, MemoryError> {
                 (**self).purge(document, surface).await
+            }
+
+            async fn redact(
+                &self,
+                document: &DocumentId,
+                number: u64,
+            ) -> Result<Revision, MemoryError> {
+                (**self).redact(document, number).await
             }
 
             fn subscribe(&self) -> Subscription {

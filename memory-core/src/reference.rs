@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use crate::context::MemoryContext;
 use crate::document::{Document, DocumentId, NoteScope, Store, Version};
 use crate::error::MemoryError;
+use crate::history::redaction::{Redaction, plan_redaction};
 use crate::history::retention::Retention;
 use crate::history::revision::{Purged, Revision, RevisionTip, Surface};
 use crate::idempotency::receipts::Receipts;
@@ -19,7 +20,7 @@ use crate::prefetch::Prefetch;
 use crate::prompt::NewestNotes;
 use crate::provider::MemoryProvider;
 use crate::raw::events::EventBus;
-use crate::raw::kept::history_view;
+use crate::raw::kept::{history_view, kept_revisions};
 use crate::raw::plan::{Planned, check_scopes, plan_sync};
 use crate::report::{IfMatch, Subscription, SyncReport};
 use crate::update::{MemoryUpdate, is_blank};
@@ -306,6 +307,35 @@ impl MemoryProvider for InMemoryProvider {
             revisions: history.len(),
             tombstone,
         })
+    }
+
+    async fn redact(&self, document: &DocumentId, number: u64) -> Result<Revision, MemoryError> {
+        let mut state = self.lock();
+        let now = SystemTime::now();
+        let tip = state.tip(document);
+        let current = Self::snapshot(&state, document);
+        let stored: Vec<Revision> = state
+            .histories
+            .get(document)
+            .map(|history| history.iter().rev().cloned().collect())
+            .unwrap_or_default();
+        let location = format!("memory://{}", document.relative_path());
+        let kept = kept_revisions(stored.clone(), tip.number, now, &self.retention, &location)?;
+        let (redacted, rebased) =
+            match plan_redaction(document, &stored, &kept, &tip, &current, number, now)? {
+                Redaction::Done(revision) => return Ok(revision),
+                Redaction::Store { redacted, rebased } => (redacted, rebased),
+            };
+        let history = state.histories.entry(document.clone()).or_default();
+        for revision in history.iter_mut() {
+            if revision.number == redacted.number {
+                *revision = redacted.clone();
+            } else if let Some(rebased) = rebased.as_deref().filter(|r| r.number == revision.number)
+            {
+                *revision = rebased.clone();
+            }
+        }
+        Ok(redacted)
     }
 
     fn subscribe(&self) -> Subscription {

@@ -1,6 +1,7 @@
-//! A document's history as one snapshot, and purging a document with its history.
+//! A document's history as one snapshot, purging a document with its history, and redacting
+//! one revision.
 
-use memory_core::raw::{StoredHistory, from_signed_unix_millis, sha256_hex};
+use memory_core::raw::{StoredHistory, from_signed_unix_millis, sha256_hex, signed_unix_millis};
 use memory_core::{DocumentId, MemoryError, Purged, Retention, Revision, Surface, Version};
 use sqlx::{Connection, PgConnection};
 
@@ -140,5 +141,37 @@ impl PostgresStore {
             revisions,
             tombstone,
         })
+    }
+
+    /// [`VersionedStore::redact`](memory_core::raw::VersionedStore::redact): the redaction
+    /// statement, whose count says whether it landed.
+    pub(crate) async fn redact_revision(
+        &self,
+        document: &DocumentId,
+        redacted: &Revision,
+        rebased: Option<&Revision>,
+        tip: u64,
+    ) -> Result<bool, MemoryError> {
+        let (kind, owner) = row_key(document);
+        let updates = serde_json::to_string(&redacted.updates)
+            .map_err(|err| MemoryError::unavailable(document.to_string(), err))?;
+        let at = redacted.redacted_at.map_or(0, signed_unix_millis);
+        let text = rebased.and_then(|rebased| rebased.text.as_deref());
+        let count: i64 = self
+            .single(async |connection| {
+                self.query_scalar(&self.sql.redact)
+                    .bind(kind)
+                    .bind(&owner)
+                    .bind(to_i64(redacted.number))
+                    .bind(&updates)
+                    .bind(at)
+                    .bind(to_i64(tip))
+                    .bind(text)
+                    .fetch_one(connection)
+                    .await
+            })
+            .await?
+            .map_err(|err| self.history_error(err))?;
+        Ok(count > 0)
     }
 }

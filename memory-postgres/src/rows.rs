@@ -90,6 +90,7 @@ impl PostgresStore {
             session: row.session,
             updates: Some(row.updates),
             text: row.content,
+            redacted_at: row.redacted_at.map(from_signed_unix_millis),
         }
         .check(id, &self.history_location(id))
     }
@@ -161,6 +162,8 @@ pub(crate) struct HistoryRow {
     session: Option<String>,
     updates: String,
     content: Option<String>,
+    /// Milliseconds since the Unix epoch; `None` for a revision not redacted.
+    redacted_at: Option<i64>,
 }
 
 /// A count or size for a column (BIGINT): ours never reach `i64::MAX`.

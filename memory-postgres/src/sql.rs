@@ -49,6 +49,7 @@ pub(crate) struct Statements {
     pub(crate) purge_hold: Arc<str>,
     pub(crate) purge_history: Arc<str>,
     pub(crate) tombstone: Arc<str>,
+    pub(crate) redact: Arc<str>,
     pub(crate) list: Arc<str>,
     pub(crate) resolve: Arc<str>,
     pub(crate) link_first: Arc<str>,
@@ -278,7 +279,8 @@ impl Statements {
             history: format!(
                 "SELECT number, version_before, version_after, sha256_before, sha256_after, \
                    bytes_before, bytes_after, (extract(epoch FROM time) * 1000)::int8 AS time, \
-                   surface, personality, user_id, idempotency_key, session, updates, content \
+                   surface, personality, user_id, idempotency_key, session, updates, content, \
+                   (extract(epoch FROM redacted_at) * 1000)::int8 AS redacted_at \
                  FROM {history} WHERE kind = $1 AND owner = $2 \
                  ORDER BY number DESC LIMIT $3"
             )
@@ -318,6 +320,35 @@ impl Statements {
                 "INSERT INTO {history} (kind, owner, number, version_before, version_after, \
                    sha256_before, sha256_after, bytes_before, bytes_after, surface, content) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL)"
+            )
+            .into(),
+            // A redaction (kind, owner, number, updates left, time in ms, tip, rebased text):
+            // where the newest revision is still `tip` and revision `number` is not redacted
+            // yet, it loses its text and updates, and the revision after it gets its whole
+            // text where it has none (a change, rebuilt from the text erased). One statement,
+            // one atomic step; the count of revisions redacted says whether it landed.
+            redact: format!(
+                "WITH tip AS ( \
+                   SELECT max(number) AS number FROM {history} WHERE kind = $1 AND owner = $2), \
+                 target AS ( \
+                   SELECT h.number FROM {history} AS h, tip \
+                   WHERE h.kind = $1 AND h.owner = $2 AND h.number = $3 \
+                     AND tip.number = $6 AND h.redacted_at IS NULL), \
+                 rebased AS ( \
+                   UPDATE {history} AS h SET content = $7 \
+                   FROM target AS t \
+                   WHERE h.kind = $1 AND h.owner = $2 AND h.number = t.number + 1 \
+                     AND $7::text IS NOT NULL AND h.content IS NULL AND h.redacted_at IS NULL \
+                   RETURNING h.number), \
+                 redacted AS ( \
+                   UPDATE {history} AS h \
+                   SET content = NULL, updates = $4, \
+                       redacted_at = timestamptz 'epoch' + $5::int8 * interval '1 millisecond' \
+                   FROM target AS t \
+                   WHERE h.kind = $1 AND h.owner = $2 AND h.number = t.number \
+                     AND h.redacted_at IS NULL \
+                   RETURNING h.number) \
+                 SELECT count(*) FROM redacted"
             )
             .into(),
             list: format!("SELECT kind, owner FROM {table}").into(),

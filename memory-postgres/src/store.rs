@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::raw::{DEFAULT_DEADLINE, StoredHistory, VersionedStore};
 use memory_core::{
-    Document, DocumentId, MemoryError, PersonalityId, Purged, Retention, Surface, UserId,
+    Document, DocumentId, MemoryError, PersonalityId, Purged, Retention, Revision, Surface, UserId,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool};
 
@@ -188,6 +188,17 @@ impl VersionedStore for PostgresStore {
                 .await
         })
         .await?
+    }
+
+    /// One statement (`Statements::redact`), which lands only on the tip it was planned on.
+    async fn redact(
+        &self,
+        document: &DocumentId,
+        redacted: &Revision,
+        rebased: Option<&Revision>,
+        tip: u64,
+    ) -> Result<bool, MemoryError> {
+        self.redact_revision(document, redacted, rebased, tip).await
     }
 }
 

@@ -1,7 +1,8 @@
-//! A document's history as one script run, and purging a document with its history.
+//! A document's history as one script run, purging a document with its history, and redacting
+//! one revision.
 
-use memory_core::raw::{StoredHistory, sha256_hex};
-use memory_core::{DocumentId, MemoryError, Purged, Retention, Surface};
+use memory_core::raw::{StoredHistory, sha256_hex, unix_millis};
+use memory_core::{DocumentId, MemoryError, Purged, Retention, Revision, Surface};
 
 use crate::rows::{array, bulk, max_age_arg, server_time};
 use crate::store::RedisStore;
@@ -101,5 +102,41 @@ impl RedisStore {
             revisions: count(revisions).ok_or_else(shape)?,
             tombstone,
         })
+    }
+
+    /// [`VersionedStore::redact`](memory_core::raw::VersionedStore::redact): the redaction
+    /// script's run, sent again if the connection had dropped (a second run of one that
+    /// landed writes nothing).
+    pub(crate) async fn redact_revision(
+        &self,
+        document: &DocumentId,
+        redacted: &Revision,
+        rebased: Option<&Revision>,
+        tip: u64,
+    ) -> Result<bool, MemoryError> {
+        let history_key = self.history_key(document);
+        let updates = match redacted.updates.is_empty() {
+            true => String::new(),
+            false => serde_json::to_string(&redacted.updates)
+                .map_err(|err| MemoryError::unavailable(document.to_string(), err))?,
+        };
+        let text = rebased.and_then(|rebased| rebased.text.as_deref());
+        let mut invocation = self.redact_script.prepare_invoke();
+        invocation
+            .key(&history_key)
+            .arg(redacted.number.to_string())
+            .arg(tip.to_string())
+            .arg(redacted.redacted_at.map_or(0, unix_millis).to_string())
+            .arg(updates)
+            .arg(if text.is_some() { "1" } else { "0" })
+            .arg(text.unwrap_or(""));
+        let landed: i64 = self
+            .send_repeatable(|mut connection| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut connection).await }
+            })
+            .await
+            .map_err(|err| self.script_error(err))?;
+        Ok(landed == 1)
     }
 }

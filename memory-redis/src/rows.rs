@@ -185,6 +185,18 @@ impl RedisStore {
                 .filter(|millis| *millis <= LAST_MILLISECOND)
                 .ok_or_else(|| corrupt("its time is not a time in milliseconds".to_owned()))?,
         };
+        let redacted_at = match take("redacted") {
+            None => None,
+            Some(time) => Some(
+                time.parse::<u64>()
+                    .ok()
+                    .filter(|millis| *millis <= LAST_MILLISECOND)
+                    .map(|millis| UNIX_EPOCH + Duration::from_millis(millis))
+                    .ok_or_else(|| {
+                        corrupt("its redacted is not a time in milliseconds".to_owned())
+                    })?,
+            ),
+        };
         let stored = StoredRevision {
             number,
             version_before,
@@ -201,6 +213,7 @@ impl RedisStore {
             session: take("session"),
             updates: take("updates"),
             text: take("text"),
+            redacted_at,
         };
         stored.check(document, &self.key_location(key))
     }
@@ -316,7 +329,7 @@ pub(crate) fn server_time(seconds: Option<&[u8]>, micros: Option<&[u8]>) -> Opti
 }
 
 /// The fields a revision entry may have; any other is not ours.
-const ENTRY_FIELDS: [&str; 15] = [
+const ENTRY_FIELDS: [&str; 16] = [
     "number",
     "version_before",
     "version_after",
@@ -332,6 +345,7 @@ const ENTRY_FIELDS: [&str; 15] = [
     "updates",
     "text",
     "time",
+    "redacted",
 ];
 
 /// A document's `updated_at_ms` as its `modified` time. Empty (a hash written by hand) is

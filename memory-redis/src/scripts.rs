@@ -230,7 +230,7 @@ end
 -- Erasing what is not ours is for a person to decide: every entry must be a revision.
 local fields = {number = 1, version_before = 1, version_after = 1, sha256_before = 1,
   sha256_after = 1, bytes_before = 1, bytes_after = 1, surface = 1, personality = 0, user = 0,
-  key = 0, session = 0, updates = 0, text = 0, time = 0}
+  key = 0, session = 0, updates = 0, text = 0, time = 0, redacted = 0}
 local entries = redis.call('XRANGE', KEYS[2], '-', '+')
 local keep, max_age = tonumber(ARGV[3]), tonumber(ARGV[4])
 local time = redis.call('TIME')
@@ -303,6 +303,70 @@ end
 return {bytes, erased, tombstone}
 "#
 );
+
+/// Redacts one revision of a history stream, atomically. KEYS[1]: the stream. ARGV: the
+/// revision's number, the number of the newest revision the redaction was planned on, the
+/// time of the redaction (ms), the updates it keeps as JSON (empty: none), `1` when the next
+/// revision is to get its whole text, and that text. Returns 1 when it landed, 0 when the
+/// newest revision is no longer the one planned on or the revision is gone or redacted
+/// already (nothing written). Entries cannot be changed in place, so the stream is written
+/// anew, each entry under its own id (its time): the redacted one without `text` and
+/// `updates`, with `redacted`; the next one with `text` where it had none (a change, which
+/// was rebuilt from the text erased).
+pub(crate) const REDACT_SCRIPT: &str = r#"
+if redis.call('TYPE', KEYS[1]).ok ~= 'stream' then
+  return 0
+end
+local function field(entry, name)
+  for j = 1, #entry[2], 2 do
+    if entry[2][j] == name then
+      return entry[2][j + 1]
+    end
+  end
+  return nil
+end
+local entries = redis.call('XRANGE', KEYS[1], '-', '+')
+local newest = entries[#entries]
+if not newest or field(newest, 'number') ~= ARGV[2] then
+  return 0
+end
+local at
+for i, entry in ipairs(entries) do
+  if field(entry, 'number') == ARGV[1] then
+    at = i
+    break
+  end
+end
+if not at or field(entries[at], 'redacted') then
+  return 0
+end
+local next_number = string.format('%d', tonumber(ARGV[1]) + 1)
+redis.call('DEL', KEYS[1])
+for i, entry in ipairs(entries) do
+  local fields = entry[2]
+  if i == at then
+    fields = {}
+    for j = 1, #entry[2], 2 do
+      local name = entry[2][j]
+      if name ~= 'text' and name ~= 'updates' then
+        fields[#fields + 1] = name
+        fields[#fields + 1] = entry[2][j + 1]
+      end
+    end
+    if ARGV[4] ~= '' then
+      fields[#fields + 1] = 'updates'
+      fields[#fields + 1] = ARGV[4]
+    end
+    fields[#fields + 1] = 'redacted'
+    fields[#fields + 1] = ARGV[3]
+  elseif i == at + 1 and ARGV[5] == '1' and field(entry, 'number') == next_number
+      and not field(entry, 'text') and not field(entry, 'redacted') then
+    fields = {'text', ARGV[6], unpack(entry[2])}
+  end
+  redis.call('XADD', KEYS[1], entry[1], unpack(fields))
+end
+return 1
+"#;
 
 /// Links an identity, atomically. KEYS[1]: the identity map. ARGV: the identity's field, the
 /// user, `1` to relink. Returns the user it was linked to before (nil for none) and writes only

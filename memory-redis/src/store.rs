@@ -5,13 +5,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::raw::{StoredHistory, VersionedStore};
-use memory_core::{Document, DocumentId, MemoryError, Purged, Retention, Surface, Version};
+use memory_core::{
+    Document, DocumentId, MemoryError, Purged, Retention, Revision, Surface, Version,
+};
 use redis::{RedisError, Script};
 
 use crate::connection::RedisConnection;
 use crate::queue::Holds;
 use crate::scripts::{
-    HISTORY_SCRIPT, LINK_SCRIPT, PURGE_SCRIPT, READ_SCRIPT, UNLINK_SCRIPT, WRITE_SCRIPT,
+    HISTORY_SCRIPT, LINK_SCRIPT, PURGE_SCRIPT, READ_SCRIPT, REDACT_SCRIPT, UNLINK_SCRIPT,
+    WRITE_SCRIPT,
 };
 
 // Named by the docs' links.
@@ -29,6 +32,7 @@ pub struct RedisStore {
     pub(crate) write_script: Script,
     pub(crate) history_script: Script,
     pub(crate) purge_script: Script,
+    pub(crate) redact_script: Script,
     pub(crate) link_script: Script,
     pub(crate) unlink_script: Script,
     /// The writers that hold documents after a lost race, and their waits: see `hold.rs`.
@@ -77,6 +81,7 @@ impl RedisStore {
             write_script: Script::new(WRITE_SCRIPT),
             history_script: Script::new(HISTORY_SCRIPT),
             purge_script: Script::new(PURGE_SCRIPT),
+            redact_script: Script::new(REDACT_SCRIPT),
             link_script: Script::new(LINK_SCRIPT),
             unlink_script: Script::new(UNLINK_SCRIPT),
             holds: Holds::default(),
@@ -224,6 +229,19 @@ impl VersionedStore for RedisStore {
         retention: &Retention,
     ) -> Result<Purged, MemoryError> {
         self.purge_document(document, surface, retention).await
+    }
+
+    /// One script run writes the history stream anew with the revision redacted, where its
+    /// newest revision is still the one planned on; sent again after a lost reply, it finds
+    /// the revision redacted and writes nothing.
+    async fn redact(
+        &self,
+        document: &DocumentId,
+        redacted: &Revision,
+        rebased: Option<&Revision>,
+        tip: u64,
+    ) -> Result<bool, MemoryError> {
+        self.redact_revision(document, redacted, rebased, tip).await
     }
 }
 

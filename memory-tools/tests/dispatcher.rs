@@ -733,6 +733,10 @@ impl MemoryProvider for Down {
         Err(down())
     }
 
+    async fn redact(&self, _: &DocumentId, _: u64) -> Result<Revision, MemoryError> {
+        Err(down())
+    }
+
     fn subscribe(&self) -> Subscription {
         memory_core::raw::EventBus::new().subscribe()
     }
@@ -995,6 +999,9 @@ impl MemoryProvider for Meddler {
     }
     async fn purge(&self, document: &DocumentId, surface: Surface) -> Result<Purged, MemoryError> {
         self.inner.purge(document, surface).await
+    }
+    async fn redact(&self, document: &DocumentId, number: u64) -> Result<Revision, MemoryError> {
+        self.inner.redact(document, number).await
     }
     fn subscribe(&self) -> Subscription {
         self.inner.subscribe()

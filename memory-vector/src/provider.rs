@@ -339,6 +339,16 @@ impl MemoryProvider for VectorProvider {
         self.indexer.source.history(document, limit).await
     }
 
+    /// The source's history alone: the index holds the document's text now, never a
+    /// revision's.
+    async fn redact(
+        &self,
+        document: &DocumentId,
+        number: u64,
+    ) -> Result<memory_core::Revision, MemoryError> {
+        self.indexer.source.redact(document, number).await
+    }
+
     /// The index rows go first, then the source's document and history, with the index held
     /// so no catch-up re-indexes the text in between; the table is then compacted and its
     /// old versions dropped, so the erased entries leave the disk too. A failure after the

@@ -398,6 +398,11 @@ impl MemoryProvider for Memory {
         self.provider(home).await?.purge(document, surface).await
     }
 
+    async fn redact(&self, document: &DocumentId, number: u64) -> Result<Revision, MemoryError> {
+        let home = self.inner.config.home_of(document);
+        self.provider(home).await?.redact(document, number).await
+    }
+
     fn subscribe(&self) -> Subscription {
         self.inner.events.subscribe()
     }

@@ -75,6 +75,15 @@ fn every_surface_reads_one_classification() {
             400,
         ),
         (
+            MemoryError::RevisionInUse {
+                document: document.clone(),
+                number: 3,
+            },
+            ErrorKind::Refused,
+            4,
+            422,
+        ),
+        (
             MemoryError::InvalidNotePath {
                 path: "../x".into(),
                 reason: "x".into(),
@@ -227,7 +236,7 @@ fn every_surface_reads_one_classification() {
     assert_eq!(codes.len(), cases.len(), "{codes:?}");
     assert_eq!(
         cases.len(),
-        22,
+        23,
         "a new MemoryError variant needs a case here"
     );
     for (err, kind, exit, status) in cases {

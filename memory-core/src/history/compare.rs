@@ -13,8 +13,8 @@ use crate::history::revision::Revision;
 /// [`crate::MemoryProvider::history`] gives it), with text to revert to.
 ///
 /// # Errors
-/// [`MemoryError::RevisionNotFound`] when it is not kept (never made, or pruned) or is a
-/// purge's tombstone.
+/// [`MemoryError::RevisionNotFound`] when it is not kept (never made, or pruned), is a
+/// purge's tombstone or was redacted.
 pub fn revision_to_restore(
     document: &DocumentId,
     history: &[Revision],
@@ -25,18 +25,35 @@ pub fn revision_to_restore(
         number,
         reason,
     };
-    let Some(revision) = history.iter().find(|revision| revision.number == number) else {
-        let kept = match (history.last(), history.first()) {
-            (Some(oldest), Some(newest)) => {
-                format!("revisions {} to {} are kept", oldest.number, newest.number)
-            }
-            _ => "it has no revisions".to_owned(),
-        };
-        return Err(not_found(kept));
-    };
+    let revision = kept_revision(document, history, number)?;
+    if revision.is_redacted() {
+        return Err(not_found("it was redacted: its text is erased".to_owned()));
+    }
     revision.text.clone().ok_or_else(|| {
         not_found("it is the tombstone of a purge, which keeps no content".to_owned())
     })
+}
+
+/// The revision numbered `number` among `history` (newest first), or
+/// [`MemoryError::RevisionNotFound`] naming the revisions kept.
+pub(crate) fn kept_revision<'a>(
+    document: &DocumentId,
+    history: &'a [Revision],
+    number: u64,
+) -> Result<&'a Revision, MemoryError> {
+    history
+        .iter()
+        .find(|revision| revision.number == number)
+        .ok_or_else(|| MemoryError::RevisionNotFound {
+            document: document.clone(),
+            number,
+            reason: match (history.last(), history.first()) {
+                (Some(oldest), Some(newest)) => {
+                    format!("revisions {} to {} are kept", oldest.number, newest.number)
+                }
+                _ => "it has no revisions".to_owned(),
+            },
+        })
 }
 
 /// The text `document` had after revision `number` of `history` (newest first, as

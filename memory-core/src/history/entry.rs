@@ -54,7 +54,11 @@ pub struct RevisionEntry {
     pub updates: Vec<MemoryUpdate>,
     /// A purge's tombstone: no content, nothing to revert to.
     pub tombstone: bool,
-    /// The whole text after it (null for a tombstone), when asked for; absent otherwise.
+    /// When its text and updates were erased, in milliseconds since the Unix epoch; null for a
+    /// revision not redacted.
+    pub redacted_at: Option<u64>,
+    /// The whole text after it (null for a tombstone or a redacted revision), when asked for;
+    /// absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub text: Option<Option<String>>,
@@ -81,6 +85,7 @@ impl RevisionEntry {
             sha256_after: revision.sha256_after.clone(),
             updates: revision.updates.clone(),
             tombstone: revision.is_tombstone(),
+            redacted_at: revision.redacted_at.and_then(shown_unix_millis),
             text: with_text.then(|| revision.text.clone()),
         }
     }

@@ -23,13 +23,15 @@
 //!
 //! [`revision`] holds what a revision is and the tip that tells the next one; [`retention`] how
 //! many a provider keeps; [`compare`] a revision's text to restore or compare, over [`diff`]'s
-//! unified diffs; [`entry`] a revision as lists show it. What a store may drop, how a revision
+//! unified diffs; [`entry`] a revision as lists show it; [`redaction`] erasing one revision's
+//! text. What a store may drop, how a revision
 //! stored as its change is rebuilt, and what a reader sees are the backend kit's
 //! (`raw::kept`): they are how a store keeps these rules, not the rules.
 
 pub(crate) mod compare;
 pub(crate) mod diff;
 pub(crate) mod entry;
+pub(crate) mod redaction;
 pub(crate) mod retention;
 pub(crate) mod revision;
 

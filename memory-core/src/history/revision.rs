@@ -110,10 +110,20 @@ pub struct Revision {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub updates: Vec<MemoryUpdate>,
     /// The whole text after the change; in what `history` gives, `None` only for a purge's
-    /// tombstone, which keeps no content. In storage, `None` too for a revision kept as its
-    /// change alone ([`Revision::is_change_only`]), whose text is rebuilt from its updates.
+    /// tombstone, which keeps no content, and a redacted revision. In storage, `None` too for
+    /// a revision kept as its change alone ([`Revision::is_change_only`]), whose text is
+    /// rebuilt from its updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// When its text and updates were erased ([`crate::MemoryProvider::redact`]), by the
+    /// backend's clock; `None` for a revision not redacted.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::unix_millis"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u64>))]
+    pub redacted_at: Option<SystemTime>,
 }
 
 impl Revision {
@@ -122,6 +132,9 @@ impl Revision {
     pub fn what_changed(&self) -> String {
         if self.is_tombstone() {
             return "purged".to_owned();
+        }
+        if self.is_redacted() {
+            return "redacted".to_owned();
         }
         if self.surface == Surface::External {
             return "hand edit".to_owned();
@@ -135,7 +148,26 @@ impl Revision {
 
     /// Whether this is the tombstone a purge leaves: no content, nothing to revert to.
     pub fn is_tombstone(&self) -> bool {
-        self.text.is_none() && self.updates.is_empty()
+        self.text.is_none() && self.updates.is_empty() && !self.is_redacted()
+    }
+
+    /// Whether its text and updates were erased ([`crate::MemoryProvider::redact`]): it keeps
+    /// its number, time, origin, sizes and hashes, and nothing to revert to.
+    pub fn is_redacted(&self) -> bool {
+        self.redacted_at.is_some()
+    }
+
+    /// This revision with its text and updates erased at `at`, as a redaction leaves it. A
+    /// rename's update stays: it holds the note's paths, no text, and is how history follows
+    /// the note across the rename.
+    pub fn redacted(&self, at: SystemTime) -> Revision {
+        let mut redacted = self.clone();
+        redacted.text = None;
+        redacted
+            .updates
+            .retain(|update| matches!(update, MemoryUpdate::Rename { .. }));
+        redacted.redacted_at = Some(at);
+        redacted
     }
 
     /// Whether it is the arrival of a note moved here by a `rename`: its text cannot be rebuilt
@@ -153,13 +185,15 @@ impl Revision {
     /// ([`Retention::is_checkpoint`](crate::Retention::is_checkpoint)); never what
     /// [`crate::MemoryProvider::history`] returns.
     pub fn is_change_only(&self) -> bool {
-        self.text.is_none() && !self.updates.is_empty()
+        self.text.is_none() && !self.updates.is_empty() && !self.is_redacted()
     }
 
     /// Whether a store keeps this revision's whole text, so that the revisions after it can be
     /// rebuilt from it without any before: a checkpoint, a hand edit or a tombstone (the
     /// empty document). A store may drop every other revision that is older than the newest
-    /// such base at or below the oldest revision its retention keeps.
+    /// such base at or below the oldest revision its retention keeps. A redacted revision
+    /// counts as one too: it has no text, but the revision after it is stored whole (the
+    /// redaction's rebase), so nothing after it is rebuilt through it.
     pub fn is_base(&self) -> bool {
         !self.is_change_only()
     }
@@ -192,7 +226,8 @@ impl Revision {
     /// The text this revision started from, where `history` (newest first, as
     /// [`crate::MemoryProvider::history`] gives it) tells it: the empty document before the
     /// first revision or after a purge's tombstone, else the text of the revision just before
-    /// it. `None` when that one is not kept (pruned), or for a tombstone itself.
+    /// it. `None` when that one is not kept (pruned) or was redacted, or for a tombstone
+    /// itself.
     pub fn text_before<'a>(&self, history: &'a [Revision]) -> Option<&'a str> {
         if self.is_tombstone() {
             return None;
@@ -202,7 +237,7 @@ impl Revision {
         };
         history
             .iter()
-            .find(|revision| revision.number == before)
+            .find(|revision| revision.number == before && !revision.is_redacted())
             .map(|revision| revision.text.as_deref().unwrap_or(""))
     }
 
@@ -251,6 +286,7 @@ impl Revision {
             session: None,
             updates: Vec::new(),
             text: None,
+            redacted_at: None,
         }
     }
 }
@@ -339,6 +375,7 @@ impl RevisionTip {
             session: None,
             updates: Vec::new(),
             text: Some(current.text.clone()),
+            redacted_at: None,
         })
     }
 }

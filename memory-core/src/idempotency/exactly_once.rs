@@ -230,6 +230,14 @@ mod tests {
             self.inner.purge(document, surface).await
         }
 
+        async fn redact(
+            &self,
+            document: &DocumentId,
+            number: u64,
+        ) -> Result<Revision, MemoryError> {
+            self.inner.redact(document, number).await
+        }
+
         fn subscribe(&self) -> Subscription {
             self.inner.subscribe()
         }

@@ -117,17 +117,30 @@ fn rebuild_texts(
     };
     let mut rebuilt: Vec<Revision> = Vec::with_capacity(revisions.len());
     let mut unreachable = None;
-    // The number and text of the revision just rebuilt or read.
-    let mut previous: Option<(u64, String)> = None;
+    // The number and text of the revision just rebuilt or read (`None`: it was redacted).
+    let mut previous: Option<(u64, Option<String>)> = None;
     for mut revision in revisions.into_iter().rev() {
         if !revision.is_change_only() {
-            previous = Some((revision.number, revision.text.clone().unwrap_or_default()));
+            let text = match revision.is_redacted() {
+                true => None,
+                false => Some(revision.text.clone().unwrap_or_default()),
+            };
+            previous = Some((revision.number, text));
             rebuilt.push(revision);
             continue;
         }
         let base = match &previous {
             _ if revision.stands_alone() => "",
-            Some((number, text)) if number + 1 == revision.number => text.as_str(),
+            Some((number, Some(text))) if number + 1 == revision.number => text.as_str(),
+            Some((number, None)) if number + 1 == revision.number => {
+                return Err(corrupt(
+                    revision.number,
+                    format!(
+                        "it is stored as a change, and the revision before it ({number}) was \
+                         redacted without it being stored whole"
+                    ),
+                ));
+            }
             None => {
                 unreachable = Some(revision);
                 continue;
@@ -159,7 +172,7 @@ fn rebuild_texts(
                     .to_owned(),
             ));
         }
-        previous = Some((revision.number, applied.text.clone()));
+        previous = Some((revision.number, Some(applied.text.clone())));
         revision.text = Some(applied.text);
         rebuilt.push(revision);
     }

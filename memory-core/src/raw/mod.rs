@@ -37,6 +37,7 @@ pub use versioned::stored_revision::StoredRevision;
 
 // The contract's own items a backend builds with, named here too so the kit is one import.
 pub use crate::history::compare::{revision_to_restore, text_after};
+pub use crate::history::redaction::{Redaction, plan_redaction};
 pub use crate::history::retention::CHECKPOINT_EVERY_MOST;
 pub use crate::history::revision::RevisionTip;
 pub use crate::idempotency::exactly_once::SYNC_SENDS;

@@ -519,6 +519,7 @@ impl PlannedWrite {
             updates: self.updates.clone(),
             text: (self.moved_in || retention.is_checkpoint(number, before.modified, now))
                 .then(|| text.to_owned()),
+            redacted_at: None,
         };
         external.into_iter().chain([write]).collect()
     }

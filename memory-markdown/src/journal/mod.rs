@@ -14,9 +14,10 @@
 //! starts a new one with its line, and the next write hard-links the document file it
 //! replaces, which holds the checkpoint's text, as `.<NAME>.history.<number>.md`. Pruning
 //! unlinks the segments before the newest checkpoint at or below the oldest revision kept. So
-//! no write rewrites a segment or writes a text twice: measured, one rewrite in a hundred
-//! writes (the journal from the last base, texts included) put markdown's add p99 20-25% above
-//! history off, on a 75 KB and on a 1.5 MB document. A write takes its tip from the head of the
+//! no write rewrites a segment (only a redaction does, replacing it by rename) or writes a
+//! text twice: measured, one rewrite in a hundred writes (the journal from the last base,
+//! texts included) put markdown's add p99 20-25% above history off, on a 75 KB and on a
+//! 1.5 MB document. A write takes its tip from the head of the
 //! live segment's last line: from its first KiB when this provider wrote that line
 //! (`KnownTips`), else from the line, read with serde skipping what it holds.
 //!
@@ -40,9 +41,12 @@ mod reader;
 mod known_tips;
 // The writer: finding the tip under the lock, recording revisions, segments and pruning.
 mod writer;
+// A redaction: one revision's line rewritten without its text, the next one's whole.
+mod redaction;
 
 pub(crate) use known_tips::KnownTips;
 pub(crate) use reader::read_landed;
+pub(crate) use redaction::redact;
 pub(crate) use segments::{files, path, remove_journal, remove_older};
 pub(crate) use tip::{empty_tip, never_written};
 pub(crate) use writer::{Journal, lines, now};

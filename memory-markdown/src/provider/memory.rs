@@ -122,6 +122,14 @@ impl MemoryProvider for MarkdownProvider {
         blocking(move || store::purge(&tree, &document, retention, surface, lock_timeout)).await
     }
 
+    async fn redact(&self, document: &DocumentId, number: u64) -> Result<Revision, MemoryError> {
+        let (tree, document) = (self.tree.clone(), document.clone());
+        let (retention, lock_timeout) = (self.retention, self.lock_timeout);
+        let known = self.known_tips.clone();
+        blocking(move || store::redact(&tree, &document, number, retention, lock_timeout, &known))
+            .await
+    }
+
     fn subscribe(&self) -> Subscription {
         self.events.subscribe()
     }

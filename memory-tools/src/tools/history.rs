@@ -76,8 +76,15 @@ fn describe_revision(
     deadline: Instant,
 ) -> String {
     let mut text = wording::revision_heading(revision);
+    let before_redacted = || {
+        history
+            .iter()
+            .any(|before| before.number + 1 == revision.number && before.is_redacted())
+    };
     let diff = match revision.diff_in(history, name, deadline) {
         _ if revision.is_tombstone() => wording::PURGED.to_owned(),
+        _ if revision.is_redacted() => wording::REDACTED.to_owned(),
+        None if before_redacted() => wording::AFTER_REDACTED.to_owned(),
         None => wording::NO_DIFF.to_owned(),
         Some(diff) if diff.is_empty() => wording::NO_CHANGE.to_owned(),
         Some(diff) => cut_diff(diff),
@@ -150,6 +157,7 @@ mod tests {
             session: None,
             updates: Vec::new(),
             text: text.map(str::to_owned),
+            redacted_at: None,
         }
     }
 
@@ -183,6 +191,34 @@ mod tests {
                 .ends_with("\n(The revision before it is no longer kept, so there is no diff.)"),
             "{}",
             described(2)
+        );
+    }
+
+    #[test]
+    fn a_redacted_revision_and_the_one_after_it_say_so() {
+        let redacted = revision(2, Some("secret\n")).redacted(std::time::UNIX_EPOCH);
+        let history = [
+            revision(3, Some("after\n")),
+            redacted,
+            revision(1, Some("a\n")),
+        ];
+        let described = |at: usize| {
+            describe_revision(
+                "MEMORY.md",
+                &history[at],
+                &history,
+                memory_core::diff_deadline(),
+            )
+        };
+        assert!(
+            described(1).ends_with("· redacted\n(Redacted: its text and updates were erased; nothing to show or revert to.)"),
+            "{}",
+            described(1)
+        );
+        assert!(
+            described(0).ends_with("\n(The revision before it was redacted, so there is no diff.)"),
+            "{}",
+            described(0)
         );
     }
 }

@@ -38,6 +38,14 @@ pub(crate) fn revision_heading(revision: &Revision) -> String {
 pub(crate) const PURGED: &str =
     "(Purged: the text and the revisions before were erased; nothing to show or revert to.)";
 
+/// In place of a redacted revision's diff.
+pub(crate) const REDACTED: &str =
+    "(Redacted: its text and updates were erased; nothing to show or revert to.)";
+
+/// In place of the diff of a revision whose predecessor was redacted.
+pub(crate) const AFTER_REDACTED: &str =
+    "(The revision before it was redacted, so there is no diff.)";
+
 /// In place of the diff of a revision whose predecessor is no longer kept.
 pub(crate) const NO_DIFF: &str = "(The revision before it is no longer kept, so there is no diff.)";
 

@@ -29,9 +29,9 @@ pub(crate) use calls::{
 };
 pub(crate) use failures::{no_write_reported, refusal};
 pub(crate) use history::{
-    NO_CHANGE, NO_DIFF, PURGED, already_reads_as, changed_while_reverting, diff_cut, how_to_undo,
-    no_revert_reported, no_revision, no_revisions, older_kept, older_not_shown, revert_undo,
-    reverted, revision_heading, revisions_heading,
+    AFTER_REDACTED, NO_CHANGE, NO_DIFF, PURGED, REDACTED, already_reads_as,
+    changed_while_reverting, diff_cut, how_to_undo, no_revert_reported, no_revision, no_revisions,
+    older_kept, older_not_shown, revert_undo, reverted, revision_heading, revisions_heading,
 };
 pub(crate) use names::{file_name, size_after};
 pub(crate) use notes::{

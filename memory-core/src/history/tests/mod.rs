@@ -2,6 +2,7 @@
 
 mod compare;
 mod diff;
+mod redaction;
 mod retention;
 mod revision;
 
@@ -46,6 +47,7 @@ pub(crate) fn revision(number: u64, text: Option<&str>) -> Revision {
         session: None,
         updates: Vec::new(),
         text: text.map(str::to_owned),
+        redacted_at: None,
     }
 }
 

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use crate::context::MemoryContext;
 use crate::document::{Document, DocumentId, NoteScope, Store, Version};
 use crate::error::MemoryError;
+use crate::history::redaction::{Redaction, plan_redaction};
 use crate::history::retention::Retention;
 use crate::history::revision::{Purged, Revision, Surface};
 use crate::id::UserId;
@@ -155,6 +156,61 @@ impl<S: VersionedStore> Versioned<S> {
 
     /// `call` bounded by the deadline: past it, `Unavailable` naming `what`, and `after` (what
     /// the caller should know of a write that may have landed) at the end of the message.
+    /// `document` and its newest `limit` revisions as stored, read back to the base of the
+    /// oldest, newest first.
+    async fn stored_history(
+        &self,
+        document: &DocumentId,
+        limit: usize,
+    ) -> Result<StoredHistory, MemoryError> {
+        let read = |limit| {
+            self.within_deadline(
+                || document.to_string(),
+                "",
+                self.store.history(document, limit),
+            )
+        };
+        let mut stored = read(limit).await?;
+        // The oldest read is a change whose base is older still: read back to it.
+        if limit != usize::MAX
+            && stored
+                .recorded
+                .last()
+                .is_some_and(|oldest| !oldest.stands_alone())
+        {
+            stored = read(usize::MAX).await?;
+        }
+        if let Some(pair) = stored
+            .recorded
+            .windows(2)
+            .find(|pair| pair[0].number <= pair[1].number)
+        {
+            return Err(MemoryError::Corrupt {
+                location: stored.location.clone(),
+                reason: format!(
+                    "its history has revision {} after revision {}: numbers must fall, newest first",
+                    pair[1].number, pair[0].number
+                ),
+            });
+        }
+        Ok(stored)
+    }
+
+    /// The revisions of `stored` that the retention keeps, every text rebuilt.
+    fn kept(
+        &self,
+        stored: &StoredHistory,
+        recorded: Vec<Revision>,
+    ) -> Result<Vec<Revision>, MemoryError> {
+        kept_revisions(
+            recorded,
+            stored.current.tip.number,
+            stored.now,
+            &self.settings.retention,
+            &stored.location,
+        )
+    }
+
     async fn within_deadline<T>(
         &self,
         what: impl FnOnce() -> String,
@@ -450,51 +506,58 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let read = |limit| {
-            self.within_deadline(
-                || document.to_string(),
-                "",
-                self.store.history(document, limit),
-            )
-        };
-        let mut stored = read(limit).await?;
-        // The oldest read is a change whose base is older still: read back to it.
-        if limit != usize::MAX
-            && stored
-                .recorded
-                .last()
-                .is_some_and(|oldest| !oldest.stands_alone())
-        {
-            stored = read(usize::MAX).await?;
-        }
-        let StoredHistory {
-            current,
-            recorded,
-            now,
-            location,
-        } = stored;
-        if let Some(pair) = recorded
-            .windows(2)
-            .find(|pair| pair[0].number <= pair[1].number)
-        {
-            return Err(MemoryError::Corrupt {
-                location: location.clone(),
-                reason: format!(
-                    "its history has revision {} after revision {}: numbers must fall, newest first",
-                    pair[1].number, pair[0].number
-                ),
-            });
-        }
-        let retention = self.settings.retention;
-        let kept = kept_revisions(recorded, current.tip.number, now, &retention, &location)?;
+        let mut stored = self.stored_history(document, limit).await?;
+        let recorded = std::mem::take(&mut stored.recorded);
+        let kept = self.kept(&stored, recorded)?;
         Ok(history_view(
             kept,
-            &current.tip,
-            &current.document,
+            &stored.current.tip,
+            &stored.current.document,
             limit,
-            now,
-            &retention,
+            stored.now,
+            &self.settings.retention,
         ))
+    }
+
+    /// Planned on the whole history as stored, and stored only where no revision was recorded
+    /// since: a write racing the redaction makes it plan again.
+    async fn redact(&self, document: &DocumentId, number: u64) -> Result<Revision, MemoryError> {
+        for _ in 0..self.settings.max_attempts {
+            let stored = self.stored_history(document, usize::MAX).await?;
+            let kept = self.kept(&stored, stored.recorded.clone())?;
+            let plan = plan_redaction(
+                document,
+                &stored.recorded,
+                &kept,
+                &stored.current.tip,
+                &stored.current.document,
+                number,
+                stored.now,
+            )?;
+            let (redacted, rebased) = match plan {
+                Redaction::Done(revision) => return Ok(revision),
+                Redaction::Store { redacted, rebased } => (redacted, rebased),
+            };
+            let landed = self
+                .within_deadline(
+                    || document.to_string(),
+                    "; the redaction may or may not have landed, and redacting again is safe",
+                    self.store.redact(
+                        document,
+                        &redacted,
+                        rebased.as_deref(),
+                        stored.current.tip.number,
+                    ),
+                )
+                .await?;
+            if landed {
+                return Ok(redacted);
+            }
+        }
+        Err(MemoryError::Contention {
+            document: document.clone(),
+            attempts: self.settings.max_attempts,
+        })
     }
 
     /// A note's path leaves its scope's index too, after the note is erased: purging again

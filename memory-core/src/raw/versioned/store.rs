@@ -85,6 +85,20 @@ pub trait VersionedStore: CompareAndSwap {
         surface: Surface,
         retention: &Retention,
     ) -> Result<Purged, MemoryError>;
+
+    /// Stores a redaction ([`Redaction::Store`](crate::raw::Redaction)) of `document`'s
+    /// history in one atomic step: `redacted` in place of the revision of its number, and
+    /// `rebased`, the revision after it with its whole text, in place of that one where it is
+    /// still kept as its change alone. Only where `tip` is still the number of the newest
+    /// revision stored and `redacted`'s revision is not redacted yet: otherwise nothing is
+    /// written and the answer is `false` (plan again).
+    async fn redact(
+        &self,
+        document: &DocumentId,
+        redacted: &Revision,
+        rebased: Option<&Revision>,
+        tip: u64,
+    ) -> Result<bool, MemoryError>;
 }
 
 /// A store built from its configuration, for

@@ -42,8 +42,11 @@ pub struct StoredRevision {
     pub session: Option<String>,
     /// The updates it applied, as a JSON array; `None` or empty for none.
     pub updates: Option<String>,
-    /// The text after it; `None` for a purge's tombstone.
+    /// The text after it; `None` for a purge's tombstone, a redacted revision, or one kept as
+    /// its change alone.
     pub text: Option<String>,
+    /// When its text and updates were erased; `None` when they were not.
+    pub redacted_at: Option<SystemTime>,
 }
 
 impl StoredRevision {
@@ -137,6 +140,7 @@ impl StoredRevision {
             session: self.session,
             updates,
             text: self.text,
+            redacted_at: self.redacted_at,
         })
     }
 }
@@ -164,6 +168,7 @@ mod tests {
             session: None,
             updates: Some(r#"[{"action":"add","store":"memory","content":"hello"}]"#.to_owned()),
             text: Some("hello".to_owned()),
+            redacted_at: None,
         }
     }
 
