@@ -29,6 +29,7 @@ pub use error::{BoxError, ErrorKind, KEY_REUSED_CODE, MemoryError};
 pub use history::compare::RevisionDiff;
 pub use history::diff::{DIFF_TIME, diff_deadline, unified_diff};
 pub use history::entry::RevisionEntry;
+pub use history::redaction::redactable;
 pub use history::retention::{DEFAULT_KEEP, Retention};
 pub use history::revision::{Purged, Revision, Surface};
 pub use id::{IdKind, MAX_ID_LEN, PersonalityId, UserId};

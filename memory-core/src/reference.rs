@@ -20,7 +20,7 @@ use crate::prefetch::Prefetch;
 use crate::prompt::NewestNotes;
 use crate::provider::MemoryProvider;
 use crate::raw::events::EventBus;
-use crate::raw::kept::{history_view, kept_revisions};
+use crate::raw::kept::history_view;
 use crate::raw::plan::{Planned, check_scopes, plan_sync};
 use crate::report::{IfMatch, Subscription, SyncReport};
 use crate::update::{MemoryUpdate, is_blank};
@@ -319,13 +319,18 @@ impl MemoryProvider for InMemoryProvider {
             .get(document)
             .map(|history| history.iter().rev().cloned().collect())
             .unwrap_or_default();
-        let location = format!("memory://{}", document.relative_path());
-        let kept = kept_revisions(stored.clone(), tip.number, now, &self.retention, &location)?;
-        let (redacted, rebased) =
-            match plan_redaction(document, &stored, &kept, &tip, &current, number, now)? {
-                Redaction::Done(revision) => return Ok(revision),
-                Redaction::Store { redacted, rebased } => (redacted, rebased),
-            };
+        let shown = history_view(
+            stored.clone(),
+            &tip,
+            &current,
+            usize::MAX,
+            now,
+            &self.retention,
+        );
+        let (redacted, rebased) = match plan_redaction(document, &stored, &shown, number, now)? {
+            Redaction::Done(revision) => return Ok(revision),
+            Redaction::Store { redacted, rebased } => (redacted, rebased),
+        };
         let history = state.histories.entry(document.clone()).or_default();
         for revision in history.iter_mut() {
             if revision.number == redacted.number {

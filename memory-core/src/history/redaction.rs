@@ -3,10 +3,10 @@
 
 use std::time::SystemTime;
 
-use crate::document::{Document, DocumentId};
+use crate::document::DocumentId;
 use crate::error::MemoryError;
 use crate::history::compare::kept_revision;
-use crate::history::revision::{Revision, RevisionTip};
+use crate::history::revision::Revision;
 use crate::time::{from_signed_unix_millis, signed_unix_millis};
 
 /// What redacting one revision takes, as [`plan_redaction`] works it out.
@@ -25,40 +25,23 @@ pub enum Redaction {
     },
 }
 
-/// How to redact revision `number` of `document`, at `at`, given its revisions as the store
-/// keeps them (`stored`, newest first, changes without their text) and as its retention keeps
-/// them with every text rebuilt (`kept`, newest first), the newest recorded (`tip`) and the
-/// document as it is now (`current`).
+/// Revision `number` of `history` (newest first, as
+/// [`MemoryProvider::history`](crate::MemoryProvider::history) gives it: headed by a hand
+/// edit not yet recorded) if a redaction may take it, redacted already or not.
 ///
 /// # Errors
 /// - [`MemoryError::RevisionNotFound`] for a revision not kept (never made, or pruned) or a
 ///   purge's tombstone.
-/// - [`MemoryError::RevisionInUse`] for the revision whose text the document holds now: the
-///   newest recorded one, unless a hand edit changed the document since, or that hand edit
-///   itself, shown as the next revision until a write records it.
-pub fn plan_redaction(
+/// - [`MemoryError::RevisionInUse`] for the newest, whose text the document holds now: the
+///   newest recorded, or a hand edit since, which heads history until a write records it.
+pub fn redactable<'a>(
     document: &DocumentId,
-    stored: &[Revision],
-    kept: &[Revision],
-    tip: &RevisionTip,
-    current: &Document,
+    history: &'a [Revision],
     number: u64,
-    at: SystemTime,
-) -> Result<Redaction, MemoryError> {
-    // Whole milliseconds, as every store keeps its times: what is returned is what `history`
-    // reads back.
-    let at = from_signed_unix_millis(signed_unix_millis(at));
-    let edited_by_hand = tip.unrecorded(current, at).is_some();
-    let in_use = MemoryError::RevisionInUse {
-        document: document.clone(),
-        number,
-    };
-    if edited_by_hand && Some(number) == tip.number.checked_add(1) {
-        return Err(in_use);
-    }
-    let revision = kept_revision(document, kept, number)?;
+) -> Result<&'a Revision, MemoryError> {
+    let revision = kept_revision(document, history, number)?;
     if revision.is_redacted() {
-        return Ok(Redaction::Done(revision.clone()));
+        return Ok(revision);
     }
     if revision.is_tombstone() {
         return Err(MemoryError::RevisionNotFound {
@@ -67,15 +50,44 @@ pub fn plan_redaction(
             reason: "it is the tombstone of a purge, which keeps no content".to_owned(),
         });
     }
-    if number == tip.number && !edited_by_hand {
-        return Err(in_use);
+    if history
+        .first()
+        .is_some_and(|newest| newest.number == number)
+    {
+        return Err(MemoryError::RevisionInUse {
+            document: document.clone(),
+            number,
+        });
     }
+    Ok(revision)
+}
+
+/// How to redact revision `number` of `document`, at `at`, given its revisions as the store
+/// keeps them (`stored`, newest first, changes without their text) and as `history` shows
+/// them (`history`, every text rebuilt, headed by a hand edit not yet recorded).
+///
+/// # Errors
+/// As [`redactable`].
+pub fn plan_redaction(
+    document: &DocumentId,
+    stored: &[Revision],
+    history: &[Revision],
+    number: u64,
+    at: SystemTime,
+) -> Result<Redaction, MemoryError> {
+    let revision = redactable(document, history, number)?;
+    if revision.is_redacted() {
+        return Ok(Redaction::Done(revision.clone()));
+    }
+    // Whole milliseconds, as every store keeps its times: what is returned is what `history`
+    // reads back.
+    let at = from_signed_unix_millis(signed_unix_millis(at));
     let next = number.saturating_add(1);
     let stored_as_change = stored
         .iter()
         .any(|revision| revision.number == next && revision.is_change_only());
     let rebased = stored_as_change
-        .then(|| kept.iter().find(|revision| revision.number == next))
+        .then(|| history.iter().find(|revision| revision.number == next))
         .flatten()
         .map(|revision| Box::new(revision.clone()));
     Ok(Redaction::Store {

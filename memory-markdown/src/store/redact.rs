@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use memory_core::raw::{Redaction, RevisionTip, kept_revisions, plan_redaction};
+use memory_core::raw::{Redaction, RevisionTip, history_view, kept_revisions, plan_redaction};
 use memory_core::{DocumentId, MemoryError, Retention, Revision};
 
 use crate::files;
@@ -44,7 +44,8 @@ pub(crate) fn redact(
     let stored: Vec<Revision> = landed.into_iter().rev().collect();
     let location = journal::path(&document).display().to_string();
     let kept = kept_revisions(stored.clone(), tip.number, now, &retention, &location)?;
-    match plan_redaction(id, &stored, &kept, &tip, &current, number, now)? {
+    let shown = history_view(kept, &tip, &current, usize::MAX, now, &retention);
+    match plan_redaction(id, &stored, &shown, number, now)? {
         Redaction::Done(revision) => Ok(revision),
         Redaction::Store { redacted, rebased } => {
             journal::redact(&document, id, &redacted, rebased.as_deref(), known)?;

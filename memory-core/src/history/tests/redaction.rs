@@ -1,43 +1,45 @@
 //! Redaction's plan: which revision may be erased, and which one after it must be stored whole.
 
 use super::*;
-use crate::history::redaction::{Redaction, plan_redaction};
-use crate::raw::kept::kept_revisions;
+use crate::history::redaction::{Redaction, plan_redaction, redactable};
+use crate::raw::kept::{history_view, kept_revisions};
 
 /// Three adds stored as changes (revision 1 stands alone), as a store reads them newest
-/// first, the same with their texts rebuilt, their tip, and the document holding the newest.
-fn three_changes() -> (Vec<Revision>, Vec<Revision>, RevisionTip, Document) {
+/// first, and as `history` shows them with the document holding `current` (its texts
+/// rebuilt, a hand edit at its head).
+fn three_changes(current: Option<&str>) -> (Vec<Revision>, Vec<Revision>) {
     let (one, text_one) = change(1, "", vec![MemoryUpdate::add(Store::Memory, "a")]);
     let (two, text_two) = change(2, &text_one, vec![MemoryUpdate::add(Store::Memory, "b")]);
     let (three, text_three) = change(3, &text_two, vec![MemoryUpdate::add(Store::Memory, "c")]);
     let stored = vec![three, two, one];
-    let kept = kept_revisions(
-        stored.clone(),
-        3,
-        SystemTime::UNIX_EPOCH,
-        &Retention::default(),
-        "j",
-    )
-    .unwrap();
     let tip = RevisionTip::of(&stored[0]);
-    let current = doc(&text_three, "3");
-    (stored, kept, tip, current)
-}
-
-fn plan(number: u64) -> Result<Redaction, MemoryError> {
-    let (stored, kept, tip, current) = three_changes();
-    let id = DocumentId::GlobalMemory;
-    plan_redaction(&id, &stored, &kept, &tip, &current, number, at())
+    let kept = kept_revisions(stored.clone(), 3, at(), &Retention::default(), "j").unwrap();
+    let current = current.unwrap_or(&text_three);
+    let current = doc(current, &sha256_hex(current));
+    let shown = history_view(
+        kept,
+        &tip,
+        &current,
+        usize::MAX,
+        at(),
+        &Retention::default(),
+    );
+    (stored, shown)
 }
 
 fn at() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(7)
 }
 
+fn plan(current: Option<&str>, number: u64) -> Result<Redaction, MemoryError> {
+    let (stored, shown) = three_changes(current);
+    plan_redaction(&DocumentId::GlobalMemory, &stored, &shown, number, at())
+}
+
 #[test]
 fn the_revision_after_a_redacted_change_is_stored_whole() {
-    let Ok(Redaction::Store { redacted, rebased }) = plan(2) else {
-        panic!("revision 2 can be redacted: {:?}", plan(2));
+    let Ok(Redaction::Store { redacted, rebased }) = plan(None, 2) else {
+        panic!("revision 2 can be redacted: {:?}", plan(None, 2));
     };
     assert_eq!(
         (
@@ -57,14 +59,17 @@ fn the_revision_after_a_redacted_change_is_stored_whole() {
 }
 
 #[test]
-fn the_newest_is_refused_while_the_document_holds_it_and_missing_ones_are_not_found() {
+fn the_newest_is_in_use_and_missing_ones_are_not_found() {
     assert!(matches!(
-        plan(3),
+        plan(None, 3),
         Err(MemoryError::RevisionInUse { number: 3, .. })
     ));
     for number in [0, 4] {
         assert!(
-            matches!(plan(number), Err(MemoryError::RevisionNotFound { .. })),
+            matches!(
+                plan(None, number),
+                Err(MemoryError::RevisionNotFound { .. })
+            ),
             "{number}"
         );
     }
@@ -72,55 +77,39 @@ fn the_newest_is_refused_while_the_document_holds_it_and_missing_ones_are_not_fo
 
 #[test]
 fn a_hand_edit_frees_the_newest_and_is_itself_in_use() {
-    let (stored, kept, tip, _) = three_changes();
-    let edited = doc("by hand\n", "x");
-    let id = DocumentId::GlobalMemory;
-    let plan = |number| plan_redaction(&id, &stored, &kept, &tip, &edited, number, at());
+    let edited = Some("by hand\n");
     assert!(matches!(
-        plan(4),
+        plan(edited, 4),
         Err(MemoryError::RevisionInUse { number: 4, .. })
     ));
-    let Ok(Redaction::Store { rebased, .. }) = plan(3) else {
+    let Ok(Redaction::Store { rebased, .. }) = plan(edited, 3) else {
         panic!("the document no longer holds revision 3");
     };
-    assert_eq!(
-        rebased, None,
-        "nothing after it: the hand edit is recorded whole"
-    );
+    assert_eq!(rebased, None, "after it the hand edit, recorded whole");
 }
 
 #[test]
 fn a_redacted_revision_is_done_and_a_tombstone_is_not_found() {
-    let (mut stored, _, tip, current) = three_changes();
-    stored[1] = stored[1].redacted(at());
-    stored[0].text = Some("a\n\nb\n\nc\n".to_owned());
-    let kept = kept_revisions(
-        stored.clone(),
-        3,
-        SystemTime::UNIX_EPOCH,
-        &Retention::default(),
-        "j",
-    )
-    .unwrap();
-    let id = DocumentId::GlobalMemory;
-    let done = plan_redaction(&id, &stored, &kept, &tip, &current, 2, at());
+    let (mut stored, mut shown) = three_changes(None);
+    let redacted = shown[1].redacted(at());
+    stored[1] = redacted.clone();
+    shown[1] = redacted.clone();
+    let done = plan_redaction(&DocumentId::GlobalMemory, &stored, &shown, 2, at());
     assert!(
-        matches!(&done, Ok(Redaction::Done(revision)) if *revision == stored[1]),
+        matches!(&done, Ok(Redaction::Done(revision)) if *revision == redacted),
         "{done:?}"
     );
-    let tombstone = Revision::tombstone(&id, &tip, Version::new("0"), Surface::Cli, at());
-    let purged = [tombstone.clone()];
-    let empty = doc("", "0");
+    let id = DocumentId::GlobalMemory;
+    let tip = RevisionTip::of(&shown[0]);
+    let purged = [Revision::tombstone(
+        &id,
+        &tip,
+        Version::new("0"),
+        Surface::Cli,
+        at(),
+    )];
     assert!(matches!(
-        plan_redaction(
-            &id,
-            &purged,
-            &purged,
-            &RevisionTip::of(&tombstone),
-            &empty,
-            4,
-            at()
-        ),
+        redactable(&id, &purged, 4),
         Err(MemoryError::RevisionNotFound { number: 4, .. })
     ));
 }
@@ -129,7 +118,7 @@ fn a_redacted_revision_is_done_and_a_tombstone_is_not_found() {
 /// `Corrupt` naming it, not a text made from nothing.
 #[test]
 fn a_change_after_a_redacted_revision_is_corrupt() {
-    let (mut stored, ..) = three_changes();
+    let (mut stored, _) = three_changes(None);
     stored[1] = stored[1].redacted(at());
     let err = kept_revisions(stored, 3, at(), &Retention::default(), "j").unwrap_err();
     assert!(
@@ -162,9 +151,6 @@ fn a_redacted_revision_keeps_a_rename_and_cannot_be_restored() {
         "{err}"
     );
     assert_eq!(history[0].text_before(&history), Some("x\n"));
-    let after = Revision {
-        number: 3,
-        ..revision(3, Some("y\n"))
-    };
+    let after = revision(3, Some("y\n"));
     assert_eq!(after.text_before(&history), None, "nothing to diff against");
 }

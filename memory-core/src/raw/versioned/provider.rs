@@ -196,6 +196,18 @@ impl<S: VersionedStore> Versioned<S> {
         Ok(stored)
     }
 
+    /// `kept` (of `stored`) as `history` shows them, at most `limit`.
+    fn shown(&self, stored: &StoredHistory, kept: Vec<Revision>, limit: usize) -> Vec<Revision> {
+        history_view(
+            kept,
+            &stored.current.tip,
+            &stored.current.document,
+            limit,
+            stored.now,
+            &self.settings.retention,
+        )
+    }
+
     /// The revisions of `stored` that the retention keeps, every text rebuilt.
     fn kept(
         &self,
@@ -509,14 +521,7 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         let mut stored = self.stored_history(document, limit).await?;
         let recorded = std::mem::take(&mut stored.recorded);
         let kept = self.kept(&stored, recorded)?;
-        Ok(history_view(
-            kept,
-            &stored.current.tip,
-            &stored.current.document,
-            limit,
-            stored.now,
-            &self.settings.retention,
-        ))
+        Ok(self.shown(&stored, kept, limit))
     }
 
     /// Planned on the whole history as stored, and stored only where no revision was recorded
@@ -525,15 +530,8 @@ impl<S: VersionedStore> MemoryProvider for Versioned<S> {
         for _ in 0..self.settings.max_attempts {
             let stored = self.stored_history(document, usize::MAX).await?;
             let kept = self.kept(&stored, stored.recorded.clone())?;
-            let plan = plan_redaction(
-                document,
-                &stored.recorded,
-                &kept,
-                &stored.current.tip,
-                &stored.current.document,
-                number,
-                stored.now,
-            )?;
+            let shown = self.shown(&stored, kept, usize::MAX);
+            let plan = plan_redaction(document, &stored.recorded, &shown, number, stored.now)?;
             let (redacted, rebased) = match plan {
                 Redaction::Done(revision) => return Ok(revision),
                 Redaction::Store { redacted, rebased } => (redacted, rebased),
