@@ -21,9 +21,9 @@ use crate::failure::Failure;
 /// $MEMORY_ROOT, or ~/.agent-memory.
 ///
 /// Exit codes: 0 ok, 1 a failure outside memory, 2 invalid input or configuration, 3 conflict
-/// (read again), 4 refused (text to edit not found or found twice, a hard cap), 5 busy or
-/// unavailable (retry later), 6 outcome unknown (read before repeating), 7 partially applied,
-/// 8 corrupt stored data.
+/// (read again), 4 refused (text to edit not found or found twice, a hard cap, a revision the
+/// document still holds), 5 busy or unavailable (retry later), 6 outcome unknown (read before
+/// repeating), 7 partially applied, 8 corrupt stored data.
 #[derive(Parser)]
 #[command(name = "memory", version = VERSION.as_str())]
 pub struct Cli {
@@ -44,6 +44,7 @@ enum Command {
     Log(history::LogArgs),
     Diff(history::DiffArgs),
     Revert(history::RevertArgs),
+    Redact(history::RedactArgs),
     Purge(history::PurgeArgs),
     #[command(subcommand)]
     Notes(notes::NotesCommand),
@@ -74,6 +75,7 @@ impl Cli {
             Command::Log(args) => history::log(&memory()?, args).await,
             Command::Diff(args) => history::diff(&memory()?, args).await,
             Command::Revert(args) => history::revert(&memory()?, args).await,
+            Command::Redact(args) => history::redact(&memory()?, args).await,
             Command::Purge(args) => history::purge(&memory()?, args).await,
             Command::Notes(command) => notes::run(&memory()?, command).await,
             Command::Identity(command) => identity::run(&memory()?, command).await,

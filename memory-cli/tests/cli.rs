@@ -52,6 +52,7 @@ fn every_subcommand_has_help_with_an_example() {
         &["log"],
         &["diff"],
         &["revert"],
+        &["redact"],
         &["purge"],
     ] {
         let (code, stdout, _) = run(memory(dir.path()).args(args).arg("--help"));
@@ -1233,6 +1234,204 @@ fn purge_refuses_without_yes_and_leaves_only_a_tombstone() {
     let (code, stdout, _) = run(memory(root).args(["purge", "users/nobody/USER.md", "--yes"]));
     assert_eq!(code, 0);
     assert!(stdout.contains("nothing to erase"), "{stdout}");
+}
+
+#[test]
+fn redact_refuses_without_yes_then_erases_one_revision_and_keeps_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    three_revisions(root);
+    let kept = log_json(root, ADA);
+
+    // Without --yes: what would be erased, and nothing is.
+    let before = snapshot(root);
+    let (code, stdout, stderr) = run(memory(root).args(["redact", ADA, "2"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    for needle in [
+        "revision 2 of personalities/ada/MEMORY.md",
+        kept[1]["time_utc"].as_str().unwrap(),
+        "27 bytes",
+        "cannot be undone",
+        "--yes",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+    assert_eq!(snapshot(root), before, "nothing erased without --yes");
+
+    let (code, stdout, stderr) = run(memory(root).args(["redact", ADA, "2", "--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with(&format!(
+            "{ADA}: revision 2 redacted (its text and updates erased;"
+        )) && stdout.trim_end().lines().count() == 1,
+        "{stdout}"
+    );
+    assert_eq!(cat(root, ADA), "Tea.\n", "the document is untouched");
+    assert!(
+        !snapshot(root)
+            .values()
+            .any(|bytes| String::from_utf8_lossy(bytes).contains("Flies Tuesday")),
+        "the erased text is left nowhere under the root"
+    );
+
+    // The log keeps its record, without its text or updates.
+    let (code, stdout, stderr) = run(memory(root).args(["log", ADA, "--json", "--text"]));
+    assert_eq!(code, 0, "{stderr}");
+    let log: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    let numbers: Vec<u64> = log.iter().map(|r| r["number"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, [3, 2, 1]);
+    let redacted = &log[1];
+    assert!(redacted["redacted_at"].is_u64(), "{redacted}");
+    assert_eq!(
+        (
+            &redacted["text"],
+            &redacted["updates"],
+            &redacted["tombstone"]
+        ),
+        (&Value::Null, &json!([]), &json!(false))
+    );
+    for field in [
+        "time",
+        "surface",
+        "personality",
+        "bytes_before",
+        "bytes_after",
+        "sha256_before",
+        "sha256_after",
+        "version",
+    ] {
+        assert_eq!(redacted[field], kept[1][field], "{field} is kept");
+    }
+    assert_eq!(
+        log[0]["text"], "Tea.\n",
+        "the revision after it still reads"
+    );
+    assert_eq!(log[2]["text"], "Likes tea.\n");
+    assert_eq!(
+        (&log[0]["redacted_at"], &log[2]["redacted_at"]),
+        (&Value::Null, &Value::Null)
+    );
+    let (code, stdout, _) = run(memory(root).args(["log", ADA]));
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[1].trim_start().starts_with("2  20")
+            && lines[1].contains("11 → 27 bytes")
+            && lines[1].ends_with("redacted  (personality ada, user grace)"),
+        "{stdout}"
+    );
+
+    // Nothing to restore or compare: refused, as a revision not kept is.
+    let before = snapshot(root);
+    assert_fails(run(memory(root).args(["revert", ADA, "2"])), 2, "redacted");
+    assert_fails(
+        run(memory(root).args(["diff", ADA, "1", "2"])),
+        2,
+        "revision 2",
+    );
+    assert_eq!(snapshot(root), before);
+
+    // Once is enough: again, with or without --yes, it writes nothing.
+    let (code, stdout, stderr) = run(memory(root).args(["redact", ADA, "2"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("was redacted already"), "{stdout}");
+    let (code, stdout, stderr) = run(memory(root).args(["redact", ADA, "2", "--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("revision 2 redacted"), "{stdout}");
+    assert_eq!(snapshot(root), before);
+
+    // The revision the document holds is refused (exit 4), with --yes or without; so are a
+    // revision never made and revision 0 (exit 2).
+    for yes in [&[][..], &["--yes"]] {
+        assert_fails(
+            run(memory(root).args(["redact", ADA, "3"]).args(yes)),
+            4,
+            "revision 3 of MEMORY.md of personality 'ada' holds the text the document has now",
+        );
+        assert_fails(
+            run(memory(root).args(["redact", ADA, "9"]).args(yes)),
+            2,
+            "no revision 9: revisions 1 to 3 are kept",
+        );
+        assert_fails(
+            run(memory(root).args(["redact", ADA, "0"]).args(yes)),
+            2,
+            "revision 0",
+        );
+    }
+    assert_fails(
+        run(memory(root).args(["redact", ADA, "x", "--yes"])),
+        2,
+        "\"x\" is not a revision number",
+    );
+    assert_eq!(snapshot(root), before, "nothing written by a refusal");
+
+    // A hand edit holds the text now: the revision it replaced may go, the hand edit may not.
+    std::fs::write(root.join(ADA), "Coffee.\n").unwrap();
+    assert_fails(
+        run(memory(root).args(["redact", ADA, "4", "--yes"])),
+        4,
+        "revision 4",
+    );
+    let (code, _, stderr) = run(memory(root).args(["redact", ADA, "3", "--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(cat(root, ADA), "Coffee.\n");
+}
+
+#[test]
+fn redact_takes_a_notes_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let note = "personalities/ada/notes/trips/kyoto.md";
+    for updates in [
+        r#"[{"action":"create","store":"memory","note":"trips/kyoto.md","content":"Door code 1234."}]"#,
+        r#"[{"action":"replace","store":"memory","note":"trips/kyoto.md","content":"Temples at dawn."}]"#,
+    ] {
+        let (code, _, stderr) = sync(root, "ada", "grace", updates);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (code, _, stderr) = run(memory(root).args(["redact", note, "1"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("revision 1 of {note}")),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run(memory(root).args(["redact", note, "1", "--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("{note}: revision 1 redacted")),
+        "{stdout}"
+    );
+    let log = log_json(root, note);
+    assert!(log[1]["redacted_at"].is_u64(), "{log:?}");
+    assert_eq!(log[0]["redacted_at"], Value::Null);
+    let (code, stdout, _) = run(memory(root).args(["notes", "log", note]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|line| line.contains("redacted")),
+        "{stdout}"
+    );
+    assert!(
+        !snapshot(root)
+            .values()
+            .any(|bytes| String::from_utf8_lossy(bytes).contains("Door code")),
+        "the erased text is left nowhere under the root"
+    );
+    assert_eq!(cat(root, note), "Temples at dawn.\n");
+    assert_fails(
+        run(memory(root).args(["redact", note, "2", "--yes"])),
+        4,
+        "holds the text the document has now",
+    );
+    assert_fails(
+        run(memory(root).args(["redact", "personalities/ada/notes/../USER.md", "1"])),
+        2,
+        "invalid note path",
+    );
 }
 
 #[test]

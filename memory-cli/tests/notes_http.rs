@@ -1,6 +1,7 @@
 //! Notes over `/v1`, from outside: `memory serve` on a fresh markdown root, every note route
 //! sent as a client would send it (`ETag`, `If-Match`, `If-None-Match: *`, `Idempotency-Key`),
-//! and what lands on disk is what the routes answer, both ways.
+//! and what lands on disk is what the routes answer, both ways; and the one history route a
+//! note shares with the pair's documents that writes history itself, redacting a revision.
 
 mod common;
 
@@ -301,6 +302,203 @@ async fn every_note_route_reads_and_writes_what_is_on_disk() {
     )
     .await;
     assert_eq!(pair.status, 422, "{}", pair.detail());
+}
+
+/// Whether any file under `dir` holds `text`.
+fn anywhere(dir: &std::path::Path, text: &str) -> bool {
+    snapshot(dir)
+        .values()
+        .any(|bytes| String::from_utf8_lossy(bytes).contains(text))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revision_of_a_document_or_a_note_is_redacted_and_keeps_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "[providers.files]\nkind = \"markdown\"\nroot = \"memory\"\n",
+    );
+    let server = Server::start(&config);
+    let at = server.address.as_str();
+    let memory = format!("{ADA}/MEMORY.md");
+    for update in [
+        json!({"action": "add", "store": "memory", "content": "Likes tea."}),
+        json!({"action": "add", "store": "memory", "content": "Card 4242 4242."}),
+        json!({"action": "replace", "store": "memory", "content": "Tea."}),
+    ] {
+        let body = json!({ "updates": [update] });
+        let written = send(at, "POST", &format!("{memory}/updates"), &[], Some(body)).await;
+        assert_eq!(written.status, 200, "{}", written.detail());
+    }
+    let listed = send(at, "GET", &format!("{memory}/revisions"), &[], None).await;
+    let kept = listed.json()["revisions"][1].clone();
+
+    // No body; a key names it as any write's does.
+    let redact = format!("{memory}/revisions/2/redact");
+    let keyed = [("idempotency-key", "redact-2")];
+    let redacted = send(at, "POST", &redact, &keyed, None).await;
+    assert_eq!(redacted.status, 200, "{}", redacted.detail());
+    let entry = redacted.json();
+    assert_eq!(
+        (&entry["number"], &entry["path"]),
+        (&json!(2), &json!("personalities/ada/MEMORY.md"))
+    );
+    assert!(entry["redacted_at"].is_u64(), "{entry}");
+    assert_eq!(
+        (&entry["text"], &entry["updates"], &entry["tombstone"]),
+        (&Value::Null, &json!([]), &json!(false))
+    );
+    for field in ["time", "surface", "bytes_after", "sha256_after", "version"] {
+        assert_eq!(entry[field], kept[field], "{field} is kept");
+    }
+    assert!(
+        !anywhere(dir.path(), "Card 4242"),
+        "the text leaves the disk"
+    );
+    let resent = send(at, "POST", &redact, &keyed, None).await;
+    assert_eq!(resent.status, 200);
+    assert_eq!(resent.header("idempotent-replayed"), Some("true"));
+    // Once is enough: again, unkeyed, it is answered as it is.
+    let again = send(at, "POST", &redact, &[], None).await;
+    assert_eq!(again.status, 200, "{}", again.detail());
+    assert_eq!(again.json()["redacted_at"], entry["redacted_at"]);
+
+    let listed = send(
+        at,
+        "GET",
+        &format!("{memory}/revisions?text=true&diff=true"),
+        &[],
+        None,
+    )
+    .await;
+    let revisions = listed.json()["revisions"].clone();
+    assert_eq!(
+        (&revisions[1]["text"], &revisions[1]["redacted_at"]),
+        (&Value::Null, &entry["redacted_at"])
+    );
+    assert_eq!(
+        revisions[0]["text"], "Tea.\n",
+        "the revision after it still reads"
+    );
+    assert_eq!(revisions[0]["redacted_at"], Value::Null);
+    let one = send(at, "GET", &format!("{memory}/revisions/2"), &[], None).await;
+    assert_eq!((one.status, &one.json()["text"]), (200, &Value::Null));
+
+    // Nothing to restore or compare, and the revision the document holds stays.
+    let revert = send(
+        at,
+        "POST",
+        &format!("{memory}/revert"),
+        &[],
+        Some(json!({"number": 2})),
+    )
+    .await;
+    assert_eq!(
+        (revert.status, code(&revert)),
+        (404, "revision-not-found".into())
+    );
+    let diff = send(at, "GET", &format!("{memory}/diff?from=1&to=2"), &[], None).await;
+    assert_eq!(
+        (diff.status, code(&diff)),
+        (404, "revision-not-found".into())
+    );
+    let before = snapshot(dir.path());
+    let in_use = send(
+        at,
+        "POST",
+        &format!("{memory}/revisions/3/redact"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (in_use.status, code(&in_use), in_use.json()["kind"].as_str()),
+        (422, "revision-in-use".into(), Some("refused")),
+        "{}",
+        in_use.detail()
+    );
+    for (number, status, why) in [
+        ("9", 404, "no revision 9"),
+        ("0", 400, "revision 0"),
+        ("x", 400, "not a revision number"),
+        ("-1", 400, "not a revision number"),
+    ] {
+        let refused = send(
+            at,
+            "POST",
+            &format!("{memory}/revisions/{number}/redact"),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(refused.status, status, "{number}: {}", refused.detail());
+        assert!(refused.detail().contains(why), "{}", refused.detail());
+    }
+    let read = send(at, "GET", &memory, &[], None).await;
+    assert_eq!(read.json()["text"], "Tea.\n");
+    assert_eq!(snapshot(dir.path()), before, "nothing written by a refusal");
+
+    // A note's: the operation before its path, as its other history routes have it.
+    let kyoto = format!("{ADA}/notes/trips/kyoto.md");
+    let created = send(
+        at,
+        "PUT",
+        &kyoto,
+        &[("if-none-match", "*")],
+        Some(json!({"text": "Door code 1234."})),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.detail());
+    let tag = etag(&created);
+    let rewritten = send(
+        at,
+        "PUT",
+        &kyoto,
+        &[("if-match", &tag)],
+        Some(json!({"text": "Temples at dawn."})),
+    )
+    .await;
+    assert_eq!(rewritten.status, 200, "{}", rewritten.detail());
+    let note_redact = |number: u64| format!("{ADA}/revisions/{number}/redact/notes/trips/kyoto.md");
+    let redacted = send(at, "POST", &note_redact(1), &[], None).await;
+    assert_eq!(redacted.status, 200, "{}", redacted.detail());
+    assert_eq!(
+        redacted.json()["path"],
+        "personalities/ada/notes/trips/kyoto.md"
+    );
+    assert!(redacted.json()["redacted_at"].is_u64());
+    assert!(
+        !anywhere(dir.path(), "Door code"),
+        "the text leaves the disk"
+    );
+    let malformed = send(
+        at,
+        "POST",
+        &note_redact(1),
+        &[("idempotency-key", "two words")],
+        None,
+    )
+    .await;
+    assert_eq!(malformed.status, 400, "{}", malformed.detail());
+    let in_use = send(at, "POST", &note_redact(2), &[], None).await;
+    assert_eq!(
+        (in_use.status, code(&in_use)),
+        (422, "revision-in-use".into())
+    );
+    let read = send(at, "GET", &kyoto, &[], None).await;
+    assert_eq!(read.json()["text"], "Temples at dawn.\n");
+    let missing = send(
+        at,
+        "POST",
+        &format!("{ADA}/revisions/1/redact/notes/trips/none.md"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (missing.status, code(&missing)),
+        (404, "revision-not-found".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,8 @@
 //! client of the `/v1` API) in headless Chromium driven by Playwright
 //! (`tests/browser/memory-page.mjs`): editing, a stale save refused, a document's history with
 //! its diffs, and reverts (a stale one refused); a note created, refused over an agent's write,
-//! reverted, renamed and deleted.
+//! reverted, renamed and deleted; a revision redacted from the command line, listed without its
+//! text.
 //!
 //! The browser test needs Debian's `chromium` (installed by `scripts/test-prerequisites.sh`), Node
 //! and playwright-core (installed here with `npm ci` when absent). Without them it fails, or

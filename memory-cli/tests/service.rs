@@ -200,6 +200,15 @@ async fn bad_input_is_a_4xx_problem_naming_it_and_writes_nothing() {
             "number",
         ),
         (
+            "a revision to redact that is no number",
+            request(
+                "POST",
+                "/v1/documents/users/grace/USER.md/revisions/two/redact",
+            ),
+            400,
+            "\"two\" is not a revision number",
+        ),
+        (
             "a number past int64",
             request(
                 "GET",

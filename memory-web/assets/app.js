@@ -183,7 +183,8 @@ async function loadHistory(store) {
     if (panel.dataset.path !== path) return;
     const current = loaded[store]?.version;
     panel.querySelector(".revisions").replaceChildren(
-      ...view.revisions.map((revision) => revisionItem(store, revision, current)),
+      ...view.revisions.map((revision, index) =>
+        revisionItem(store, revision, current, view.revisions[index + 1])),
     );
     note.textContent = view.revisions.length === 0
       ? "No revisions recorded yet."
@@ -193,7 +194,8 @@ async function loadHistory(store) {
   }
 }
 
-function revisionItem(store, revision, current) {
+// One revision of the history; `previous` is the one listed after it (older), if any.
+function revisionItem(store, revision, current, previous) {
   const item = $("#revision").content.firstElementChild.cloneNode(true);
   item.dataset.number = revision.number;
   item.querySelector(".number").textContent = `#${revision.number}`;
@@ -201,28 +203,43 @@ function revisionItem(store, revision, current) {
   time.dateTime = new Date(revision.time).toISOString();
   time.textContent = new Date(revision.time).toLocaleString();
   item.querySelector(".surface").textContent = revision.tombstone ? "purged" : revision.surface;
+  // A redaction keeps when, where and how much, never what: its text and updates are gone.
+  const redacted = revision.redacted_at != null;
+  if (redacted) {
+    item.classList.add("redacted");
+    const label = document.createElement("span");
+    label.className = "redacted-label";
+    label.textContent = "redacted";
+    label.title = `Its text and changes were erased ${new Date(revision.redacted_at).toLocaleString()}.`;
+    item.querySelector(".surface").after(label);
+  }
   const who = [revision.personality, revision.user].filter(Boolean).join(" / ");
   const details = [
     who,
     `${revision.bytes_before} → ${revision.bytes_after} bytes`,
-    revision.updates.map((update) => update.action).join(", "),
+    (revision.updates ?? []).map((update) => update.action).join(", "),
   ];
   item.querySelector(".detail").textContent = details.filter(Boolean).join(" · ");
   const button = item.querySelector(".revert");
-  if (revision.tombstone || revision.version === current) {
-    // Nothing to restore from a purge; the current text needs no restoring.
+  if (revision.tombstone || redacted || revision.version === current) {
+    // Nothing to restore from a purge or a redaction; the current text needs no restoring.
     button.remove();
-    if (!revision.tombstone) item.querySelector(".detail").textContent += " · current";
+    if (!revision.tombstone && !redacted) item.querySelector(".detail").textContent += " · current";
   } else {
     button.addEventListener("click", () => revert(store, revision.number, button));
   }
   const changes = item.querySelector(".changes");
-  if (revision.diff) {
+  if (redacted) {
+    // No text to show or compare: the changes panel goes, as the revert button did.
+    changes.replaceWith(note("Redacted: its text and changes were erased."));
+  } else if (revision.diff) {
     showDiff(item.querySelector(".diff"), revision.diff);
   } else if (revision.oldest_kept) {
     changes.replaceChildren(note("The oldest revision kept: earlier ones were pruned."));
   } else if (revision.tombstone) {
     changes.replaceChildren(note("Purged: its text and older revisions were erased."));
+  } else if (previous?.redacted_at != null) {
+    changes.replaceChildren(note("The revision before it was redacted: nothing to compare it with."));
   } else {
     changes.replaceChildren(note("No change in the text."));
   }

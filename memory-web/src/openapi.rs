@@ -23,7 +23,7 @@ use crate::problem::{PROBLEM_JSON, ProblemDocument, ProblemKind};
     tags(
         (name = "turn", description = "What an agent loop calls every turn"),
         (name = "documents", description = "Documents by their layout path"),
-        (name = "history", description = "Every change is a revision: list, compare, revert"),
+        (name = "history", description = "Every change is a revision: list, compare, revert, redact"),
         (name = "identities", description = "Which user a platform account is"),
         (name = "directory", description = "The personalities and users the memory knows"),
         (name = "health", description = "Liveness and readiness"),

@@ -152,8 +152,8 @@ pub enum Scope {
     Read,
     /// Write documents: sync, replace, update batches, revert.
     Write,
-    /// Everything: purge, identity links and the identity list, besides read, write and
-    /// metrics.
+    /// Everything: purge, redacting a revision, identity links and the identity list,
+    /// besides read, write and metrics.
     Admin,
     /// Read `/metrics`.
     Metrics,

@@ -229,6 +229,48 @@ def test_history_pages_revisions_diffs_and_reverts(memory: MemoryClient) -> None
     assert memory.history.list(path, limit=1).revisions[0].number == 6
 
 
+def test_history_redacts_a_revision_of_a_document_and_of_a_note(memory: MemoryClient) -> None:
+    ada, grace = unique("ada"), unique("grace")
+    path = personality_memory(ada)
+    memory.sync(ada, grace, [Add("memory", "Card 4242.")])
+    memory.sync(ada, grace, [Add("memory", "Tea.")])
+    memory.sync(ada, grace, [Replace("memory", "Tea.")])
+
+    redacted = memory.history.redact(path, 1, idempotency_key=f"redact-{ada}")
+    assert (redacted.number, redacted.path, redacted.text) == (1, path, None)
+    assert redacted.redacted_at is not None and redacted.redacted_at > 0
+    assert redacted.updates == () and not redacted.tombstone
+    assert redacted.bytes_after == len("Card 4242.\n")
+    listed = memory.history.list(path, text=True)
+    assert [(r.number, r.text, r.redacted_at is not None) for r in listed.revisions] == [
+        (3, "Tea.\n", False),
+        (2, "Card 4242.\n\nTea.\n", False),
+        (1, None, True),
+    ]
+    # Once is enough: again, it is answered as it is.
+    assert memory.history.redact(path, 1).redacted_at == redacted.redacted_at
+    with pytest.raises(NotFoundError) as gone:
+        memory.history.revert(path, 1)
+    assert gone.value.code == "revision-not-found"
+    with pytest.raises(RefusedError) as in_use:
+        memory.history.redact(path, 3)
+    assert in_use.value.code == "revision-in-use"
+    with pytest.raises(NotFoundError) as never:
+        memory.history.redact(path, 99)
+    assert never.value.code == "revision-not-found"
+    assert memory.documents.get(path).text == "Tea.\n"
+
+    pin = personality_note(ada, "secrets/pin.md")
+    created = memory.notes.create(pin, "PIN 1234.")
+    memory.notes.write(pin, "No PIN here.", if_match=created.version_after)
+    oldest = memory.history.list(pin).revisions[-1]
+    erased = memory.history.redact(pin, oldest.number)
+    assert (erased.path, erased.text) == (pin, None)
+    assert erased.redacted_at is not None
+    assert memory.history.get(pin, oldest.number).text is None
+    assert memory.notes.get(pin).text == "No PIN here.\n"
+
+
 def test_identities_link_resolve_list_unlink(memory: MemoryClient) -> None:
     platform = unique("chat")
     grace, ada = unique("grace"), unique("ada")

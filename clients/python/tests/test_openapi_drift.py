@@ -301,7 +301,7 @@ NOTE_PATHS = (
     models.user_note("grace", "diet.md"),
 )
 NOTE_FOLDERS = (models.GLOBAL_NOTES, models.personality_notes("ada"), models.user_notes("grace"))
-HISTORY = {"list_revisions", "get_revision", "diff", "revert"}
+HISTORY = {"list_revisions", "get_revision", "diff", "revert", "redact"}
 """The operations on any document's history, the pair's and notes'."""
 
 

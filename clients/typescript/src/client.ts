@@ -97,7 +97,7 @@ export class MemoryClient {
   readonly documents: Documents;
   /** Notes beside the pair: list, read, create, write, update, delete, rename. */
   readonly notes: Notes;
-  /** A document's or a note's revisions: list, read one, diff, revert. */
+  /** A document's or a note's revisions: list, read one, diff, revert, redact. */
   readonly history: History;
   /** Platform accounts linked to users. */
   readonly identities: Identities;

@@ -315,11 +315,19 @@ export interface RevisionEntry {
   sha256_after: string;
   updates: MemoryUpdate[];
   tombstone: boolean;
+  /**
+   * When its text and updates were erased (a redaction), in milliseconds since the Unix epoch;
+   * null for a revision not redacted.
+   */
+  redacted_at?: number | null;
   idempotency_key?: string | null;
   personality?: PersonalityId | null;
   user?: UserId | null;
   session?: string | null;
-  /** The whole text after it, when asked for (`text: true`); null for a tombstone. */
+  /**
+   * The whole text after it, when asked for (`text: true`); null for a tombstone or a redacted
+   * revision.
+   */
   text?: string | null;
 }
 

@@ -293,6 +293,58 @@ describe('MemoryClient against memory serve (markdown)', () => {
     await assert.rejects(memory.history.get(ref, 99), NotFoundError);
   });
 
+  test('history: redact a revision of a document and of a note', async () => {
+    const ref = personalityMemory('redactor');
+    for (const entry of ['card 4242', 'tea']) {
+      await memory.documents.update(ref, [{ action: 'add', store: 'memory', content: entry }]);
+    }
+    await memory.documents.update(ref, [{ action: 'replace', store: 'memory', content: 'tea' }]);
+
+    const redacted = await memory.history.redact(ref, 1, { idempotencyKey: 'redact-1' });
+    assert.equal(redacted.idempotencyKey, 'redact-1');
+    assert.equal(redacted.number, 1);
+    assert.equal(redacted.text ?? null, null);
+    assert.equal(typeof redacted.redacted_at, 'number');
+    assert.deepEqual(redacted.updates, []);
+    assert.equal(redacted.tombstone, false);
+    const listed = await memory.history.list(ref, { text: true });
+    assert.deepEqual(
+      listed.revisions.map((r) => [r.number, r.text ?? null, r.redacted_at != null]),
+      [
+        [3, 'tea\n', false],
+        [2, 'card 4242\n\ntea\n', false],
+        [1, null, true],
+      ],
+    );
+    // Once is enough: again, it is answered as it is.
+    const again = await memory.history.redact(ref, 1);
+    assert.equal(again.redacted_at, redacted.redacted_at);
+    await assert.rejects(memory.history.revert(ref, 1), NotFoundError);
+    await assert.rejects(memory.history.redact(ref, 3), (err: unknown) => {
+      assert.ok(err instanceof RefusedError);
+      assert.equal(err.code, 'revision-in-use');
+      return true;
+    });
+    await assert.rejects(memory.history.redact(ref, 99), (err: unknown) => {
+      assert.ok(err instanceof NotFoundError);
+      assert.equal(err.code, 'revision-not-found');
+      return true;
+    });
+
+    const secret = note(personalityMemory('redactor'), 'secrets/pin.md');
+    await memory.notes.create(secret, 'PIN 1234.');
+    const written = await memory.notes.get(secret);
+    await memory.notes.write(secret, 'No PIN here.', { ifMatch: written.version });
+    const noteRevisions = await memory.history.list(secret);
+    const oldest = noteRevisions.revisions.at(-1);
+    assert.ok(oldest !== undefined);
+    const erased = await memory.history.redact(secret, oldest.number);
+    assert.equal(erased.path, 'personalities/redactor/notes/secrets/pin.md');
+    assert.equal(typeof erased.redacted_at, 'number');
+    assert.equal((await memory.history.get(secret, oldest.number)).text ?? null, null);
+    assert.equal((await memory.notes.get(secret)).text, 'No PIN here.\n');
+  });
+
   test('identities: link, resolve, relink, list with cursors, unlink', async () => {
     const linked = await memory.identities.link('telegram', '12345', 'grace');
     assert.equal(linked.identity, 'telegram:12345');

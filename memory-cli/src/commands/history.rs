@@ -1,9 +1,10 @@
-//! `memory log`, `memory diff`, `memory revert` and `memory purge`: one document's history
-//! from the command line, the document named by its layout path as `memory cat` names it.
+//! `memory log`, `memory diff`, `memory revert`, `memory redact` and `memory purge`: one
+//! document's history from the command line, the document named by its layout path as `memory
+//! cat` names it.
 
 use memory_core::{
     MemoryProvider, Revision, RevisionDiff, RevisionEntry, Surface, Version, format_utc,
-    format_utc_seconds, history_across_renames, revert_exactly_once,
+    format_utc_seconds, history_across_renames, redactable, revert_exactly_once,
 };
 use memory_wiring::Memory;
 
@@ -19,7 +20,8 @@ use crate::output::{count, print_json};
 /// --json prints an array of revisions: number, path, version (after it; what --if-match
 /// takes), version_before, time (ms since the epoch), time_utc, surface, personality, user,
 /// idempotency_key, session, bytes_before, bytes_after, sha256_before, sha256_after,
-/// updates, tombstone, and with --text the whole text after it.
+/// updates, tombstone, redacted_at (ms since the epoch; null unless redacted), and with --text
+/// the whole text after it (null for a tombstone or a redacted revision).
 ///
 /// Example: memory log personalities/ada/MEMORY.md --limit 5
 #[derive(clap::Args)]
@@ -86,6 +88,26 @@ pub struct RevertArgs {
 pub struct PurgeArgs {
     /// The document's layout path.
     document: String,
+    /// Erase it: there is no undo.
+    #[arg(long)]
+    yes: bool,
+}
+
+/// Erase the text and updates of one revision of a document's history, for good.
+///
+/// The revision keeps its number, time, origin, sizes and hashes, and is shown as redacted;
+/// it can no longer be reverted to or compared. The document itself is untouched, so the
+/// revision whose text it holds now cannot be redacted (exit 4): change the document first.
+/// Without --yes it only says what would be erased, and exits 2.
+///
+/// Example: memory redact users/grace/USER.md 3 --yes
+#[derive(clap::Args)]
+pub struct RedactArgs {
+    /// The document's layout path (a note's too).
+    document: String,
+    /// The revision whose text to erase (see memory log).
+    #[arg(value_parser = parse_revision)]
+    revision: u64,
     /// Erase it: there is no undo.
     #[arg(long)]
     yes: bool,
@@ -264,6 +286,49 @@ pub async fn purge(memory: &Memory, args: PurgeArgs) -> Result<(), Failure> {
         purged.location,
         count(purged.bytes, "byte", "bytes"),
         count(purged.revisions, "revision", "revisions"),
+    );
+    Ok(())
+}
+
+/// `memory redact`: without `yes`, what would be erased and a refusal; with it, the text and
+/// updates of revision `number` erased from the document's history.
+pub async fn redact(memory: &Memory, args: RedactArgs) -> Result<(), Failure> {
+    let RedactArgs {
+        document: path,
+        revision: number,
+        yes,
+    } = args;
+    let id = parse_document(&path)?;
+    if number == 0 {
+        return Err(Failure::invalid(format!(
+            "revision 0 of {path} is the empty document before the first, which holds no text to redact; revisions are numbered 1, 2, 3, ... as `memory log` shows them"
+        )));
+    }
+    if !yes {
+        // The provider's own rules on what its history shows, so the dry run refuses (and
+        // exits) as the redaction would.
+        let revisions = memory.history(&id, usize::MAX).await?;
+        let revision = redactable(&id, &revisions, number)?;
+        if let Some(at) = revision.redacted_at {
+            println!(
+                "{path}: revision {number} was redacted already ({}); nothing to erase",
+                format_utc(at)
+            );
+            return Ok(());
+        }
+        return Err(Failure::invalid(format!(
+            "memory redact erases the text and updates of revision {number} of {path} for good (recorded {} from {}, {} after it); its number, time, sizes and hashes stay in the history. It cannot be undone. To erase it, run again with --yes",
+            format_utc(revision.time),
+            revision.surface,
+            count(revision.bytes_after, "byte", "bytes"),
+        )));
+    }
+    let redacted = memory.redact(&id, number).await?;
+    let at = redacted
+        .redacted_at
+        .map_or_else(String::new, |at| format!(", at {}", format_utc(at)));
+    println!(
+        "{path}: revision {number} redacted (its text and updates erased; its number, time, sizes and hashes kept{at})"
     );
     Ok(())
 }

@@ -9,7 +9,7 @@ pub mod show;
 pub mod cat;
 // `memory sync`: a JSON array of updates applied, once.
 pub mod sync;
-// `memory log`, `diff`, `revert` and `purge`: one document's history.
+// `memory log`, `diff`, `revert`, `redact` and `purge`: one document's history.
 pub mod history;
 // `memory notes list`, `cat`, `edit`, `move`, `remove` and `log`: a scope's notes.
 pub mod notes;

@@ -4,7 +4,8 @@
 // shows the agent's write; then open MEMORY.md's history, read a diff, revert to the text it had
 // before the edit, and check that a revert over a newer agent write is refused and reloads.
 // Then the notes: create one beside MEMORY.md, see it listed and in the prefetch, have its save
-// refused over an agent's write, read its history and revert, rename it, delete it.
+// refused over an agent's write, read its history and revert, rename it, delete it. Last, a
+// revision of USER.md redacted with `memory redact` is listed without its text, revert or diff.
 //
 // Env: MEMORY_PAGE_URL, MEMORY_BIN, MEMORY_CONFIG, CHROMIUM, EDITED_MEMORY; SCREENSHOT (a PNG
 // path, optional).
@@ -173,10 +174,25 @@ try {
   check(await notePanel.isHidden(), "the note editor stays open on a deleted note");
   await page.locator('.note-list[data-store="memory"] li', { hasText: "No notes yet." }).waitFor();
 
+  // USER.md's seeded text (#1, by hand), redacted: listed, labelled, with nothing to revert to
+  // or compare; the agent's write after it (#2, current) has nothing to compare with either.
+  execFileSync(env("MEMORY_BIN"), ["--config", env("MEMORY_CONFIG"), "redact",
+    "users/grace/USER.md", "1", "--yes"], { stdio: ["ignore", "ignore", "inherit"] });
+  await userPanel.locator(".history > summary").click();
+  const userRevision = (number) => userPanel.locator(`li.revision[data-number="${number}"]`);
+  await userRevision(1).locator(".redacted-label", { hasText: "redacted" }).waitFor();
+  check(await userRevision(1).locator(".revert").count() === 0, "a redacted revision offers a revert");
+  check(await userRevision(1).locator(".changes").count() === 0, "a redacted revision offers its changes");
+  check((await userRevision(1).innerText()).includes("its text and changes were erased"),
+    "a redacted revision does not say its text is gone");
+  check((await userRevision(2).locator(".changes").textContent()).includes("before it was redacted"),
+    "the revision after a redacted one does not say why it has no diff");
+
   check(failures.length === 0, `the page threw: ${failures.join("; ")}`);
   console.log("memory-page: edit saved, stale save refused, reload shows the agent's write; "
     + "history shows the diff, revert restores, a stale revert is refused and reloads; "
-    + "a note created, listed, refused over the agent's write, reverted, renamed and deleted");
+    + "a note created, listed, refused over the agent's write, reverted, renamed and deleted; "
+    + "a redacted revision listed without its text, revert or diff");
 } finally {
   await browser.close();
 }

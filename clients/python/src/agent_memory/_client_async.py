@@ -101,7 +101,7 @@ class AsyncMemoryClient:
         self.notes = AsyncNotes(self)
         """Notes by layout path: list, get, create, write, update, delete, rename."""
         self.history = AsyncHistory(self)
-        """Revisions of a document or a note: list, get, diff, revert."""
+        """Revisions of a document or a note: list, get, diff, revert, redact."""
         self.identities = AsyncIdentities(self)
         """Platform accounts linked to users."""
         self.directory = AsyncDirectory(self)
@@ -399,6 +399,16 @@ class AsyncHistory:
         return await self._client._send(
             _core.revert(path, number, if_match, session, surface, idempotency_key)
         )
+
+    async def redact(
+        self, path: str, number: int, *, idempotency_key: str | None = None
+    ) -> Revision:
+        """Erases revision ``number``'s text and updates for good (its number, time, sizes and
+        hashes stay) and returns it as the history now shows it: ``text`` ``None``,
+        ``redacted_at`` set. The document is untouched, so the revision whose text it holds
+        now is refused (:class:`~agent_memory.errors.RefusedError`, ``code``
+        ``revision-in-use``); one redacted already is returned as it is."""
+        return await self._client._send(_core.redact(path, number, idempotency_key))
 
 
 class AsyncIdentities:

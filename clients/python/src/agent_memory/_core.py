@@ -649,6 +649,15 @@ def revert(
     )
 
 
+def redact(path: str, number: int, idempotency_key: str | None) -> Call[Revision]:
+    return Call(
+        "POST",
+        history_route(path, f"revisions/{int(number)}/redact"),
+        _reads(Revision),
+        idempotency_key=write_key(idempotency_key),
+    )
+
+
 def _identity_route(platform: str, platform_user: str) -> str:
     return f"/v1/identities/{_segment(platform)}/{_segment(platform_user)}"
 

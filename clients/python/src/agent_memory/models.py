@@ -755,8 +755,13 @@ class Revision(_Wire):
     updates: tuple[MemoryUpdate, ...]
     tombstone: bool
     """A purge's tombstone: no content, nothing to revert to."""
+    redacted_at: int | None
+    """When its text and updates were erased (a redaction), in milliseconds since the Unix
+    epoch; ``None`` for a revision not redacted. A redacted one has no text and nothing to
+    revert to."""
     text: str | None
-    """The whole text after it, when asked for (``text=True``)."""
+    """The whole text after it, when asked for (``text=True``); ``None`` for a tombstone or a
+    redacted revision."""
 
 
 @dataclass(frozen=True)

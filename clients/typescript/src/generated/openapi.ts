@@ -132,6 +132,29 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/documents/MEMORY.md/revisions/{number}/redact': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase the text and updates of one kept revision, for good: it keeps its number,
+     *     time, origin, sizes and hashes, and can no longer be reverted to or compared.
+     * @description The document is untouched, so the revision whose text it holds now is refused:
+     *     change the document first. A revision redacted already is answered as it is,
+     *     nothing written.
+     */
+    post: operations['redact_global_memory'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/documents/MEMORY.md/updates': {
     parameters: {
       query?: never;
@@ -335,6 +358,29 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/documents/personalities/{personality}/MEMORY.md/revisions/{number}/redact': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase the text and updates of one kept revision, for good: it keeps its number,
+     *     time, origin, sizes and hashes, and can no longer be reverted to or compared.
+     * @description The document is untouched, so the revision whose text it holds now is refused:
+     *     change the document first. A revision redacted already is answered as it is,
+     *     nothing written.
+     */
+    post: operations['redact_personality_memory'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/documents/personalities/{personality}/MEMORY.md/updates': {
     parameters: {
       query?: never;
@@ -465,6 +511,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/documents/personalities/{personality}/revisions/{number}/redact/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase the text and updates of one kept revision of a note, for good: it keeps
+     *     its number, time, origin, sizes and hashes (a rename's revision its paths), and
+     *     can no longer be reverted to or compared.
+     * @description The note is untouched, so the revision whose text it holds now is refused:
+     *     change it first. A revision redacted already is answered as it is, nothing
+     *     written.
+     */
+    post: operations['redact_personality_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/documents/personalities/{personality}/revisions/notes/{note}': {
     parameters: {
       query?: never;
@@ -533,6 +603,30 @@ export interface paths {
     get: operations['revision_global_notes'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/revisions/{number}/redact/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase the text and updates of one kept revision of a note, for good: it keeps
+     *     its number, time, origin, sizes and hashes (a rename's revision its paths), and
+     *     can no longer be reverted to or compared.
+     * @description The note is untouched, so the revision whose text it holds now is refused:
+     *     change it first. A revision redacted already is answered as it is, nothing
+     *     written.
+     */
+    post: operations['redact_global_notes'];
     delete?: never;
     options?: never;
     head?: never;
@@ -687,6 +781,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/documents/users/{user}/revisions/{number}/redact/notes/{note}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase the text and updates of one kept revision of a note, for good: it keeps
+     *     its number, time, origin, sizes and hashes (a rename's revision its paths), and
+     *     can no longer be reverted to or compared.
+     * @description The note is untouched, so the revision whose text it holds now is refused:
+     *     change it first. A revision redacted already is answered as it is, nothing
+     *     written.
+     */
+    post: operations['redact_user_notes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/documents/users/{user}/revisions/notes/{note}': {
     parameters: {
       query?: never;
@@ -808,6 +926,29 @@ export interface paths {
     get: operations['revision_user_profile'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/documents/users/{user}/USER.md/revisions/{number}/redact': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase the text and updates of one kept revision, for good: it keeps its number,
+     *     time, origin, sizes and hashes, and can no longer be reverted to or compared.
+     * @description The document is untouched, so the revision whose text it holds now is refused:
+     *     change the document first. A revision redacted already is answered as it is,
+     *     nothing written.
+     */
+    post: operations['redact_user_profile'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1630,6 +1771,12 @@ export interface components {
       /** @description The document's path in the layout (`personalities/ada/MEMORY.md`). */
       path: string;
       personality?: components['schemas']['PersonalityId'] | null;
+      /**
+       * Format: int64
+       * @description When its text and updates were erased, in milliseconds since the Unix epoch; null for a
+       *     revision not redacted.
+       */
+      redacted_at?: number | null;
       /** @description The caller's session. */
       session?: string | null;
       /** @description SHA-256 (lowercase hex) of the text after. */
@@ -1638,7 +1785,10 @@ export interface components {
       sha256_before: string;
       /** @description Where the change came from. */
       surface: components['schemas']['Surface'];
-      /** @description The whole text after it (null for a tombstone), when asked for; absent otherwise. */
+      /**
+       * @description The whole text after it (null for a tombstone or a redacted revision), when asked for;
+       *     absent otherwise.
+       */
       text?: string | null;
       /**
        * Format: int64
@@ -2575,6 +2725,104 @@ export interface operations {
       };
       /** @description Busy or unavailable: nothing was written; retry after Retry-After */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  redact_global_memory: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The number of the revision to redact */
+        number: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision as the history now shows it: no text, `redacted_at` set */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The document still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
         headers: {
           [name: string]: unknown;
         };
@@ -4075,6 +4323,106 @@ export interface operations {
       };
     };
   };
+  redact_personality_memory: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The number of the revision to redact */
+        number: number;
+        /** @description The personality whose MEMORY.md it is */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision as the history now shows it: no text, `redacted_at` set */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The document still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   update_personality_memory: {
     parameters: {
       query?: never;
@@ -5178,6 +5526,108 @@ export interface operations {
       };
     };
   };
+  redact_personality_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The number of the revision to redact */
+        number: number;
+        /** @description The personality whose memory the notes sit beside */
+        personality: components['schemas']['PersonalityId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision as the history now shows it: no text, `redacted_at` set */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   revisions_personality_notes: {
     parameters: {
       query?: {
@@ -5631,6 +6081,106 @@ export interface operations {
       };
       /** @description Busy or unavailable: nothing was written; retry after Retry-After */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  redact_global_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The number of the revision to redact */
+        number: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision as the history now shows it: no text, `redacted_at` set */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
         headers: {
           [name: string]: unknown;
         };
@@ -6779,6 +7329,108 @@ export interface operations {
       };
     };
   };
+  redact_user_notes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The note's path in its scope, its `/` sent as they are */
+        note: string;
+        /** @description The number of the revision to redact */
+        number: number;
+        /** @description The user whose profile the notes sit beside */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision as the history now shows it: no text, `redacted_at` set */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The note still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   revisions_user_notes: {
     parameters: {
       query?: {
@@ -7550,6 +8202,106 @@ export interface operations {
       };
       /** @description Busy or unavailable: nothing was written; retry after Retry-After */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  redact_user_profile: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Names this write: a repeat is answered with the first response */
+        'Idempotency-Key'?: components['schemas']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The number of the revision to redact */
+        number: number;
+        /** @description The user whose USER.md it is */
+        user: components['schemas']['UserId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The revision as the history now shows it: no text, `redacted_at` set */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevisionEntry'];
+        };
+      };
+      /** @description The request is invalid: a bad id, parameter or update; nothing was written */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No valid API key was sent */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The key lacks the scope, or may not touch that user or personality */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The document still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Stored data is corrupt, or the server is misconfigured */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Busy or unavailable: nothing was written; retry after Retry-After */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No answer in time: the write may or may not have landed; repeat it with the same Idempotency-Key */
+      504: {
         headers: {
           [name: string]: unknown;
         };

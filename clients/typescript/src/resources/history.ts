@@ -1,5 +1,5 @@
 /**
- * {@link History}: a document's or a note's revisions (list, read one, diff, revert).
+ * {@link History}: a document's or a note's revisions (list, read one, diff, revert, redact).
  *
  * @module
  */
@@ -20,6 +20,7 @@ import {
   sessionFields,
   write,
   type DocumentWriteOptions,
+  type WriteOptions,
   type WriteResult,
 } from '../core/writes.js';
 
@@ -119,6 +120,27 @@ export class History {
       path: historyPath(ref, 'revert'),
       headers: ifMatchHeaders(options.ifMatch, 'history.revert'),
       body: { number: revision, ...sessionFields(options) },
+      idempotencyKey: options.idempotencyKey,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Erase a revision's text and updates for good (its number, time, sizes and hashes stay);
+   * answers the revision as the history now shows it: no `text`, `redacted_at` set. The
+   * document is untouched, so the revision whose text it holds now is refused
+   * ({@link RefusedError}, `code` `revision-in-use`); one redacted already is answered as it is.
+   */
+  async redact(
+    ref: DocumentRef,
+    revision: number,
+    maybeOptions: WriteOptions = {},
+  ): Promise<WriteResult<RevisionEntry>> {
+    const options = optionsObject(maybeOptions, 'history.redact');
+    checkRevision(revision, 'history.redact');
+    return write<RevisionEntry>(this.transport, {
+      method: 'POST',
+      path: historyPath(ref, `revisions/${encodeURIComponent(String(revision))}/redact`),
       idempotencyKey: options.idempotencyKey,
       signal: options.signal,
     });

@@ -1,5 +1,5 @@
 //! A document's history: its revisions a page at a time, one revision, a diff between two,
-//! and revert.
+//! revert, and redacting one revision.
 
 use axum::Json;
 use axum::http::HeaderMap;
@@ -279,4 +279,29 @@ pub(super) async fn revert(
     )
     .await?;
     Ok(report_response(only(report, &document)?))
+}
+
+/// Erase the text and updates of one kept revision: it keeps its number, time, origin, sizes
+/// and hashes, and is answered as the history now shows it. The document is untouched, so the
+/// revision whose text it holds is refused (422 `revision-in-use`); one redacted already is
+/// answered as it is, nothing written.
+pub(super) async fn redact(
+    app: App,
+    caller: &Principal,
+    document: LayoutPath,
+    headers: &HeaderMap,
+    number: RevisionNumber,
+) -> Result<Json<RevisionEntry>, Problem> {
+    let document = allowed(&app, caller, document)?;
+    // A redaction is idempotent by itself, so the key names no receipt; a malformed one is
+    // still the client's mistake, refused as every write refuses it (a note's route is not
+    // one the replay layer sees).
+    idempotency_key(headers)?;
+    if number.0 == 0 {
+        return Err(Problem::invalid(
+            "revision 0 is the empty document before the first, which holds no text to redact; revisions are numbered from 1; nothing was written",
+        ));
+    }
+    let redacted = app.memory.redact(&document, number.0).await?;
+    Ok(Json(seen_by(RevisionEntry::new(&redacted, true), caller)))
 }

@@ -1,6 +1,7 @@
 //! Documents by their layout path (`MEMORY.md`, `personalities/<id>/MEMORY.md`,
 //! `users/<id>/USER.md`): read, guarded replace, a batch of updates and purge (`text`);
-//! history: revisions, one revision, a diff and revert (`history`), for the pair and for notes;
+//! history: revisions, one revision, a diff, revert and redacting a revision (`history`), for
+//! the pair and for notes;
 //! the notes beside each (`notes`).
 //!
 //! Each operation has one implementation; the macro here stamps it for the three path
@@ -26,7 +27,8 @@ use crate::problem::{Problem, ProblemDocument};
 use crate::request::{Body, Params, path_param};
 use crate::state::App;
 use history::{
-    DiffQuery, RevertRequest, RevisionsPage, RevisionsQuery, diff, revert, revision, revisions,
+    DiffQuery, RevertRequest, RevisionsPage, RevisionsQuery, diff, redact, revert, revision,
+    revisions,
 };
 use text::{PurgedView, ReplaceRequest, UpdatesRequest, purge, read, replace, update};
 
@@ -316,6 +318,37 @@ macro_rules! document_routes {
                 super::revert(app, &caller, document, &headers, request).await
             }
 
+            /// Erase the text and updates of one kept revision, for good: it keeps its number,
+            /// time, origin, sizes and hashes, and can no longer be reverted to or compared.
+            ///
+            /// The document is untouched, so the revision whose text it holds now is refused:
+            /// change the document first. A revision redacted already is answered as it is,
+            /// nothing written.
+            #[utoipa::path(
+                post,
+                path = concat!($base, "/revisions/{number}/redact"),
+                tag = "history",
+                operation_id = concat!("redact_", stringify!($name)),
+                params($(($pname = $ptype, Path, description = $pdesc),)*
+                    ("number" = i64, Path, minimum = 1, description = "The number of the revision to redact"),
+                    Keyed),
+                responses(
+                    (status = 200, description = "The revision as the history now shows it: no text, `redacted_at` set", body = RevisionEntry),
+                    (status = 404, description = "The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
+                    (status = 422, description = "The document still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
+                ),
+                security(("api_key" = ["admin"]))
+            )]
+            pub(crate) async fn redact(
+                State(app): State<App>,
+                caller: Admin,
+                document: LayoutPath,
+                headers: HeaderMap,
+                number: RevisionNumber,
+            ) -> Result<Json<RevisionEntry>, Problem> {
+                super::redact(app, &caller, document, &headers, number).await
+            }
+
             /// The routes of this template.
             pub(crate) fn routes() -> utoipa_axum::router::OpenApiRouter<App> {
                 utoipa_axum::router::OpenApiRouter::new()
@@ -325,6 +358,7 @@ macro_rules! document_routes {
                     .routes(utoipa_axum::routes!(revision))
                     .routes(utoipa_axum::routes!(diff))
                     .routes(utoipa_axum::routes!(revert))
+                    .routes(utoipa_axum::routes!(redact))
             }
         }
     };

@@ -338,8 +338,8 @@ macro_rules! note_routes {
             use axum::extract::State;
             use memory_core::{DocumentReport, RevisionDiff, RevisionEntry};
             use crate::api::DocumentView;
-            use crate::api::write_params::Guarded;
-            use crate::auth::{Reader, Writer};
+            use crate::api::write_params::{Guarded, Keyed};
+            use crate::auth::{Admin, Reader, Writer};
             use crate::problem::ProblemDocument;
             use crate::request::{Body, Params};
 
@@ -617,6 +617,39 @@ macro_rules! note_routes {
                 super::super::history::revert(app, &caller, document, &headers, request).await
             }
 
+            /// Erase the text and updates of one kept revision of a note, for good: it keeps
+            /// its number, time, origin, sizes and hashes (a rename's revision its paths), and
+            /// can no longer be reverted to or compared.
+            ///
+            /// The note is untouched, so the revision whose text it holds now is refused:
+            /// change it first. A revision redacted already is answered as it is, nothing
+            /// written.
+            #[utoipa::path(
+                post,
+                path = concat!($scope, "/revisions/{number}/redact/notes/{note}"),
+                tag = "history",
+                operation_id = concat!("redact_", stringify!($name)),
+                params($(($pname = $ptype, Path, description = $pdesc),)*
+                    ("number" = i64, Path, minimum = 1, description = "The number of the revision to redact"),
+                    ("note" = String, Path, description = "The note's path in its scope, its `/` sent as they are"),
+                    Keyed),
+                responses(
+                    (status = 200, description = "The revision as the history now shows it: no text, `redacted_at` set", body = RevisionEntry),
+                    (status = 404, description = "The revision is not kept (never made, pruned, or a purge's tombstone; `code` `revision-not-found`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
+                    (status = 422, description = "The note still holds that revision's text (`code` `revision-in-use`): change it first; or the Idempotency-Key was sent before with another request (`code` `key-reused`); nothing was written", body = ProblemDocument, content_type = "application/problem+json"),
+                ),
+                security(("api_key" = ["admin"]))
+            )]
+            pub(crate) async fn redact(
+                State(app): State<App>,
+                caller: Admin,
+                document: LayoutPath,
+                headers: HeaderMap,
+                number: RevisionNumber,
+            ) -> Result<Json<RevisionEntry>, Problem> {
+                super::super::history::redact(app, &caller, document, &headers, number).await
+            }
+
             /// The routes of this scope.
             pub(crate) fn routes() -> OpenApiRouter<App> {
                 let router = OpenApiRouter::new().routes(utoipa_axum::routes!(list));
@@ -627,6 +660,7 @@ macro_rules! note_routes {
                     utoipa_axum::routes!(revision),
                     utoipa_axum::routes!(diff),
                     utoipa_axum::routes!(revert),
+                    utoipa_axum::routes!(redact),
                 ]
                 .into_iter()
                 .fold(router, at_note_path)
