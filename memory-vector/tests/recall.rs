@@ -30,9 +30,13 @@ fn ctx(personality: &str, user: &str) -> MemoryContext {
     )
 }
 
+/// A provider ranking `k` entries, with a catch-up budget no loaded machine runs out of: the
+/// tests that open it assert what ranking shows, not how long a first catch-up may take
+/// (past the budget every entry is shown unranked, which tests with small budgets assert).
 async fn open(dir: &Path, embedder: Arc<Embedder>, k: usize) -> VectorProvider {
     let recall = RecallConfig {
         k,
+        catch_up_ms: 60_000,
         ..RecallConfig::default()
     };
     open_with(dir, embedder, recall).await

@@ -1,7 +1,8 @@
 //! The top layer: what the provider's calls do with a document's files, under its lock or
 //! without it. A write (`sync`) reads the document, settles its receipts, finds its journal's
 //! tip, and records revisions and receipts before it replaces the text; `history` reads the
-//! document and its journal so the two match; `purge` erases them all and leaves the tombstone; `redact` erases one revision's text.
+//! document and its journal so the two match; `purge` erases them all and leaves the tombstone;
+//! `redact` erases one revision's text.
 //! Built on the middle layer (`journal`, `receipts`) and the bottom (`files`); only the
 //! provider calls it. One room per call: a new call is a new room.
 
