@@ -10,7 +10,7 @@ use memory_core::raw::{
 use memory_core::{DocumentId, MemoryError};
 use sqlx::postgres::PgArguments;
 use sqlx::query::QueryAs;
-use sqlx::{Executor, Postgres};
+use sqlx::{Connection, Executor, Postgres};
 
 use crate::lease::{Lease, finish};
 use crate::rows::{LandedRow, SelectedRow, WriteBinds};
@@ -34,7 +34,7 @@ impl CompareAndSwap for PostgresStore {
 
     /// One statement for all writes, which land all or none (see the statement). It runs
     /// alone when the connections' `lock_timeout` keeps its lock waits within `lock_wait`;
-    /// otherwise in a transaction, which first lowers `lock_timeout` to fit.
+    /// otherwise in a transaction begun with `lock_timeout` lowered to fit (one round trip).
     /// A row another session holds locked is not waited for: it is about to change, so the
     /// write loses at once, and [`CasWriter`](memory_core::raw::CasWriter) holds the documents next (see `hold`).
     async fn compare_and_swap(
@@ -62,8 +62,15 @@ impl CompareAndSwap for PostgresStore {
                 .await?
         } else {
             self.leased(async |connection| {
-                let transaction = self.transaction(connection).await?;
-                write_in_transaction(transaction, query, per_row, self.keeps_prepared()).await
+                // `SET LOCAL` in the same round trip as `BEGIN`: for this transaction only,
+                // in whole milliseconds, at least 1 (0 would be none).
+                let begin = format!(
+                    "{}; SET LOCAL lock_timeout = '{}ms'",
+                    self.begin.write,
+                    per_row.as_millis().max(1)
+                );
+                let transaction = connection.begin_with(begin).await?;
+                write_in_transaction(transaction, query).await
             })
             .await?
         };
@@ -279,20 +286,11 @@ fn swapped(writes: &[CasWrite<'_>], landed: &[LandedRow]) -> Swapped {
     }
 }
 
-/// The write statement in `transaction`, with the transaction's `lock_timeout` lowered to
-/// `lock_wait` first; committed only if it succeeded.
+/// The write statement in `transaction`, committed only if it succeeded.
 async fn write_in_transaction<'q>(
     mut transaction: sqlx::Transaction<'_, Postgres>,
     query: QueryAs<'q, Postgres, LandedRow, PgArguments>,
-    lock_wait: Duration,
-    persistent: bool,
 ) -> Result<Vec<LandedRow>, sqlx::Error> {
-    // `true`: for this transaction only. Whole milliseconds, at least 1 (0 would be none).
-    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
-        .persistent(persistent)
-        .bind(format!("{}ms", lock_wait.as_millis().max(1)))
-        .execute(&mut *transaction)
-        .await?;
     let landed = query.fetch_all(&mut *transaction).await;
     if landed.is_ok() {
         transaction.commit().await?;

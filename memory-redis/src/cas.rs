@@ -33,6 +33,12 @@ impl CompareAndSwap for RedisStore {
         self.write_documents(writes, None).await
     }
 
+    /// The write script compares the stored text with a write's expected text: a writer
+    /// alone writes from its last view, one script run and no read.
+    fn checks_text(&self) -> bool {
+        true
+    }
+
     /// With `wait_replicas` set, a write of its own ([`RedisStore::replicated_key`]) and
     /// `WAIT` for it: replicas apply the master's writes in order, so those that have it have
     /// every write before it, the replayed call's among them. `OutcomeUnknown` when too few

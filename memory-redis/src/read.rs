@@ -236,7 +236,12 @@ impl RedisStore {
                 if !positive {
                     return None;
                 }
-                let tip = if tips {
+                let no_history = matches!(reply.get(2), Some(Value::Int(0)));
+                let tip = if tips && field(4).is_none() && no_history {
+                    // No revision in the hash and no stream (a scope's index, a document
+                    // written with history off): no tip, as the read script finds.
+                    empty_tip()
+                } else if tips {
                     let tip = [field(4)?, field(5)?, field(6)?, field(7)?];
                     if !is_tip(&tip) {
                         return None;

@@ -140,9 +140,11 @@ fn assert_no_password(err: &MemoryError) {
 
 type Call<'a> = Pin<Box<dyn Future<Output = Result<(), MemoryError>> + 'a>>;
 
-/// With the proxy stalled, each call fails `Unavailable` at its deadline (1 s, well before the
-/// 5 s response timeout that bounded calls before), saying so and naming no password; nothing
-/// of the stalled sync lands; once the proxy forwards again the same provider works.
+/// With the proxy stalled, each call fails at its deadline (1 s, well before the 5 s response
+/// timeout that bounded calls before), saying so and naming no password: the sync
+/// `OutcomeUnknown` (its first command is its write, planned from the writer's view of the
+/// document), the others `Unavailable`; the stalled sync lands at most once; once the proxy
+/// forwards again the same provider works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
     let Some(setup) = setup(|config| RedisConfig {
@@ -202,8 +204,13 @@ async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
             elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(1) + SLACK,
             "{name} ended after {elapsed:?}"
         );
+        let sent_unanswered = name == "sync";
         assert!(
-            matches!(err, MemoryError::Unavailable { .. }),
+            match &err {
+                MemoryError::OutcomeUnknown { .. } => sent_unanswered,
+                MemoryError::Unavailable { .. } => !sent_unanswered,
+                _ => false,
+            },
             "{name}: {err:?}"
         );
         let message = err.to_string();
@@ -221,8 +228,13 @@ async fn a_server_that_stops_answering_fails_each_call_within_the_deadline() {
     p.sync(&c, &add("after"), &IfMatch::NONE)
         .await
         .expect("the server answers again");
+    // The stalled write, delivered when the proxy resumed, landed before "after" or lost its
+    // race to it: once or not at all.
     let text = p.read(&c.document(Store::Memory)).await.unwrap().text;
-    assert_eq!(text, "before\n\nafter\n", "the stalled sync wrote nothing");
+    assert!(
+        ["before\n\nafter\n", "before\n\nduring\n\nafter\n"].contains(&text.as_str()),
+        "{text:?}"
+    );
     // The stalled link may have landed once the proxy forwarded it; linking again is fine
     // either way.
     p.link(&identity, &grace, false)
