@@ -12,7 +12,7 @@ use memory_core::raw::{Receipts, render_with_notes};
 use memory_core::{
     Document, DocumentId, IfMatch, MemoryContext, MemoryError, MemoryProvider, MemoryUpdate,
     NewestNotes, NoteMeta, NoteScope, Prefetch, Recall, Recalled, RecalledEntry, Store,
-    Subscription, SyncReport, newest_notes_of_context,
+    Subscription, SyncReport,
 };
 
 use crate::config::RecallConfig;
@@ -197,6 +197,7 @@ impl VectorProvider {
             sources,
             picked,
             behind,
+            listed,
         } = self.indexer.select(document, query, k, true).await?;
         let all: usize = sources
             .iter()
@@ -242,6 +243,7 @@ impl VectorProvider {
             document,
             text,
             warnings,
+            notes: NewestNotes::of(listed.iter().map(|note| (Store::Memory, note))),
         })
     }
 }
@@ -281,12 +283,14 @@ impl MemoryProvider for VectorProvider {
             return self.indexer.source.prefetch(ctx).await;
         };
         let (memory, user) = (ctx.document(Store::Memory), ctx.document(Store::User));
-        let (memory, user, notes) = tokio::try_join!(
+        // The memory scope's notes come with the recall, from the listing it ranked them from.
+        let user_scope = user.scope();
+        let (memory, user, user_notes) = tokio::try_join!(
             self.recalled_memory(&memory, query),
             self.indexer.source.read(&user),
-            newest_notes_of_context(&*self.indexer.source, ctx),
+            self.indexer.source.newest_notes(&user_scope, Store::User),
         )?;
-        Ok(memory.prefetch(ctx, &user, &notes))
+        Ok(memory.prefetch(ctx, &user, &user_notes))
     }
 
     /// Writes through the source; the write is acknowledged once the source has it, and the
@@ -409,23 +413,34 @@ pub struct RecalledMemory {
     /// Why the choice may differ from a ranking of the whole document (the index behind its
     /// source, or failing); empty when all went well.
     pub warnings: Vec<String>,
+    /// The newest notes of the document's scope, from the listing the query ranked them from
+    /// (one listing for both, as the prompt shows them together).
+    pub notes: NewestNotes,
 }
 
 impl RecalledMemory {
-    /// The whole of `document`, as a provider without recall renders it.
-    pub fn whole(document: Document) -> Self {
+    /// The whole of `document`, with the newest `notes` of its scope, as a provider without
+    /// recall renders it.
+    pub fn whole(document: Document, notes: NewestNotes) -> Self {
         RecalledMemory {
             text: document.text.clone(),
             document,
             warnings: Vec::new(),
+            notes,
         }
     }
 
     /// The prefetch for `ctx` with this memory section, `user`'s profile in full and the
-    /// index of the context's `notes`.
-    pub fn prefetch(self, ctx: &MemoryContext, user: &Document, notes: &NewestNotes) -> Prefetch {
+    /// index of this memory's notes with `user_notes` (the newest of the user's profile's).
+    pub fn prefetch(
+        self,
+        ctx: &MemoryContext,
+        user: &Document,
+        user_notes: &NewestNotes,
+    ) -> Prefetch {
+        let notes = NewestNotes::merged([&self.notes, user_notes]);
         Prefetch {
-            context: render_with_notes(&user.text, &self.text, notes, ctx.max_chars),
+            context: render_with_notes(&user.text, &self.text, &notes, ctx.max_chars),
             memory: self.document,
             user: user.clone(),
             warnings: self.warnings,

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Document, DocumentId, MemoryError, NotePath, Store};
+use memory_core::{Document, DocumentId, MemoryError, NoteMeta, NotePath, Store};
 
 use crate::coverage::{self, Mark};
 use crate::index::Hit;
@@ -105,6 +105,10 @@ pub(crate) struct Selection {
     /// Why `picked.unranked` is not empty (the index behind, or failing); `None` when the
     /// ranking covered the whole document and its notes.
     pub behind: Option<String>,
+    /// The notes of the document's scope as this query listed them (none for a document
+    /// other than a `MEMORY.md`): what the prompt's index of notes names, from the same
+    /// listing as the entries shown.
+    pub listed: Vec<NoteMeta>,
 }
 
 impl Selection {
@@ -255,9 +259,11 @@ impl Indexer {
         whole_if_within: bool,
     ) -> Result<Selection, MemoryError> {
         let mut why = String::new();
+        let listed = self.listed_beside(document).await?;
+        let beside = self.marked(document, &listed);
         for _ in 0..QUERY_ATTEMPTS {
             let snapshot = self.current(document).await?;
-            let notes = self.current_notes(document).await?;
+            let notes = self.current_notes(document, &beside).await?;
             let parsed = self
                 .parsed
                 .parsed(&snapshot.document, !whole_if_within)
@@ -276,20 +282,26 @@ impl Indexer {
                     }],
                     picked,
                     behind: None,
+                    listed,
                 });
             }
             // Ranked: the words' weights are wanted too (made once per state of the text).
             let parsed = ParsedCache::weighed(parsed).await;
             match self.pick(snapshot, parsed, &notes, query, limit).await {
-                Ok(Some(selection)) => return Ok(selection),
+                Ok(Some(selection)) => {
+                    return Ok(Selection {
+                        listed,
+                        ..selection
+                    });
+                }
                 Ok(None) => why = "the recall index kept changing while it was read".to_owned(),
                 Err(err) => why = format!("the recall index failed ({err})"),
             }
         }
         let document = self.source.read(document).await?;
         let mut sources = vec![self.source_of(document).await];
-        for (note, _) in self.notes_beside(&sources[0].document.id).await? {
-            let read = self.source.read(&note).await?;
+        for (note, _) in &beside {
+            let read = self.source.read(note).await?;
             sources.push(self.source_of(read).await);
         }
         let unranked = every_entry(&sources);
@@ -300,6 +312,7 @@ impl Indexer {
                 unranked,
             },
             behind: Some(why),
+            listed,
         })
     }
 
@@ -315,41 +328,40 @@ impl Indexer {
         Source { document, parsed }
     }
 
-    /// The notes ranked with `document`, as the source lists them now, each with the mark of
-    /// its listing: those of its scope for a `MEMORY.md`, else none.
-    async fn notes_beside(
-        &self,
-        document: &DocumentId,
-    ) -> Result<Vec<(DocumentId, Mark)>, MemoryError> {
+    /// The notes ranked with `document`, as the source lists them now: those of its scope
+    /// for a `MEMORY.md`, else none.
+    async fn listed_beside(&self, document: &DocumentId) -> Result<Vec<NoteMeta>, MemoryError> {
         if document.store() != Store::Memory || document.note_path().is_some() {
             return Ok(Vec::new());
         }
-        let scope = document.scope();
-        Ok(self
-            .source
-            .notes(&scope, "")
-            .await?
-            .into_iter()
-            .map(|note| {
-                let mark = Mark::listed(&note, self.model());
-                (scope.note(note.path), mark)
-            })
-            .collect())
+        self.source.notes(&document.scope(), "").await
     }
 
-    /// The notes ranked with `document` as the source lists them now, with the index brought
-    /// up to each one that is behind first, waited for up to the time budget (the catch-ups
-    /// go on in the background after it).
+    /// Each of `listed` (notes beside `document`) with the mark of its listing.
+    fn marked(&self, document: &DocumentId, listed: &[NoteMeta]) -> Vec<(DocumentId, Mark)> {
+        let scope = document.scope();
+        listed
+            .iter()
+            .map(|note| {
+                let mark = Mark::listed(note, self.model());
+                (scope.note(note.path.clone()), mark)
+            })
+            .collect()
+    }
+
+    /// The notes ranked with `document` (`listed`, each with its mark), with the index
+    /// brought up to each one that is behind first, waited for up to the time budget (the
+    /// catch-ups go on in the background after it).
     async fn current_notes(
         self: &Arc<Self>,
         document: &DocumentId,
+        listed: &[(DocumentId, Mark)],
     ) -> Result<NotesState, MemoryError> {
         let mut state = NotesState {
             covered: Vec::new(),
             behind: Vec::new(),
             why: None,
         };
-        let listed = self.notes_beside(document).await?;
         let is_covered = |record: &coverage::Record, (id, mark): &(DocumentId, Mark)| {
             record.documents.get(&id.relative_path()) == Some(mark)
         };
@@ -375,10 +387,10 @@ impl Indexer {
             }
         }
         for note in listed {
-            if is_covered(&record, &note) {
-                state.covered.push(note);
+            if is_covered(&record, note) {
+                state.covered.push(note.clone());
             } else {
-                state.behind.push(note.0);
+                state.behind.push(note.0.clone());
             }
         }
         if !state.behind.is_empty() {
@@ -532,6 +544,7 @@ impl Indexer {
             sources,
             picked: Picked { ranked, unranked },
             behind,
+            listed: Vec::new(),
         }))
     }
 

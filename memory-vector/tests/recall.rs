@@ -1191,3 +1191,160 @@ async fn a_note_the_index_is_behind_on_is_shown_unranked() {
         "{memory}"
     );
 }
+
+/// A markdown source that counts the listings of each scope (`notes` and `newest_notes`).
+struct CountsListings {
+    inner: MarkdownProvider,
+    listings: std::sync::Mutex<Vec<memory_core::NoteScope>>,
+}
+
+impl CountsListings {
+    fn of(&self, scope: &memory_core::NoteScope) -> usize {
+        let listings = self.listings.lock().unwrap();
+        listings.iter().filter(|listed| *listed == scope).count()
+    }
+
+    fn listed(&self, scope: &memory_core::NoteScope) {
+        self.listings.lock().unwrap().push(scope.clone());
+    }
+}
+
+#[async_trait::async_trait]
+impl MemoryProvider for CountsListings {
+    async fn prefetch(&self, ctx: &MemoryContext) -> Result<memory_core::Prefetch, MemoryError> {
+        self.inner.prefetch(ctx).await
+    }
+
+    async fn sync(
+        &self,
+        ctx: &MemoryContext,
+        updates: &[MemoryUpdate],
+        if_match: &IfMatch,
+    ) -> Result<memory_core::SyncReport, MemoryError> {
+        self.inner.sync(ctx, updates, if_match).await
+    }
+
+    async fn read(
+        &self,
+        document: &memory_core::DocumentId,
+    ) -> Result<memory_core::Document, MemoryError> {
+        self.inner.read(document).await
+    }
+
+    async fn list(&self) -> Result<Vec<memory_core::DocumentId>, MemoryError> {
+        self.inner.list().await
+    }
+
+    async fn notes(
+        &self,
+        scope: &memory_core::NoteScope,
+        prefix: &str,
+    ) -> Result<Vec<memory_core::NoteMeta>, MemoryError> {
+        self.listed(scope);
+        self.inner.notes(scope, prefix).await
+    }
+
+    async fn newest_notes(
+        &self,
+        scope: &memory_core::NoteScope,
+        store: Store,
+    ) -> Result<memory_core::NewestNotes, MemoryError> {
+        self.listed(scope);
+        self.inner.newest_notes(scope, store).await
+    }
+
+    async fn history(
+        &self,
+        document: &memory_core::DocumentId,
+        limit: usize,
+    ) -> Result<Vec<memory_core::Revision>, MemoryError> {
+        self.inner.history(document, limit).await
+    }
+
+    async fn purge(
+        &self,
+        document: &memory_core::DocumentId,
+        surface: Surface,
+    ) -> Result<memory_core::Purged, MemoryError> {
+        self.inner.purge(document, surface).await
+    }
+
+    async fn redact(
+        &self,
+        document: &memory_core::DocumentId,
+        number: u64,
+    ) -> Result<memory_core::Revision, MemoryError> {
+        self.inner.redact(document, number).await
+    }
+
+    fn subscribe(&self) -> memory_core::Subscription {
+        self.inner.subscribe()
+    }
+}
+
+/// A prefetch with a query lists the memory scope's notes once, for the ranking and the
+/// prompt's index of notes alike, and the user's profile's once; the index names the notes of
+/// both.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prefetch_lists_each_scope_once_for_recall_and_the_notes_index() {
+    use memory_core::NotePath;
+    let dir = TempDir::new().unwrap();
+    let source = Arc::new(CountsListings {
+        inner: MarkdownProvider::new(dir.path().join("memory")),
+        listings: std::sync::Mutex::default(),
+    });
+    let recall = RecallConfig {
+        k: 2,
+        catch_up_ms: 60_000,
+        ..RecallConfig::default()
+    };
+    let p = VectorProvider::open(
+        source.clone(),
+        &dir.path().join("index"),
+        embedder(),
+        recall,
+    )
+    .await
+    .unwrap();
+    let c = ctx("ada", "grace");
+    add_all(&p, &c, &NOTES).await;
+    let path = |path: &str| NotePath::new(path).unwrap();
+    let notes = [
+        MemoryUpdate::create(
+            Store::Memory,
+            path("trips/kyoto.md"),
+            "# Kyoto\n\nStay in a ryokan near Gion.",
+        ),
+        MemoryUpdate::create(Store::Memory, path("work/launch.md"), "Launch on 3 March."),
+        MemoryUpdate::create(Store::User, path("diet.md"), "Vegetarian since 2019."),
+    ];
+    p.sync(&c, &notes, &IfMatch::NONE).await.unwrap();
+    assert!(p.settle().await.is_empty());
+
+    let (memory_scope, user_scope) = (
+        c.document(Store::Memory).scope(),
+        c.document(Store::User).scope(),
+    );
+    let before = (source.of(&memory_scope), source.of(&user_scope));
+    let prefetch = p
+        .prefetch(&c.clone().with_query("a ryokan in Kyoto"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            source.of(&memory_scope) - before.0,
+            source.of(&user_scope) - before.1
+        ),
+        (1, 1),
+        "one listing per scope"
+    );
+    assert!(prefetch.warnings.is_empty(), "{:?}", prefetch.warnings);
+    let context = prefetch.context.expect("a prompt");
+    for named in ["trips/kyoto.md", "work/launch.md", "diet.md"] {
+        assert!(context.contains(named), "{named}: {context}");
+    }
+    assert!(
+        context.contains("From memory/trips/kyoto.md:"),
+        "the note recalled: {context}"
+    );
+}

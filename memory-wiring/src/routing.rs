@@ -134,16 +134,11 @@ impl Memory {
         let through = self.backend(route.memory).await?;
         let user_home = self.provider(route.user).await?;
         let (memory, user) = (ctx.document(Store::Memory), ctx.document(Store::User));
+        let user_scope = user.scope();
         let user = user_home.read(&user);
-        // Each scope's notes from the home of the document they sit beside.
-        let notes = async {
-            let (memory_scope, user_scope) = (memory.scope(), ctx.document(Store::User).scope());
-            let (in_memory, in_user) = tokio::try_join!(
-                through.provider.newest_notes(&memory_scope, Store::Memory),
-                user_home.newest_notes(&user_scope, Store::User),
-            )?;
-            Ok::<_, MemoryError>(NewestNotes::merged([&in_memory, &in_user]))
-        };
+        // Each scope's notes from the home of the document they sit beside; with recall, the
+        // memory scope's come with it, from the listing it ranked them from.
+        let user_notes = user_home.newest_notes(&user_scope, Store::User);
         let (mut prefetch, user) = match (query, through) {
             #[cfg(feature = "recall")]
             (
@@ -154,12 +149,19 @@ impl Memory {
                 },
             ) => {
                 let recalled = vector.recalled_memory(&memory, query);
-                let (memory, user, notes) = tokio::try_join!(recalled, user, notes)?;
-                (memory.prefetch(ctx, &user, &notes), user)
+                let (memory, user, user_notes) = tokio::try_join!(recalled, user, user_notes)?;
+                (memory.prefetch(ctx, &user, &user_notes), user)
             }
             _ => {
-                let (memory, user, notes) =
-                    tokio::try_join!(through.provider.read(&memory), user, notes)?;
+                let memory_scope = memory.scope();
+                let memory_notes = through.provider.newest_notes(&memory_scope, Store::Memory);
+                let (memory, user, memory_notes, user_notes) = tokio::try_join!(
+                    through.provider.read(&memory),
+                    user,
+                    memory_notes,
+                    user_notes
+                )?;
+                let notes = NewestNotes::merged([&memory_notes, &user_notes]);
                 (Prefetch::from_documents(ctx, &memory, &user, &notes), user)
             }
         };
