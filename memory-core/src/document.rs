@@ -115,8 +115,9 @@ impl NoteScope {
     }
 
     /// The document a versioned store keeps the scope's index in: each note's path and bytes,
-    /// written in the same compare-and-swap as the notes. Hidden from every listing.
-    pub(crate) fn index(&self) -> DocumentId {
+    /// written in the same compare-and-swap as the notes. Hidden from every listing; public
+    /// for the stores of the kit (`memory_core::raw`), which keep it like a document.
+    pub fn index(&self) -> DocumentId {
         self.note(NotePath::scope_index())
     }
 

@@ -1,9 +1,9 @@
 //! Reading documents: one statement for a snapshot of any number, a leaner one for one or two.
 
-use memory_core::{Document, DocumentId, MemoryError};
+use memory_core::{Document, DocumentId, MemoryError, Version};
 use sqlx::PgConnection;
 
-use crate::rows::{ReadRow, SelectedRow, TipColumns};
+use crate::rows::{ChangedRow, ReadRow, SelectedRow, TipColumns};
 use crate::store::{PostgresStore, row_key};
 
 impl PostgresStore {
@@ -29,6 +29,56 @@ impl PostgresStore {
             .bind(receipts)
             .fetch_all(connection)
             .await
+    }
+
+    /// `ids` as one snapshot, in order, as [`PostgresStore::documents`] reads them, except
+    /// that one still at the version `known` gives for it comes back as `None`, its text not
+    /// sent (see [`VersionedStore::read_changed`](memory_core::raw::VersionedStore::read_changed)).
+    pub(crate) async fn changed_documents(
+        &self,
+        ids: &[DocumentId],
+        known: &[Option<&Version>],
+    ) -> Result<Vec<Option<Document>>, MemoryError> {
+        let known: Vec<i64> = known
+            .iter()
+            .map(|known| {
+                known
+                    .and_then(|version| version.as_str().parse().ok())
+                    .unwrap_or(-1)
+            })
+            .collect();
+        if known.len() != ids.len() || known.iter().all(|known| *known < 0) {
+            return Ok(self.documents(ids).await?.into_iter().map(Some).collect());
+        }
+        let (kinds, owners): (Vec<&str>, Vec<String>) = ids.iter().map(row_key).unzip();
+        let rows: Vec<ChangedRow> = self
+            .single(async |connection| {
+                self.query_as(&self.sql.read_changed)
+                    .bind(&kinds)
+                    .bind(&owners)
+                    .bind(&known)
+                    .fetch_all(connection)
+                    .await
+            })
+            .await?
+            .map_err(|err| self.db_error(err))?;
+        ids.iter()
+            .zip(rows)
+            .map(|(id, row)| {
+                if row.unchanged {
+                    return Ok(None);
+                }
+                let selected = SelectedRow {
+                    content: row.content,
+                    version: row.version,
+                    updated_at: row.updated_at,
+                    receipts: None,
+                    tip: TipColumns::NONE,
+                    now: 0,
+                };
+                Ok(Some(self.fetched(id, selected)?.document))
+            })
+            .collect()
     }
 
     /// `ids` as one snapshot, in order, without their histories' tips: what reads need (a
@@ -88,12 +138,7 @@ impl PostgresStore {
                 version,
                 updated_at,
                 receipts: None,
-                tip: TipColumns {
-                    tip_number: None,
-                    tip_version: None,
-                    tip_sha256: None,
-                    tip_bytes: None,
-                },
+                tip: TipColumns::NONE,
                 now: 0,
             };
             documents.push(self.fetched(id, selected)?.document);

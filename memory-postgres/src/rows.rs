@@ -111,6 +111,18 @@ pub(crate) struct SelectedRow {
     pub(crate) now: i64,
 }
 
+/// A document as [`Statements::read_changed`](crate::sql::Statements::read_changed) reads
+/// it: no row (every column NULL) for one never written, no content where `unchanged`.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ChangedRow {
+    pub(crate) content: Option<String>,
+    pub(crate) version: Option<i64>,
+    /// Milliseconds since the Unix epoch.
+    pub(crate) updated_at: Option<i64>,
+    /// Still at the version the reader knows.
+    pub(crate) unchanged: bool,
+}
+
 /// A document as [`Statements::read_two`](crate::sql::Statements::read_two) reads it.
 #[derive(sqlx::FromRow)]
 pub(crate) struct ReadRow {
@@ -129,6 +141,16 @@ pub(crate) struct TipColumns {
     pub(crate) tip_version: Option<String>,
     pub(crate) tip_sha256: Option<String>,
     pub(crate) tip_bytes: Option<i64>,
+}
+
+impl TipColumns {
+    /// No tip: a read that does not ask for it.
+    pub(crate) const NONE: TipColumns = TipColumns {
+        tip_number: None,
+        tip_version: None,
+        tip_sha256: None,
+        tip_bytes: None,
+    };
 }
 
 /// What [`Statements::purge_history`](crate::sql::Statements::purge_history) erased: each

@@ -42,6 +42,7 @@ pub(crate) struct Statements {
     pub(crate) hold: Arc<str>,
     pub(crate) held_by_others: Arc<str>,
     pub(crate) select_documents: Arc<str>,
+    pub(crate) read_changed: Arc<str>,
     pub(crate) read_two: Arc<str>,
     pub(crate) write: Arc<str>,
     pub(crate) history: Arc<str>,
@@ -94,6 +95,7 @@ impl Statements {
         // first, tip, oldest, expected_text, base), then the history table's columns as
         // RevisionColumns has them, then the age limit.
         let documents = unnest(1, &["text", "text"]);
+        let changed = unnest(1, &["text", "text", "int8"]);
         let writes = unnest(
             1,
             &[
@@ -160,6 +162,13 @@ impl Statements {
             )
             .into(),
             select_documents: select("").into(),
+            // The documents `select_documents` reads, with a version known for each ($3, -1 for
+            // none): a document still at it (0 for one never written) comes without its text,
+            // which the reader has.
+            read_changed: format!(
+                "SELECT CASE WHEN COALESCE(d.version, 0) = w.known THEN NULL ELSE d.content END                    AS content,                    d.version, (extract(epoch FROM d.updated_at) * 1000)::int8 AS updated_at,                    COALESCE(d.version, 0) = w.known AS unchanged                  FROM {changed} WITH ORDINALITY AS w(kind, owner, known, position)                  LEFT JOIN {table} AS d ON d.kind = w.kind AND d.owner = w.owner                  ORDER BY w.position"
+            )
+            .into(),
             // Two documents by their keys, in one statement (one snapshot); the second is left
             // out where it is the first again.
             read_two: format!(

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use memory_core::raw::{DEFAULT_DEADLINE, StoredHistory, VersionedStore};
 use memory_core::{
     Document, DocumentId, MemoryError, PersonalityId, Purged, Retention, Revision, Surface, UserId,
+    Version,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool};
 
@@ -150,6 +151,15 @@ impl VersionedStore for PostgresStore {
 
     async fn read(&self, ids: &[DocumentId]) -> Result<Vec<Document>, MemoryError> {
         self.documents(ids).await
+    }
+
+    /// One statement that sends no text of a document `known` still has.
+    async fn read_changed(
+        &self,
+        ids: &[DocumentId],
+        known: &[Option<&Version>],
+    ) -> Result<Vec<Option<Document>>, MemoryError> {
+        self.changed_documents(ids, known).await
     }
 
     async fn list(&self) -> Result<Vec<DocumentId>, MemoryError> {

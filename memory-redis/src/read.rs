@@ -85,6 +85,8 @@ impl RedisStore {
             .zip(versions)
             .all(|(known, read)| match read {
                 Value::BulkString(read) => read.as_slice() == known.as_str().as_bytes(),
+                // A document never written reads as version 0 (a scope with no notes yet).
+                Value::Nil => known.as_str() == "0",
                 _ => false,
             });
         if !unchanged {
