@@ -497,60 +497,11 @@ async fn a_large_write_over_tls_is_not_held_back_by_nagle() {
     );
 }
 
-/// A read of a scope's index that says which version it has gets no text back while the index
-/// is still at it (0 for a scope with no notes yet), and the whole index once it moved: what a
-/// prefetch sends each turn for a scope of many notes is a version, not the listing.
+/// The scope's index is not sent again while the reader has its version (see the case).
 #[tokio::test]
 async fn an_index_still_at_a_known_version_is_not_sent_again() {
-    use memory_core::raw::VersionedStore;
-    use memory_core::{NotePath, Version};
     let Some((p, _schema)) = common::provider().await else {
         return;
     };
-    let c = ctx("ada", "u1");
-    let note = NotePath::new("trips/kyoto.md").unwrap();
-    p.sync(
-        &c,
-        &[MemoryUpdate::create(
-            Store::Memory,
-            note,
-            "# Kyoto\nTemples.",
-        )],
-        &IfMatch::NONE,
-    )
-    .await
-    .unwrap();
-    let memory = c.document(Store::Memory);
-    let (notes, none_yet) = (
-        memory.scope().index(),
-        c.document(Store::User).scope().index(),
-    );
-    let ids = [memory.clone(), notes.clone(), none_yet.clone()];
-    let index = p
-        .store()
-        .read(std::slice::from_ref(&notes))
-        .await
-        .unwrap()
-        .remove(0);
-    assert!(index.text.contains("trips/kyoto.md"), "{index:?}");
-
-    let zero = Version::new("0");
-    let read = p
-        .store()
-        .read_changed(&ids, &[None, Some(&index.version), Some(&zero)])
-        .await
-        .unwrap();
-    assert_eq!(read[0].as_ref().map(|d| d.id.clone()), Some(memory));
-    assert_eq!(read[1], None, "the index is unchanged: no text");
-    assert_eq!(read[2], None, "no notes yet, as known");
-
-    let stale = Version::new("0");
-    let read = p
-        .store()
-        .read_changed(&ids, &[None, Some(&stale), Some(&index.version)])
-        .await
-        .unwrap();
-    assert_eq!(read[1].as_ref(), Some(&index), "moved on: the whole index");
-    let empty = read[2].as_ref().expect("not at that version: read");
-    assert_eq!((empty.text.as_str(), empty.version.as_str()), ("", "0"));
+    hosts::an_index_still_at_a_known_version_is_not_sent_again(&p).await;
 }

@@ -161,6 +161,16 @@ mod tests {
         }
     }
 
+    /// What `memory_history` says of the revision at `at` of `history` (MEMORY.md's).
+    fn described(history: &[Revision], at: usize) -> String {
+        describe_revision(
+            "MEMORY.md",
+            &history[at],
+            history,
+            memory_core::diff_deadline(),
+        )
+    }
+
     #[test]
     fn each_revision_says_what_its_change_was() {
         let history = [
@@ -168,29 +178,21 @@ mod tests {
             revision(3, Some("same\n")),
             revision(2, Some("same\n")),
         ];
-        let described = |at: usize| {
-            describe_revision(
-                "MEMORY.md",
-                &history[at],
-                &history,
-                memory_core::diff_deadline(),
-            )
-        };
         assert!(
-            described(0).ends_with("· purged\n(Purged: the text and the revisions before were erased; nothing to show or revert to.)"),
+            described(&history, 0).ends_with("· purged\n(Purged: the text and the revisions before were erased; nothing to show or revert to.)"),
             "{}",
-            described(0)
+            described(&history, 0)
         );
         assert!(
-            described(1).ends_with("\n(No change in the text.)"),
+            described(&history, 1).ends_with("\n(No change in the text.)"),
             "{}",
-            described(1)
+            described(&history, 1)
         );
         assert!(
-            described(2)
+            described(&history, 2)
                 .ends_with("\n(The revision before it is no longer kept, so there is no diff.)"),
             "{}",
-            described(2)
+            described(&history, 2)
         );
     }
 
@@ -202,23 +204,16 @@ mod tests {
             redacted,
             revision(1, Some("a\n")),
         ];
-        let described = |at: usize| {
-            describe_revision(
-                "MEMORY.md",
-                &history[at],
-                &history,
-                memory_core::diff_deadline(),
-            )
-        };
         assert!(
-            described(1).ends_with("· redacted\n(Redacted: its text and updates were erased; nothing to show or revert to.)"),
+            described(&history, 1).ends_with("· redacted\n(Redacted: its text and updates were erased; nothing to show or revert to.)"),
             "{}",
-            described(1)
+            described(&history, 1)
         );
         assert!(
-            described(0).ends_with("\n(The revision before it was redacted, so there is no diff.)"),
+            described(&history, 0)
+                .ends_with("\n(The revision before it was redacted, so there is no diff.)"),
             "{}",
-            described(0)
+            described(&history, 0)
         );
     }
 }
